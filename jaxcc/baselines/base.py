@@ -1,0 +1,84 @@
+"""The protocol every in-simulator controller follows (classic baselines and learned policies).
+
+A controller is three pure functions over one flow, vmapped over flows by the runner:
+
+    cstate = init(cparam)                       # when the flow starts (and while it is idle)
+    action = act(cstate, cparam)                # what to send during the next tick
+    cstate = update(cstate, obs, cparam)        # after the tick, with its feedback
+
+``cparam`` is a small per-flow float vector (e.g. the rate of ``fixed:MBPS``), so one compiled
+run serves every parameter value.  ``obs`` carries only what a real sender can measure — ACKed
+and lost bytes and RTT samples that arrived during the tick, and its own sending — plus two
+*privileged* fields (``capacity``, ``n_active``) that only the ``oracle`` controller may read.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from jaxcc.sim.core import BIG, TickOut
+
+CPARAM_DIM = 4  # length of the per-flow controller parameter vector
+
+
+class TickObs(NamedTuple):
+    """What one flow's sender sees at the end of a tick (all scalars for one flow)."""
+
+    now: jax.Array  # s since the scenario began (end of the tick)
+    dt: jax.Array  # tick length (s)
+    active: jax.Array  # bool: the flow was sending during this tick
+    acked: jax.Array  # bytes newly ACKed during the tick
+    lost: jax.Array  # bytes newly known to be lost during the tick
+    rtt_wsum: jax.Array  # Σ rtt·bytes over the newly ACKed bytes (s·bytes)
+    sent: jax.Array  # bytes sent during the tick
+    inflight: jax.Array  # bytes in flight after the tick
+    capacity: jax.Array  # privileged: link capacity during the tick (bytes/s)
+    n_active: jax.Array  # privileged: number of active flows on the link
+
+    @property
+    def rtt_mean(self) -> jax.Array:
+        """Mean RTT of the bytes ACKed during the tick (0 when nothing was ACKed)."""
+        return jnp.where(self.acked > 0, self.rtt_wsum / jnp.maximum(self.acked, 1e-30), 0.0)
+
+
+class Action(NamedTuple):
+    """A sender's controls for one tick: pacing rate (bytes/s) and window (bytes)."""
+
+    rate: jax.Array
+    cwnd: jax.Array
+
+
+class Controller(NamedTuple):
+    """A named, pure controller (see the module docstring)."""
+
+    name: str
+    init: Callable[[jax.Array], Any]
+    act: Callable[[Any, jax.Array], Action]
+    update: Callable[[Any, TickObs, jax.Array], Any]
+
+
+def tick_obs(out: TickOut, dt: jax.Array) -> TickObs:
+    """Per-flow observations ([F] leaves) from one simulator tick."""
+    f = out.sent.shape[-1]
+    bcast = lambda x: jnp.broadcast_to(x, (f,))  # noqa: E731
+    n_active = jnp.sum(out.active.astype(jnp.int32))
+    return TickObs(
+        now=bcast(out.time),
+        dt=bcast(dt),
+        active=out.active,
+        acked=out.acked,
+        lost=out.lost,
+        rtt_wsum=out.rtt_wsum,
+        sent=out.sent,
+        inflight=out.inflight,
+        capacity=bcast(out.capacity),
+        n_active=bcast(n_active),
+    )
+
+
+def rate_only(rate: jax.Array) -> Action:
+    """A purely rate-based action (no window limit)."""
+    return Action(rate=rate, cwnd=jnp.full_like(rate, BIG))

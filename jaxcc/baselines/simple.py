@@ -1,0 +1,44 @@
+"""Two reference senders: a constant rate (``fixed:MBPS``) and a capacity-aware ``oracle``.
+
+The oracle reads the privileged ``capacity`` and ``n_active`` fields of the observation and sends
+exactly its fair share, ``c(t)/n``: full utilisation, no self-inflicted queue, a perfectly fair
+split.  It is the upper bound the learned controllers are compared against, not a deployable
+algorithm.
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+
+from jaxcc.baselines.base import Controller, TickObs, rate_only
+from jaxcc.sim.links import MBPS
+
+
+def _fixed_init(cparam):
+    return jnp.zeros((), jnp.float32)
+
+
+def _fixed_act(state, cparam):
+    return rate_only(cparam[0] * MBPS)
+
+
+def _fixed_update(state, obs: TickObs, cparam):
+    return state
+
+
+FIXED = Controller("fixed", _fixed_init, _fixed_act, _fixed_update)
+
+
+def _oracle_init(cparam):
+    return jnp.zeros((), jnp.float32)  # the share to send next tick (0 until the first tick ends)
+
+
+def _oracle_act(share, cparam):
+    return rate_only(share)
+
+
+def _oracle_update(share, obs: TickObs, cparam):
+    return obs.capacity / jnp.maximum(obs.n_active, 1).astype(obs.capacity.dtype)
+
+
+ORACLE = Controller("oracle", _oracle_init, _oracle_act, _oracle_update)

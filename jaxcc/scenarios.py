@@ -1,0 +1,379 @@
+"""Scenario specs: the JSON users write, validation, and the papers' named scenarios.
+
+The spec (every command accepts it as ``--scenario-file``)::
+
+    {"name": str, "duration_s": float,
+     "link": {"bandwidth_mbps": float            # one of these three capacity forms,
+              | "schedule": [[t_s, mbps], ...]    #   or "random_steps" / "poisson" below
+              | "trace": path,                     # a Mahimahi trace (loops like mm-link)
+              "buffer_bytes": int, "loss": float},
+     "flows": [{"rtt_ms": float, "start_s": float, "stop_s": float, "controller": str}]}
+
+Extensions: ``"random_steps": {"low_mbps", "high_mbps", "every_s"}`` (a new uniform rate every
+``every_s``; Aurora Fig. 7), ``"poisson": {"mean_mbps", "slot_ms"}`` (Wi-Fi-like, DeepCC §VI-A),
+``"trace_bin_ms"`` (default 10) for traces.  Random forms are drawn from the evaluation seed.
+``stop_s`` defaults to ``duration_s`` and ``start_s`` to 0.
+
+Named scenarios (``get_scenario``; ``list_scenarios``; suites with ``get_suite``):
+
+* ``pareto/*`` — Pareto §V test set (Table I/II, Fig. 5–10): RTT 90 ms, 440 KB buffer, 30 s.
+* ``aurora/*`` — Aurora §4.1 sweeps (defaults 30 Mbps, 30 ms latency, 1000 packets, 0% loss)
+  and the Fig. 2 / Fig. 7 links.
+* ``mocc/*`` — MOCC §V links (12 Mbps/10 ms/375 KB, 50 Mbps/375 KB, buffers 18–90 KB).
+* ``deepcc/*`` — DeepCC §VI links (Wi-Fi-like Poisson, satellite).
+
+Trace scenarios (``pareto/lte``) look for the trace under ``$JAXCC_TRACES`` and then
+``../shared/traces`` beside the repository; a clear error says so when it is not there.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+from typing import Any, Callable
+
+import numpy as np
+
+from jaxcc.controllers import parse_controller
+from jaxcc.sim import links
+
+KB = 1000  # the papers' buffer sizes (375 KB, 440 KB) are decimal kilobytes
+PACKET = 1500
+
+
+@dataclasses.dataclass(frozen=True)
+class FlowSpec:
+    rtt_ms: float
+    start_s: float
+    stop_s: float
+    controller: str
+
+
+@dataclasses.dataclass(frozen=True)
+class LinkSpec:
+    buffer_bytes: float
+    loss: float = 0.0
+    bandwidth_mbps: float | None = None
+    schedule: tuple[tuple[float, float], ...] | None = None
+    trace: str | None = None
+    trace_bin_ms: float = 10.0
+    random_steps: dict | None = None
+    poisson: dict | None = None
+
+    def capacity(self, seed: int = 0, duration_s: float = 60.0) -> links.Schedule:
+        """The capacity schedule (random forms drawn from ``seed``)."""
+        if self.bandwidth_mbps is not None:
+            return links.constant(self.bandwidth_mbps)
+        if self.schedule is not None:
+            return links.steps(self.schedule)
+        if self.trace is not None:
+            return links.from_trace(self.trace, self.trace_bin_ms)
+        rng = np.random.default_rng(seed)
+        if self.random_steps is not None:
+            rs = self.random_steps
+            n = max(1, int(math.ceil(duration_s / rs["every_s"])))
+            mbps = rng.uniform(rs["low_mbps"], rs["high_mbps"], n)
+            return links.Schedule(np.arange(n) * rs["every_s"], mbps * links.MBPS)
+        ps = self.poisson
+        slot = ps["slot_ms"] / 1e3
+        n = max(1, int(math.ceil(duration_s / slot)))
+        counts = rng.poisson(ps["mean_mbps"] * links.MBPS * slot / PACKET, n)
+        if counts.sum() == 0:
+            counts[0] = 1
+        return links.Schedule(np.arange(n) * slot, counts * PACKET / slot)
+
+
+@dataclasses.dataclass(frozen=True)
+class Scenario:
+    name: str
+    duration_s: float
+    link: LinkSpec
+    flows: tuple[FlowSpec, ...]
+
+    def with_controller(self, controller: str) -> "Scenario":
+        """The same scenario with every flow driven by ``controller``."""
+        parse_controller(controller)
+        return dataclasses.replace(
+            self, flows=tuple(dataclasses.replace(f, controller=controller) for f in self.flows)
+        )
+
+    def to_dict(self) -> dict:
+        link = {k: v for k, v in dataclasses.asdict(self.link).items() if v is not None}
+        if link.get("trace_bin_ms") == 10.0:
+            link.pop("trace_bin_ms")
+        if "schedule" in link:
+            link["schedule"] = [list(p) for p in link["schedule"]]
+        return {
+            "name": self.name,
+            "duration_s": self.duration_s,
+            "link": link,
+            "flows": [dataclasses.asdict(f) for f in self.flows],
+        }
+
+
+# ----------------------------------------------------------------------------- validation
+
+
+def _number(obj: dict, key: str, where: str, *, positive=False, nonneg=False, default=None) -> float:
+    if key not in obj:
+        if default is not None:
+            return float(default)
+        raise ValueError(f"{where}.{key}: missing (required)")
+    v = obj[key]
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        raise ValueError(f"{where}.{key}: expected a finite number, got {v!r}")
+    if positive and v <= 0:
+        raise ValueError(f"{where}.{key}: must be > 0, got {v!r}")
+    if nonneg and v < 0:
+        raise ValueError(f"{where}.{key}: must be >= 0, got {v!r}")
+    return float(v)
+
+
+def _check_keys(obj: dict, allowed: set[str], where: str) -> None:
+    unknown = set(obj) - allowed
+    if unknown:
+        raise ValueError(f"{where}: unknown key(s) {sorted(unknown)}; allowed: {sorted(allowed)}")
+
+
+def parse_scenario(spec: dict, *, source: str = "scenario", base_dir: str | None = None,
+                   allow_kernel: bool = True) -> Scenario:
+    """Validate a spec dict; every error names the field (``source.link.loss`` ...)."""
+    if not isinstance(spec, dict):
+        raise ValueError(f"{source}: a scenario must be a JSON object, got {type(spec).__name__}")
+    _check_keys(spec, {"name", "duration_s", "link", "flows"}, source)
+    name = spec.get("name", "custom")
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"{source}.name: expected a non-empty string, got {name!r}")
+    duration = _number(spec, "duration_s", source, positive=True)
+    link = spec.get("link")
+    if not isinstance(link, dict):
+        raise ValueError(f"{source}.link: missing or not an object")
+    where = f"{source}.link"
+    _check_keys(link, {"bandwidth_mbps", "schedule", "trace", "trace_bin_ms", "random_steps", "poisson",
+                       "buffer_bytes", "loss"}, where)
+    forms = [k for k in ("bandwidth_mbps", "schedule", "trace", "random_steps", "poisson") if k in link]
+    if len(forms) != 1:
+        raise ValueError(f"{where}: give exactly one of bandwidth_mbps, schedule, trace, random_steps, poisson "
+                         f"(got {forms or 'none'})")
+    buffer_bytes = _number(link, "buffer_bytes", where, positive=True)
+    loss = _number(link, "loss", where, nonneg=True, default=0.0)
+    if not loss < 1.0:
+        raise ValueError(f"{where}.loss: must be in [0, 1), got {loss!r}")
+    kw: dict[str, Any] = {}
+    if "bandwidth_mbps" in link:
+        kw["bandwidth_mbps"] = _number(link, "bandwidth_mbps", where, positive=True)
+    elif "schedule" in link:
+        sched = link["schedule"]
+        if not isinstance(sched, list) or not sched:
+            raise ValueError(f"{where}.schedule: expected a non-empty list of [t_s, mbps] pairs")
+        pairs = []
+        for i, pair in enumerate(sched):
+            if not isinstance(pair, (list, tuple)) or len(pair) != 2:
+                raise ValueError(f"{where}.schedule[{i}]: expected [t_s, mbps], got {pair!r}")
+            t = _number({"t_s": pair[0]}, "t_s", f"{where}.schedule[{i}]", nonneg=True)
+            m = _number({"mbps": pair[1]}, "mbps", f"{where}.schedule[{i}]", positive=True)
+            if pairs and t <= pairs[-1][0]:
+                raise ValueError(f"{where}.schedule[{i}].t_s: times must increase ({t} after {pairs[-1][0]})")
+            pairs.append((t, m))
+        if pairs[0][0] != 0.0:
+            raise ValueError(f"{where}.schedule[0].t_s: the schedule must start at 0, got {pairs[0][0]}")
+        kw["schedule"] = tuple(pairs)
+    elif "trace" in link:
+        path = link["trace"]
+        if not isinstance(path, str) or not path:
+            raise ValueError(f"{where}.trace: expected a file path, got {path!r}")
+        if base_dir and not os.path.isabs(path):
+            path = os.path.join(base_dir, path)
+        if not os.path.isfile(path):
+            raise ValueError(f"{where}.trace: trace file {path!r} does not exist")
+        kw["trace"] = path
+        kw["trace_bin_ms"] = _number(link, "trace_bin_ms", where, positive=True, default=10.0)
+    elif "random_steps" in link:
+        rs = link["random_steps"]
+        w = f"{where}.random_steps"
+        if not isinstance(rs, dict):
+            raise ValueError(f"{w}: expected an object with low_mbps, high_mbps, every_s")
+        _check_keys(rs, {"low_mbps", "high_mbps", "every_s"}, w)
+        lo = _number(rs, "low_mbps", w, positive=True)
+        hi = _number(rs, "high_mbps", w, positive=True)
+        if hi < lo:
+            raise ValueError(f"{w}.high_mbps: must be >= low_mbps ({hi} < {lo})")
+        kw["random_steps"] = {"low_mbps": lo, "high_mbps": hi, "every_s": _number(rs, "every_s", w, positive=True)}
+    else:
+        ps = link["poisson"]
+        w = f"{where}.poisson"
+        if not isinstance(ps, dict):
+            raise ValueError(f"{w}: expected an object with mean_mbps, slot_ms")
+        _check_keys(ps, {"mean_mbps", "slot_ms"}, w)
+        kw["poisson"] = {"mean_mbps": _number(ps, "mean_mbps", w, positive=True),
+                         "slot_ms": _number(ps, "slot_ms", w, positive=True, default=10.0)}
+    flows = spec.get("flows")
+    if not isinstance(flows, list) or not flows:
+        raise ValueError(f"{source}.flows: expected a non-empty list of flows")
+    parsed = []
+    for i, fl in enumerate(flows):
+        w = f"{source}.flows[{i}]"
+        if not isinstance(fl, dict):
+            raise ValueError(f"{w}: expected an object")
+        _check_keys(fl, {"rtt_ms", "start_s", "stop_s", "controller"}, w)
+        rtt = _number(fl, "rtt_ms", w, positive=True)
+        start = _number(fl, "start_s", w, nonneg=True, default=0.0)
+        stop = _number(fl, "stop_s", w, positive=True, default=duration)
+        if stop <= start:
+            raise ValueError(f"{w}.stop_s: must be > start_s ({stop} <= {start})")
+        if start >= duration:
+            raise ValueError(f"{w}.start_s: must be < duration_s ({start} >= {duration})")
+        ctrl = fl.get("controller", "bbr")
+        parse_controller(ctrl, field=f"{w}.controller", allow_kernel=allow_kernel)
+        parsed.append(FlowSpec(rtt, start, min(stop, duration), ctrl))
+    rtts = [f.rtt_ms for f in parsed]
+    if max(rtts) > 8 * min(rtts):
+        raise ValueError(f"{source}.flows: RTTs on one link may differ by at most 8x "
+                         f"(got {min(rtts)} and {max(rtts)} ms); the tick is a fraction of the smallest")
+    return Scenario(name, duration, LinkSpec(buffer_bytes=buffer_bytes, loss=loss, **kw), tuple(parsed))
+
+
+def load_scenario(spec: str | dict, **kw) -> Scenario:
+    """A scenario from a JSON file path, a JSON string, a dict, or a registered name."""
+    if isinstance(spec, dict):
+        return parse_scenario(spec, **kw)
+    if isinstance(spec, str) and spec in _REGISTRY:
+        return get_scenario(spec)
+    if isinstance(spec, str) and os.path.isfile(spec):
+        try:
+            with open(spec, encoding="utf-8") as fh:
+                data = json.load(fh)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{spec}:{e.lineno}: invalid JSON: {e.msg}") from None
+        return parse_scenario(data, source=spec, base_dir=os.path.dirname(os.path.abspath(spec)), **kw)
+    raise ValueError(f"scenario {spec!r} is neither a file nor a named scenario; "
+                     f"named ones: {', '.join(list_scenarios())}")
+
+
+# ----------------------------------------------------------------------------- named scenarios
+
+
+def find_trace(filename: str) -> str:
+    """Locate a trace file in $JAXCC_TRACES or ../shared/traces beside the repository."""
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    dirs = [os.environ.get("JAXCC_TRACES", ""), os.path.join(here, "..", "shared", "traces")]
+    for d in dirs:
+        if d and os.path.isfile(os.path.join(d, filename)):
+            return os.path.normpath(os.path.join(d, filename))
+    raise ValueError(f"trace {filename!r} not found: set JAXCC_TRACES to the folder holding Mahimahi "
+                     f"traces (looked in {[d for d in dirs if d]})")
+
+
+def _flows(n: int, rtt_ms: float, duration: float, gap_s: float = 0.0, stops=None, controller="bbr"):
+    return [{"rtt_ms": rtt_ms, "start_s": i * gap_s,
+             "stop_s": duration if stops is None else stops[i], "controller": controller} for i in range(n)]
+
+
+def _spec(name, duration, link, flows) -> Scenario:
+    return parse_scenario({"name": name, "duration_s": duration, "link": link, "flows": flows}, source=name)
+
+
+PARETO_RTT_MS, PARETO_BUFFER = 90.0, 440 * KB
+
+
+def _pareto() -> dict[str, Callable[[], Scenario]]:
+    d, b = 30.0, PARETO_BUFFER
+    out = {
+        "pareto/fixed50": lambda: _spec("pareto/fixed50", d, {"bandwidth_mbps": 50, "buffer_bytes": b},
+                                        _flows(1, PARETO_RTT_MS, d)),
+        "pareto/dyn10-20": lambda: _spec("pareto/dyn10-20", d, {"schedule": [[t, 10 if (t // 5) % 2 == 0 else 20] for t in range(0, 30, 5)], "buffer_bytes": b},
+                                         _flows(1, PARETO_RTT_MS, d)),
+        "pareto/dyn10-30": lambda: _spec("pareto/dyn10-30", d, {"schedule": [[t, 10 if (t // 5) % 2 == 0 else 30] for t in range(0, 30, 5)], "buffer_bytes": b},
+                                         _flows(1, PARETO_RTT_MS, d)),
+        "pareto/depart4": lambda: _spec("pareto/depart4", 60.0, {"bandwidth_mbps": 50, "buffer_bytes": b},
+                                        _flows(4, PARETO_RTT_MS, 60.0, gap_s=2.0, stops=[30.0, 40.0, 50.0, 60.0])),
+        "pareto/lte": lambda: _spec("pareto/lte", d, {"trace": find_trace("Verizon-LTE-short.up"), "buffer_bytes": b},
+                                    _flows(1, 20.0, d)),
+    }
+    for n in (2, 3, 4, 5):
+        out[f"pareto/shared{n}"] = (lambda n=n: _spec(f"pareto/shared{n}", d, {"bandwidth_mbps": 50, "buffer_bytes": b},
+                                                      _flows(n, PARETO_RTT_MS, d, gap_s=2.0)))
+    return out
+
+
+def _aurora() -> dict[str, Callable[[], Scenario]]:
+    # §4.1: "30 Mbps capacity, 30 ms of latency, a 1000-packet queue, and 0% random loss".  Mininet
+    # link latency is one-way, so the RTT is 60 ms.  The paper runs 2 minutes; 30 s is enough for a
+    # fluid model to reach steady state and keeps the sweeps quick.
+    d = 30.0
+
+    def sweep(name, bw=30.0, lat_ms=30.0, queue=1000, loss=0.0):
+        return lambda: _spec(name, d, {"bandwidth_mbps": bw, "buffer_bytes": queue * PACKET, "loss": loss},
+                             _flows(1, 2 * lat_ms, d))
+
+    out = {}
+    for bw in (1, 2, 4, 8, 16, 32, 64, 128):
+        out[f"aurora/bw{bw}"] = sweep(f"aurora/bw{bw}", bw=bw)
+    for lat in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512):
+        out[f"aurora/lat{lat}"] = sweep(f"aurora/lat{lat}", lat_ms=lat)
+    for q in (1, 10, 100, 1000, 10000):
+        out[f"aurora/queue{q}"] = sweep(f"aurora/queue{q}", queue=q)
+    for pct in (0, 1, 2, 3, 4, 5, 6, 7, 8):
+        out[f"aurora/loss{pct}"] = sweep(f"aurora/loss{pct}", loss=pct / 100)
+    # Fig. 7: "a dynamic link with 32ms of base latency, a 500 packet queue", 16–32 Mbps every 5 s.
+    out["aurora/random16-32"] = lambda: _spec("aurora/random16-32", d, {"random_steps": {"low_mbps": 16, "high_mbps": 32, "every_s": 5},
+                                                                       "buffer_bytes": 500 * PACKET}, _flows(1, 64.0, d))
+    return out
+
+
+def _mocc() -> dict[str, Callable[[], Scenario]]:
+    d = 30.0
+    out = {
+        "mocc/12mbps": lambda: _spec("mocc/12mbps", d, {"bandwidth_mbps": 12, "buffer_bytes": 375 * KB}, _flows(1, 20.0, d)),
+        # "a 50Mbps network with no delay": mm-link alone still adds ~1 ms each way; 2 ms RTT.
+        "mocc/50mbps": lambda: _spec("mocc/50mbps", d, {"bandwidth_mbps": 50, "buffer_bytes": 375 * KB}, _flows(1, 2.0, d)),
+    }
+    for kb in (18, 36, 54, 72, 90):
+        out[f"mocc/buffer{kb}kb"] = (lambda kb=kb: _spec(f"mocc/buffer{kb}kb", d, {"bandwidth_mbps": 12, "buffer_bytes": kb * KB},
+                                                         _flows(1, 20.0, d)))
+    return out
+
+
+def _deepcc() -> dict[str, Callable[[], Scenario]]:
+    d = 30.0
+    sat_bdp = 42 * links.MBPS * 0.8
+    return {
+        "deepcc/wifi": lambda: _spec("deepcc/wifi", d, {"poisson": {"mean_mbps": 2.64, "slot_ms": 10}, "buffer_bytes": 130 * PACKET},
+                                     _flows(1, 176.0, d)),
+        "deepcc/satellite": lambda: _spec("deepcc/satellite", 60.0, {"bandwidth_mbps": 42, "buffer_bytes": sat_bdp, "loss": 0.0074},
+                                          _flows(1, 800.0, 60.0)),
+    }
+
+
+_REGISTRY: dict[str, Callable[[], Scenario]] = {**_pareto(), **_aurora(), **_mocc(), **_deepcc()}
+
+SUITES: dict[str, tuple[str, ...]] = {
+    "pareto": ("pareto/fixed50", "pareto/dyn10-20", "pareto/dyn10-30", "pareto/shared2", "pareto/shared3",
+               "pareto/shared4", "pareto/shared5", "pareto/depart4", "pareto/lte"),
+    # Fig. 5's six environments (a)–(f).
+    "pareto-fig5": ("pareto/fixed50", "pareto/dyn10-20", "pareto/dyn10-30", "pareto/shared4", "pareto/shared5", "pareto/lte"),
+    "aurora-bw": tuple(k for k in _REGISTRY if k.startswith("aurora/bw")),
+    "aurora-latency": tuple(k for k in _REGISTRY if k.startswith("aurora/lat")),
+    "aurora-queue": tuple(k for k in _REGISTRY if k.startswith("aurora/queue")),
+    "aurora-loss": tuple(k for k in _REGISTRY if k.startswith("aurora/loss")),
+    "mocc": tuple(k for k in _REGISTRY if k.startswith("mocc/")),
+    "deepcc": tuple(k for k in _REGISTRY if k.startswith("deepcc/")),
+}
+
+
+def list_scenarios() -> list[str]:
+    return sorted(_REGISTRY)
+
+
+def get_scenario(name: str) -> Scenario:
+    if name not in _REGISTRY:
+        raise ValueError(f"unknown scenario {name!r}; named scenarios: {', '.join(list_scenarios())}")
+    return _REGISTRY[name]()
+
+
+def get_suite(name: str) -> list[Scenario]:
+    if name not in SUITES:
+        raise ValueError(f"unknown suite {name!r}; suites: {', '.join(sorted(SUITES))}")
+    return [get_scenario(n) for n in SUITES[name]]

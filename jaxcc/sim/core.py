@@ -1,0 +1,326 @@
+"""The fluid/queue network model: one bottleneck link shared by up to F flows.
+
+Everything here is a pure function of pytrees with fixed shapes, so a batch of links is just
+``jax.vmap(step)`` and a run is ``lax.scan(step)``.  The model, per link and per tick of length
+``dt`` seconds:
+
+    sender ──(rate, cwnd)──► random loss ──► drop-tail FIFO (buffer B bytes, capacity c(t)) ──►
+           propagation RTT/2 ──► receiver ──► ACK, propagation RTT/2 ──► sender
+
+* Sending.  A flow that is active during the tick sends ``min(rate·dt, max(cwnd − inflight, 0))``
+  bytes, so rate-based senders (Aurora, Pareto, Eagle, DeepCC) pass ``cwnd = BIG`` and
+  window-based senders (CUBIC, MOCC) pass their window and optionally a pacing rate.
+* Loss.  A fraction ``loss`` of what is sent is lost at random (the fluid model uses the
+  mean, so the model is deterministic); then drop-tail drops the overflow above the buffer,
+  shared between flows in proportion to their arrivals in the tick (the usual fluid
+  approximation of tail drops).
+* Delay.  Bytes admitted in a tick wait behind the mean backlog of the tick.  Because the
+  capacity schedule is known ahead (constant, steps, random walk drawn at reset, or a trace),
+  the time to serve that backlog is computed *exactly* from the cumulative capacity — FIFO
+  timing stays right when the capacity changes while bytes are queued.  The wait includes the
+  bytes' own serialisation (one MSS), as in a packet-level queue.
+* Feedback.  The sender learns of delivery, loss and the RTT sample one path delay later:
+  ``t_mid + wait + RTT``.  Each flow keeps a ring of future ticks; the tick's admitted and lost
+  bytes (and the byte-weighted RTT sum) are added to the slot of the tick in which their ACKs
+  arrive.  This is the fluid counterpart of a packet simulator's event queue, and it is what
+  makes the feedback delayed by a real RTT rather than instantaneous.
+
+Cost does not depend on the link rate: a tick is a fixed number of floating-point operations
+whether the link carries 1 Mbit/s or 1 Gbit/s.  The tick length is chosen per link as a fixed
+fraction of the smallest propagation RTT (``ticks_per_rtt``), so a monitor interval of k RTTs
+is always ``k · ticks_per_rtt`` ticks — a static loop length, which keeps the environments'
+``step`` jittable without dynamic shapes.
+
+Conservation is exact by construction and checked by the tests: per flow,
+``sent = acked + lost + inflight`` and ``inflight`` equals what the feedback ring still holds;
+per link, ``admitted − served = queue``.
+
+Units: bytes, seconds, bytes per second.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+MSS = 1500.0  # bytes; one packet, as in Mahimahi traces and the papers' simulators.
+BIG = 1e30  # "unlimited" for cwnd or rate; finite so that arithmetic never makes inf - inf.
+# Padding value for unused capacity-schedule segments: never reached by any real time/bytes.
+PAD = 3e38
+
+
+@struct.dataclass
+class LinkParams:
+    """One link (add a leading axis and vmap for a batch).  All leaves are arrays.
+
+    Attributes:
+      dt: tick length in seconds.
+      cap_t: [K] start time of each capacity segment (s), ascending, ``cap_t[0] == 0``; unused
+        trailing segments are padded with ``PAD``.
+      cap_bps: [K] capacity of each segment in bytes/s (0 allowed: an outage).
+      cap_cum: [K] bytes the link can serve from time 0 to ``cap_t[k]`` (padded with ``PAD``).
+      cap_period: schedule period in s (a looping trace); 0 means the last segment holds.
+      cap_period_bytes: bytes served in one period (0 when not looping).
+      buffer_bytes: drop-tail buffer in bytes.
+      loss: random loss probability applied to every byte sent, in [0, 1).
+      rtt: [F] propagation round-trip time of each flow (s).
+      start: [F] time each flow starts sending (s).
+      stop: [F] time each flow stops (s); padding slots have ``start == stop``.
+    """
+
+    dt: jax.Array
+    cap_t: jax.Array
+    cap_bps: jax.Array
+    cap_cum: jax.Array
+    cap_period: jax.Array
+    cap_period_bytes: jax.Array
+    buffer_bytes: jax.Array
+    loss: jax.Array
+    rtt: jax.Array
+    start: jax.Array
+    stop: jax.Array
+
+    @property
+    def num_flows(self) -> int:
+        return self.rtt.shape[-1]
+
+
+@struct.dataclass
+class SimState:
+    """Per-link dynamic state.
+
+    Attributes:
+      tick: index of the next tick to simulate.
+      queue: bytes in the bottleneck buffer.
+      ring: [H, F, 3] future feedback per flow (time-major): acked bytes, lost bytes, Σ rtt·acked bytes.
+      pending: [F, 3] the feedback arriving during the next tick (already out of the ring).
+      inflight: [F] bytes sent and not yet acked or known lost.
+      sent_total, acked_total, lost_total: [F] cumulative counters (conservation checks).
+      admitted_total, served_total: cumulative link counters (queue conservation).
+      clamped: ticks whose feedback delay exceeded the ring and was clamped to its end
+        (0 whenever the ring was sized from the scenario, see ``ring_len_for``).
+    """
+
+    tick: jax.Array
+    queue: jax.Array
+    ring: jax.Array
+    pending: jax.Array
+    inflight: jax.Array
+    sent_total: jax.Array
+    acked_total: jax.Array
+    lost_total: jax.Array
+    admitted_total: jax.Array
+    served_total: jax.Array
+    clamped: jax.Array
+
+
+class TickOut(NamedTuple):
+    """What one tick produced.  Per-flow fields are [F]; link fields are scalars.
+
+    ``acked``, ``lost`` and ``rtt_wsum`` are the feedback that *arrived at the sender* during this
+    tick (delayed by one path delay); ``admitted``/``owd``/``qdelay`` describe the bytes that
+    *entered the queue* during this tick (for delay metrics).
+    """
+
+    time: jax.Array  # end of this tick (s)
+    active: jax.Array  # [F] flow was active during the tick
+    sent: jax.Array  # [F] bytes sent
+    acked: jax.Array  # [F] bytes whose ACK arrived
+    lost: jax.Array  # [F] bytes the sender learned were lost
+    rtt_wsum: jax.Array  # [F] Σ rtt·bytes over the acked bytes (s·bytes)
+    inflight: jax.Array  # [F] after the tick
+    admitted: jax.Array  # [F] bytes that entered the queue
+    owd: jax.Array  # [F] one-way delay of the admitted bytes (s)
+    qdelay: jax.Array  # queueing delay of bytes admitted this tick (s)
+    capacity: jax.Array  # link capacity during the tick (bytes/s)
+    queue: jax.Array  # bytes queued at the end of the tick
+    served: jax.Array  # bytes that left the queue
+
+
+# ----------------------------------------------------------------------------- capacity
+
+
+def _segment(cap_t: jax.Array, t: jax.Array) -> jax.Array:
+    k = jnp.searchsorted(cap_t, t, side="right") - 1
+    return jnp.clip(k, 0, cap_t.shape[-1] - 1)
+
+
+def _cum_in_period(p: LinkParams, tm: jax.Array) -> jax.Array:
+    """Bytes servable from 0 to ``tm`` (``tm`` inside one period, or any t without looping)."""
+    k = _segment(p.cap_t, tm)
+    return p.cap_cum[k] + p.cap_bps[k] * (tm - p.cap_t[k])
+
+
+def _inv_cum_in_period(p: LinkParams, x: jax.Array) -> jax.Array:
+    """Earliest time at which ``x`` bytes are servable (inverse of ``_cum_in_period``).
+
+    Segments of zero capacity repeat the same ``cap_cum``; ``side='right'`` then picks the last
+    of them, so an outage delays the bytes until it ends — which is what a queue does.
+    """
+    k = jnp.clip(jnp.searchsorted(p.cap_cum, x, side="right") - 1, 0, p.cap_cum.shape[-1] - 1)
+    rate = p.cap_bps[k]
+    return p.cap_t[k] + jnp.where(rate > 0, (x - p.cap_cum[k]) / jnp.maximum(rate, 1e-30), BIG)
+
+
+def bytes_servable(p: LinkParams, t0: jax.Array, t1: jax.Array) -> jax.Array:
+    """Bytes the link can serve in [t0, t1] (t1 - t0 <= one period)."""
+    looping = p.cap_period > 0
+    period = jnp.where(looping, p.cap_period, 1.0)
+    base = jnp.where(looping, jnp.floor(t0 / period) * period, 0.0)
+    a, b = t0 - base, t1 - base
+    wrap = looping & (b > period)
+    inside = _cum_in_period(p, jnp.minimum(b, jnp.where(looping, period, b))) - _cum_in_period(p, a)
+    return inside + jnp.where(wrap, _cum_in_period(p, b - period), 0.0)
+
+
+def time_to_serve(p: LinkParams, t: jax.Array, nbytes: jax.Array) -> jax.Array:
+    """Seconds after ``t`` until ``nbytes`` more bytes have been served (queue never idle)."""
+    looping = p.cap_period > 0
+    period = jnp.where(looping, p.cap_period, 1.0)
+    base = jnp.where(looping, jnp.floor(t / period) * period, 0.0)
+    tm = t - base
+    x = _cum_in_period(p, tm) + nbytes
+    per_bytes = jnp.where(looping, jnp.maximum(p.cap_period_bytes, 1e-30), 1.0)
+    laps = jnp.where(looping, jnp.floor(x / per_bytes), 0.0)
+    x_in = x - laps * jnp.where(looping, p.cap_period_bytes, 0.0)
+    done = laps * jnp.where(looping, p.cap_period, 0.0) + _inv_cum_in_period(p, x_in)
+    return jnp.maximum(done - tm, 0.0)
+
+
+def capacity_at(p: LinkParams, t: jax.Array) -> jax.Array:
+    """Instantaneous capacity (bytes/s) at time ``t``."""
+    looping = p.cap_period > 0
+    tm = jnp.where(looping, jnp.mod(t, jnp.where(looping, p.cap_period, 1.0)), t)
+    return p.cap_bps[_segment(p.cap_t, tm)]
+
+
+# ----------------------------------------------------------------------------- dynamics
+
+
+def init_state(p: LinkParams, ring_len: int) -> SimState:
+    """An empty link: no queue, nothing in flight."""
+    f = p.rtt.shape[-1]
+    zf = jnp.zeros((f,), jnp.result_type(p.rtt))
+    z = jnp.zeros((), jnp.result_type(p.rtt))
+    return SimState(
+        tick=jnp.zeros((), jnp.int32),
+        queue=z,
+        ring=jnp.zeros((ring_len, f, 3), jnp.result_type(p.rtt)),
+        pending=jnp.zeros((f, 3), jnp.result_type(p.rtt)),
+        inflight=zf,
+        sent_total=zf,
+        acked_total=zf,
+        lost_total=zf,
+        admitted_total=z,
+        served_total=z,
+        clamped=jnp.zeros((), jnp.int32),
+    )
+
+
+def flow_active(p: LinkParams, t: jax.Array) -> jax.Array:
+    """[F] whether each flow sends during the tick starting at ``t``."""
+    return (t >= p.start) & (t < p.stop)
+
+
+def step(p: LinkParams, s: SimState, rate: jax.Array, cwnd: jax.Array) -> tuple[SimState, TickOut]:
+    """Advance one link by one tick.
+
+    Args:
+      p: link parameters.
+      s: state before the tick.
+      rate: [F] pacing rate of each flow (bytes/s); ``BIG`` for window-only senders.
+      cwnd: [F] congestion window (bytes); ``BIG`` for rate-only senders.
+
+    Returns:
+      The state after the tick and what happened during it.
+    """
+    dt = p.dt
+    ring_len = s.ring.shape[0]
+    t0 = s.tick.astype(dt.dtype) * dt
+    t1 = t0 + dt
+    active = flow_active(p, t0)
+
+    # 1. Feedback arriving at the senders during this tick (scheduled by earlier ticks; it was
+    #    taken out of the ring at the end of the previous tick, see step 6).
+    flows = jnp.arange(p.rtt.shape[-1])
+    acked, lost, rtt_wsum = s.pending[:, 0], s.pending[:, 1], s.pending[:, 2]
+    inflight = s.inflight - acked - lost
+
+    # 2. Sending: paced, and limited by the window.
+    allowance = jnp.maximum(cwnd - inflight, 0.0)
+    sent = jnp.where(active, jnp.minimum(jnp.maximum(rate, 0.0) * dt, allowance), 0.0)
+
+    # 3. Random loss, then drop-tail on the overflow above the buffer.
+    arriving = sent * (1.0 - p.loss)
+    total_arriving = jnp.sum(arriving)
+    servable = bytes_servable(p, t0, t1)
+    backlog = s.queue + total_arriving - servable
+    overflow = jnp.maximum(backlog - p.buffer_bytes, 0.0)
+    drop_frac = jnp.where(total_arriving > 0, jnp.minimum(overflow / jnp.maximum(total_arriving, 1e-30), 1.0), 0.0)
+    admitted = arriving * (1.0 - drop_frac)
+    lost_now = sent - admitted
+    queue = jnp.clip(backlog - overflow, 0.0, p.buffer_bytes)
+    served = s.queue + jnp.sum(admitted) - queue
+
+    # 4. Queueing delay of this tick's bytes: FIFO behind the mean backlog of the tick, plus
+    #    their own serialisation, timed against the known capacity schedule.
+    t_mid = t0 + 0.5 * dt
+    qdelay = time_to_serve(p, t_mid, 0.5 * (s.queue + queue) + MSS)
+    owd = qdelay + 0.5 * p.rtt
+
+    # 5. Schedule their ACKs (and loss notifications) one path delay later.  A dropped packet is
+    #    noticed when the packets sent next to it are acked, i.e. at the same time.
+    rtt_sample = qdelay + p.rtt
+    delay_ticks = jnp.floor(0.5 + (0.5 * dt + rtt_sample) / dt).astype(jnp.int32)
+    over = delay_ticks > ring_len - 1
+    delay_ticks = jnp.clip(delay_ticks, 1, ring_len - 1)
+    target = jnp.mod(s.tick + delay_ticks, ring_len)
+    scheduled = jnp.stack([admitted, lost_now, admitted * rtt_sample], axis=-1)  # [F, 3]
+
+    # 6. Take out the feedback that arrives during the next tick (it becomes ``pending``) and
+    #    empty that slot by subtracting it (exactly 0.0).  Everything is one gather from the old
+    #    ring and one scatter-add into it, with indices promised in bounds: a ``.set`` or a
+    #    bounds-checked update at a batched index makes XLA select over the whole ring, and a
+    #    second read after the update makes it copy the ring, both O(ring length) per tick.
+    #    This tick's own bytes land in the next tick's slot only when the path delay is a single
+    #    tick; they are handed over directly then.
+    nxt = jnp.mod(s.tick + 1, ring_len)
+    waiting = s.ring.at[nxt, flows].get(mode="promise_in_bounds")  # [F, 3]
+    now_next = (target == nxt)[:, None]
+    pending = waiting + jnp.where(now_next, scheduled, 0.0)
+    ring = s.ring.at[jnp.concatenate([target, jnp.broadcast_to(nxt, target.shape)]),
+                     jnp.concatenate([flows, flows])].add(
+        jnp.concatenate([jnp.where(now_next, 0.0, scheduled), -waiting]), mode="promise_in_bounds")
+
+    new = SimState(
+        tick=s.tick + 1,
+        queue=queue,
+        ring=ring,
+        pending=pending,
+        inflight=inflight + sent,
+        sent_total=s.sent_total + sent,
+        acked_total=s.acked_total + acked,
+        lost_total=s.lost_total + lost,
+        admitted_total=s.admitted_total + jnp.sum(admitted),
+        served_total=s.served_total + served,
+        clamped=s.clamped + jnp.any(over & (sent > 0)).astype(jnp.int32),
+    )
+    out = TickOut(
+        time=t1,
+        active=active,
+        sent=sent,
+        acked=acked,
+        lost=lost,
+        rtt_wsum=rtt_wsum,
+        inflight=new.inflight,
+        admitted=admitted,
+        owd=owd,
+        qdelay=qdelay,
+        capacity=servable / dt,
+        queue=queue,
+        served=served,
+    )
+    return new, out

@@ -1,0 +1,124 @@
+"""Scenario specs: validation errors name the field; named scenarios follow the papers."""
+
+import json
+
+import pytest
+
+from jaxcc import scenarios
+from jaxcc.scenarios import parse_scenario
+
+
+def spec(**over):
+    base = {"name": "t", "duration_s": 10.0,
+            "link": {"bandwidth_mbps": 12.0, "buffer_bytes": 375000, "loss": 0.0},
+            "flows": [{"rtt_ms": 40.0, "start_s": 0.0, "stop_s": 10.0, "controller": "bbr"}]}
+    for path, value in over.items():
+        obj = base
+        keys = path.split(".")
+        for k in keys[:-1]:
+            obj = obj[int(k)] if k.isdigit() else obj[k]
+        last = keys[-1]
+        if value is KeyError:
+            del obj[last]
+        else:
+            obj[last] = value
+    return base
+
+
+def test_valid_spec_round_trips():
+    sc = parse_scenario(spec())
+    assert sc.flows[0].rtt_ms == 40.0 and sc.link.bandwidth_mbps == 12.0
+    assert parse_scenario(sc.to_dict()) == sc
+
+
+@pytest.mark.parametrize("path,value,field", [
+    ("link.bandwidth_mbps", 0.0, r"link\.bandwidth_mbps: must be > 0"),
+    ("link.bandwidth_mbps", -5, r"link\.bandwidth_mbps: must be > 0"),
+    ("link.buffer_bytes", 0, r"link\.buffer_bytes: must be > 0"),
+    ("link.loss", 1.0, r"link\.loss: must be in \[0, 1\)"),
+    ("link.loss", -0.1, r"link\.loss: must be >= 0"),
+    ("flows.0.rtt_ms", 0, r"flows\[0\]\.rtt_ms: must be > 0"),
+    ("flows.0.stop_s", 0.0, r"flows\[0\]\.stop_s"),
+    ("flows.0.controller", "reno", r"flows\[0\]\.controller: unknown controller 'reno'"),
+    ("flows.0.controller", "fixed:-3", r"flows\[0\]\.controller: .*> 0"),
+    ("flows.0.controller", "policy:/no/such/file", r"does not exist"),
+    ("link.trace", "/no/such/trace", None),
+    ("duration_s", float("nan"), r"duration_s: expected a finite number"),
+    ("link.bandwidth_mbps", "fast", r"expected a finite number"),
+])
+def test_invalid_values_name_the_field(path, value, field):
+    s = spec(**{path: value})
+    if field is None:  # two capacity forms at once
+        field = r"exactly one of"
+    with pytest.raises(ValueError, match=field):
+        parse_scenario(s)
+
+
+def test_missing_and_unknown_keys():
+    with pytest.raises(ValueError, match=r"link\.buffer_bytes: missing"):
+        parse_scenario(spec(**{"link.buffer_bytes": KeyError}))
+    s = spec()
+    s["link"]["bandwith_mbps"] = 3
+    with pytest.raises(ValueError, match="unknown key"):
+        parse_scenario(s)
+
+
+def test_missing_trace_file():
+    s = spec()
+    del s["link"]["bandwidth_mbps"]
+    s["link"]["trace"] = "/no/such/trace"
+    with pytest.raises(ValueError, match=r"link\.trace: trace file '/no/such/trace' does not exist"):
+        parse_scenario(s)
+
+
+def test_kernel_controllers_only_in_emulation():
+    s = spec(**{"flows.0.controller": "kernel:cubic"})
+    parse_scenario(s)
+    with pytest.raises(ValueError, match="only in emulation"):
+        parse_scenario(s, allow_kernel=False)
+
+
+def test_json_file_errors_give_the_line(tmp_path):
+    p = tmp_path / "bad.json"
+    p.write_text('{"name": "x",\n "duration_s": 3,\n oops}\n')
+    with pytest.raises(ValueError, match=r"bad\.json:3: invalid JSON"):
+        scenarios.load_scenario(str(p))
+
+
+def test_relative_trace_path_is_resolved_from_the_spec_file(tmp_path):
+    (tmp_path / "link.trace").write_text("1\n")
+    s = spec()
+    del s["link"]["bandwidth_mbps"]
+    s["link"]["trace"] = "link.trace"
+    p = tmp_path / "s.json"
+    p.write_text(json.dumps(s))
+    sc = scenarios.load_scenario(str(p))
+    assert sc.link.trace == str(tmp_path / "link.trace")
+
+
+def test_pareto_named_scenarios_follow_the_paper():
+    f = scenarios.get_scenario("pareto/fixed50")
+    assert (f.duration_s, f.link.bandwidth_mbps, f.link.buffer_bytes, f.flows[0].rtt_ms) == (30.0, 50.0, 440_000, 90.0)
+    d = scenarios.get_scenario("pareto/dyn10-30")
+    assert [m for _, m in d.link.schedule] == [10, 30, 10, 30, 10, 30]
+    s5 = scenarios.get_scenario("pareto/shared5")
+    assert [fl.start_s for fl in s5.flows] == [0, 2, 4, 6, 8]
+    dep = scenarios.get_scenario("pareto/depart4")
+    assert [fl.stop_s for fl in dep.flows] == [30, 40, 50, 60]
+    assert scenarios.SUITES["pareto-fig5"][-1] == "pareto/lte"
+
+
+def test_unknown_names_list_the_valid_ones():
+    with pytest.raises(ValueError, match="pareto/fixed50"):
+        scenarios.get_scenario("pareto/fixed60")
+    with pytest.raises(ValueError, match="pareto"):
+        scenarios.get_suite("nope")
+
+
+def test_random_links_are_deterministic_per_seed():
+    sc = scenarios.get_scenario("aurora/random16-32")
+    a, b, c = (sc.link.capacity(seed=s, duration_s=30) for s in (1, 1, 2))
+    assert (a.rates == b.rates).all() and not (a.rates == c.rates).all()
+    assert a.rates.min() >= 16 * 125000 and a.rates.max() <= 32 * 125000
+    w = scenarios.get_scenario("deepcc/wifi").link.capacity(seed=0, duration_s=30)
+    assert w.mean_rate(30) / 125000 == pytest.approx(2.64, rel=0.05)
