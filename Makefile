@@ -1,0 +1,48 @@
+# jaxcc — the two set-up commands (README): `make train` and `make test`.
+# Both install what they need first; both work on a fresh clone (Debian/Ubuntu; root for the
+# system packages, the network-namespace emulation tests and kernel CUBIC/BBR).
+PY ?= python3
+PIP_FLAGS ?= -q
+CONFIG ?= pareto_staged
+
+.PHONY: help deps sysdeps pydeps train baselines test pytest datapath bazel fuzz bench clean
+
+help:
+	@echo "make train   install jaxcc and run the main job (python -m jaxcc.train --config=$(CONFIG))"
+	@echo "make test    install everything and run the whole test suite (what .ci/run runs)"
+	@echo "make bench   simulator throughput benchmark -> bench.json"
+
+sysdeps:  ## Debian packages listed in setup/apt-packages.txt (skipped without root/apt-get)
+	@bash setup/install_system_packages.sh
+
+pydeps:  ## the Python package with its test extras (CPU jax by default; `pip install -e .[gpu]` for CUDA)
+	$(PY) -m pip install $(PIP_FLAGS) -e '.[test]'
+
+deps: sysdeps pydeps
+
+train: pydeps
+	$(PY) -m jaxcc.train --config=$(CONFIG)
+
+baselines: pydeps  ## the in-simulator baselines on Pareto's test set
+	$(PY) -m jaxcc.evaluate --controller=bbr,cubic,oracle --suite=pareto --out=results/baselines
+
+datapath: sysdeps  ## C++ sender/receiver/policy library (CMake) and their GoogleTest tests
+	bash datapath/build.sh
+	bash datapath/tools/build.sh
+
+bazel: sysdeps  ## the same C++ targets through Bazel (Debian's bazel-bootstrap, offline)
+	bash datapath/bazel_check.sh
+
+fuzz: datapath
+	bash datapath/fuzz/run.sh --short
+
+pytest: pydeps
+	$(PY) -m pytest -q -p no:cacheprovider tests
+
+test: deps datapath bazel fuzz pytest
+
+bench: pydeps
+	$(PY) -m jaxcc.bench --out=bench.json
+
+clean:
+	rm -rf datapath/build build results .pytest_cache
