@@ -1,0 +1,103 @@
+"""Sim-to-real report: the same controllers on the same scenarios, in the simulator and in netns.
+
+    python -m jaxcc.sim2real --controller=fixed:40,bbr[,policy:FILE] --suite=pareto --out=DIR
+    python -m jaxcc.sim2real --compare SIM/results.json EMU/results.json   # only compare
+
+Runs ``jaxcc.evaluate`` and ``jaxcc.emulate`` (root, network namespaces) with identical
+arguments, writes both ``results.json`` files under ``DIR/sim`` and ``DIR/emulation``, and prints
+per (scenario, controller) the two values and their difference for throughput, p95 one-way
+delay, p95 queueing delay and loss, flagging what exceeds the agreed bounds: 5% throughput,
+10% p95 delay, 1 percentage point loss.  ``DIR/sim2real.json`` keeps the comparison.
+
+The two sides are compared through the shared results.json contract only, so either can be
+re-run on its own and compared later with ``--compare``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+BOUNDS = {"throughput_mbps": ("rel", 0.05), "p95_owd_ms": ("rel", 0.10), "p95_qdelay_ms": ("rel", 0.10),
+          "loss": ("abs", 0.01)}
+
+
+def _load(path: str) -> dict[tuple[str, str], dict]:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, json.JSONDecodeError) as e:
+        raise SystemExit(f"sim2real: cannot read {path}: {e}")
+    if not isinstance(data, dict) or not isinstance(data.get("results"), list):
+        raise SystemExit(f"sim2real: {path}: expected {{'results': [...]}} (the results.json contract)")
+    return {(r["scenario"], r["controller"]): r for r in data["results"]}
+
+
+def compare(sim_path: str, emu_path: str) -> list[dict]:
+    """Rows of (scenario, controller, metric, sim, emulation, difference, over_bound)."""
+    sim, emu = _load(sim_path), _load(emu_path)
+    rows = []
+    for key in sorted(set(sim) & set(emu)):
+        for metric, (kind, bound) in BOUNDS.items():
+            a, b = sim[key].get(metric), emu[key].get(metric)
+            if a is None or b is None:
+                continue
+            if kind == "rel":
+                diff = (a - b) / max(abs(b), 1e-9)
+            else:
+                diff = a - b
+            rows.append({"scenario": key[0], "controller": key[1], "metric": metric, "sim": a, "emulation": b,
+                         "difference": diff, "kind": kind, "bound": bound, "over": abs(diff) > bound})
+    missing = sorted(set(sim) ^ set(emu))
+    if missing:
+        print(f"sim2real: only on one side (not compared): {missing}", file=sys.stderr)
+    return rows
+
+
+def format_rows(rows: list[dict]) -> str:
+    lines = [f"{'scenario':18s} {'controller':14s} {'metric':15s} {'sim':>10s} {'emulation':>10s} {'diff':>9s}"]
+    for r in rows:
+        d = f"{100 * r['difference']:+.1f}{'%' if r['kind'] == 'rel' else 'pp'}"
+        lines.append(f"{r['scenario']:18s} {r['controller']:14s} {r['metric']:15s} {r['sim']:10.3f} "
+                     f"{r['emulation']:10.3f} {d:>9s}{'  <-- over bound' if r['over'] else ''}")
+    over = sum(r["over"] for r in rows)
+    lines.append(f"{over} of {len(rows)} comparisons exceed the bounds (5% throughput, 10% p95 delay, 1 pp loss)")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m jaxcc.sim2real", description=__doc__.split("\n")[0])
+    ap.add_argument("--controller", help="comma-separated controllers (fixed:MBPS, bbr, policy:FILE)")
+    group = ap.add_mutually_exclusive_group()
+    group.add_argument("--suite")
+    group.add_argument("--scenario")
+    group.add_argument("--scenario-file")
+    ap.add_argument("--out", default="results/sim2real")
+    ap.add_argument("--compare", nargs=2, metavar=("SIM_JSON", "EMU_JSON"), help="only compare two results.json")
+    args = ap.parse_args(argv)
+    if args.compare:
+        rows = compare(*args.compare)
+        print(format_rows(rows))
+        return 0
+    if not args.controller or not (args.suite or args.scenario or args.scenario_file):
+        ap.error("--controller and one of --suite/--scenario/--scenario-file are required (or --compare)")
+    which = (["--suite", args.suite] if args.suite else ["--scenario", args.scenario] if args.scenario
+             else ["--scenario-file", args.scenario_file])
+    sim_dir, emu_dir = os.path.join(args.out, "sim"), os.path.join(args.out, "emulation")
+    py = sys.executable
+    subprocess.run([py, "-m", "jaxcc.evaluate", f"--controller={args.controller}", f"{which[0]}={which[1]}",
+                    f"--out={sim_dir}"], check=True)
+    subprocess.run([py, "-m", "jaxcc.emulate", f"--controller={args.controller}", f"{which[0]}={which[1]}",
+                    f"--out={emu_dir}"], check=True)
+    rows = compare(os.path.join(sim_dir, "results.json"), os.path.join(emu_dir, "results.json"))
+    print(format_rows(rows))
+    with open(os.path.join(args.out, "sim2real.json"), "w", encoding="utf-8") as fh:
+        json.dump({"bounds": BOUNDS, "rows": rows}, fh, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,40 @@
+"""The sim-to-real comparison flags exactly the differences beyond the agreed bounds."""
+
+import json
+
+import pytest
+
+from jaxcc import sim2real
+
+
+def write(tmp_path, name, records):
+    p = tmp_path / name
+    p.write_text(json.dumps({"results": records}))
+    return str(p)
+
+
+def rec(thr, owd, q, loss, scenario="pareto/fixed50", controller="bbr"):
+    return {"scenario": scenario, "controller": controller, "throughput_mbps": thr, "p95_owd_ms": owd,
+            "p95_qdelay_ms": q, "loss": loss}
+
+
+def test_bounds(tmp_path):
+    sim = write(tmp_path, "sim.json", [rec(47.0, 100.0, 10.0, 0.020), rec(10.0, 50.0, 5.0, 0.0, controller="fixed:10")])
+    emu = write(tmp_path, "emu.json", [rec(50.0, 95.0, 12.0, 0.005), rec(10.2, 50.0, 5.0, 0.0, controller="fixed:10")])
+    rows = {(r["controller"], r["metric"]): r for r in sim2real.compare(sim, emu)}
+    # 47 vs 50 Mbit/s: -6% (over 5%); 100 vs 95 ms: +5.3% (within 10%); 10 vs 12 ms: -16.7% (over);
+    # loss 2.0% vs 0.5%: +1.5 pp (over 1 pp).
+    assert rows[("bbr", "throughput_mbps")]["difference"] == pytest.approx(-0.06)
+    assert rows[("bbr", "throughput_mbps")]["over"]
+    assert not rows[("bbr", "p95_owd_ms")]["over"]
+    assert rows[("bbr", "p95_qdelay_ms")]["over"]
+    assert rows[("bbr", "loss")]["difference"] == pytest.approx(0.015) and rows[("bbr", "loss")]["over"]
+    assert not any(r["over"] for k, r in rows.items() if k[0] == "fixed:10")
+    assert "3 of 8 comparisons exceed" in sim2real.format_rows(list(rows.values()))
+
+
+def test_bad_file_is_named(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    with pytest.raises(SystemExit, match="bad.json"):
+        sim2real.compare(str(bad), str(bad))
