@@ -155,14 +155,18 @@ def _cum_in_period(p: LinkParams, tm: jax.Array) -> jax.Array:
 
 
 def _inv_cum_in_period(p: LinkParams, x: jax.Array) -> jax.Array:
-    """Earliest time at which ``x`` bytes are servable (inverse of ``_cum_in_period``).
+    """Earliest time by which ``x`` bytes are servable (inverse of ``_cum_in_period``).
 
-    Segments of zero capacity repeat the same ``cap_cum``; ``side='right'`` then picks the last
-    of them, so an outage delays the bytes until it ends — which is what a queue does.
+    The segment is the last one that starts with fewer than ``x`` bytes served
+    (``side='left'``): bytes that complete exactly when an outage (a zero-capacity segment,
+    which repeats the same ``cap_cum``) begins are done at its start, not at its end, while
+    bytes beyond that wait for the outage to end.
     """
-    k = jnp.clip(jnp.searchsorted(p.cap_cum, x, side="right") - 1, 0, p.cap_cum.shape[-1] - 1)
+    k = jnp.clip(jnp.searchsorted(p.cap_cum, x, side="left") - 1, 0, p.cap_cum.shape[-1] - 1)
     rate = p.cap_bps[k]
-    return p.cap_t[k] + jnp.where(rate > 0, (x - p.cap_cum[k]) / jnp.maximum(rate, 1e-30), BIG)
+    rest = x - p.cap_cum[k]
+    wait = jnp.where(rate > 0, rest / jnp.maximum(rate, 1e-30), jnp.where(rest <= 0, 0.0, BIG))
+    return p.cap_t[k] + wait
 
 
 def bytes_servable(p: LinkParams, t0: jax.Array, t1: jax.Array) -> jax.Array:
@@ -184,7 +188,9 @@ def time_to_serve(p: LinkParams, t: jax.Array, nbytes: jax.Array) -> jax.Array:
     tm = t - base
     x = _cum_in_period(p, tm) + nbytes
     per_bytes = jnp.where(looping, jnp.maximum(p.cap_period_bytes, 1e-30), 1.0)
-    laps = jnp.where(looping, jnp.floor(x / per_bytes), 0.0)
+    # Whole laps before the one in which the last byte is served; ``x_in`` lies in (0, lap]
+    # so a total that is an exact multiple of a lap ends at the last on-time of that lap.
+    laps = jnp.where(looping, jnp.maximum(jnp.ceil(x / per_bytes) - 1.0, 0.0), 0.0)
     x_in = x - laps * jnp.where(looping, p.cap_period_bytes, 0.0)
     done = laps * jnp.where(looping, p.cap_period, 0.0) + _inv_cum_in_period(p, x_in)
     return jnp.maximum(done - tm, 0.0)
@@ -272,28 +278,40 @@ def step(p: LinkParams, s: SimState, rate: jax.Array, cwnd: jax.Array) -> tuple[
     owd = qdelay + 0.5 * p.rtt
 
     # 5. Schedule their ACKs (and loss notifications) one path delay later.  A dropped packet is
-    #    noticed when the packets sent next to it are acked, i.e. at the same time.
+    #    noticed when the packets sent next to it are acked, i.e. at the same time.  The bytes
+    #    were sent uniformly over this tick, so their ACKs arrive uniformly over a tick-wide window
+    #    starting ``rtt_sample`` later: the window covers two ticks, shared in proportion to the
+    #    overlap (``frac``).  Rounding to one tick instead would make a monitor interval's ACK
+    #    count jump by a whole tick's worth as the queueing delay drifts.
     rtt_sample = qdelay + p.rtt
-    delay_ticks = jnp.floor(0.5 + (0.5 * dt + rtt_sample) / dt).astype(jnp.int32)
-    over = delay_ticks > ring_len - 1
-    delay_ticks = jnp.clip(delay_ticks, 1, ring_len - 1)
-    target = jnp.mod(s.tick + delay_ticks, ring_len)
+    offset = rtt_sample / dt
+    lo = jnp.floor(offset)
+    frac = offset - lo
+    lo = lo.astype(jnp.int32)
+    over = lo > ring_len - 2
+    frac = jnp.where(lo < 1, 0.0, jnp.where(over, 1.0, frac))  # clamp into [tick+1, tick+H-1]
+    lo = jnp.clip(lo, 1, ring_len - 2)
+    target_lo = jnp.mod(s.tick + lo, ring_len)
+    target_hi = jnp.mod(s.tick + lo + 1, ring_len)
     scheduled = jnp.stack([admitted, lost_now, admitted * rtt_sample], axis=-1)  # [F, 3]
+    part_lo = scheduled * (1.0 - frac)[:, None]
+    part_hi = scheduled - part_lo
 
     # 6. Take out the feedback that arrives during the next tick (it becomes ``pending``) and
     #    empty that slot by subtracting it (exactly 0.0).  Everything is one gather from the old
     #    ring and one scatter-add into it, with indices promised in bounds: a ``.set`` or a
     #    bounds-checked update at a batched index makes XLA select over the whole ring, and a
     #    second read after the update makes it copy the ring, both O(ring length) per tick.
-    #    This tick's own bytes land in the next tick's slot only when the path delay is a single
-    #    tick; they are handed over directly then.
+    #    Parts of this tick's bytes due in the next tick (a path delay under two ticks) are
+    #    handed over directly.
     nxt = jnp.mod(s.tick + 1, ring_len)
     waiting = s.ring.at[nxt, flows].get(mode="promise_in_bounds")  # [F, 3]
-    now_next = (target == nxt)[:, None]
-    pending = waiting + jnp.where(now_next, scheduled, 0.0)
-    ring = s.ring.at[jnp.concatenate([target, jnp.broadcast_to(nxt, target.shape)]),
-                     jnp.concatenate([flows, flows])].add(
-        jnp.concatenate([jnp.where(now_next, 0.0, scheduled), -waiting]), mode="promise_in_bounds")
+    lo_next = (target_lo == nxt)[:, None]
+    pending = waiting + jnp.where(lo_next, part_lo, 0.0)
+    next_slot = jnp.broadcast_to(nxt, target_lo.shape)
+    ring = s.ring.at[jnp.concatenate([target_lo, target_hi, next_slot]),
+                     jnp.concatenate([flows, flows, flows])].add(
+        jnp.concatenate([jnp.where(lo_next, 0.0, part_lo), part_hi, -waiting]), mode="promise_in_bounds")
 
     new = SimState(
         tick=s.tick + 1,

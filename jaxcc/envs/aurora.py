@@ -1,0 +1,188 @@
+"""Aurora (Jay et al., ICML 2019): a PPO rate controller over a history of MI statistics.
+
+Paper: /work/shared/seeds/001_ba2ea6f4db356dce.txt.  Reference gym: github.com/PCCproject/PCC-RL
+(``network_sim.py``), whose units this module follows.
+
+* Observation (§2 "States are bounded histories of network statistics", §3.3 history length):
+  the last k = 10 statistics vectors v_t = (latency gradient, latency ratio, sending ratio),
+  oldest first, shape [F, 10, 3].  See ``features``.
+* Action (§3.1, "RL inputs and outputs"): a real number a_t; the rate becomes
+  x_t = x_{t-1}·(1 + α·a_t) if a_t >= 0, else x_{t-1} / (1 − α·a_t), with α = 0.025.
+* Reward (§3.1, "Reward function"): 10·throughput − 1000·latency − 2000·loss with throughput
+  in packets/s, latency in seconds and loss the fraction of packets sent but not acknowledged.
+* Training links (§5, Table 1): bandwidth 100–500 packets/s, latency 50–500 ms (one way, as in
+  the gym where data and ACKs each cross a link with that latency: RTT = 2·latency), queue
+  2–2981 packets drawn log-uniformly, random loss 0–5 %; the sender starts at 30–150 % of the
+  bandwidth (§5.3).
+* Monitor interval: ½ RTT of the link (``mi_rtts = 0.5``), 400 MIs per episode (the gym's
+  ``MAX_STEPS``).  The paper's delay ``d`` between choosing a rate and seeing its effect is
+  built in: an MI's statistics come from the ACKs that arrive during it (one RTT late).
+"""
+
+from __future__ import annotations
+
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from jaxcc.envs import base
+from jaxcc.envs import mi as mi_lib
+from jaxcc.sim import core, links
+
+ALPHA = 0.025  # §3.1: "a scaling factor used to dampen oscillations (we use α = 0.025)"
+HISTORY = 10  # §3.3: k = 10 MIs (k = 2 was comparable; 1 was not)
+FEATURE_NAMES = ("latency_gradient", "latency_ratio", "sending_ratio")
+SEND_RATIO_CLIP = 1000.0  # the reference gym's observation bound for the sending ratio
+
+
+@struct.dataclass
+class AuroraParams:
+    """Training distribution (Table 1) and reward weights.  Every leaf is an array."""
+
+    bw_pps_lo: jax.Array = 100.0
+    bw_pps_hi: jax.Array = 500.0
+    latency_lo_s: jax.Array = 0.05  # one-way; RTT = 2·latency
+    latency_hi_s: jax.Array = 0.5
+    queue_pkts_lo: jax.Array = 2.0  # log-uniform
+    queue_pkts_hi: jax.Array = 2981.0
+    loss_lo: jax.Array = 0.0
+    loss_hi: jax.Array = 0.05
+    init_rate_lo: jax.Array = 0.3  # × bandwidth
+    init_rate_hi: jax.Array = 1.5
+    alpha: jax.Array = ALPHA
+    w_throughput: jax.Array = 10.0
+    w_latency: jax.Array = 1000.0
+    w_loss: jax.Array = 2000.0
+    reward_scale: jax.Array = 1.0  # the gym multiplies by REWARD_SCALE = 0.001 before PPO
+    max_time_s: jax.Array = jnp.inf
+
+
+@struct.dataclass
+class AuroraFlow:
+    """Per-flow Aurora state ([F] leaves)."""
+
+    last_latency: jax.Array  # s; latency used in the reward when an MI has no ACK
+
+
+# ----------------------------------------------------------------------------- pure functions
+
+
+def apply_action(rate: jax.Array, a: jax.Array, alpha=ALPHA) -> jax.Array:
+    """§3.1: x_t = x_{t−1}(1 + αa) if a >= 0 else x_{t−1}/(1 − αa)."""
+    return jnp.where(a >= 0, rate * (1.0 + alpha * a), rate / (1.0 - alpha * a))
+
+
+def features(m: mi_lib.MIStats, run: mi_lib.RunningStats) -> jax.Array:
+    """The statistics vector v_t of one MI (§2), [F, 3].
+
+    ``run`` must already include this MI (``mi.running_update``).
+
+    * latency gradient (Dong et al. 2018, PCC Vivace, which the paper cites): the derivative of
+      latency with respect to time, computed as Vivace does, as the least-squares slope of the
+      MI's RTT samples against their arrival times (``mi.rtt_slope``; seconds per second).
+      Ambiguity: the reference gym instead uses (mean RTT of the 2nd half of the samples −
+      mean of the 1st half) / send duration; we keep the paper's wording and its citation.
+      0 with fewer than two sample times.
+    * latency ratio (Winstein & Balakrishnan 2013): the MI's mean latency over the minimum mean
+      latency of any MI in the connection's history, ``rtt_mean / run.min_mean_rtt`` (the
+      paper's wording; the gym uses the minimum single sample).  1 when the MI has no sample.
+    * sending ratio: packets sent / packets acknowledged in the MI (= bytes ratio); 1 when
+      nothing was acknowledged (as in the gym), clipped to [0, 1000] (the gym's bound).
+    """
+    has = mi_lib.has_rtt(m)
+    grad = jnp.where(m.n_samples >= 2, mi_lib.rtt_slope(m), 0.0)
+    mean = mi_lib.rtt_mean(m)
+    ratio = jnp.where(has & (run.min_mean_rtt < core.BIG * 0.5),
+                      mean / jnp.maximum(run.min_mean_rtt, 1e-9), 1.0)
+    send = jnp.where(m.acked > 0, m.sent / jnp.maximum(m.acked, 1e-30), 1.0)
+    send = jnp.clip(send, 0.0, SEND_RATIO_CLIP)
+    return jnp.stack([grad, ratio, send], axis=-1)
+
+
+EMPTY_FEATURES = (0.0, 1.0, 1.0)  # the gym's statistics of an MI without any packet
+
+
+def reward(m: mi_lib.MIStats, last_latency: jax.Array, w_thr=10.0, w_lat=1000.0, w_loss=2000.0):
+    """§3.1: 10·throughput − 1000·latency − 2000·loss.
+
+    throughput = acked packets per second of the MI (``acked / MSS / duration``);
+    latency = the MI's mean RTT in seconds (the previous MI's when this one has no ACK — 0 at
+    the start, which is what the gym uses for an MI without samples);
+    loss = lost / (acked + lost), the fraction of the packets whose fate became known that were
+    lost ("the proportion of all packets sent but not acknowledged").
+    Returns (reward [F], latency used [F]).
+    """
+    thr = m.acked / core.MSS / jnp.maximum(m.duration, 1e-30)
+    lat = jnp.where(mi_lib.has_rtt(m), mi_lib.rtt_mean(m), last_latency)
+    loss = mi_lib.loss_rate(m)
+    return w_thr * thr - w_lat * lat - w_loss * loss, lat
+
+
+# ----------------------------------------------------------------------------- environment
+
+
+class AuroraEnv(base.MultiFlowEnv):
+    name = "aurora"
+
+    def action_spec(self) -> dict:
+        return {"kind": "continuous", "low": -float("inf"), "high": float("inf")}
+
+    @property
+    def default_params(self) -> AuroraParams:
+        return base.params_as_arrays(AuroraParams())
+
+    def sample_episode(self, key, p: AuroraParams) -> base.EpisodeInit:
+        c = self.config
+        kb, kl, kq, kloss, kr = jax.random.split(key, 5)
+        bw = jax.random.uniform(kb, (), minval=p.bw_pps_lo, maxval=p.bw_pps_hi) * core.MSS
+        latency = jax.random.uniform(kl, (), minval=p.latency_lo_s, maxval=p.latency_hi_s)
+        queue = base.log_uniform(kq, p.queue_pkts_lo, p.queue_pkts_hi) * core.MSS
+        loss = jax.random.uniform(kloss, (), minval=p.loss_lo, maxval=p.loss_hi)
+        times, rates = base.constant_schedule(c.num_segments, bw)
+        f = c.num_flows
+        rtt = jnp.full((f,), 2.0 * latency)
+        link = links.link_from_arrays(times, rates, queue, loss, rtt, jnp.zeros((f,)), jnp.full((f,), 1e9),
+                                      ticks_per_rtt=c.ticks_per_rtt)
+        x0 = jax.random.uniform(kr, (f,), minval=p.init_rate_lo, maxval=p.init_rate_hi) * bw
+        return base.EpisodeInit(link=link, rate=x0, cwnd=jnp.full((f,), core.BIG), goal=jnp.zeros((f, 0)))
+
+    def init_paper(self, init, p):
+        return AuroraFlow(last_latency=jnp.zeros((self.config.num_flows,), jnp.float32))
+
+    def empty_features(self, p):
+        return jnp.asarray(EMPTY_FEATURES, jnp.float32)
+
+    def apply_action(self, state, action, p):
+        a = jnp.asarray(action, jnp.float32).reshape(self.config.num_flows)
+        return apply_action(state.rate, a, p.alpha), state.cwnd, state.paper
+
+    def observe(self, state, paper, m, run, lmi, p):
+        feats = features(m, run)
+        r, lat = reward(m, paper.last_latency, p.w_throughput, p.w_latency, p.w_loss)
+        return base.StepOut(features=feats, reward=r * p.reward_scale, paper=AuroraFlow(last_latency=lat),
+                            terminated=jnp.zeros((), bool), info={})
+
+
+def make_config(num_flows: int = 1, ticks_per_rtt: int = 8, max_steps: int = 400, **kw) -> base.EnvConfig:
+    """Static shape for Table 1: the ring holds a full 2981-packet queue drained at 100 pkt/s
+    on the shortest (100 ms) RTT."""
+    lo = AuroraParams()
+    wait = (float(lo.queue_pkts_hi) * core.MSS + 2 * core.MSS) / (float(lo.bw_pps_lo) * core.MSS)
+    ring = base.ring_len_worst(wait / (2 * float(lo.latency_lo_s)), ticks_per_rtt)
+    cfg = dict(num_flows=num_flows, ticks_per_rtt=ticks_per_rtt, mi_rtts=0.5, history=HISTORY, obs_dim=3,
+               max_steps=max_steps, ring_len=ring, num_segments=1)
+    cfg.update(kw)
+    return base.EnvConfig(**cfg)
+
+
+def export_features_spec(config: base.EnvConfig | None = None) -> dict:
+    c = config or make_config()
+    return {
+        "name": "aurora_v1", "history": c.history, "obs_dim": 3, "feature_names": list(FEATURE_NAMES),
+        "empty": list(EMPTY_FEATURES), "send_ratio_clip": SEND_RATIO_CLIP,
+        "latency_gradient": "weighted least-squares slope of RTT vs time in the MI (s/s); 0 if < 2 samples",
+        "latency_ratio": "MI mean RTT / min over MIs of MI mean RTT; 1 if no sample",
+        "sending_ratio": "sent / acked bytes in the MI; 1 if acked == 0; clip [0, 1000]",
+        "mi_rtts": c.mi_rtts, "ticks_per_rtt": c.ticks_per_rtt, "alpha": ALPHA,
+    }

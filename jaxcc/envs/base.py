@@ -1,0 +1,362 @@
+"""Multi-agent, gymnax-1.0-shaped environments over the fluid network model.
+
+One environment instance is one bottleneck link shared by ``F`` flows; every flow is an agent
+and agents are the *leading axis* of every per-agent array:
+
+    obs, state = env.reset(key, params)                      # obs [F, T, D]
+    obs, state, reward, terminated, truncated, info = env.step(key, state, action, params)
+        # action [F, ...], reward [F] (or [F, R] for vector rewards), terminated/truncated [F]
+
+* ``params`` (an ``EnvParams`` flax.struct pytree, one per paper) holds the *training
+  distribution* (ranges the link is drawn from at every reset) and a few knobs; every leaf is
+  an array so ``jax.vmap`` can give each lane its own distribution (or a point mass: a fixed
+  link).  Parameters are shared by all agents of one link.
+* Static shapes live in ``EnvConfig`` (number of flow slots, ticks per step, history length,
+  ring length, number of capacity segments); they are sized from the training distribution so
+  that one compiled step serves every draw.
+* ``step`` runs ``lax.scan`` over ``core.step`` for the ``mi_ticks`` ticks of one monitor
+  interval (MI = ``mi_rtts`` × min propagation RTT, tick = min RTT / ``ticks_per_rtt``),
+  accumulates ``mi.MIStats`` from the delayed feedback, and turns them into the paper's
+  features and reward.
+* ``terminated`` (a true end: MOCC's win/lose/tie) and ``truncated`` (a time limit) are kept
+  apart.  Both are per-link events, broadcast to ``[F]``.
+* Auto-reset: when an episode ends, ``step`` returns the first observation of a fresh episode
+  (drawn with the step's key) and keeps the last observation of the finished one in
+  ``info["final_obs"]``; ``state`` is likewise the new episode's.
+* Flows that are not active during an MI (e.g. Pareto's second flow before it starts) get a
+  zero reward, ``info["active"] == False``, and their paper state and rate are left unchanged.
+
+All randomness comes from the keys: the same key gives the same episode.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from jaxcc.envs import mi as mi_lib
+from jaxcc.sim import core
+
+MSS = core.MSS
+MBPS = 125_000.0  # bytes/s in one Mbit/s
+# Rates are clipped to the same range the exported-policy datapath uses (policyfile.py).
+MIN_RATE = 0.01 * MBPS
+MAX_RATE = 100_000.0 * MBPS
+
+
+@dataclasses.dataclass(frozen=True)
+class EnvConfig:
+    """Static (compile-time) shape of an environment.
+
+    Attributes:
+      num_flows: flow slots (agents) per link.
+      ticks_per_rtt: ticks per minimum propagation RTT (the simulator's resolution).
+      mi_rtts: one env step (monitor interval) in multiples of the min propagation RTT.
+      history: number of past feature vectors in an observation (T).
+      obs_dim: feature vector length (D).
+      max_steps: episode length cap in steps (truncation).
+      ring_len: simulator feedback ring length (sized from the distribution).
+      num_segments: capacity schedule segments (sized from the distribution).
+      goal_dim: length of the goal / preference vector (0 = none).
+      reward_dim: 0 for a scalar reward [F], R for a vector reward [F, R].
+    """
+
+    num_flows: int = 1
+    ticks_per_rtt: int = 8
+    mi_rtts: float = 1.0
+    history: int = 1
+    obs_dim: int = 1
+    max_steps: int = 100
+    ring_len: int = 64
+    num_segments: int = 1
+    goal_dim: int = 0
+    reward_dim: int = 0
+
+    @property
+    def mi_ticks(self) -> int:
+        n = self.mi_rtts * self.ticks_per_rtt
+        if abs(n - round(n)) > 1e-9 or round(n) < 1:
+            raise ValueError(f"mi_rtts·ticks_per_rtt must be a positive integer, got {n}")
+        return int(round(n))
+
+
+@struct.dataclass
+class EnvState:
+    """Dynamic state of one link and its flows.
+
+    Attributes:
+      link: the link drawn at reset (LinkParams).
+      sim: simulator state.
+      rate: [F] current pacing rate (bytes/s).
+      cwnd: [F] current congestion window (bytes; ``core.BIG`` for rate-only senders).
+      run: per-flow running statistics across MIs.
+      hist: [F, T, D] feature history (oldest first); the observation.
+      goal: [F, G] goal / preference vector (G may be 0).
+      paper: paper-specific per-flow state (every leaf has a leading [F] axis).
+      step: steps taken in this episode.
+      last_mi: the MI statistics of the previous step (zeros after reset).
+    """
+
+    link: core.LinkParams
+    sim: core.SimState
+    rate: jax.Array
+    cwnd: jax.Array
+    run: mi_lib.RunningStats
+    hist: jax.Array
+    goal: jax.Array
+    paper: Any
+    step: jax.Array
+    last_mi: mi_lib.MIStats
+
+
+class EpisodeInit(NamedTuple):
+    """What a paper's sampler draws at reset."""
+
+    link: core.LinkParams
+    rate: jax.Array  # [F] bytes/s
+    cwnd: jax.Array  # [F] bytes
+    goal: jax.Array  # [F, G]
+
+
+class LinkMI(NamedTuple):
+    """Link-level sums over one MI (privileged: for rewards that use the true capacity)."""
+
+    cap_bytes: jax.Array  # Σ capacity·dt: bytes the link could serve during the MI
+    queue_end: jax.Array  # bytes queued at the end of the MI
+
+
+class StepOut(NamedTuple):
+    """What a paper's ``observe`` returns after one MI."""
+
+    features: jax.Array  # [F, D]
+    reward: jax.Array  # [F] or [F, R]
+    paper: Any  # new paper state
+    terminated: jax.Array  # scalar bool
+    info: dict  # extra per-flow diagnostics ([F] leaves), same keys every step
+
+
+def push_history(hist: jax.Array, feats: jax.Array) -> jax.Array:
+    """Drops the oldest entry of ``hist`` [F, T, D] and appends ``feats`` [F, D] as the newest."""
+    return jnp.concatenate([hist[:, 1:, :], feats[:, None, :]], axis=1)
+
+
+def _where_tree(mask_f: jax.Array, new, old):
+    """Per-flow select over pytrees whose leaves have a leading [F] axis."""
+
+    def sel(n, o):
+        m = mask_f.reshape(mask_f.shape + (1,) * (n.ndim - 1))
+        return jnp.where(m, n, o)
+
+    return jax.tree.map(sel, new, old)
+
+
+def _where_all(done: jax.Array, a, b):
+    return jax.tree.map(lambda x, y: jnp.where(done, x, y), a, b)
+
+
+class MultiFlowEnv:
+    """Base class; a paper subclasses it and fills in the hooks below.
+
+    Hooks:
+      ``sample_episode(key, params) -> EpisodeInit``
+      ``init_paper(init, params) -> paper state``          (leaves [F, ...])
+      ``empty_features(params) -> [D]``                    (history padding at reset)
+      ``apply_action(state, action, params) -> (rate, cwnd, paper)``
+      ``observe(state, paper, mi, run, link_mi, params) -> StepOut``
+    """
+
+    name: str = "base"
+
+    def __init__(self, config: EnvConfig):
+        self.config = config
+
+    # -- gymnax surface -----------------------------------------------------------------
+
+    @property
+    def default_params(self):
+        raise NotImplementedError
+
+    @property
+    def num_agents(self) -> int:
+        return self.config.num_flows
+
+    def obs_shape(self) -> tuple[int, ...]:
+        c = self.config
+        return (c.num_flows, c.history, c.obs_dim)
+
+    def action_spec(self) -> dict:
+        """Per-agent action: ``{"kind": "continuous", "low", "high"}`` (one float per agent) or
+        ``{"kind": "discrete", "n"}`` (one int per agent); actions are passed as [F]."""
+        raise NotImplementedError
+
+    def goal(self, state: EnvState) -> jax.Array:
+        """[F, G] goal / preference vector of the current episode."""
+        return state.goal
+
+    def reset(self, key: jax.Array, params=None):
+        params = self.default_params if params is None else params
+        return self.reset_env(key, params)
+
+    def step(self, key: jax.Array, state: EnvState, action: jax.Array, params=None):
+        params = self.default_params if params is None else params
+        k_step, k_reset = jax.random.split(key)
+        obs_st, state_st, reward, terminated, truncated, info = self.step_env(k_step, state, action, params)
+        obs_re, state_re = self.reset_env(k_reset, params)
+        done = terminated | truncated
+        state = _where_all(done, state_re, state_st)
+        obs = jnp.where(done, obs_re, obs_st)
+        info = dict(info)
+        info["final_obs"] = obs_st
+        f = self.config.num_flows
+        return (obs, state, reward, jnp.broadcast_to(terminated, (f,)), jnp.broadcast_to(truncated, (f,)), info)
+
+    # -- implementation ---------------------------------------------------------------
+
+    def reset_env(self, key: jax.Array, params):
+        c = self.config
+        init = self.sample_episode(key, params)
+        sim = core.init_state(init.link, c.ring_len)
+        paper = self.init_paper(init, params)
+        empty = jnp.asarray(self.empty_features(params), jnp.float32)
+        hist = jnp.broadcast_to(empty, (c.num_flows, c.history, c.obs_dim)).astype(jnp.float32)
+        state = EnvState(
+            link=init.link,
+            sim=sim,
+            rate=jnp.clip(init.rate, MIN_RATE, MAX_RATE).astype(jnp.float32),
+            cwnd=init.cwnd.astype(jnp.float32),
+            run=mi_lib.running_zero(c.num_flows),
+            hist=hist,
+            goal=init.goal.astype(jnp.float32),
+            paper=paper,
+            step=jnp.zeros((), jnp.int32),
+            last_mi=mi_lib.mi_zero(c.num_flows),
+        )
+        return hist, state
+
+    def run_mi(self, link: core.LinkParams, sim: core.SimState, rate: jax.Array, cwnd: jax.Array):
+        """Simulates one MI (``mi_ticks`` ticks) at fixed rate/cwnd; returns (sim, MIStats, LinkMI)."""
+        c = self.config
+
+        def tick(carry, _):
+            s, m, cap = carry
+            s, out = core.step(link, s, rate, cwnd)
+            m = mi_lib.mi_add_tick(m, out, link.dt)
+            return (s, m, cap + out.capacity * link.dt), out.queue
+
+        init = (sim, mi_lib.mi_zero(c.num_flows), jnp.zeros((), jnp.float32))
+        (sim, m, cap), queues = jax.lax.scan(tick, init, None, length=c.mi_ticks)
+        return sim, m, LinkMI(cap_bytes=cap, queue_end=queues[-1])
+
+    def step_env(self, key: jax.Array, state: EnvState, action: jax.Array, params):
+        c = self.config
+        rate, cwnd, paper_a = self.apply_action(state, action, params)
+        rate = jnp.clip(rate, MIN_RATE, MAX_RATE)
+        sim, m, lmi = self.run_mi(state.link, state.sim, rate, cwnd)
+        active = m.active > 0
+        run = _where_tree(active, mi_lib.running_update(state.run, m), state.run)
+        # observe() sees the rate/cwnd that were in force during the MI.
+        out = self.observe(state.replace(rate=rate, cwnd=cwnd), paper_a, m, run, lmi, params)
+        paper = _where_tree(active, out.paper, state.paper)
+        feats = jnp.where(active[:, None], out.features, 0.0).astype(jnp.float32)
+        hist = jnp.where(active[:, None, None], push_history(state.hist, feats), state.hist)
+        reward = out.reward * active.reshape(active.shape + (1,) * (out.reward.ndim - 1))
+        step = state.step + 1
+        time = sim.tick.astype(jnp.float32) * state.link.dt
+        truncated = (step >= c.max_steps) | (time >= params.max_time_s)
+        terminated = out.terminated & ~truncated if self.truncation_wins else out.terminated
+        truncated = truncated & ~terminated
+        new = EnvState(
+            link=state.link,
+            sim=sim,
+            rate=jnp.where(active, rate, state.rate),
+            cwnd=jnp.where(active, cwnd, state.cwnd),
+            run=run,
+            hist=hist,
+            goal=state.goal,
+            paper=paper,
+            step=step,
+            last_mi=m,
+        )
+        dur = jnp.maximum(m.duration, 1e-30)
+        info = {
+            "active": active,
+            "time": jnp.broadcast_to(time, active.shape),
+            "send_rate": m.sent / dur,
+            "delivery_rate": m.acked / dur,
+            "loss_rate": mi_lib.loss_rate(m),
+            "rtt_mean": mi_lib.rtt_mean(m),
+            "capacity": jnp.broadcast_to(lmi.cap_bytes / dur[0], active.shape),
+            "queue": jnp.broadcast_to(lmi.queue_end, active.shape),
+            "rate": new.rate,
+        }
+        info.update(out.info)
+        return hist, new, reward.astype(jnp.float32), terminated, truncated, info
+
+    # A time limit that coincides with a true terminal is reported as terminated.
+    truncation_wins = False
+
+    # -- hooks --------------------------------------------------------------------------
+
+    def sample_episode(self, key, params) -> EpisodeInit:
+        raise NotImplementedError
+
+    def init_paper(self, init: EpisodeInit, params):
+        raise NotImplementedError
+
+    def empty_features(self, params) -> jax.Array:
+        return jnp.zeros((self.config.obs_dim,), jnp.float32)
+
+    def apply_action(self, state: EnvState, action: jax.Array, params):
+        raise NotImplementedError
+
+    def observe(self, state: EnvState, paper, m: mi_lib.MIStats, run: mi_lib.RunningStats, lmi: LinkMI,
+                params) -> StepOut:
+        raise NotImplementedError
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def params_as_arrays(params, int_fields: tuple[str, ...] = ()):
+    """Every field of a params dataclass as a float32 array (int32 for ``int_fields``); tuples
+    of numbers become 1-D/2-D arrays (not pytrees of scalars)."""
+    vals = {}
+    for f in dataclasses.fields(params):
+        v = getattr(params, f.name)
+        vals[f.name] = jnp.asarray(v, jnp.int32 if f.name in int_fields else jnp.float32)
+    return params.replace(**vals)
+
+
+def log_uniform(key, lo, hi, shape=()):
+    """exp(U[log lo, log hi])."""
+    return jnp.exp(jax.random.uniform(key, shape, minval=jnp.log(lo), maxval=jnp.log(hi)))
+
+
+def constant_schedule(num_segments: int, bps) -> tuple[jax.Array, jax.Array]:
+    """A constant capacity padded to ``num_segments`` segments (1 s apart; all the same rate)."""
+    times = jnp.arange(num_segments, dtype=jnp.float32)
+    return times, jnp.full((num_segments,), bps, jnp.float32)
+
+
+def ewma(prev: jax.Array, new: jax.Array, gain: float, first: jax.Array) -> jax.Array:
+    """``gain·new + (1−gain)·prev``, or ``new`` on the first sample (``first`` True)."""
+    return jnp.where(first, new, gain * new + (1.0 - gain) * prev)
+
+
+def ring_len_worst(max_wait_over_rtt: float, ticks_per_rtt: int, max_ring: int = 4096) -> int:
+    """Static ring length for a whole training distribution (mirrors ``links.ring_len_for``).
+
+    A byte's feedback arrives ``rtt + wait`` after it was sent, with ``wait`` at most a full
+    buffer drained at the smallest capacity (plus two MSS).  In ticks of ``rtt/ticks_per_rtt``
+    that is ``ticks_per_rtt·(1 + wait/rtt)``, so the worst case is the largest ``wait/rtt`` of
+    the distribution (callers pass it, including the 2·MSS term).  Rounded up to a multiple of
+    8 with 3 ticks of slack, capped at ``max_ring``.
+    """
+    import math
+
+    need = int(math.ceil(ticks_per_rtt * (1.0 + max_wait_over_rtt))) + 3
+    return int(min(max_ring, 8 * math.ceil(need / 8)))

@@ -1,0 +1,225 @@
+"""Eagle (INFOCOM 2020): discrete rate control learned with the cross-entropy method.
+
+Paper: /work/shared/seeds/003_1b0ba895724da0d2.txt, §III-B ("Eagle": actions, states, reward
+eq. 7, Algorithm 1, eq. 8) and §IV-D (training environment).
+
+* Actions (§III-B "Actions"), index → rate multiplier:
+  0: ×2.89, 1: ×1.25, 2: hold, 3: ÷1.25, 4: ÷2.89.  The cwnd follows the BDP estimate
+  (highest delivery rate × minimum RTT): cwnd = 2·k_a·BDP with k_a = 2, 1.25, 1, 1/1.25, 1/2
+  ("with a 2.89 or 1.25 times increase or decrease in sending rate, cwnd is increased or
+  reduced by a factor of 2 or 1.25"), around BBR's cwnd gain of 2 (the paper's "small
+  multiple of the BDP"; a multiple of 1 would let a low delivery estimate choke the flow).
+  Until the BDP can be estimated (no RTT sample or no delivery yet) cwnd = 10 packets.
+* Step: 3 × RTT (``mi_rtts = 3``, RTT = min propagation RTT so the step is static).
+* Episode: 50 steps (§IV-D).
+* Start (§III-B "Startup"): 300 Kbps and a cwnd of 10 packets.
+* Observation (§III-B "States"), per step, and the last four steps are stacked:
+    0. delay flag: the flow has experienced delay;
+    1. (decreases − increases) while the queue is being drained (a "long delay"), else 0,
+       where increases/decreases are the cumulative products of the multipliers applied since
+       the delay first appeared (e.g. two ×2.89 → 8.35), reset to 1 once the queue drains;
+    2. EWMA of the queuing delay q = RTT − min RTT of the episode (seconds);
+    3. EWMA of the loss rate;
+    4. ratio Δd = (delivery_t − delivery_{t−1}) / delivery_{t−1}.
+* Reward (phases):
+    startup (never delayed):                        5·ratioΔd                       (eq. 7)
+    queue draining (delayed), Algorithm 1:
+      first delay ever:                              5·ratioΔd − 0.5·q_ms
+      otherwise, increases > decreases:              5·(g_{t−1} − g_t)/max(|g_{t−1}|, 1),
+                                                    g = increases − decreases
+      otherwise (increases <= decreases):            (q_{t−1} − q_t)/q_{t−1}   (% decrease in delay)
+    bandwidth probing (not delayed, delayed before): 5·ratioΔd − 0.5·q_ms           (eq. 8)
+
+Decisions where the text is garbled or silent:
+
+* "Delayed" means q ≥ 4 ms (Pareto's d_min; same authors; the paper says "the delay goes to
+  0", which a measured RTT never does exactly).
+* Queuing delay in the reward is in milliseconds: in seconds the −0.5·q term would vanish
+  next to 5·ratioΔd, in ms a 10 ms queue costs as much as a 100 % delivery-rate gain.
+* Algorithm 1 line 4 ("5 × % of decreases in (increases − decreases)") is the relative
+  decrease of the gap g = increases − decreases (the example: rewards rise "as the times of
+  decreases approach the times of increases"), floored at 1 in the denominator.
+* "% decrease in delay" is a fraction; q_{t−1} is floored at 4 ms.
+* The min RTT is the episode's (the paper's "past 50 steps" is one episode).
+* The EWMA gain is 0.8 on the newest step (as for Pareto, which the same authors wrote).
+* The highest delivery rate is the maximum over the episode's steps.
+* Training links (§IV-D: "20–120 Mbps fixed and stochastic, RTT 10–400 ms, different queue
+  sizes and loss rates"): half fixed, half a log-space random walk changing every second;
+  RTT uniform; buffer log-uniform in 0.25–4 BDP; loss 0 for half the episodes, else uniform
+  0–1 %.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from jaxcc.envs import base
+from jaxcc.envs import mi as mi_lib
+from jaxcc.sim import core, links
+
+MULTIPLIERS = (2.89, 1.25, 1.0, 1.0 / 1.25, 1.0 / 2.89)
+CWND_FACTORS = (2.0, 1.25, 1.0, 1.0 / 1.25, 1.0 / 2.0)
+CWND_GAIN = 2.0
+N_ACTIONS = 5
+FEATURE_NAMES = ("delay_flag", "dec_minus_inc", "qdelay_ewma_s", "loss_ewma", "ratio_delta_delivery")
+EAGLE_EWMA_GAIN = 0.8
+
+
+@struct.dataclass
+class EagleParams:
+    bw_lo_mbps: jax.Array = 20.0
+    bw_hi_mbps: jax.Array = 120.0
+    p_stochastic: jax.Array = 0.5
+    walk_every_s: jax.Array = 1.0
+    rtt_lo_s: jax.Array = 0.01
+    rtt_hi_s: jax.Array = 0.4
+    buf_bdp_lo: jax.Array = 0.25
+    buf_bdp_hi: jax.Array = 4.0
+    p_lossy: jax.Array = 0.5
+    loss_hi: jax.Array = 0.01
+    init_rate_mbps: jax.Array = 0.3
+    init_cwnd_pkts: jax.Array = 10.0
+    min_cwnd_pkts: jax.Array = 4.0
+    delay_thresh_ms: jax.Array = 4.0
+    ewma_gain: jax.Array = EAGLE_EWMA_GAIN
+    max_time_s: jax.Array = jnp.inf
+
+
+@struct.dataclass
+class EagleFlow:
+    started: jax.Array
+    exp_delay: jax.Array
+    inc: jax.Array  # cumulative product of increases since the delay appeared
+    dec: jax.Array  # cumulative product of decreases (as factors > 1)
+    q: jax.Array  # EWMA queuing delay (s)
+    l: jax.Array  # EWMA loss rate
+    deliv: jax.Array  # last step's delivery rate (bytes/s)
+    last_action: jax.Array  # int32 index of the action applied this step
+
+
+def rate_multiplier(a):
+    return jnp.asarray(MULTIPLIERS, jnp.float32)[a]
+
+
+def cwnd_for(a, max_delivery, min_rtt, p: EagleParams):
+    """cwnd = 2·k_a·(max delivery rate × min RTT), ≥ 4 MSS; 10 MSS before a BDP estimate."""
+    bdp = max_delivery * min_rtt
+    k = jnp.asarray(CWND_FACTORS, jnp.float32)[a]
+    known = (bdp > 0) & (min_rtt < core.BIG * 0.5)
+    return jnp.where(known, jnp.maximum(CWND_GAIN * k * bdp, p.min_cwnd_pkts * core.MSS),
+                     p.init_cwnd_pkts * core.MSS)
+
+
+def update_counters(inc, dec, a, delayed):
+    """While delayed, multiply the applied increase (×2.89/×1.25) into ``inc`` and decrease
+    (÷1.25/÷2.89, as 1.25/2.89) into ``dec``; when not delayed both are reset to 1."""
+    mult = rate_multiplier(a)
+    inc2 = inc * jnp.where(mult > 1.0, mult, 1.0)
+    dec2 = dec * jnp.where(mult < 1.0, 1.0 / mult, 1.0)
+    return jnp.where(delayed, inc2, 1.0), jnp.where(delayed, dec2, 1.0)
+
+
+def reward(ratio_dd, q_ms, prev_q_ms, inc, dec, prev_inc, prev_dec, delayed, exp_before, p: EagleParams):
+    """Eq. 7, Algorithm 1 and eq. 8 (see the module docstring).  ``inc``/``dec`` include this
+    step's action; ``prev_*`` are the values before it."""
+    startup = 5.0 * ratio_dd
+    probe = 5.0 * ratio_dd - 0.5 * q_ms
+    gap, prev_gap = inc - dec, prev_inc - prev_dec
+    gap_r = 5.0 * (prev_gap - gap) / jnp.maximum(jnp.abs(prev_gap), 1.0)
+    q_r = (prev_q_ms - q_ms) / jnp.maximum(prev_q_ms, p.delay_thresh_ms)
+    drain_later = jnp.where(inc <= dec, q_r, gap_r)
+    drain = jnp.where(exp_before, drain_later, 5.0 * ratio_dd - 0.5 * q_ms)
+    return jnp.where(delayed, drain, jnp.where(exp_before, probe, startup))
+
+
+class EagleEnv(base.MultiFlowEnv):
+    name = "eagle"
+
+    def action_spec(self) -> dict:
+        return {"kind": "discrete", "n": N_ACTIONS}
+
+    @property
+    def default_params(self) -> EagleParams:
+        return base.params_as_arrays(EagleParams())
+
+    def sample_episode(self, key, p: EagleParams) -> base.EpisodeInit:
+        c = self.config
+        kb, ks, kw, kr, kq, kl1, kl2 = jax.random.split(key, 7)
+        times, walk = links.sample_schedule_steps(kw, c.num_segments, 1.0, p.bw_lo_mbps, p.bw_hi_mbps, "walk")
+        times = times * p.walk_every_s
+        fixed = jax.random.uniform(kb, (), minval=p.bw_lo_mbps, maxval=p.bw_hi_mbps) * links.MBPS
+        stoch = jax.random.uniform(ks, ()) < p.p_stochastic
+        rates = jnp.where(stoch, walk, jnp.full((c.num_segments,), fixed))
+        rtt_s = jax.random.uniform(kr, (), minval=p.rtt_lo_s, maxval=p.rtt_hi_s)
+        buf = base.log_uniform(kq, p.buf_bdp_lo, p.buf_bdp_hi) * rates[0] * rtt_s
+        buf = jnp.maximum(buf, 2 * core.MSS)
+        loss = jnp.where(jax.random.uniform(kl1, ()) < p.p_lossy,
+                         jax.random.uniform(kl2, (), minval=0.0, maxval=p.loss_hi), 0.0)
+        f = c.num_flows
+        link = links.link_from_arrays(times, rates, buf, loss, jnp.full((f,), rtt_s), jnp.zeros((f,)),
+                                      jnp.full((f,), 1e9), ticks_per_rtt=c.ticks_per_rtt)
+        return base.EpisodeInit(link=link, rate=jnp.full((f,), p.init_rate_mbps * links.MBPS),
+                                cwnd=jnp.full((f,), p.init_cwnd_pkts * core.MSS), goal=jnp.zeros((f, 0)))
+
+    def init_paper(self, init, p):
+        f = self.config.num_flows
+        z, o, b = jnp.zeros((f,), jnp.float32), jnp.ones((f,), jnp.float32), jnp.zeros((f,), bool)
+        return EagleFlow(started=b, exp_delay=b, inc=o, dec=o, q=z, l=z, deliv=z,
+                         last_action=jnp.full((f,), 2, jnp.int32))
+
+    def apply_action(self, state, action, p):
+        a = jnp.clip(jnp.asarray(action, jnp.int32).reshape(self.config.num_flows), 0, N_ACTIONS - 1)
+        rate = state.rate * rate_multiplier(a)
+        min_rtt = jnp.where(state.run.min_rtt < core.BIG * 0.5, state.run.min_rtt, core.BIG)
+        cwnd = cwnd_for(a, state.run.max_delivery, min_rtt, p)
+        return rate, cwnd, state.paper.replace(last_action=a)
+
+    def observe(self, state, prev: EagleFlow, m, run, lmi, p):
+        g = p.ewma_gain
+        first = ~prev.started
+        min_rtt = mi_lib.known_min_rtt(run, state.link.rtt)
+        has = mi_lib.has_rtt(m)
+        q_sample = jnp.maximum(mi_lib.rtt_mean(m) - min_rtt, 0.0)
+        q = jnp.where(has, base.ewma(prev.q, q_sample, g, first), prev.q)
+        l = base.ewma(prev.l, mi_lib.loss_rate(m), g, first)
+        deliv = mi_lib.delivery_rate(m)
+        floor = core.MSS / jnp.maximum(m.duration, 1e-9)
+        ratio_dd = jnp.where(first, 0.0, (deliv - prev.deliv) / jnp.maximum(prev.deliv, floor))
+        q_ms = q * 1000.0
+        delayed = q_ms >= p.delay_thresh_ms
+        inc, dec = update_counters(prev.inc, prev.dec, prev.last_action, delayed)
+        r = reward(ratio_dd, q_ms, prev.q * 1000.0, inc, dec, prev.inc, prev.dec, delayed, prev.exp_delay, p)
+        exp_now = prev.exp_delay | delayed
+        gap_feat = jnp.where(delayed, dec - inc, 0.0)
+        feats = jnp.stack([exp_now.astype(jnp.float32), gap_feat, q, l, ratio_dd], axis=-1)
+        new = EagleFlow(started=jnp.ones_like(prev.started), exp_delay=exp_now, inc=inc, dec=dec, q=q, l=l,
+                        deliv=deliv, last_action=prev.last_action)
+        ph = jnp.where(delayed, 1, jnp.where(prev.exp_delay, 2, 0)).astype(jnp.int32)
+        return base.StepOut(features=feats, reward=r, paper=new, terminated=jnp.zeros((), bool),
+                            info={"phase": ph, "cwnd": state.cwnd})
+
+
+def make_config(num_flows: int = 1, ticks_per_rtt: int = 8, history: int = 4, max_steps: int = 50,
+                **kw) -> base.EnvConfig:
+    """50 steps × 3 × 400 ms = 60 s of 1 s capacity segments (61).  Ring: a 4-BDP buffer whose
+    capacity walked from 120 down to 20 Mbps (24 RTTs of waiting)."""
+    p = EagleParams()
+    ratio = float(p.buf_bdp_hi) * float(p.bw_hi_mbps) / float(p.bw_lo_mbps)
+    ratio += 2 * core.MSS / (float(p.bw_lo_mbps) * links.MBPS * float(p.rtt_lo_s))
+    ring = base.ring_len_worst(ratio, ticks_per_rtt)
+    seg = int(max_steps * 3 * float(p.rtt_hi_s) / float(p.walk_every_s)) + 1
+    cfg = dict(num_flows=num_flows, ticks_per_rtt=ticks_per_rtt, mi_rtts=3.0, history=history, obs_dim=5,
+               max_steps=max_steps, ring_len=ring, num_segments=seg)
+    cfg.update(kw)
+    return base.EnvConfig(**cfg)
+
+
+def export_features_spec(config: base.EnvConfig | None = None) -> dict:
+    c = config or make_config()
+    return {
+        "name": "eagle_v1", "history": c.history, "obs_dim": 5, "feature_names": list(FEATURE_NAMES),
+        "empty": [0.0] * 5, "delay_thresh_ms": 4.0, "ewma_gain": EAGLE_EWMA_GAIN, "mi_rtts": c.mi_rtts, "ticks_per_rtt": c.ticks_per_rtt,
+        "multipliers": list(MULTIPLIERS), "cwnd_factors": list(CWND_FACTORS), "cwnd_gain": CWND_GAIN,
+    }

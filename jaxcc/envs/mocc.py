@@ -1,0 +1,236 @@
+"""MOCC (IWQoS 2021): preference-conditioned multi-objective cwnd control.
+
+Paper: /work/shared/seeds/002_d7dc697112d5ee48.txt, §IV-A (state, actions, reward), §IV-B
+(init-cwnd, eq. 1–3), §IV-C (dynamic terminal episode, Algorithm 1), Algorithm 2.
+
+* State (§IV-A): S_t = [Delay(t), ACK_rate(t), Sending_rate(t), cwnd(t)], normalised (the
+  paper gives no scaling) to be independent of the link's absolute speed:
+    0. Delay / timeout           (mean RTT of the step over the timeout, see below)
+    1. ACK_rate / max ACK rate   (max over the episode's steps)
+    2. Sending_rate / max ACK rate
+    3. cwnd / (max ACK rate × min RTT)   (cwnd in units of the estimated BDP)
+  Ratios are 0 until an ACK has been seen.  History 1 (the state is the current step).
+* Preference ω (§IV-D, Algorithm 2 line 6): drawn per episode and per flow uniformly on the
+  simplex over the three objectives; ``env.goal(state)`` returns it.
+* Actions (§IV-A): add one of {−0.5, −50, −10, +0, +10, +2, +50} packets to the cwnd, in the
+  paper's listed order (index 0..6); cwnd ≥ 2 packets.  The list is printed that way in the
+  paper; we take it literally.  MOCC is window-based; the window is paced at
+  1.2 · cwnd / min RTT (Linux's congestion-avoidance pacing ratio), because the fluid model
+  would otherwise send a whole window in one tick and ACK bursts would alias with the step.
+* Vector reward (§IV-A): [L(Throughput/bandwidth), −L(Loss_rate), −L(Delay/timeout)] with
+  L(x) = 1 − 10^(−x).  The printed "L(x) = (−10)^(−x) + 1" is complex-valued for non-integer
+  x; reading the sign as applying to the power (−10^(−x) + 1) gives a real, increasing,
+  saturating activation with L(0) = 0.  Loss and delay are penalties, so their objectives are
+  negated, and every objective is "higher is better" under ω ≥ 0.  Throughput is the ACK rate
+  and "bandwidth" the link's mean capacity over the step (privileged, training only).
+* Timeout: TCP's retransmission timeout, modelled as max(200 ms, 2 × min RTT) (Linux's
+  minimum RTO; the paper does not define it).
+* Step: one min RTT (``mi_rtts = 1``; not given in the paper), simulated at 16 ticks per RTT
+  (see ``make_config``).
+* Init-cwnd (§IV-B, Algorithm 2 lines 8–9): the flow starts with 10 packets; at step
+  ``init_step`` (2) the agent's action is overridden and cwnd = b × bw_i packets, b = 2.5, where
+  bw_i (Mbps) = F(Num_ave) (eq. 2–3) maps the average ACK rate of the steps so far to the
+  smallest bandwidth of the set ``bw_set_mbps`` at or above it (intervals (bw_{j−1}, bw_j]).
+  Note: with a 10-packet window the ACK rate cannot exceed 10 packets per RTT, so on fast links
+  the estimate saturates; the agent's first two actions decide how much it probes.
+* Dynamic terminal episode (Algorithm 1, M = L = 50, T = 200): see ``termination``.  Win and
+  lose are true terminals; a tie at T = 200 is also a terminal ("the policy has finished
+  sending the data") unless ``tie_is_terminal = 0``, when it is a truncation.
+* Training links: the paper trains on Mahimahi links around 12 Mbps, 10 ms, 375 KB (§V-D) and
+  evaluates 12/50/100 Mbps; we draw the bandwidth from {6, 12, 24, 50, 100} Mbps (the same set
+  as F), one-way delay 5–40 ms, a 375 KB buffer, no random loss.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from jaxcc.envs import base
+from jaxcc.envs import mi as mi_lib
+from jaxcc.sim import core, links
+
+CWND_DELTAS_PKTS = (-0.5, -50.0, -10.0, 0.0, 10.0, 2.0, 50.0)
+N_ACTIONS = len(CWND_DELTAS_PKTS)
+HOLD_ACTION = 3
+FEATURE_NAMES = ("delay_over_timeout", "ack_rate_over_max", "send_rate_over_max", "cwnd_over_bdp")
+OBJECTIVES = ("throughput", "loss", "delay")
+BW_SET_MBPS = (6.0, 12.0, 24.0, 50.0, 100.0)
+INT_FIELDS = ("init_step", "win_M", "lose_L", "max_T", "tie_is_terminal")
+OUT_NONE, OUT_WIN, OUT_LOSE, OUT_TIE = 0, 1, 2, 3
+
+
+@struct.dataclass
+class MoccParams:
+    bw_set_mbps: jax.Array = BW_SET_MBPS
+    owd_lo_s: jax.Array = 0.005
+    owd_hi_s: jax.Array = 0.04
+    buffer_bytes: jax.Array = 375_000.0
+    loss: jax.Array = 0.0
+    init_cwnd_pkts: jax.Array = 10.0
+    min_cwnd_pkts: jax.Array = 2.0
+    b: jax.Array = 2.5
+    init_step: jax.Array = 2
+    timeout_min_s: jax.Array = 0.2
+    timeout_rtts: jax.Array = 2.0
+    win_M: jax.Array = 50
+    lose_L: jax.Array = 50
+    max_T: jax.Array = 200
+    tie_is_terminal: jax.Array = 1
+    pacing_gain: jax.Array = 1.2
+    max_time_s: jax.Array = jnp.inf
+
+
+@struct.dataclass
+class MoccFlow:
+    win: jax.Array  # consecutive wins
+    lose: jax.Array  # consecutive losses
+    acked_sum: jax.Array  # bytes acked over the steps so far (for Num_ave)
+    time_sum: jax.Array  # seconds of those steps
+    max_ack_rate: jax.Array  # bytes/s
+    steps: jax.Array  # steps taken by this flow
+
+
+def L(x):
+    """§IV-A activation, read as L(x) = 1 − 10^(−x)."""
+    return 1.0 - jnp.power(10.0, -x)
+
+
+def timeout(min_rtt, p: MoccParams):
+    """max(200 ms, 2 × min RTT) (s)."""
+    return jnp.maximum(p.timeout_min_s, p.timeout_rtts * min_rtt)
+
+
+def reward_vector(thr, bandwidth, loss, delay, tmo):
+    """[L(thr/bw), −L(loss), −L(delay/timeout)], [..., 3]."""
+    return jnp.stack([L(thr / jnp.maximum(bandwidth, 1e-9)), -L(loss), -L(delay / tmo)], axis=-1)
+
+
+def init_cwnd(ack_rate_bps, bw_set_mbps, b=2.5):
+    """eq. 1–3: cwnd (packets) = b × F(ACK rate), F = smallest set bandwidth (Mbps) >= the ACK
+    rate in Mbps (the largest one when the rate exceeds them all)."""
+    mbps = ack_rate_bps / links.MBPS
+    idx = jnp.clip(jnp.searchsorted(bw_set_mbps, mbps, side="left"), 0, bw_set_mbps.shape[-1] - 1)
+    return b * bw_set_mbps[idx]
+
+
+def apply_delta(cwnd_bytes, a, min_cwnd_pkts=2.0):
+    """cwnd += delta[a] packets, at least ``min_cwnd_pkts`` packets (bytes in and out)."""
+    d = jnp.asarray(CWND_DELTAS_PKTS, jnp.float32)[a] * core.MSS
+    return jnp.maximum(cwnd_bytes + d, min_cwnd_pkts * core.MSS)
+
+
+def pacing_rate(cwnd_bytes, min_rtt, p: MoccParams):
+    """pacing_gain · cwnd / min RTT (bytes/s)."""
+    return p.pacing_gain * cwnd_bytes / jnp.maximum(min_rtt, 1e-6)
+
+
+def termination(win, lose, step, thr, bandwidth, delay, tmo, p: MoccParams):
+    """Algorithm 1 for one step (``step`` = steps taken including this one).
+
+    win  += 1 if 0.9·bw ≤ thr ≤ 1.1·bw and delay ≤ 0.7·timeout, else win = 0
+    lose += 1 if 0.5·bw ≤ thr ≤ 0.7·bw and delay ≥ 0.7·timeout, else lose = 0
+    outcome = win if win ≥ M; else lose if lose ≥ L; else tie if step = T; else none.
+    Returns (win, lose, outcome int32).
+    """
+    w_ok = (thr >= 0.9 * bandwidth) & (thr <= 1.1 * bandwidth) & (delay <= 0.7 * tmo)
+    l_ok = (thr >= 0.5 * bandwidth) & (thr <= 0.7 * bandwidth) & (delay >= 0.7 * tmo)
+    win = jnp.where(w_ok, win + 1, 0)
+    lose = jnp.where(l_ok, lose + 1, 0)
+    out = jnp.where(win >= p.win_M, OUT_WIN,
+                    jnp.where(lose >= p.lose_L, OUT_LOSE, jnp.where(step >= p.max_T, OUT_TIE, OUT_NONE)))
+    return win, lose, out.astype(jnp.int32)
+
+
+class MoccEnv(base.MultiFlowEnv):
+    name = "mocc"
+
+    def action_spec(self) -> dict:
+        return {"kind": "discrete", "n": N_ACTIONS}
+    truncation_wins = False
+
+    @property
+    def default_params(self) -> MoccParams:
+        return base.params_as_arrays(MoccParams(), INT_FIELDS)
+
+    def sample_episode(self, key, p: MoccParams) -> base.EpisodeInit:
+        c = self.config
+        kb, kd, kg = jax.random.split(key, 3)
+        bw = p.bw_set_mbps[jax.random.randint(kb, (), 0, p.bw_set_mbps.shape[0])] * links.MBPS
+        owd = jax.random.uniform(kd, (), minval=p.owd_lo_s, maxval=p.owd_hi_s)
+        times, rates = base.constant_schedule(c.num_segments, bw)
+        f = c.num_flows
+        link = links.link_from_arrays(times, rates, p.buffer_bytes, p.loss, jnp.full((f,), 2 * owd),
+                                      jnp.zeros((f,)), jnp.full((f,), 1e9), ticks_per_rtt=c.ticks_per_rtt)
+        goal = jax.random.dirichlet(kg, jnp.ones((3,)), (f,))
+        return base.EpisodeInit(link=link, rate=jnp.full((f,), base.MAX_RATE),
+                                cwnd=jnp.full((f,), p.init_cwnd_pkts * core.MSS), goal=goal)
+
+    def init_paper(self, init, p):
+        f = self.config.num_flows
+        z, zi = jnp.zeros((f,), jnp.float32), jnp.zeros((f,), jnp.int32)
+        return MoccFlow(win=zi, lose=zi, acked_sum=z, time_sum=z, max_ack_rate=z, steps=zi)
+
+    def apply_action(self, state, action, p):
+        a = jnp.clip(jnp.asarray(action, jnp.int32).reshape(self.config.num_flows), 0, N_ACTIONS - 1)
+        fl = state.paper
+        cwnd = apply_delta(state.cwnd, a, p.min_cwnd_pkts)
+        ack_rate = fl.acked_sum / jnp.maximum(fl.time_sum, 1e-9)
+        cwnd_init = init_cwnd(ack_rate, p.bw_set_mbps, p.b) * core.MSS
+        cwnd = jnp.where(fl.steps == p.init_step, cwnd_init, cwnd)
+        min_rtt = mi_lib.known_min_rtt(state.run, state.link.rtt)
+        return pacing_rate(cwnd, min_rtt, p), cwnd, fl
+
+    def observe(self, state, fl: MoccFlow, m, run, lmi, p):
+        min_rtt = mi_lib.known_min_rtt(run, state.link.rtt)
+        tmo = timeout(min_rtt, p)
+        delay = jnp.where(mi_lib.has_rtt(m), mi_lib.rtt_mean(m), min_rtt)
+        ack = mi_lib.delivery_rate(m)
+        snd = mi_lib.send_rate(m)
+        bw = lmi.cap_bytes / jnp.maximum(m.duration, 1e-9)
+        max_ack = jnp.maximum(fl.max_ack_rate, ack)
+        cwnd = state.cwnd  # the cwnd in force during this step
+        steps = fl.steps + 1
+        win, lose, outcome = termination(fl.win, fl.lose, steps, ack, bw, delay, tmo, p)
+        r = reward_vector(ack, bw, mi_lib.loss_rate(m), delay, tmo)
+        new = MoccFlow(win=win, lose=lose, acked_sum=fl.acked_sum + m.acked, time_sum=fl.time_sum + m.duration,
+                       max_ack_rate=max_ack, steps=steps)
+        ok = max_ack > 0
+        feats = jnp.stack([
+            delay / tmo,
+            jnp.where(ok, ack / jnp.maximum(max_ack, 1e-9), 0.0),
+            jnp.where(ok, snd / jnp.maximum(max_ack, 1e-9), 0.0),
+            jnp.where(ok, cwnd / jnp.maximum(max_ack * min_rtt, 1e-9), 0.0),
+        ], axis=-1)
+        # The episode ends on any flow's win or lose; ties end it at T.
+        any_out = jnp.max(jnp.where(outcome == OUT_TIE, 0, outcome))
+        tie = jnp.any(outcome == OUT_TIE)
+        terminated = (any_out > 0) | (tie & (p.tie_is_terminal > 0))
+        info = {"outcome": outcome, "win": win, "lose": lose, "bandwidth": bw}
+        return base.StepOut(features=feats, reward=r, paper=new, terminated=terminated, info=info)
+
+
+def make_config(num_flows: int = 1, ticks_per_rtt: int = 16, **kw) -> base.EnvConfig:
+    """T = 200 steps (a tie); ring: 375 KB drained at 6 Mbps on a 10 ms RTT.
+
+    16 ticks per RTT (not the usual 8): the simulator delivers a tick's ACKs in one later tick,
+    so an MI's ACK count can be off by one tick's worth (1/8 of a 1-RTT MI at 8 ticks/RTT),
+    which would break Algorithm 1's ±10 % "win" band; at 16 the jitter is ±6 %.
+    """
+    p = MoccParams()
+    wait = (float(p.buffer_bytes) + 2 * core.MSS) / (min(BW_SET_MBPS) * links.MBPS)
+    ring = base.ring_len_worst(wait / (2 * float(p.owd_lo_s)), ticks_per_rtt)
+    cfg = dict(num_flows=num_flows, ticks_per_rtt=ticks_per_rtt, mi_rtts=1.0, history=1, obs_dim=4,
+               max_steps=200, ring_len=ring, num_segments=1, goal_dim=3, reward_dim=3)
+    cfg.update(kw)
+    return base.EnvConfig(**cfg)
+
+
+def export_features_spec(config: base.EnvConfig | None = None) -> dict:
+    c = config or make_config()
+    return {
+        "name": "mocc_v1", "history": c.history, "obs_dim": 4, "feature_names": list(FEATURE_NAMES),
+        "empty": [0.0] * 4, "objectives": list(OBJECTIVES), "timeout": "max(0.2 s, 2 × min RTT)",
+        "cwnd_deltas_pkts": list(CWND_DELTAS_PKTS), "mi_rtts": c.mi_rtts, "ticks_per_rtt": c.ticks_per_rtt, "goal": "preference ω on the simplex",
+    }

@@ -1,0 +1,97 @@
+"""DeepCC environment: measurement (eq. 1), reward (eq. 3), goal, action, 60 s episodes, sanity."""
+
+import functools
+import types
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxcc.envs import deepcc, export_features_spec, make_env, mi
+from jaxcc.envs.base import LinkMI
+from jaxcc.envs.rollout import rollout
+from jaxcc.envs.testing import oracle_policy
+
+LANES = 64
+EP_S = 3.0  # a short time limit for the batch test (the default is 60 s)
+A = lambda *v: jnp.array(v, jnp.float32)  # noqa: E731
+
+
+def test_measurement_and_reward_by_hand():
+    m = deepcc.measurement(A(1e6), A(2e6), A(0.3), A(0.2), A(0.02))
+    np.testing.assert_allclose(m[0], [0.5, 1.5, 0.02], rtol=1e-6)
+    r = deepcc.reward(A(0.5, 0.3, 0.2)[None], m, 0.01)
+    np.testing.assert_allclose(r, [0.5 * 0.5 - 0.3 * 1.5 - 0.2 * 0.02 / 0.01], rtol=1e-5)  # −0.6
+
+
+def test_action_mapping():
+    np.testing.assert_allclose(deepcc.action_to_rate(A(0.5, 1.5, -0.2), 10.0), [625000.0, 1.25e6, 0.0])
+
+
+def test_observe_by_hand():
+    env, p = make_env("deepcc")
+    st = types.SimpleNamespace(link=types.SimpleNamespace(rtt=A(0.16)), goal=A(0.6, 0.3, 0.1)[None])
+    prev = deepcc.DeepccFlow(started=jnp.array([True]), last_action=A(0.4), rtt=A(0.2), thr_max=A(6e5), m2=A(1.0))
+    m = mi.mi_zero(1)
+    m = mi.mi_add_sample(m, A(30000.0), A(0.20), A(0.02))
+    m = mi.mi_add_sample(m, A(30000.0), A(0.24), A(0.06))
+    m = m.replace(duration=A(0.1), sent=A(50000.0), lost=A(600.0))
+    run = mi.RunningStats(min_rtt=A(0.16), min_mean_rtt=A(0.2), max_delivery=A(6e5))
+    out = env.observe(st, prev, m, run, LinkMI(jnp.float32(0), jnp.float32(0)), p)
+    # thr 6e5 = max → m¹ 1; p95 RTT = max sample 0.24 / 0.16; loss 600/60600
+    meas = [1.0, 0.24 / 0.16, 600 / 60600]
+    # EWMA RTT 0.8·0.22 + 0.2·0.2 = 0.216; send 5e5 B/s / 1.25e6; queueing (0.22 − 0.16)/0.16
+    s = [0.4, 0.216 / 0.16, 0.4, 0.06 / 0.16]
+    np.testing.assert_allclose(out.features[0], s + meas, rtol=1e-5)
+    np.testing.assert_allclose(out.reward, [0.6 * 1.0 - 0.3 * 1.5 - 0.1 * (600 / 60600) / 0.01], rtol=1e-5)
+
+
+def test_spec_and_config():
+    env, p = make_env("deepcc")
+    c = env.config
+    assert (c.history, c.obs_dim, c.goal_dim, c.mi_ticks) == (16, 7, 3, 4)
+    assert float(p.max_time_s) == 60.0 and c.max_steps == 1200
+    assert export_features_spec("deepcc")["name"] == "deepcc_v1"
+
+
+@functools.lru_cache(maxsize=None)
+def _batch_run():
+    env, p = make_env("deepcc")
+    lane = jnp.arange(LANES)
+    params = jax.tree.map(lambda x: jnp.broadcast_to(x, (LANES,) + x.shape), p)
+    rtt = 0.11 + 0.02 * (lane // 2 % 8)
+    mean = 1.0 + 0.5 * (lane // 16)
+    params = params.replace(rtt_lo_s=rtt, rtt_hi_s=rtt, mean_lo_mbps=mean, mean_hi_mbps=mean,
+                            max_time_s=jnp.full((LANES,), EP_S))
+    mult = jnp.where(lane % 2 == 0, 1.0, 3.0)
+    keys = jax.vmap(lambda i: jax.random.fold_in(jax.random.PRNGKey(9), i))(lane // 2)
+    n = int(math.ceil(EP_S / (0.5 * 0.11))) + 3
+
+    @jax.jit
+    def run(params, keys, mult):
+        return jax.vmap(lambda pp, k, m: rollout(env, pp, k, oracle_policy("deepcc", m), n))(params, keys, mult)
+
+    return env, params, keys, mult, run, run(params, keys, mult), n
+
+
+def test_batch_time_limit_goal_and_vmap():
+    env, params, keys, mult, run, (r, te, tr, info, (obs, st)), n = _batch_run()
+    assert r.shape == (LANES, n, 1) and obs.shape == (LANES, 1, 16, 7)
+    assert not bool(te.any())
+    first = np.asarray(tr[:, :, 0]).argmax(axis=1)
+    # truncated at the first step whose end time reaches 3 s: k·½RTT >= 3
+    expect = np.ceil(EP_S / (0.5 * np.asarray(params.rtt_lo_s)) - 1e-4) - 1
+    np.testing.assert_array_equal(first, expect)
+    np.testing.assert_allclose(np.asarray(st.link.rtt[:, 0]), np.asarray(params.rtt_lo_s), rtol=1e-6)
+    g = np.asarray(st.goal[:, 0])
+    np.testing.assert_allclose(g.sum(-1), 1.0, rtol=1e-5)
+    assert np.all(g >= 0) and np.std(g[:, 0]) > 0.05  # goals differ across lanes
+    np.testing.assert_array_equal(np.asarray(run(params, keys, mult)[0]), np.asarray(r))
+
+
+def test_hold_near_capacity_beats_three_times_capacity():
+    env, params, keys, mult, run, (r, te, tr, *_rest), n = _batch_run()
+    first = np.asarray(tr[:, :, 0]).argmax(axis=1)
+    ep = np.array([np.asarray(r[i, : first[i] + 1, 0]).sum() for i in range(LANES)])
+    assert np.all(ep[0::2] > ep[1::2]), (ep[0::2], ep[1::2])

@@ -1,0 +1,103 @@
+"""MOCC environment: state, L(x) vector reward, cwnd actions, init-cwnd, Algorithm 1 termination."""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxcc.envs import export_features_spec, make_env, mocc
+from jaxcc.envs.rollout import rollout
+from jaxcc.envs.testing import oracle_policy
+
+LANES = 64
+N = 210
+A = lambda *v: jnp.array(v, jnp.float32)  # noqa: E731
+
+
+def test_activation_and_reward_vector_by_hand():
+    np.testing.assert_allclose(mocc.L(A(0.0, 0.5, 1.0)), [0.0, 1 - 10 ** -0.5, 0.9], rtol=1e-6)
+    r = mocc.reward_vector(A(1.2e6), A(1.5e6), A(0.01), A(0.05), A(0.2))
+    np.testing.assert_allclose(r[0], [1 - 10 ** -0.8, -(1 - 10 ** -0.01), -(1 - 10 ** -0.25)], rtol=1e-5)
+
+
+def test_actions_timeout_and_init_cwnd():
+    cw = mocc.apply_delta(jnp.full((4,), 15000.0), jnp.array([1, 6, 0, 3]))
+    np.testing.assert_allclose(cw, [3000.0, 90000.0, 14250.0, 15000.0])  # floor 2 pkts; +50; −0.5; hold
+    p = make_env("mocc")[1]
+    np.testing.assert_allclose(mocc.timeout(A(0.02, 0.15), p), [0.2, 0.3], rtol=1e-6)
+    # 8 Mbps → 12 Mbps class → 30 packets; exactly 12 → 30; 150 → the top class (100) → 250
+    ack = A(1.0e6, 1.5e6, 150 * 125000.0)
+    np.testing.assert_allclose(mocc.init_cwnd(ack, p.bw_set_mbps, 2.5), [30.0, 30.0, 250.0])
+
+
+def test_termination_algorithm1_by_hand():
+    p = make_env("mocc")[1]
+    bw, tmo = A(1e6), A(0.2)
+    w, l, o = mocc.termination(jnp.array([49]), jnp.array([0]), jnp.array([60]), A(1e6), bw, A(0.05), tmo, p)
+    assert (int(w[0]), int(l[0]), int(o[0])) == (50, 0, mocc.OUT_WIN)
+    w, l, o = mocc.termination(jnp.array([10]), jnp.array([49]), jnp.array([60]), A(0.6e6), bw, A(0.15), tmo, p)
+    assert (int(w[0]), int(l[0]), int(o[0])) == (0, 50, mocc.OUT_LOSE)
+    w, l, o = mocc.termination(jnp.array([3]), jnp.array([3]), jnp.array([200]), A(0.8e6), bw, A(0.05), tmo, p)
+    assert (int(w[0]), int(l[0]), int(o[0])) == (0, 0, mocc.OUT_TIE)
+    w, l, o = mocc.termination(jnp.array([3]), jnp.array([3]), jnp.array([100]), A(1.05e6), bw, A(0.15), tmo, p)
+    assert (int(w[0]), int(l[0]), int(o[0])) == (0, 0, mocc.OUT_NONE)  # fast but too slow (delay)
+
+
+def test_spec_and_config():
+    env, p = make_env("mocc")
+    c = env.config
+    assert (c.obs_dim, c.goal_dim, c.reward_dim, c.mi_ticks) == (4, 3, 3, 16)
+    assert export_features_spec("mocc")["name"] == "mocc_v1"
+    assert int(p.win_M) == 50 and int(p.lose_L) == 50 and int(p.max_T) == 200
+
+
+@functools.lru_cache(maxsize=None)
+def _batch_run():
+    env, p = make_env("mocc")
+    lane = jnp.arange(LANES)
+    params = jax.tree.map(lambda x: jnp.broadcast_to(x, (LANES,) + x.shape), p)
+    owd = 0.005 + 0.005 * (lane // 2 % 8)
+    params = params.replace(owd_lo_s=owd, owd_hi_s=owd)
+    # "near capacity" for a window: 1.2 BDP keeps the link busy with a small standing queue
+    mult = jnp.where(lane % 2 == 0, 1.2, 3.0)
+    keys = jax.vmap(lambda i: jax.random.fold_in(jax.random.PRNGKey(2), i))(lane // 2)
+
+    @jax.jit
+    def run(params, keys, mult):
+        return jax.vmap(lambda pp, k, m: rollout(env, pp, k, oracle_policy("mocc", m), N))(params, keys, mult)
+
+    return env, params, keys, mult, run, run(params, keys, mult)
+
+
+def _first_episode(te, tr):
+    done = np.asarray(te[:, :, 0] | tr[:, :, 0])
+    return done.argmax(axis=1)  # index of the first episode's last step
+
+
+def test_batch_termination_and_autoreset():
+    env, params, keys, mult, run, (r, te, tr, info, (obs, st)) = _batch_run()
+    assert r.shape == (LANES, N, 1, 3) and obs.shape == (LANES, 1, 1, 4)
+    end = _first_episode(te, tr)
+    out = np.asarray(info["outcome"][:, :, 0])
+    good = np.arange(LANES) % 2 == 0
+    # near capacity with a small queue: 50 consecutive wins end the episode well before T
+    won = out[good, end[good]] == mocc.OUT_WIN
+    assert won.mean() >= 0.85, out[good, end[good]]
+    assert np.all(end[good][won] < 199) and np.all(end[good][won] >= 49)
+    assert np.all(np.asarray(te[np.arange(LANES), end, 0]))  # win, lose and tie are all terminals
+    # every lane ends (win, lose or the T = 200 tie) by step 200
+    assert np.all(end <= 199) and np.all(np.isin(out[np.arange(LANES), end], [1, 2, 3]))
+    np.testing.assert_allclose(np.asarray(st.link.rtt[:, 0]), 2 * np.asarray(params.owd_lo_s), rtol=1e-6)
+    g = np.asarray(st.goal)
+    np.testing.assert_allclose(g.sum(-1), 1.0, rtol=1e-5) and np.all(g >= 0)
+    np.testing.assert_array_equal(np.asarray(run(params, keys, mult)[0]), np.asarray(r))
+
+
+def test_hold_near_capacity_beats_three_times_capacity():
+    env, params, keys, mult, run, (r, te, tr, *_rest) = _batch_run()
+    end = _first_episode(te, tr)
+    w = jnp.full((3,), 1.0 / 3.0)
+    scal = np.asarray((r[:, :, 0, :] * w).sum(-1))
+    mean = np.array([scal[i, : end[i] + 1].mean() for i in range(LANES)])
+    assert np.all(mean[0::2] > mean[1::2]), (mean[0::2], mean[1::2])
