@@ -1,0 +1,576 @@
+// jaxcc-sender: paces a UDP flow with a learned policy, a fixed rate or a BBR-like controller.
+//
+// Three threads, none of which waits for another (Pareto §V-A):
+//   pacer     sends packets at the current rate/cwnd (atomics), records each send in a ring;
+//   ACK       receives ACKs, runs loss detection, accumulates monitor-interval statistics,
+//             drives BBR per ACK;
+//   decision  at the end of every monitor interval computes features, runs the policy and
+//             publishes the new rate/cwnd, and writes the per-MI log.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "args.h"
+#include "bbr.h"
+#include "clock.h"
+#include "mi_features.h"
+#include "loss_detector.h"
+#include "monitor.h"
+#include "pacer.h"
+#include "policy.h"
+#include "protocol.h"
+#include "stats.h"
+
+namespace jaxcc {
+namespace {
+
+constexpr int kExitBadInput = 2;
+
+const char* kHelp = R"(jaxcc-sender: send one paced UDP flow to a jaxcc-receiver and measure it.
+
+Usage: jaxcc-sender --controller=SPEC --dest=IP --port=N [options]
+
+Controllers (--controller):
+  policy:FILE     an exported jaxcc policy (.safetensors); decisions once per monitor
+                  interval (spec.mi_rtts x min RTT) from the features named in the file
+  fixed:MBPS      constant pacing rate, no window
+  bbr             BBR-like controller (startup/drain/probe-bw/probe-rtt)
+
+Options:
+  --dest=IP            receiver IPv4 address (default 127.0.0.1)
+  --port=N             receiver UDP port (default 9000)
+  --duration=S         seconds to send (default 10)
+  --start-delay=S      wait S seconds before sending (default 0)
+  --drain=S            after sending, wait up to S seconds for the last ACKs (default 0.5)
+  --log=FILE           per-monitor-interval CSV: t_s,mi_s,rate_mbps,cwnd_bytes,sent_mbps,
+                       throughput_mbps,loss,rtt_mean_ms,rtt_min_ms,rtt_max_ms,min_rtt_ms,
+                       action,decision_us
+  --summary=FILE       JSON summary: throughput_mbps (goodput: acked bytes over the sending
+                       time), p50/p95_owd_ms (receiver time minus send time, from ACKs),
+                       p95_qdelay_ms (OWD minus the flow's minimum OWD), p50/p95_rtt_ms,
+                       loss (lost / (acked + lost) packets), sent, acked, lost, counters
+  --flow-id=N          flow id carried in every packet (default 0)
+  --packet-size=B      UDP payload bytes, 32..65507 (default 1472 = one 1500-byte frame)
+  --init-mbps=X        starting rate for policy and bbr controllers (default 1)
+  --mi-rtts=K          monitor interval for fixed/bbr logging, in min RTTs (default 1)
+  --min-mi-ms=X        shortest monitor interval (default 1; loopback RTTs are microseconds)
+  --initial-mi-ms=X    monitor interval before the first RTT sample (default 50)
+  --goal=a,b,...       goal/preference vector for policies with goal_dim > 0 (default 1/G each)
+  --min-timeout-ms=X   floor of the loss-detection timeout max(2*srtt, X) (default 20)
+  --realtime           run the pacing thread at SCHED_FIFO priority 1 (needs CAP_SYS_NICE;
+                       ignored without it): steadier pacing on a busy host
+  --fallback=bbr       if the policy file is rejected, log why and run BBR instead of exiting 2
+                       (the reason is kept in the summary as "fallback_reason")
+  --max-lag-ms=X       pacing credit kept after the sender was descheduled, i.e. the longest
+                       catch-up burst (default 10)
+  --help               this text
+
+Loss: a packet is lost when an ACK for a packet sent 3 or more after it arrives, or when it
+has been unacknowledged for max(2*srtt, min-timeout). Duplicate ACKs are ignored.
+Exit status: 0 ok, 1 runtime error (socket), 2 rejected input (bad option or policy file).
+)";
+
+std::atomic<bool>* g_stop = nullptr;
+void OnSignal(int) {
+  if (g_stop) g_stop->store(true);
+}
+
+enum class Kind { kPolicy, kFixed, kBbr };
+
+struct Config {
+  Kind kind = Kind::kFixed;
+  std::string controller, policy_path;
+  double fixed_mbps = 0;
+  std::string dest = "127.0.0.1";
+  int port = 9000;
+  double duration = 10, start_delay = 0, drain = 0.5;
+  std::string log_path, summary_path;
+  uint32_t flow_id = 0;
+  size_t packet_size = kDefaultPacketSize;
+  double init_mbps = 1, mi_rtts = 1, min_mi_ms = 1, initial_mi_ms = 50, min_timeout_ms = 20, max_lag_ms = 10;
+  std::vector<float> goal;
+  std::string fallback;
+  bool realtime = false;
+};
+
+struct AckSide {
+  std::mutex mu;           // guards `mi` and `mi_start_ns` (shared with the decision thread)
+  MonitorStats mi;
+  uint64_t mi_start_ns = 0;  // CLOCK_MONOTONIC start of the MI being accumulated
+  std::atomic<double> min_rtt{0};
+  // Owned by the ACK thread until it is joined.
+  std::vector<float> rtt_ms, owd_ms;
+  uint64_t acked_pkts = 0, lost_pkts = 0, late_pkts = 0;
+  double late_bytes = 0;
+  ParseCounters parse;
+  uint64_t foreign_flow = 0;
+  uint64_t dup_acks = 0, late_acks = 0, unknown_acks = 0;
+  uint64_t outstanding_at_end = 0;
+};
+
+void AckThread(int fd, const Config& cfg, FlowShared* sh, AckSide* as, BbrController* bbr,
+               std::atomic<bool>* ack_stop) {
+  LossDetector det(static_cast<uint64_t>(cfg.min_timeout_ms * 1e6));
+  uint64_t registered = 0;
+  constexpr int kBatch = 64;
+  std::vector<uint8_t> bufs(kBatch * 2048);
+  std::vector<mmsghdr> msgs(kBatch);
+  std::vector<iovec> iovs(kBatch);
+  double delivered = 0;
+  auto sync = [&]() {
+    const uint64_t sc = sh->sent_count.load(std::memory_order_acquire);
+    for (; registered < sc; ++registered) {
+      const SendRecord& r = sh->ring[registered & sh->mask];
+      det.OnSent(registered, r.send_mono_ns, r.bytes);
+    }
+  };
+  while (!ack_stop->load(std::memory_order_relaxed)) {
+    pollfd pfd{fd, POLLIN, 0};
+    poll(&pfd, 1, 1);
+    for (int i = 0; i < kBatch; ++i) {
+      iovs[i].iov_base = bufs.data() + i * 2048;
+      iovs[i].iov_len = 2048;
+      std::memset(&msgs[i], 0, sizeof(mmsghdr));
+      msgs[i].msg_hdr.msg_iov = &iovs[i];
+      msgs[i].msg_hdr.msg_iovlen = 1;
+    }
+    const int n = recvmmsg(fd, msgs.data(), kBatch, MSG_DONTWAIT, nullptr);
+    const uint64_t now = MonoNs();
+    sync();
+    // One lock per batch (not per ACK): the decision thread only takes it to swap MIs.
+    std::unique_lock<std::mutex> lk(as->mu);
+    MonitorStats& mi = as->mi;
+    const double t_in_mi = now > as->mi_start_ns ? (now - as->mi_start_ns) * 1e-9 : 0.0;
+    for (int i = 0; i < n; ++i) {
+      AckPacket ack;
+      const uint8_t* b = bufs.data() + i * 2048;
+      // A datagram longer than the buffer is truncated; its length then fails ParseAck.
+      const size_t len = (msgs[i].msg_hdr.msg_flags & MSG_TRUNC) ? 0 : msgs[i].msg_len;
+      ParseResult pr = ParseAck(b, len, &ack);
+      as->parse.Add(pr);
+      if (pr != ParseResult::kOk) continue;
+      if (ack.flow_id != cfg.flow_id) {
+        ++as->foreign_flow;
+        continue;
+      }
+      if (ack.seq >= registered) {
+        // The pacer publishes sent_count just after sendmmsg returns; on loopback the ACK
+        // can win that race by a few microseconds. Wait briefly rather than drop it.
+        for (int k = 0; k < 1000 && ack.seq >= registered; ++k) {
+          std::this_thread::yield();
+          sync();
+        }
+      }
+      if (ack.seq < registered && registered - ack.seq > sh->mask) {  // record overwritten
+        ++as->unknown_acks;
+        continue;
+      }
+      const SendRecord rec = ack.seq < registered ? sh->ring[ack.seq & sh->mask] : SendRecord{};
+      const uint64_t rtt_ns = now > rec.send_mono_ns ? now - rec.send_mono_ns : 0;
+      det.OnAck(ack.seq, now, rtt_ns, [&](const LossDetector::Event& ev) {
+        if (ev.kind == LossDetector::Event::kAcked) {
+          const double rtt = rtt_ns * 1e-9;
+          delivered += ev.bytes;
+          mi.AddSample(ev.bytes, rtt, t_in_mi);  // mi.py mi_add_sample, per packet
+          ++as->acked_pkts;
+          sh->acked_bytes.fetch_add(ev.bytes, std::memory_order_relaxed);
+          sh->delivered_bytes.store(delivered, std::memory_order_release);
+          sh->delivered_time_ns.store(now, std::memory_order_relaxed);
+          as->rtt_ms.push_back(static_cast<float>(rtt * 1e3));
+          const double owd = (static_cast<double>(ack.recv_ts_ns) - static_cast<double>(ack.echo_send_ts_ns)) * 1e-6;
+          as->owd_ms.push_back(static_cast<float>(owd));
+          const double mr = as->min_rtt.load(std::memory_order_relaxed);
+          if (mr == 0 || rtt < mr) as->min_rtt.store(rtt, std::memory_order_relaxed);
+          if (bbr) {
+            RateSample rs;
+            rs.now_ns = now;
+            rs.rtt_s = rtt;
+            rs.delivered = delivered;
+            rs.prior_delivered = rec.delivered_at_send;
+            rs.prior_time_ns = rec.delivered_time_ns ? rec.delivered_time_ns : rec.send_mono_ns;
+            rs.send_ns = rec.send_mono_ns;
+            rs.inflight = sh->inflight();
+            bbr->OnAck(rs);
+          }
+        } else if (ev.kind == LossDetector::Event::kLost) {
+          mi.lost += ev.bytes;
+          ++as->lost_pkts;
+          sh->lost_bytes.fetch_add(ev.bytes, std::memory_order_relaxed);
+        } else {  // kLate: declared lost, then its ACK came (a stall or deep reordering)
+          ++as->late_pkts;
+          as->late_bytes += ev.bytes;
+        }
+      });
+    }
+    det.OnTimer(now, [&](const LossDetector::Event& ev) {
+      mi.lost += ev.bytes;
+      ++as->lost_pkts;
+      sh->lost_bytes.fetch_add(ev.bytes, std::memory_order_relaxed);
+    });
+    if (bbr) {
+      sh->rate_bps.store(bbr->pacing_rate(), std::memory_order_relaxed);
+      sh->cwnd_bytes.store(bbr->cwnd(), std::memory_order_relaxed);
+    }
+    lk.unlock();
+  }
+  as->dup_acks = det.duplicate_acks();
+  as->late_acks = det.late_acks();
+  as->unknown_acks += det.unknown_acks();
+  as->outstanding_at_end = det.outstanding_packets();
+}
+
+std::vector<float> ParseGoal(const std::string& s) {
+  std::vector<float> g;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) g.push_back(static_cast<float>(Args::ParseNum(item, "--goal")));
+  return g;
+}
+
+Config ParseConfig(int argc, char** argv) {
+  Args a(argc, argv, {"controller", "dest", "port", "duration", "start-delay", "drain", "log", "summary",
+                      "flow-id", "packet-size", "init-mbps", "mi-rtts", "min-mi-ms", "initial-mi-ms", "goal",
+                      "min-timeout-ms", "max-lag-ms", "fallback", "realtime", "help"});
+  if (a.has("help")) {
+    std::cout << kHelp;
+    std::exit(0);
+  }
+  Config c;
+  c.controller = a.str("controller");
+  if (c.controller.rfind("policy:", 0) == 0) {
+    c.kind = Kind::kPolicy;
+    c.policy_path = c.controller.substr(7);
+  } else if (c.controller.rfind("fixed:", 0) == 0) {
+    c.kind = Kind::kFixed;
+    c.fixed_mbps = Args::ParseNum(c.controller.substr(6), "fixed:MBPS");
+    if (c.fixed_mbps <= 0) throw std::invalid_argument("fixed:MBPS needs a rate > 0");
+  } else if (c.controller == "bbr") {
+    c.kind = Kind::kBbr;
+  } else {
+    throw std::invalid_argument("--controller must be policy:FILE, fixed:MBPS or bbr (got '" + c.controller + "')");
+  }
+  c.dest = a.str("dest", c.dest);
+  c.port = static_cast<int>(a.num("port", c.port));
+  if (c.port <= 0 || c.port > 65535) throw std::invalid_argument("--port must be 1..65535");
+  c.duration = a.num("duration", c.duration);
+  c.start_delay = a.num("start-delay", 0);
+  c.drain = a.num("drain", c.drain);
+  if (c.duration <= 0 || c.start_delay < 0 || c.drain < 0)
+    throw std::invalid_argument("--duration must be > 0, --start-delay and --drain >= 0");
+  c.log_path = a.str("log");
+  c.summary_path = a.str("summary");
+  c.flow_id = static_cast<uint32_t>(a.num("flow-id", 0));
+  c.packet_size = static_cast<size_t>(a.num("packet-size", kDefaultPacketSize));
+  if (c.packet_size < kDataHeaderSize || c.packet_size > kMaxDatagram)
+    throw std::invalid_argument("--packet-size must be 32..65507");
+  c.init_mbps = a.num("init-mbps", 1);
+  c.mi_rtts = a.num("mi-rtts", 1);
+  c.min_mi_ms = a.num("min-mi-ms", 1);
+  c.initial_mi_ms = a.num("initial-mi-ms", 50);
+  c.min_timeout_ms = a.num("min-timeout-ms", 20);
+  c.max_lag_ms = a.num("max-lag-ms", 10);
+  if (c.max_lag_ms < 0) throw std::invalid_argument("--max-lag-ms must be >= 0");
+  if (c.init_mbps <= 0 || c.mi_rtts <= 0 || c.min_mi_ms <= 0 || c.initial_mi_ms <= 0 || c.min_timeout_ms <= 0)
+    throw std::invalid_argument("--init-mbps, --mi-rtts, --min-mi-ms, --initial-mi-ms, --min-timeout-ms must be > 0");
+  if (a.has("goal")) c.goal = ParseGoal(a.str("goal"));
+  c.fallback = a.str("fallback");
+  c.realtime = a.has("realtime");
+  if (!c.fallback.empty() && c.fallback != "bbr") throw std::invalid_argument("--fallback must be bbr");
+  return c;
+}
+
+int Main(int argc, char** argv) {
+  Config cfg;
+  try {
+    cfg = ParseConfig(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "jaxcc-sender: " << e.what() << "\n";
+    return kExitBadInput;
+  }
+  // Load everything that can be rejected before touching the network.
+  std::unique_ptr<Policy> policy;
+  std::unique_ptr<FeatureFn> features;
+  std::string fallback_reason;
+  if (cfg.kind == Kind::kPolicy) {
+    try {
+      policy = std::make_unique<Policy>(Policy::LoadFile(cfg.policy_path));
+      features = MakeFeatureFn(policy->feature_name(), policy->features_json());
+      if (features->dim() != policy->obs_dim())
+        throw PolicyError("feature set '" + policy->feature_name() + "' has " + std::to_string(features->dim()) +
+                          " features but the policy expects obs_dim " + std::to_string(policy->obs_dim()));
+      if (policy->goal_dim() > 0) {
+        if (cfg.goal.empty()) cfg.goal.assign(policy->goal_dim(), 1.0f / policy->goal_dim());
+        if (static_cast<int>(cfg.goal.size()) != policy->goal_dim())
+          throw PolicyError("--goal has " + std::to_string(cfg.goal.size()) + " values, the policy needs " +
+                            std::to_string(policy->goal_dim()));
+      }
+      cfg.mi_rtts = policy->mi_rtts();
+    } catch (const PolicyError& e) {
+      std::cerr << "jaxcc-sender: " << e.what() << "\n";
+      if (cfg.fallback != "bbr") return kExitBadInput;
+      std::cerr << "jaxcc-sender: falling back to bbr\n";
+      fallback_reason = e.what();
+      policy.reset();
+      features.reset();
+      cfg.kind = Kind::kBbr;
+      cfg.mi_rtts = 1;
+    }
+  }
+  std::ofstream log;
+  if (!cfg.log_path.empty()) {
+    log.open(cfg.log_path);
+    if (!log) {
+      std::cerr << "jaxcc-sender: cannot write --log file " << cfg.log_path << "\n";
+      return kExitBadInput;
+    }
+    log << "t_s,mi_s,rate_mbps,cwnd_bytes,sent_mbps,throughput_mbps,loss,rtt_mean_ms,rtt_min_ms,rtt_max_ms,"
+           "min_rtt_ms,action,decision_us\n";
+  }
+
+  int fd = socket(AF_INET, SOCK_DGRAM, 0);
+  if (fd < 0) {
+    std::perror("jaxcc-sender: socket");
+    return 1;
+  }
+  sockaddr_in dst{};
+  dst.sin_family = AF_INET;
+  dst.sin_port = htons(static_cast<uint16_t>(cfg.port));
+  if (inet_pton(AF_INET, cfg.dest.c_str(), &dst.sin_addr) != 1) {
+    std::cerr << "jaxcc-sender: --dest must be an IPv4 address, got '" << cfg.dest << "'\n";
+    return kExitBadInput;
+  }
+  // Large buffers: at 1 Gbit/s a 10 ms scheduling hiccup is ~850 packets of ACKs.
+  int big = 8 << 20;
+  setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &big, sizeof(big));
+  setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &big, sizeof(big));
+  if (connect(fd, reinterpret_cast<sockaddr*>(&dst), sizeof(dst)) != 0) {
+    std::perror("jaxcc-sender: connect");
+    return 1;
+  }
+
+  auto sh = std::make_unique<FlowShared>();
+  AckSide as;
+  std::unique_ptr<BbrController> bbr;
+  double rate0 = cfg.init_mbps * kBytesPerMbit;
+  switch (cfg.kind) {
+    case Kind::kFixed:
+      rate0 = cfg.fixed_mbps * kBytesPerMbit;
+      break;
+    case Kind::kBbr:
+      bbr = std::make_unique<BbrController>(static_cast<double>(cfg.packet_size), rate0, cfg.flow_id + 1);
+      sh->cwnd_bytes = bbr->cwnd();
+      break;
+    case Kind::kPolicy:
+      if (policy->action().type == ActionType::kCwndTable) sh->cwnd_bytes = 10.0 * cfg.packet_size;
+      break;
+  }
+  sh->rate_bps = rate0;
+
+  std::signal(SIGINT, OnSignal);
+  std::signal(SIGTERM, OnSignal);
+  g_stop = &sh->stop;
+  if (cfg.start_delay > 0) SleepUntilMono(MonoNs() + static_cast<uint64_t>(cfg.start_delay * 1e9));
+
+  const uint64_t t0 = MonoNs();
+  const uint64_t t_end = t0 + static_cast<uint64_t>(cfg.duration * 1e9);
+  as.mi_start_ns = t0;
+  std::atomic<bool> ack_stop{false};
+  std::thread ack_thr(AckThread, fd, std::cref(cfg), sh.get(), &as, bbr.get(), &ack_stop);
+
+  // Decision thread.
+  std::atomic<bool> decision_stop{false};
+  uint64_t decisions = 0;
+  double decision_us_sum = 0, decision_us_max = 0;
+  std::thread dec_thr([&]() {
+    std::vector<float> window;
+    if (policy) {
+      // History padding as in the environment's reset (spec.features.empty).
+      const std::vector<float> empty = features->Empty();
+      for (int t = 0; t < policy->history(); ++t) window.insert(window.end(), empty.begin(), empty.end());
+    }
+    std::vector<float> feat(policy ? policy->obs_dim() : 0);
+    RunningStats run;
+    uint64_t mi_start;
+    {
+      std::lock_guard<std::mutex> lk(as.mu);
+      mi_start = as.mi_start_ns = MonoNs();
+    }
+    uint64_t sent_prev = 0;
+    while (!decision_stop.load()) {
+      const double mr = as.min_rtt.load();
+      double mi_s = mr > 0 ? cfg.mi_rtts * mr : cfg.initial_mi_ms * 1e-3;
+      mi_s = std::max(mi_s, cfg.min_mi_ms * 1e-3);
+      const uint64_t due = mi_start + static_cast<uint64_t>(mi_s * 1e9);
+      // Sleep in slices so a stop request is seen within 50 ms.
+      while (!decision_stop.load() && MonoNs() < due) SleepUntilMono(std::min(due, MonoNs() + 50'000'000));
+      if (decision_stop.load()) break;
+      const uint64_t now = MonoNs();
+      MonitorStats mi;
+      {
+        std::lock_guard<std::mutex> lk(as.mu);
+        mi = as.mi;
+        as.mi = MonitorStats();
+        as.mi_start_ns = now;
+      }
+      const uint64_t sent_now = sh->sent_bytes.load();
+      mi.sent = static_cast<double>(sent_now - sent_prev);
+      sent_prev = sent_now;
+      mi.duration = (now - mi_start) * 1e-9;
+      mi.active = mi.duration;
+      run.Update(mi);
+      const double rate = sh->rate_bps.load(), cwnd = sh->cwnd_bytes.load();
+      double action = std::nan("");
+      double dec_us = 0;
+      if (policy) {
+        const uint64_t d0 = MonoNs();
+        features->Compute(mi, run, feat.data());
+        // Slide the window: drop the oldest step, append the newest (oldest first).
+        const int D = policy->obs_dim();
+        std::memmove(window.data(), window.data() + D, sizeof(float) * (window.size() - D));
+        std::memcpy(window.data() + window.size() - D, feat.data(), sizeof(float) * D);
+        const PolicyOutput& out = policy->Apply(window.data(), cfg.goal.empty() ? nullptr : cfg.goal.data());
+        double new_rate = rate, new_cwnd = cwnd;
+        policy->MapAction(out, rate, cwnd, &new_rate, &new_cwnd);
+        if (policy->action().type == ActionType::kCwndTable) {
+          // Window control: pace at twice window/RTT so the window, not the pacer, limits
+          // the flow while bursts are still smoothed (what Linux does for paced CUBIC).
+          const double srtt = mi.RttMean() > 0 ? mi.RttMean() : std::max(as.min_rtt.load(), 1e-3);
+          new_rate = std::max(2.0 * new_cwnd / srtt, policy->action().min_mbps * kBytesPerMbit);
+        }
+        sh->rate_bps.store(new_rate);
+        sh->cwnd_bytes.store(new_cwnd);
+        action = out.index >= 0 ? out.index : (out.values.empty() ? 0.0 : out.values[0]);
+        dec_us = (MonoNs() - d0) * 1e-3;
+        ++decisions;
+        decision_us_sum += dec_us;
+        decision_us_max = std::max(decision_us_max, dec_us);
+      }
+      if (log.is_open()) {
+        log << (now - t0) * 1e-9 << "," << mi.duration << "," << rate * 8 / 1e6 << "," << (cwnd >= 1e29 ? -1 : cwnd)
+            << "," << mi.SendRate() * 8 / 1e6 << "," << mi.DeliveryRate() * 8 / 1e6 << "," << mi.LossRate() << ","
+            << mi.RttMean() * 1e3 << "," << (mi.HasRtt() ? mi.rtt_min * 1e3 : 0.0) << "," << mi.rtt_max * 1e3 << ","
+            << as.min_rtt.load() * 1e3
+            << "," << action << "," << dec_us << "\n";
+      }
+      mi_start = now;
+    }
+  });
+
+  PacerOptions po;
+  po.packet_size = cfg.packet_size;
+  po.flow_id = cfg.flow_id;
+  po.max_lag_ns = static_cast<uint64_t>(cfg.max_lag_ms * 1e6);
+  po.realtime = cfg.realtime;
+  Pacer pacer(fd, sh.get(), po);
+  pacer.Run(t_end);
+  if (cfg.realtime && !pacer.got_realtime()) std::cerr << "jaxcc-sender: --realtime refused, paced at normal priority\n";
+  const uint64_t t_stop = std::min(MonoNs(), t_end);
+  const bool interrupted = sh->stop.load();
+  decision_stop = true;
+  dec_thr.join();
+  // Drain: give the last ACKs time to arrive (the ACK thread keeps running).
+  if (!interrupted) {
+    const uint64_t drain_end = MonoNs() + static_cast<uint64_t>(cfg.drain * 1e9);
+    while (MonoNs() < drain_end && sh->inflight() > 0 && !sh->stop.load())
+      SleepUntilMono(std::min(drain_end, MonoNs() + 5'000'000));
+  }
+  ack_stop = true;
+  ack_thr.join();
+  close(fd);
+
+  const double active_s = (t_stop - t0) * 1e-9;
+  const uint64_t sent_pkts = sh->sent_count.load();
+  const double acked_bytes = static_cast<double>(sh->acked_bytes.load());
+  nlohmann::json s;
+  s["controller"] = cfg.controller;
+  s["flow_id"] = cfg.flow_id;
+  s["duration_s"] = active_s;
+  s["packet_size"] = cfg.packet_size;
+  s["sent"] = sent_pkts;
+  s["sent_bytes"] = sh->sent_bytes.load();
+  // Final figures count a packet whose ACK came after it was declared lost as delivered
+  // (the receiver did get it); the per-MI log keeps what the sender knew at the time.
+  const uint64_t lost_final = as.lost_pkts - std::min(as.lost_pkts, as.late_pkts);
+  const double delivered_bytes = acked_bytes + as.late_bytes;
+  s["acked"] = as.acked_pkts + as.late_pkts;
+  s["acked_bytes"] = delivered_bytes;
+  s["lost"] = lost_final;
+  s["spurious_losses"] = as.late_pkts;
+  s["unresolved_at_end"] = as.outstanding_at_end;
+  s["throughput_mbps"] = active_s > 0 ? delivered_bytes * 8 / active_s / 1e6 : 0.0;
+  s["send_rate_mbps"] = active_s > 0 ? sh->sent_bytes.load() * 8.0 / active_s / 1e6 : 0.0;
+  const double resolved = static_cast<double>(as.acked_pkts + as.late_pkts + lost_final);
+  s["loss"] = resolved > 0 ? lost_final / resolved : 0.0;
+  auto pct = [](std::vector<float>& v, double q) -> nlohmann::json {
+    if (v.empty()) return nullptr;
+    std::vector<double> d(v.begin(), v.end());
+    return Percentile(d, q);
+  };
+  s["p50_rtt_ms"] = pct(as.rtt_ms, 50);
+  s["p95_rtt_ms"] = pct(as.rtt_ms, 95);
+  s["min_rtt_ms"] = as.min_rtt.load() > 0 ? nlohmann::json(as.min_rtt.load() * 1e3) : nlohmann::json(nullptr);
+  s["p50_owd_ms"] = pct(as.owd_ms, 50);
+  s["p95_owd_ms"] = pct(as.owd_ms, 95);
+  if (!as.owd_ms.empty()) {
+    const float mn = *std::min_element(as.owd_ms.begin(), as.owd_ms.end());
+    std::vector<double> q;
+    q.reserve(as.owd_ms.size());
+    for (float v : as.owd_ms) q.push_back(v - mn);
+    s["p95_qdelay_ms"] = Percentile(q, 95);
+    s["min_owd_ms"] = mn;
+  } else {
+    s["p95_qdelay_ms"] = nullptr;
+  }
+  s["duplicate_acks"] = as.dup_acks;
+  s["late_acks"] = as.late_acks;
+  s["unknown_acks"] = as.unknown_acks;
+  s["foreign_flow_acks"] = as.foreign_flow;
+  s["garbage_datagrams"] = as.parse.garbage();
+  nlohmann::json pc;
+  for (int i = 0; i < 7; ++i) pc[ParseResultName(static_cast<ParseResult>(i))] = as.parse.counts[i];
+  s["parse"] = pc;
+  s["send_errors"] = sh->send_errors.load();
+  s["interrupted"] = interrupted;
+  if (!fallback_reason.empty()) s["fallback_reason"] = fallback_reason;
+  if (policy) {
+    s["policy"] = {{"file", cfg.policy_path}, {"algorithm", policy->algorithm()},
+                   {"features", policy->feature_name()}, {"mi_rtts", policy->mi_rtts()}};
+    s["decisions"] = decisions;
+    s["decision_us_mean"] = decisions ? decision_us_sum / decisions : 0.0;
+    s["decision_us_max"] = decision_us_max;
+  }
+  if (bbr) s["bbr"] = {{"max_bw_mbps", bbr->max_bw() * 8 / 1e6}, {"min_rtt_ms", bbr->min_rtt_s() * 1e3},
+                       {"rounds", bbr->round_count()}};
+  const std::string text = s.dump(1);
+  if (!cfg.summary_path.empty()) {
+    std::ofstream f(cfg.summary_path);
+    f << text << "\n";
+    if (!f) {
+      std::cerr << "jaxcc-sender: cannot write --summary file " << cfg.summary_path << "\n";
+      return 1;
+    }
+  } else {
+    std::cout << text << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace jaxcc
+
+int main(int argc, char** argv) { return jaxcc::Main(argc, argv); }

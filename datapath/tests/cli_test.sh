@@ -1,0 +1,90 @@
+#!/bin/bash
+# End-to-end on loopback: receiver + sender (fixed rate, BBR), garbage datagrams, and the
+# exit status for rejected input. Usage: cli_test.sh SENDER RECEIVER VECTORS_DIR
+set -u
+SND=$1 RCV=$2 VEC=$3
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+PORT=$((20000 + RANDOM % 20000))
+
+# Rejected input exits 2 with a message.
+printf 'garbage' > "$T/bad.safetensors"
+"$SND" --controller=policy:"$T/bad.safetensors" --duration=1 2> "$T/err"; rc=$?
+[ $rc -eq 2 ] || fail "bad policy file: exit $rc, expected 2"
+grep -q "truncated\|implausible" "$T/err" || fail "bad policy file: unclear message: $(cat "$T/err")"
+"$SND" --controller=policy:"$T/bad.safetensors" --fallback=bbr --duration=0.2 --port=9 --summary="$T/fb.json" 2>/dev/null \
+  || fail "--fallback=bbr should run BBR"
+grep -q fallback_reason "$T/fb.json" || fail "fallback reason missing"
+"$SND" --controller=warp:9 2>/dev/null; [ $? -eq 2 ] || fail "bad controller should exit 2"
+"$SND" --controller=fixed:1 --bogus=1 2>/dev/null; [ $? -eq 2 ] || fail "unknown option should exit 2"
+"$SND" --help | grep -q -- "--controller" || fail "--help"
+"$RCV" --help | grep -q -- "--port" || fail "receiver --help"
+
+# Fixed 20 Mbit/s for 1.5 s.
+"$RCV" --port=$PORT --bind=127.0.0.1 --duration=60 --log="$T/r.csv" --summary="$T/r.json" &
+RP=$!
+sleep 0.3
+# Garbage to the receiver must be counted, not crash it.
+python3 - "$PORT" <<'PY'
+import socket, sys, os
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for n in (0, 1, 31, 32, 64, 1472, 9000):
+    s.sendto(os.urandom(n), ("127.0.0.1", int(sys.argv[1])))
+PY
+# --realtime: SCHED_FIFO for the pacer where permitted, so a busy CI host does not starve it.
+"$SND" --controller=fixed:20 --dest=127.0.0.1 --port=$PORT --duration=1.5 --realtime --log="$T/s.csv" --summary="$T/s.json" \
+  || fail "sender exit $?"
+sleep 0.2
+kill -TERM $RP  # the receiver writes its summary on SIGTERM
+wait $RP || fail "receiver exit $?"
+python3 - "$T" <<'PY' || exit 1
+import json, sys, csv
+d = sys.argv[1]
+s = json.load(open(d + "/s.json")); r = json.load(open(d + "/r.json"))
+def check(c, m):
+    if not c:
+        print("FAIL:", m, json.dumps(s), json.dumps(r)); sys.exit(1)
+for k in ("throughput_mbps", "p95_owd_ms", "p95_qdelay_ms", "loss", "p95_rtt_ms", "sent", "acked"):
+    check(k in s and s[k] is not None, "sender summary lacks " + k)
+# Functional check (pacer_test holds the tight accuracy bound): 10% leaves room for a
+# busy CI host.
+check(abs(s["throughput_mbps"] - 20) < 2.0, "fixed:20 throughput %s" % s["throughput_mbps"])
+check(s["loss"] < 0.01, "loopback loss")
+check(r["garbage_datagrams"] == 7, "receiver garbage count %s" % r["garbage_datagrams"])
+check(abs(r["throughput_mbps"] - 20) < 2.0, "receiver throughput")
+check(r["received"] == s["sent"], "receiver got %s of %s" % (r["received"], s["sent"]))
+rows = list(csv.DictReader(open(d + "/s.csv")))
+check(len(rows) > 5 and "throughput_mbps" in rows[0], "per-MI log")
+rows = list(csv.DictReader(open(d + "/r.csv")))
+check(len(rows) == r["received"], "per-packet log")
+PY
+
+# BBR on loopback: runs, measures, exits cleanly.
+PORT=$((PORT + 1))
+"$RCV" --port=$PORT --bind=127.0.0.1 --duration=60 --summary="$T/r2.json" &
+RP=$!
+sleep 0.3
+"$SND" --controller=bbr --port=$PORT --duration=1 --summary="$T/s2.json" || fail "bbr sender exit $?"
+python3 -c "import json,sys; s=json.load(open('$T/s2.json')); sys.exit(0 if s['throughput_mbps']>1 and s['bbr']['rounds']>3 else 1)" \
+  || fail "bbr: $(cat "$T/s2.json")"
+kill -TERM $RP 2>/dev/null; wait $RP
+# A Pareto-feature policy (exported format, random weights) drives the flow.
+PORT=$((PORT + 1))
+"$RCV" --port=$PORT --bind=127.0.0.1 --duration=60 --summary="$T/r3.json" &
+RP=$!
+sleep 0.3
+"$SND" --controller=policy:"$VEC/features_pareto_v1.safetensors" --port=$PORT --duration=1 --init-mbps=5 \
+  --log="$T/s3.csv" --summary="$T/s3.json" || fail "policy sender exit $?"
+kill -TERM $RP 2>/dev/null; wait $RP
+python3 - "$T" <<'PY' || exit 1
+import json, sys, csv
+d = sys.argv[1]
+s = json.load(open(d + "/s3.json"))
+rows = list(csv.DictReader(open(d + "/s3.csv")))
+ok = s["decisions"] > 10 and s["throughput_mbps"] > 0.5 and len(rows) == s["decisions"] \
+    and all(r["action"] not in ("nan", "") for r in rows)
+if not ok:
+    print("FAIL: policy run", json.dumps(s)); sys.exit(1)
+PY
+echo OK

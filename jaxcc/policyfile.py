@@ -1,0 +1,835 @@
+"""The exported policy file shared by the JAX side and the C++ datapath.
+
+A policy file is a safetensors file: float32 little-endian tensors plus a
+``__metadata__`` map whose key ``"jaxcc"`` holds a JSON string, the *spec*.
+The spec says how to compute features, which layers to run, and how to turn
+the network output into a sending rate or congestion window. The C++ loader in
+``datapath/src/policy.cc`` implements exactly the same rules; the two are held
+together by test vectors written by ``python -m jaxcc.policyfile
+--write-vectors tests/vectors``.
+
+Spec (version 1)::
+
+    {"format": "jaxcc-policy", "version": 1,
+     "algorithm": "pareto|aurora|eagle|mocc|deepcc|random",
+     "features": {"name": "pareto_v1", "history": T, "obs_dim": D, ...},
+     "mi_rtts": k,            # monitor interval = k * min RTT
+     "goal_dim": G,           # 0 when the policy takes no goal vector
+     "layers": [...],         # see below
+     "head": {...},           # see below
+     "action": {...}}         # see below
+
+Layers, applied in order to the observation window ``x`` of shape ``[T, D]``
+(oldest first):
+
+* ``dense`` (``in``, ``out``, ``activation``): ``act(x @ kernel + bias)`` on
+  the last axis, so it works per time step on ``[T, in]`` or on a vector.
+* ``lstm`` (``in``, ``hidden``): runs over the time axis from a zero state and
+  returns the whole sequence ``[T, hidden]``. Gate order i, f, g, o.
+* ``conv1d`` (``in``, ``out``, ``kernel``, ``activation``): VALID, stride 1,
+  ``[T, in] -> [T-K+1, out]``; ``y[t] = b + sum_k x[t+k] @ W[k]``.
+* ``last_step``: ``[T, X] -> [X]``.
+* ``flatten``: any shape to a vector (row-major, time-major for ``[T, X]``).
+* ``concat_goal``: vector ``[X]`` -> ``[X + G]`` (goal appended last).
+
+Heads take the final layer's output vector ``z`` (the last layer should be a
+``linear`` dense):
+
+* ``continuous`` (``low``, ``high``): ``low + (tanh(z) + 1) / 2 * (high - low)``.
+* ``gaussian_mean`` (``low``, ``high``): ``clip(z, low, high)`` (the mean of the
+  Gaussian used in training; deployment is deterministic).
+* ``discrete`` (``n``) and ``q_values`` (``n``): ``argmax(z)`` (first maximum).
+
+Actions (``map_action``); rates are bytes/s, windows bytes; ``a`` is the first
+element of a continuous head's output, ``i`` a discrete head's index:
+
+* ``rate_multiplicative``: ``rate * (1 + a)`` (Pareto/Orca style).
+* ``aurora`` (``alpha``): ``rate * (1 + alpha*a)`` if ``a >= 0`` else
+  ``rate / (1 - alpha*a)`` (Aurora eq. 1).
+* ``rate_table`` (``multipliers``): ``rate * multipliers[i]``.
+* ``cwnd_table`` (``deltas``, bytes): ``cwnd + deltas[i]``, at least 2 MSS.
+* ``rate_absolute`` (``bound_mbps``): a continuous output is normalised to
+  ``u = (a - low) / (high - low)``, a discrete index to ``u = i / (n - 1)``;
+  ``rate = u * bound``.
+
+Every action then clamps the rate to ``[min_mbps, max_mbps]`` (optional keys of
+the action block, defaults 0.01 and 100000 Mbit/s) so one bad output can never
+stop or flood a flow. Rate-only actions leave the window untouched and
+``cwnd_table`` leaves the rate untouched.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import struct
+import sys
+from typing import Any, Mapping
+
+import numpy as np
+
+FORMAT = "jaxcc-policy"
+VERSION = 1
+METADATA_KEY = "jaxcc"
+MSS = 1500
+BYTES_PER_MBIT = 125000.0
+DEFAULT_MIN_MBPS = 0.01
+DEFAULT_MAX_MBPS = 100000.0
+
+LAYER_TYPES = ("dense", "lstm", "conv1d", "last_step", "flatten", "concat_goal")
+ACTIVATIONS = ("relu", "tanh", "sigmoid", "linear")
+HEAD_TYPES = ("continuous", "gaussian_mean", "discrete", "q_values")
+ACTION_TYPES = ("rate_multiplicative", "aurora", "rate_table", "cwnd_table", "rate_absolute")
+# A safetensors header larger than this is not a policy file; refusing it early
+# keeps a corrupted length field from making us allocate gigabytes.
+MAX_HEADER_BYTES = 16 * 1024 * 1024
+
+__all__ = [
+    "save", "load", "validate", "apply", "forward", "map_action", "make_random_policy",
+    "expected_tensor_shapes", "write_vectors",
+]
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def _err(msg: str) -> ValueError:
+    return ValueError(f"policy file: {msg}")
+
+
+def _req(d: Mapping[str, Any], key: str, where: str) -> Any:
+    if not isinstance(d, Mapping) or key not in d:
+        raise _err(f"{where} is missing key '{key}'")
+    return d[key]
+
+
+def _pos_int(v: Any, where: str) -> int:
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or int(v) <= 0:
+        raise _err(f"{where} must be a positive integer, got {v!r}")
+    return int(v)
+
+
+def _number(v: Any, where: str) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
+        raise _err(f"{where} must be a number, got {v!r}")
+    if not math.isfinite(float(v)):
+        raise _err(f"{where} must be finite, got {v!r}")
+    return float(v)
+
+
+def expected_tensor_shapes(spec: Mapping[str, Any]) -> dict[str, tuple[int, ...]]:
+    """Validates the spec and returns the tensor shapes it needs.
+
+    Walks the layers with the shape of the running activation, so a layer
+    whose ``in`` does not match what reaches it is reported by name.
+
+    Raises:
+        ValueError: naming the first problem found.
+    """
+    if not isinstance(spec, Mapping):
+        raise _err("spec must be a JSON object")
+    fmt = spec.get("format")
+    if fmt != FORMAT:
+        raise _err(f"wrong magic: format is {fmt!r}, expected {FORMAT!r}")
+    version = spec.get("version")
+    if version != VERSION:
+        raise _err(f"unsupported version {version!r} (this reader understands version {VERSION})")
+    feats = _req(spec, "features", "spec")
+    if not isinstance(feats, Mapping):
+        raise _err("spec.features must be an object")
+    name = _req(feats, "name", "spec.features")
+    if not isinstance(name, str) or not name:
+        raise _err("spec.features.name must be a non-empty string")
+    T = _pos_int(_req(feats, "history", "spec.features"), "spec.features.history")
+    D = _pos_int(_req(feats, "obs_dim", "spec.features"), "spec.features.obs_dim")
+    mi = _number(_req(spec, "mi_rtts", "spec"), "spec.mi_rtts")
+    if mi <= 0:
+        raise _err(f"spec.mi_rtts must be > 0, got {mi}")
+    G = spec.get("goal_dim", 0)
+    if isinstance(G, bool) or not isinstance(G, (int, np.integer)) or G < 0:
+        raise _err(f"spec.goal_dim must be an integer >= 0, got {G!r}")
+    G = int(G)
+
+    layers = _req(spec, "layers", "spec")
+    if not isinstance(layers, (list, tuple)) or not layers:
+        raise _err("spec.layers must be a non-empty list")
+    shapes: dict[str, tuple[int, ...]] = {}
+    cur: tuple[int, ...] = (T, D)
+    used_goal = False
+    for idx, layer in enumerate(layers):
+        where = f"layer {idx}"
+        if not isinstance(layer, Mapping):
+            raise _err(f"{where} must be an object")
+        ltype = layer.get("type")
+        if ltype is None:
+            raise _err(f"{where} is missing its 'type'")
+        if ltype not in LAYER_TYPES:
+            raise _err(f"{where} has unknown layer type {ltype!r} (known: {', '.join(LAYER_TYPES)})")
+        where = f"layer {idx} ({ltype})"
+        if ltype in ("dense", "lstm", "conv1d"):
+            lname = _req(layer, "name", where)
+            if not isinstance(lname, str) or not lname:
+                raise _err(f"{where} name must be a non-empty string")
+            where = f"layer {idx} ({ltype} '{lname}')"
+            if any(k.startswith(lname + ".") for k in shapes):
+                raise _err(f"{where}: duplicate layer name '{lname}'")
+            n_in = _pos_int(_req(layer, "in", where), f"{where} 'in'")
+            if cur[-1] != n_in:
+                raise _err(f"{where} expects in={n_in} but its input has shape {list(cur)}")
+            if ltype in ("dense", "conv1d"):
+                act = layer.get("activation", "linear")
+                if act not in ACTIVATIONS:
+                    raise _err(f"{where} has unknown activation {act!r} (known: {', '.join(ACTIVATIONS)})")
+        if ltype == "dense":
+            n_out = _pos_int(_req(layer, "out", where), f"{where} 'out'")
+            shapes[f"{lname}.kernel"] = (n_in, n_out)
+            shapes[f"{lname}.bias"] = (n_out,)
+            cur = cur[:-1] + (n_out,)
+        elif ltype == "lstm":
+            if len(cur) != 2:
+                raise _err(f"{where} needs a [time, features] input, got shape {list(cur)}")
+            H = _pos_int(_req(layer, "hidden", where), f"{where} 'hidden'")
+            shapes[f"{lname}.kernel_i"] = (n_in, 4 * H)
+            shapes[f"{lname}.kernel_h"] = (H, 4 * H)
+            shapes[f"{lname}.bias"] = (4 * H,)
+            cur = (cur[0], H)
+        elif ltype == "conv1d":
+            if len(cur) != 2:
+                raise _err(f"{where} needs a [time, features] input, got shape {list(cur)}")
+            K = _pos_int(_req(layer, "kernel", where), f"{where} 'kernel'")
+            n_out = _pos_int(_req(layer, "out", where), f"{where} 'out'")
+            if K > cur[0]:
+                raise _err(f"{where} kernel {K} is longer than its input's {cur[0]} time steps")
+            shapes[f"{lname}.kernel"] = (K, n_in, n_out)
+            shapes[f"{lname}.bias"] = (n_out,)
+            cur = (cur[0] - K + 1, n_out)
+        elif ltype == "last_step":
+            if len(cur) != 2:
+                raise _err(f"{where} needs a [time, features] input, got shape {list(cur)}")
+            cur = (cur[1],)
+        elif ltype == "flatten":
+            cur = (int(np.prod(cur)),)
+        elif ltype == "concat_goal":
+            if G <= 0:
+                raise _err(f"{where} but spec.goal_dim is 0")
+            if len(cur) != 1:
+                raise _err(f"{where} needs a vector input (add flatten or last_step first), got shape {list(cur)}")
+            used_goal = True
+            cur = (cur[0] + G,)
+    if G > 0 and not used_goal:
+        raise _err(f"spec.goal_dim is {G} but no concat_goal layer uses the goal")
+    if len(cur) != 1:
+        raise _err(f"network output must be a vector, got shape {list(cur)} (add last_step or flatten)")
+    out_dim = cur[0]
+
+    head = _req(spec, "head", "spec")
+    htype = head.get("type") if isinstance(head, Mapping) else None
+    if htype not in HEAD_TYPES:
+        raise _err(f"unknown head type {htype!r} (known: {', '.join(HEAD_TYPES)})")
+    if htype in ("continuous", "gaussian_mean"):
+        lo = _number(_req(head, "low", f"head ({htype})"), "head.low")
+        hi = _number(_req(head, "high", f"head ({htype})"), "head.high")
+        if not lo < hi:
+            raise _err(f"head.low ({lo}) must be < head.high ({hi})")
+    else:
+        n = _pos_int(_req(head, "n", f"head ({htype})"), "head.n")
+        if n != out_dim:
+            raise _err(f"head ({htype}) has n={n} but the network outputs {out_dim} values")
+
+    action = _req(spec, "action", "spec")
+    atype = action.get("type") if isinstance(action, Mapping) else None
+    if atype not in ACTION_TYPES:
+        raise _err(f"unknown action type {atype!r} (known: {', '.join(ACTION_TYPES)})")
+    discrete = htype in ("discrete", "q_values")
+    if atype in ("rate_multiplicative", "aurora") and discrete:
+        raise _err(f"action {atype} needs a continuous head, got {htype}")
+    if atype in ("rate_table", "cwnd_table") and not discrete:
+        raise _err(f"action {atype} needs a discrete or q_values head, got {htype}")
+    if atype == "aurora":
+        _number(_req(action, "alpha", "action (aurora)"), "action.alpha")
+    if atype in ("rate_table", "cwnd_table"):
+        key = "multipliers" if atype == "rate_table" else "deltas"
+        table = _req(action, key, f"action ({atype})")
+        if not isinstance(table, (list, tuple)) or len(table) != out_dim:
+            raise _err(f"action.{key} must be a list of {out_dim} numbers (one per head output)")
+        for j, v in enumerate(table):
+            _number(v, f"action.{key}[{j}]")
+    if atype == "rate_absolute":
+        b = _number(_req(action, "bound_mbps", "action (rate_absolute)"), "action.bound_mbps")
+        if b <= 0:
+            raise _err("action.bound_mbps must be > 0")
+        if discrete and out_dim < 2:
+            raise _err("action rate_absolute with a discrete head needs n >= 2")
+    lo_m = _number(action.get("min_mbps", DEFAULT_MIN_MBPS), "action.min_mbps")
+    hi_m = _number(action.get("max_mbps", DEFAULT_MAX_MBPS), "action.max_mbps")
+    if not 0 < lo_m <= hi_m:
+        raise _err(f"action needs 0 < min_mbps <= max_mbps, got {lo_m}, {hi_m}")
+    return shapes
+
+
+def validate(spec: Mapping[str, Any], tensors: Mapping[str, Any]) -> None:
+    """Checks spec and tensors against each other.
+
+    Raises:
+        ValueError: missing/unknown tensor, shape mismatch (naming the tensor and
+          the expected and actual shapes), non-float32 dtype, NaN or inf.
+    """
+    shapes = expected_tensor_shapes(spec)
+    for name, shape in shapes.items():
+        if name not in tensors:
+            raise _err(f"missing tensor '{name}' (expected shape {list(shape)})")
+        arr = np.asarray(tensors[name])
+        if arr.dtype != np.float32:
+            raise _err(f"tensor '{name}' has dtype {arr.dtype}, expected float32")
+        if tuple(arr.shape) != shape:
+            raise _err(f"tensor '{name}' has shape {list(arr.shape)}, expected {list(shape)}")
+        if not np.all(np.isfinite(arr)):
+            bad = int(np.size(arr) - np.count_nonzero(np.isfinite(arr)))
+            raise _err(f"tensor '{name}' contains {bad} NaN/inf value(s)")
+    extra = sorted(set(tensors) - set(shapes))
+    if extra:
+        raise _err(f"unknown tensor(s) not used by any layer: {', '.join(extra)}")
+
+
+# --------------------------------------------------------------------------- file I/O
+
+
+def save(path: str | os.PathLike, spec: Mapping[str, Any], tensors: Mapping[str, Any]) -> None:
+    """Validates and writes a policy file (atomically, via a temporary file)."""
+    from safetensors.numpy import save_file
+
+    tensors = {k: np.ascontiguousarray(np.asarray(v, dtype=np.float32)) for k, v in tensors.items()}
+    validate(spec, tensors)
+    meta = {METADATA_KEY: json.dumps(spec, sort_keys=True)}
+    path = os.fspath(path)
+    tmp = path + ".tmp"
+    save_file(tensors, tmp, metadata=meta)
+    os.chmod(tmp, 0o644)  # safetensors creates 0600 files; policies are meant to be shared
+    os.replace(tmp, path)
+
+
+def _check_container(path: str, blob: bytes) -> dict[str, Any]:
+    """Checks the safetensors framing ourselves so errors say what is wrong."""
+    if len(blob) < 8:
+        raise _err(f"{path}: truncated file ({len(blob)} bytes, shorter than the 8-byte header length)")
+    (hlen,) = struct.unpack("<Q", blob[:8])
+    if hlen == 0 or hlen > MAX_HEADER_BYTES:
+        raise _err(f"{path}: not a safetensors file (header length {hlen} is implausible)")
+    if 8 + hlen > len(blob):
+        raise _err(f"{path}: truncated file (header needs {hlen} bytes, only {len(blob) - 8} present)")
+    try:
+        header = json.loads(blob[8:8 + hlen].decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise _err(f"{path}: corrupted safetensors header ({e})") from None
+    if not isinstance(header, dict):
+        raise _err(f"{path}: corrupted safetensors header (not a JSON object)")
+    data_len = len(blob) - 8 - hlen
+    end_max = 0
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        try:
+            b, e = info["data_offsets"]
+            dtype = info["dtype"]
+            shape = [int(s) for s in info["shape"]]
+        except (KeyError, TypeError, ValueError):
+            raise _err(f"{path}: corrupted entry for tensor '{name}'") from None
+        if dtype != "F32":
+            raise _err(f"tensor '{name}' has dtype {dtype}, expected F32")
+        if not (isinstance(b, int) and isinstance(e, int) and 0 <= b <= e):
+            raise _err(f"{path}: tensor '{name}' has bad data offsets {[b, e]}")
+        if e - b != 4 * int(np.prod(shape, dtype=np.int64)):
+            raise _err(f"{path}: tensor '{name}' has {e - b} data bytes, shape {shape} needs {4 * int(np.prod(shape))}")
+        end_max = max(end_max, e)
+    if end_max > data_len:
+        raise _err(f"{path}: truncated file (tensors need {end_max} data bytes, only {data_len} present)")
+    return header
+
+
+def load(path: str | os.PathLike) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """Reads and validates a policy file.
+
+    Returns:
+        (spec, tensors) with tensors as float32 numpy arrays.
+
+    Raises:
+        ValueError: naming what is wrong with the file.
+    """
+    path = os.fspath(path)
+    with open(path, "rb") as f:
+        blob = f.read()
+    header = _check_container(path, blob)
+    meta = header.get("__metadata__") or {}
+    if not isinstance(meta, dict) or METADATA_KEY not in meta:
+        raise _err(f"{path}: no '{METADATA_KEY}' spec in the safetensors metadata (not a jaxcc policy)")
+    try:
+        spec = json.loads(meta[METADATA_KEY])
+    except (TypeError, json.JSONDecodeError) as e:
+        raise _err(f"{path}: the '{METADATA_KEY}' spec is not valid JSON ({e})") from None
+    from safetensors.numpy import load as st_load
+
+    try:
+        tensors = {k: np.asarray(v, dtype=np.float32) for k, v in st_load(blob).items()}
+    except Exception as e:  # safetensors raises its own error type
+        raise _err(f"{path}: cannot decode tensors ({e})") from None
+    validate(spec, tensors)
+    return spec, tensors
+
+
+# --------------------------------------------------------------------------- forward pass
+
+
+def _activate(x, name: str):
+    import jax.numpy as jnp
+    import jax
+
+    if name == "relu":
+        return jnp.maximum(x, 0.0)
+    if name == "tanh":
+        return jnp.tanh(x)
+    if name == "sigmoid":
+        return jax.nn.sigmoid(x)
+    return x
+
+
+def _lstm(x, wi, wh, b):
+    import jax
+    import jax.numpy as jnp
+
+    H = wh.shape[0]
+    xw = x @ wi + b  # input projection for all steps at once
+
+    def step(carry, z_in):
+        h, c = carry
+        z = z_in + h @ wh
+        i = jax.nn.sigmoid(z[0:H])
+        f = jax.nn.sigmoid(z[H:2 * H])
+        g = jnp.tanh(z[2 * H:3 * H])
+        o = jax.nn.sigmoid(z[3 * H:4 * H])
+        c = f * c + i * g
+        h = o * jnp.tanh(c)
+        return (h, c), h
+
+    zeros = jnp.zeros((H,), x.dtype)
+    _, hs = jax.lax.scan(step, (zeros, zeros), xw)
+    return hs
+
+
+def forward(spec: Mapping[str, Any], tensors: Mapping[str, Any], obs_window, goal=None):
+    """Runs the layers only; returns the pre-head output vector (float32)."""
+    import jax.numpy as jnp
+
+    x = jnp.asarray(obs_window, jnp.float32)
+    for layer in spec["layers"]:
+        t = layer["type"]
+        if t == "dense":
+            n = layer["name"]
+            x = _activate(x @ tensors[n + ".kernel"] + tensors[n + ".bias"], layer.get("activation", "linear"))
+        elif t == "lstm":
+            n = layer["name"]
+            x = _lstm(x, tensors[n + ".kernel_i"], tensors[n + ".kernel_h"], tensors[n + ".bias"])
+        elif t == "conv1d":
+            n = layer["name"]
+            w = tensors[n + ".kernel"]
+            K = w.shape[0]
+            L = x.shape[0] - K + 1
+            y = tensors[n + ".bias"]
+            for k in range(K):
+                y = y + x[k:k + L] @ w[k]
+            x = _activate(y, layer.get("activation", "linear"))
+        elif t == "last_step":
+            x = x[-1]
+        elif t == "flatten":
+            x = x.reshape(-1)
+        elif t == "concat_goal":
+            if goal is None:
+                raise ValueError("this policy needs a goal vector (spec.goal_dim > 0)")
+            x = jnp.concatenate([x, jnp.asarray(goal, jnp.float32).reshape(-1)])
+        else:  # pragma: no cover - validate() rejects these
+            raise _err(f"unknown layer type {t!r}")
+    return x
+
+
+def apply(spec: Mapping[str, Any], tensors: Mapping[str, Any], obs_window, goal=None):
+    """Policy output for one observation window.
+
+    Pure jax.numpy: close over ``spec`` (it is static) and jit/vmap freely, e.g.
+    ``jax.vmap(functools.partial(apply, spec, tensors))(obs_batch)``.
+
+    Args:
+        spec: the policy spec.
+        tensors: name -> [..] float32 arrays.
+        obs_window: [T, D] observations, oldest first.
+        goal: [G] goal/preference vector, or None when goal_dim is 0.
+
+    Returns:
+        continuous/gaussian_mean heads: float32 array [A] in [low, high];
+        discrete/q_values heads: int32 scalar index (argmax).
+    """
+    import jax.numpy as jnp
+
+    z = forward(spec, tensors, obs_window, goal)
+    head = spec["head"]
+    h = head["type"]
+    if h == "continuous":
+        lo, hi = float(head["low"]), float(head["high"])
+        return lo + (jnp.tanh(z) + 1.0) * (0.5 * (hi - lo))
+    if h == "gaussian_mean":
+        return jnp.clip(z, float(head["low"]), float(head["high"]))
+    return jnp.argmax(z).astype(jnp.int32)
+
+
+def map_action(spec: Mapping[str, Any], raw_output, current_rate, current_cwnd):
+    """Turns a head output into (rate bytes/s, cwnd bytes); jnp, jittable.
+
+    Args:
+        spec: the policy spec.
+        raw_output: what ``apply`` returned (vector or index).
+        current_rate: current pacing rate, bytes/s.
+        current_cwnd: current congestion window, bytes (may be inf).
+    """
+    import jax.numpy as jnp
+
+    act = spec["action"]
+    head = spec["head"]
+    t = act["type"]
+    rate = jnp.asarray(current_rate, jnp.float32)
+    cwnd = jnp.asarray(current_cwnd, jnp.float32)
+    discrete = head["type"] in ("discrete", "q_values")
+    if discrete:
+        idx = jnp.asarray(raw_output, jnp.int32).reshape(())
+    else:
+        a = jnp.asarray(raw_output, jnp.float32).reshape(-1)[0]
+    if t == "rate_multiplicative":
+        rate = rate * (1.0 + a)
+    elif t == "aurora":
+        alpha = float(act["alpha"])
+        rate = jnp.where(a >= 0, rate * (1.0 + alpha * a), rate / (1.0 - alpha * a))
+    elif t == "rate_table":
+        rate = rate * jnp.asarray(act["multipliers"], jnp.float32)[idx]
+    elif t == "cwnd_table":
+        cwnd = jnp.maximum(cwnd + jnp.asarray(act["deltas"], jnp.float32)[idx], 2.0 * MSS)
+    elif t == "rate_absolute":
+        if discrete:
+            u = idx.astype(jnp.float32) / float(head["n"] - 1)
+        else:
+            lo, hi = float(head["low"]), float(head["high"])
+            u = (a - lo) / (hi - lo)
+        rate = u * float(act["bound_mbps"]) * BYTES_PER_MBIT
+    lo_r = float(act.get("min_mbps", DEFAULT_MIN_MBPS)) * BYTES_PER_MBIT
+    hi_r = float(act.get("max_mbps", DEFAULT_MAX_MBPS)) * BYTES_PER_MBIT
+    rate = jnp.clip(rate, lo_r, hi_r)
+    return rate, cwnd
+
+
+# --------------------------------------------------------------------------- random policies
+
+
+def _glorot(rng: np.random.Generator, shape, fan_in: int, fan_out: int, gain: float = 1.0) -> np.ndarray:
+    lim = gain * math.sqrt(6.0 / (fan_in + fan_out))
+    return rng.uniform(-lim, lim, size=shape).astype(np.float32)
+
+
+def make_random_policy(kind: str, key, *, history: int | None = None, obs_dim: int | None = None,
+                       goal_dim: int | None = None, hidden: int | None = None,
+                       features: str | None = None) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """Builds a valid random policy (spec, tensors) shaped like a paper's network.
+
+    Args:
+        kind: ``mlp`` (Aurora: 10x3 window -> 32 -> 16 tanh, gaussian_mean head),
+          ``lstm`` (Pareto: LSTM 64 over a 10x5 window, dense, continuous head
+          [-0.7, 2]), ``lstm2_discrete`` (Eagle: two LSTM(64), 5-way discrete),
+          ``conv1d_goal`` (DeepCC: conv1d + concat_goal + dense, absolute rate),
+          ``q_values`` (MOCC: preference goal, Q-values over a cwnd table).
+        key: a ``jax.random`` key or an int seed.
+        history, obs_dim, goal_dim, hidden: override the kind's defaults.
+        features: feature-set name to record in the spec.
+
+    Returns:
+        (spec, tensors); tensors are float32 numpy arrays.
+    """
+    if isinstance(key, (int, np.integer)):
+        seed = int(key)
+    else:
+        import jax
+
+        seed = int(jax.random.randint(key, (), 0, 2**31 - 1))
+    rng = np.random.default_rng(seed)
+    defaults = {
+        "mlp": dict(history=10, obs_dim=3, goal_dim=0, hidden=32, features="aurora_v1", algorithm="aurora"),
+        "lstm": dict(history=10, obs_dim=5, goal_dim=0, hidden=64, features="pareto_v1", algorithm="pareto"),
+        "lstm2_discrete": dict(history=10, obs_dim=5, goal_dim=0, hidden=64, features="eagle_v1", algorithm="eagle"),
+        "conv1d_goal": dict(history=10, obs_dim=5, goal_dim=2, hidden=64, features="deepcc_v1", algorithm="deepcc"),
+        "q_values": dict(history=10, obs_dim=5, goal_dim=3, hidden=64, features="mocc_v1", algorithm="mocc"),
+    }
+    if kind not in defaults:
+        raise ValueError(f"unknown random policy kind {kind!r} (known: {', '.join(defaults)})")
+    d = dict(defaults[kind])
+    for k, v in (("history", history), ("obs_dim", obs_dim), ("goal_dim", goal_dim), ("hidden", hidden),
+                 ("features", features)):
+        if v is not None:
+            d[k] = v
+    T, D, G, H = d["history"], d["obs_dim"], d["goal_dim"], d["hidden"]
+    tensors: dict[str, np.ndarray] = {}
+
+    def dense(name, n_in, n_out, act, gain=1.0):
+        tensors[name + ".kernel"] = _glorot(rng, (n_in, n_out), n_in, n_out, gain)
+        tensors[name + ".bias"] = rng.uniform(-0.1, 0.1, size=(n_out,)).astype(np.float32)
+        return {"type": "dense", "name": name, "in": n_in, "out": n_out, "activation": act}
+
+    def lstm(name, n_in, h):
+        tensors[name + ".kernel_i"] = _glorot(rng, (n_in, 4 * h), n_in, 4 * h)
+        tensors[name + ".kernel_h"] = _glorot(rng, (h, 4 * h), h, 4 * h)
+        b = rng.uniform(-0.1, 0.1, size=(4 * h,)).astype(np.float32)
+        b[h:2 * h] += 1.0  # forget-gate bias 1, the usual LSTM initialisation
+        tensors[name + ".bias"] = b
+        return {"type": "lstm", "name": name, "in": n_in, "hidden": h}
+
+    def conv(name, n_in, n_out, k, act):
+        tensors[name + ".kernel"] = _glorot(rng, (k, n_in, n_out), k * n_in, n_out)
+        tensors[name + ".bias"] = rng.uniform(-0.1, 0.1, size=(n_out,)).astype(np.float32)
+        return {"type": "conv1d", "name": name, "in": n_in, "out": n_out, "kernel": k, "activation": act}
+
+    if kind == "mlp":
+        layers = [{"type": "flatten"}, dense("fc1", T * D, H, "tanh"), dense("fc2", H, H // 2, "tanh"),
+                  dense("mean", H // 2, 1, "linear")]
+        head = {"type": "gaussian_mean", "low": -2.0, "high": 2.0}
+        action = {"type": "aurora", "alpha": 0.025}
+    elif kind == "lstm":
+        layers = [lstm("lstm1", D, H), {"type": "last_step"}, dense("fc1", H, 32, "relu"),
+                  dense("out", 32, 1, "linear")]
+        head = {"type": "continuous", "low": -0.7, "high": 2.0}
+        action = {"type": "rate_multiplicative"}
+    elif kind == "lstm2_discrete":
+        layers = [lstm("lstm1", D, H), lstm("lstm2", H, H), {"type": "last_step"},
+                  dense("logits", H, 5, "linear")]
+        head = {"type": "discrete", "n": 5}
+        action = {"type": "rate_table", "multipliers": [0.5, 0.8, 1.0, 1.25, 2.0]}
+    elif kind == "conv1d_goal":
+        if G <= 0:
+            raise ValueError("conv1d_goal needs goal_dim > 0")
+        layers = [conv("conv1", D, 16, 3, "relu"), {"type": "flatten"}, {"type": "concat_goal"},
+                  dense("fc1", (T - 2) * 16 + G, H, "relu"), dense("out", H, 1, "linear")]
+        head = {"type": "continuous", "low": 0.0, "high": 1.0}
+        action = {"type": "rate_absolute", "bound_mbps": 100.0}
+    else:  # q_values
+        if G <= 0:
+            raise ValueError("q_values needs goal_dim > 0")
+        layers = [{"type": "flatten"}, {"type": "concat_goal"}, dense("fc1", T * D + G, H, "relu"),
+                  dense("fc2", H, H, "relu"), dense("q", H, 5, "linear")]
+        head = {"type": "q_values", "n": 5}
+        action = {"type": "cwnd_table", "deltas": [-3000.0, -1500.0, 0.0, 1500.0, 3000.0]}
+    action.setdefault("min_mbps", DEFAULT_MIN_MBPS)
+    action.setdefault("max_mbps", DEFAULT_MAX_MBPS)
+    spec = {
+        "format": FORMAT, "version": VERSION, "algorithm": "random", "like": d["algorithm"],
+        "features": {"name": d["features"], "history": T, "obs_dim": D},
+        "mi_rtts": 1.0, "goal_dim": G, "layers": layers, "head": head, "action": action,
+    }
+    validate(spec, tensors)
+    return spec, tensors
+
+
+# --------------------------------------------------------------------------- shared test vectors
+
+
+def _f32_list(a) -> list:
+    return np.asarray(a, dtype=np.float32).astype(np.float64).tolist()
+
+
+def write_vectors(out_dir: str | os.PathLike, n_cases: int = 4, seed: int = 0) -> list[str]:
+    """Writes policy files + expected outputs that the C++ tests check against.
+
+    For each random kind: ``<kind>.safetensors`` and ``<kind>.json`` with
+    ``cases`` of {obs [T][D], goal [G], net_out [..], output, rate_in, cwnd_in,
+    rate, cwnd}. Feature vectors (monitor-interval stats -> features) are added
+    by ``jaxcc.envs`` feature functions when they exist (see
+    ``_write_feature_vectors``).
+
+    Returns:
+        the list of files written.
+    """
+    import jax
+    import jax.numpy as jnp
+
+    out_dir = os.fspath(out_dir)
+    os.makedirs(out_dir, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    written = []
+    for k_i, kind in enumerate(("mlp", "lstm", "lstm2_discrete", "conv1d_goal", "q_values")):
+        spec, tensors = make_random_policy(kind, seed * 100 + k_i + 1)
+        pol = os.path.join(out_dir, f"{kind}.safetensors")
+        save(pol, spec, tensors)
+        T, D, G = spec["features"]["history"], spec["features"]["obs_dim"], spec["goal_dim"]
+        jt = {k: jnp.asarray(v) for k, v in tensors.items()}
+        # One compilation per kind (eager lax.scan would compile on every call).
+        both = jax.jit(lambda t, o, g, spec=spec: (forward(spec, t, o, g), apply(spec, t, o, g)))
+        cases = []
+        for _ in range(n_cases):
+            obs = rng.normal(0.0, 1.0, size=(T, D)).astype(np.float32)
+            goal = rng.dirichlet(np.ones(G)).astype(np.float32) if G > 0 else None
+            net, out = both(jt, obs, goal)
+            rate_in = np.float32(rng.uniform(0.5, 50.0) * BYTES_PER_MBIT)
+            cwnd_in = np.float32(rng.uniform(4, 200) * MSS)
+            rate, cwnd = map_action(spec, out, rate_in, cwnd_in)
+            cases.append({
+                "obs": _f32_list(obs), "goal": _f32_list(goal) if goal is not None else [],
+                "net_out": _f32_list(net),
+                "output": int(out) if np.ndim(out) == 0 else _f32_list(out),
+                "rate_in": float(rate_in), "cwnd_in": float(cwnd_in),
+                "rate": float(rate), "cwnd": float(cwnd),
+            })
+        vec = os.path.join(out_dir, f"{kind}.json")
+        with open(vec, "w") as f:
+            json.dump({"policy": f"{kind}.safetensors", "kind": kind, "cases": cases}, f, indent=1)
+        written += [pol, vec]
+    written += _write_feature_vectors(out_dir, rng)
+    with open(os.path.join(out_dir, "README.md"), "w") as f:
+        f.write("Generated by `python -m jaxcc.policyfile --write-vectors tests/vectors`; do not edit.\n"
+                "Read by datapath/tests/vectors_test.cc (forward pass + action mapping: <kind>.json) and\n"
+                "datapath/tests/features_test.cc (per-packet events -> MI stats -> features -> policy:\n"
+                "features_<set>.json). C++ and Python must agree to 1e-5 relative.\n")
+    return written
+
+
+def _random_mi_events(rng: np.random.Generator, n_mi: int) -> list[dict]:
+    """Per-packet events for a sequence of MIs, with the edge cases the features special-case:
+    an MI without any ACK, one with a single ACK, losses, and a queue that builds then drains."""
+    mis = []
+    base_rtt = rng.uniform(0.02, 0.1)
+    queue = 0.0
+    for i in range(n_mi):
+        dur = float(rng.uniform(0.5, 2.0) * base_rtt)
+        if i == 3:
+            n_ack = 0
+        elif i == 4:
+            n_ack = 1
+        else:
+            n_ack = int(rng.integers(2, 40))
+        queue = max(0.0, queue + rng.normal(0.004 if i < n_mi // 2 else -0.006, 0.003))
+        t = np.sort(rng.uniform(0.0, dur, size=n_ack))
+        slope = rng.normal(0.0, 0.05)
+        samples = [[float(rng.choice([1500.0, 1472.0, 1000.0])), float(base_rtt + queue + slope * ti + abs(rng.normal(0, 1e-4))),
+                    float(ti)] for ti in t]
+        lost = float(rng.integers(0, 4) * 1500.0) if i % 3 == 2 else 0.0
+        sent = float(sum(w for w, _, _ in samples) * rng.uniform(0.8, 1.3) + rng.integers(0, 3) * 1500.0)
+        mis.append({"duration": dur, "sent": sent, "lost": lost, "samples": samples})
+    return mis
+
+
+def _write_feature_vectors(out_dir: str, rng: np.random.Generator) -> list[str]:
+    """Feature-parity vectors: per-packet events -> MI statistics -> features -> policy output.
+
+    For each feature set implemented in both jaxcc/envs and the datapath, writes
+    ``features_<name>.json`` (+ a matching random policy ``features_<name>.safetensors``).
+    Python accumulates the events with ``jaxcc.envs.mi.mi_add_sample`` (the per-packet
+    update) in float64, then runs the environment's own feature function; the C++ test feeds
+    the same events through its MonitorStats/FeatureFn/Policy and compares.
+    """
+    try:
+        import jax
+        import jax.numpy as jnp
+
+        from jaxcc.envs import aurora, mi as mi_lib, pareto
+        from jaxcc.envs.registry import export_features_spec
+    except ImportError as e:  # envs not available: nothing to write
+        print(f"note: feature vectors skipped ({e})", file=sys.stderr)
+        return []
+    written = []
+    for name, env_name, kind, obs_dim in (("aurora_v1", "aurora", "mlp", 3), ("pareto_v1", "pareto", "lstm", 5)):
+        feats_spec = export_features_spec(env_name)
+        T = int(feats_spec["history"])
+        spec, tensors = make_random_policy(kind, int(rng.integers(1 << 30)), history=T, obs_dim=obs_dim,
+                                           features=name)
+        mi_rtts = feats_spec.pop("mi_rtts", spec["mi_rtts"])
+        spec["features"] = dict(feats_spec, history=T, obs_dim=obs_dim)
+        spec["mi_rtts"] = float(mi_rtts)
+        spec["algorithm"] = "random"
+        pol = os.path.join(out_dir, f"features_{name}.safetensors")
+        save(pol, spec, tensors)
+        jt = {k: jnp.asarray(v) for k, v in tensors.items()}
+        events = _random_mi_events(rng, 12)
+        out_mis = []
+        with jax.enable_x64(True):
+            f64 = jnp.float64
+            add_sample = jax.jit(mi_lib.mi_add_sample)  # compiled once, then per-packet calls are cheap
+            run = mi_lib.running_zero(1, f64)
+            pflow = pareto.ParetoFlow(started=jnp.zeros(1, bool), rtt=jnp.zeros(1, f64), R=jnp.zeros(1, f64),
+                                      l=jnp.zeros(1, f64), d_ms=jnp.zeros(1, f64), dD=jnp.zeros(1, f64),
+                                      exp_delay=jnp.zeros(1, bool), prev_delayed=jnp.zeros(1, bool))
+            pp = pareto.ParetoParams()
+            feats_rows = []
+            for ev in events:
+                m = mi_lib.mi_zero(1, f64)
+                for w, r, t in ev["samples"]:
+                    m = add_sample(m, jnp.array([w], f64), jnp.array([r], f64), jnp.array([t], f64))
+                m = m.replace(duration=jnp.array([ev["duration"]], f64), active=jnp.array([ev["duration"]], f64),
+                              sent=jnp.array([ev["sent"]], f64), lost=jnp.array([ev["lost"]], f64))
+                run = mi_lib.running_update(run, m)
+                if name == "aurora_v1":
+                    f = aurora.features(m, run)[0]
+                else:
+                    min_rtt = mi_lib.known_min_rtt(run, jnp.zeros(1, f64))
+                    sig, (rtt, R, l) = pareto.signals(pflow, m, min_rtt, pp)
+                    exp_now = pflow.exp_delay | sig.delayed
+                    f = pareto.features(sig, exp_now, pp)[0]
+                    pflow = pareto.ParetoFlow(started=jnp.ones(1, bool), rtt=rtt, R=R, l=l, d_ms=sig.d_ms, dD=sig.dD,
+                                              exp_delay=exp_now, prev_delayed=sig.delayed)
+                feats_rows.append(np.asarray(f, np.float64))
+                out_mis.append(dict(ev, features=[float(x) for x in np.asarray(f, np.float64)],
+                                    rtt_mean=float(mi_lib.rtt_mean(m)[0]), rtt_slope=float(mi_lib.rtt_slope(m)[0]),
+                                    loss_rate=float(mi_lib.loss_rate(m)[0])))
+        # Policy over the sliding window (float32, as the simulator runs it).
+        empty = np.asarray(spec["features"].get("empty", [0.0] * obs_dim), np.float32)
+        window = np.tile(empty, (T, 1))
+        rate = np.float32(5.0 * BYTES_PER_MBIT)
+        both = jax.jit(lambda t, o, spec=spec: (forward(spec, t, o), apply(spec, t, o)))
+        for rec, f in zip(out_mis, feats_rows):
+            window = np.concatenate([window[1:], np.asarray(f, np.float32)[None]], axis=0)
+            net, out = both(jt, window)
+            rec["net_out"] = _f32_list(net)
+            rec["output"] = _f32_list(out)
+            rec["rate_in"] = float(rate)
+            rate, _ = map_action(spec, out, rate, 1e30)
+            rate = np.float32(rate)
+            rec["rate"] = float(rate)
+        path = os.path.join(out_dir, f"features_{name}.json")
+        with open(path, "w") as fh:
+            json.dump({"policy": os.path.basename(pol), "features": name, "mis": out_mis}, fh, indent=1)
+        written += [pol, path]
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m jaxcc.policyfile", description=__doc__.split("\n")[0])
+    p.add_argument("--write-vectors", metavar="DIR", help="write the shared C++/Python test vectors into DIR")
+    p.add_argument("--random", metavar="KIND", help="write a random policy of KIND to --out")
+    p.add_argument("--out", metavar="FILE", help="output file for --random")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--check", metavar="FILE", help="load and validate FILE, print its spec")
+    a = p.parse_args(argv)
+    if a.write_vectors:
+        for path in write_vectors(a.write_vectors, seed=a.seed):
+            print(path)
+    if a.random:
+        if not a.out:
+            p.error("--random needs --out")
+        spec, tensors = make_random_policy(a.random, a.seed)
+        save(a.out, spec, tensors)
+        print(a.out)
+    if a.check:
+        try:
+            spec, _ = load(a.check)
+        except (ValueError, OSError) as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        print(json.dumps(spec, indent=1, sort_keys=True))
+    if not (a.write_vectors or a.random or a.check):
+        p.print_help()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
