@@ -7,7 +7,7 @@ simulates one batch and returns per-tick trajectories for the metrics.
 Each flow slot has a controller id into a static tuple of ``Controller``s; every controller in
 the tuple is stepped for every flow and the flow's own is selected (``jnp.take_along_axis``), so
 mixed links (a learned flow next to ``cubic``) cost one compile.  A flow's controller state is
-re-initialised while the flow is idle, so it starts fresh when the flow starts.
+reset to ``init`` after every tick in which the flow was idle, so it starts fresh when it starts.
 """
 
 from __future__ import annotations
@@ -114,8 +114,6 @@ def make_run(controllers: tuple[base.Controller, ...], num_ticks: int, ring_len:
 
         def body(carry, _):
             sim, cstates = carry
-            active = core.flow_active(p, sim.tick.astype(p.dt.dtype) * p.dt)
-            cstates = tuple(_where_flow(active, cs, ini) for cs, ini in zip(cstates, inits))
             acts = [jax.vmap(c.act)(cs, cparams) for c, cs in zip(controllers, cstates)]
             rates = jnp.stack([a.rate for a in acts])  # [C, F]
             cwnds = jnp.stack([a.cwnd for a in acts])
@@ -124,6 +122,9 @@ def make_run(controllers: tuple[base.Controller, ...], num_ticks: int, ring_len:
             sim, out = core.step(p, sim, rate, cwnd)
             obs = base.tick_obs(out, p.dt)
             cstates = tuple(jax.vmap(c.update)(cs, obs, cparams) for c, cs in zip(controllers, cstates))
+            # A flow idle during this tick starts its next tick from a fresh state, so a flow that
+            # starts (or restarts) does so from ``init``, not from updates it saw while idle.
+            cstates = tuple(_where_flow(out.active, cs, ini) for cs, ini in zip(cstates, inits))
             return (sim, cstates), (out, jnp.where(out.active, rate, 0.0))
 
         (sim, _), (traj, rates) = jax.lax.scan(body, (core.init_state(p, ring_len), inits), None, length=num_ticks)

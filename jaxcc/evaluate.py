@@ -1,0 +1,364 @@
+"""Evaluate controllers on scenarios in the simulator: a table, ``results.json`` and plots.
+
+    python -m jaxcc.evaluate --controller=bbr,cubic,oracle,fixed:40 --suite=pareto --seeds=3 --out=runs/eval
+    python -m jaxcc.evaluate --scenario=pareto/fixed50,pareto/shared2 --controller=bbr --out=runs/x
+    python -m jaxcc.evaluate --scenario-file=my_link.json --out=runs/y     # the flows' own controllers
+
+Every controller runs on every scenario; ``--controller`` replaces the flows' own controllers
+(``Scenario.with_controller``), without it each flow keeps its own, so mixed links work.  All
+runs go through ``runner.build_batches``, which groups them into as few compiled batches as
+possible (one per distinct tick count).
+
+``results.json`` follows the shared contract — one record per scenario × controller, seeds
+averaged (the metrics of each run are averaged, as the Pareto paper averages its three runs)::
+
+    {"results": [{"scenario", "controller", "throughput_mbps", "utilization", "p95_owd_ms",
+                  "p95_qdelay_ms", "loss", "jain", "ankh", "per_flow": [...], ...}], ...}
+
+Ankh's number uses, per scenario, ``d_max`` = the largest p95 one-way delay among the
+controllers of that scenario in this run (``ankh_d_max_ms`` in each record).  Jain's index of a
+multi-flow scenario is taken over its last 20 s (``jain_note``); a single flow reports 1.0.
+
+Controllers are *labels* mapped to controller names by ``controller_entries``;
+``--checkpoint=DIR`` adds one entry per exported policy (``policy:FILE``) of a training run
+(``jaxcc.agents.eval_hooks``), labelled with its stage name.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import sys
+import time
+from collections import defaultdict
+from typing import Sequence
+
+import numpy as np
+
+from jaxcc import metrics
+from jaxcc.controllers import parse_controller
+from jaxcc.scenarios import SUITES, Scenario, get_scenario, get_suite, list_scenarios, load_scenario
+
+OWN = "own"  # label of runs that keep each flow's own controller
+JAIN_LAST_S = 20.0
+
+
+@dataclasses.dataclass(frozen=True)
+class ControllerEntry:
+    """One controller column of an evaluation: its report label and the name the sim resolves."""
+
+    label: str
+    name: str | None  # None: keep each flow's own controller
+
+
+def controller_entries(spec: str | Sequence[str] | None) -> list[ControllerEntry]:
+    """Parse ``--controller`` (comma-separated names) into entries; errors list the valid forms.
+
+    Returns ``[ControllerEntry(OWN, None)]`` when no controller is given.  (A checkpoint
+    directory will append ``policy:FILE`` entries here.)
+    """
+    if spec is None or spec == "" or spec == []:
+        return [ControllerEntry(OWN, None)]
+    names = [n.strip() for n in (spec.split(",") if isinstance(spec, str) else spec)]
+    out: list[ControllerEntry] = []
+    for n in names:
+        if not n:
+            raise ValueError("--controller: empty name in the list (use e.g. --controller=bbr,cubic)")
+        parse_controller(n, field="--controller", allow_kernel=False)
+        if n not in [e.label for e in out]:
+            out.append(ControllerEntry(n, n))
+    return out
+
+
+def checkpoint_entries(path: str, taken: Sequence[str] = ()) -> list[ControllerEntry]:
+    """One ``policy:FILE`` entry per exported policy of a training checkpoint (``--checkpoint``)."""
+    try:
+        from jaxcc.agents.eval_hooks import checkpoint_entries as _entries
+    except ImportError as e:  # pragma: no cover - the agents package ships with the project
+        raise ValueError(f"--checkpoint needs jaxcc.agents.eval_hooks ({e})") from None
+    out = []
+    for e in _entries(path):
+        label = e.label if e.label not in taken else f"{e.label}@{os.path.basename(os.path.normpath(path))}"
+        out.append(ControllerEntry(label, e.name))
+    return out
+
+
+def resolve_scenarios(*, suite: str | None = None, scenario: str | None = None,
+                      scenario_file: str | Sequence[str] | None = None) -> tuple[list[Scenario], str]:
+    """Exactly one of ``suite``, ``scenario`` (comma-separated names) or ``scenario_file``.
+
+    Returns the scenarios and a short description of the source.
+    """
+    given = [k for k, v in (("--suite", suite), ("--scenario", scenario), ("--scenario-file", scenario_file)) if v]
+    if len(given) != 1:
+        raise ValueError(f"give exactly one of --suite, --scenario, --scenario-file (got {given or 'none'}); "
+                         f"suites: {', '.join(sorted(SUITES))}")
+    if suite:
+        return get_suite(suite), f"suite {suite}"
+    if scenario:
+        names = [n.strip() for n in scenario.split(",") if n.strip()]
+        unknown = [n for n in names if n not in list_scenarios()]
+        if unknown:
+            raise ValueError(f"--scenario: unknown scenario(s) {unknown}; named scenarios: {', '.join(list_scenarios())}")
+        return [get_scenario(n) for n in names], f"scenarios {','.join(names)}"
+    files = [f.strip() for f in (scenario_file.split(",") if isinstance(scenario_file, str) else scenario_file)]
+    scs = []
+    for f in files:
+        if not os.path.isfile(f):
+            raise ValueError(f"--scenario-file: {f!r} does not exist")
+        scs.append(load_scenario(f, allow_kernel=False))
+    return scs, f"files {','.join(files)}"
+
+
+def _is_random(sc: Scenario) -> bool:
+    """Whether the scenario's link depends on the seed (else every seed gives the same run)."""
+    return sc.link.random_steps is not None or sc.link.poisson is not None
+
+
+def _own_label(sc: Scenario) -> str:
+    ctrls = list(dict.fromkeys(f.controller for f in sc.flows))
+    return ctrls[0] if len(ctrls) == 1 else "+".join(ctrls)
+
+
+def _mean(xs):
+    xs = [x for x in xs if x is not None and not (isinstance(x, float) and math.isnan(x))]
+    return float(np.mean(xs)) if xs else float("nan")
+
+
+def _average_runs(runs: list[dict]) -> dict:
+    """Average the per-run metric dicts (per-flow entries flow by flow)."""
+    keys = ["throughput_mbps", "capacity_mbps", "utilization", "p95_owd_ms", "p95_qdelay_ms", "mean_owd_ms", "loss",
+            "power", "jain"]
+    out = {k: _mean([r[k] for r in runs]) for k in keys}
+    out["jain_note"] = runs[0]["jain_note"]
+    out["jain_window_s"] = runs[0]["jain_window_s"]
+    flows = []
+    for f in range(len(runs[0]["per_flow"])):
+        pf = [r["per_flow"][f] for r in runs]
+        d = {"flow": f}
+        for k, v in pf[0].items():
+            if k != "flow":
+                d[k] = _mean([p[k] for p in pf]) if isinstance(v, (int, float, np.floating)) else v
+        flows.append(d)
+    out["per_flow"] = flows
+    return out
+
+
+def run_evaluation(scenarios: Sequence[Scenario], entries: Sequence[ControllerEntry], *, seeds: int = 1,
+                   progress: bool = True, keep_series: bool = True, series_bin_s: float = 0.5,
+                   ticks_per_rtt: int | None = None) -> dict:
+    """Simulate every scenario × controller × seed and compute the report.
+
+    Returns ``{"results": [record, ...], "series": {(scenario, label): time_series of seed 0},
+    "runs": {(scenario, label): [per-run metrics]}}``.
+    """
+    from jaxcc.sim import runner  # jax is imported only when something is simulated
+
+    if seeds < 1:
+        raise ValueError(f"--seeds must be >= 1, got {seeds}")
+    names = [sc.name for sc in scenarios]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise ValueError(f"scenario names must be unique in one evaluation, repeated: {dup}")
+    items, keys = [], []
+    for sc in scenarios:
+        for e in entries:
+            run_sc = sc if e.name is None else sc.with_controller(e.name)
+            label = _own_label(sc) if e.name is None else e.label
+            for seed in range(seeds if _is_random(sc) else 1):
+                items.append(runner.Item(run_sc, seed, label))
+                keys.append((sc.name, label, seed))
+    kw = {} if ticks_per_rtt is None else {"ticks_per_rtt": int(ticks_per_rtt)}
+    batches = runner.build_batches(items, **kw)
+    key_of = {id(it): k for it, k in zip(items, keys)}
+    per_run: dict[tuple[str, str], list[dict]] = defaultdict(list)
+    series: dict[tuple[str, str], dict] = {}
+    bar = None
+    if progress:
+        try:
+            from tqdm import tqdm
+            bar = tqdm(total=len(items), desc="simulating", unit="run", file=sys.stderr)
+        except ImportError:  # pragma: no cover - tqdm is a dependency
+            bar = None
+    for b in batches:
+        _, traj, rates = runner.run_batch(b)
+        for i, it in enumerate(b.items):
+            scen, label, seed = key_of[id(it)]
+            tr = metrics.from_batch(traj, rates, b, i)
+            m = metrics.evaluate_trace(tr, jain_last_s=JAIN_LAST_S)
+            m["seed"] = seed
+            for pf, fl in zip(m["per_flow"], it.scenario.flows):
+                pf["controller"] = fl.controller
+            per_run[(scen, label)].append(m)
+            if keep_series and seed == 0:
+                series[(scen, label)] = metrics.time_series(tr, series_bin_s)
+        if bar is not None:
+            bar.update(len(b.items))
+    if bar is not None:
+        bar.close()
+
+    records = []
+    for sc in scenarios:
+        labels = [(_own_label(sc) if e.name is None else e.label) for e in entries]
+        avg = {lab: _average_runs(per_run[(sc.name, lab)]) for lab in labels}
+        d_max = max((a["p95_owd_ms"] for a in avg.values() if not math.isnan(a["p95_owd_ms"])), default=float("nan"))
+        for lab in labels:
+            a = avg[lab]
+            ank = (metrics.ankh(a["throughput_mbps"], a["capacity_mbps"], a["p95_owd_ms"], d_max, a["loss"])
+                   if d_max > 0 and not math.isnan(a["p95_owd_ms"]) else float("nan"))
+            rec = {
+                "scenario": sc.name,
+                "controller": lab,
+                "throughput_mbps": a["throughput_mbps"],
+                "utilization": a["utilization"],
+                "p95_owd_ms": a["p95_owd_ms"],
+                "p95_qdelay_ms": a["p95_qdelay_ms"],
+                "loss": a["loss"],
+                "jain": a["jain"],
+                "ankh": ank,
+                "per_flow": a["per_flow"],
+                "capacity_mbps": a["capacity_mbps"],
+                "mean_owd_ms": a["mean_owd_ms"],
+                "power": a["power"],
+                "ankh_d_max_ms": d_max,
+                "jain_note": a["jain_note"],
+                "jain_window_s": a["jain_window_s"],
+                "seeds": seeds,
+                "runs": len(per_run[(sc.name, lab)]),
+                "runs_note": None if _is_random(sc) else "deterministic link: one run stands for every seed",
+                "duration_s": sc.duration_s,
+            }
+            records.append(rec)
+    return {"results": records, "series": series, "runs": dict(per_run)}
+
+
+def format_table(records: Sequence[dict]) -> str:
+    """A plain-text table of the records (one line per scenario × controller)."""
+    head = ("scenario", "controller", "thr Mbps", "util", "p95 owd ms", "p95 q ms", "loss %", "Jain", "Ankh")
+    rows = [head]
+    for r in records:
+        rows.append((r["scenario"], r["controller"], f"{r['throughput_mbps']:.2f}", f"{r['utilization']:.3f}",
+                     f"{r['p95_owd_ms']:.1f}", f"{r['p95_qdelay_ms']:.1f}", f"{100 * r['loss']:.2f}",
+                     f"{r['jain']:.3f}", f"{r['ankh']:.3f}"))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
+    lines = []
+    for j, row in enumerate(rows):
+        lines.append("  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))))
+        if j == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def _json_safe(x):
+    if isinstance(x, dict):
+        return {k: _json_safe(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_json_safe(v) for v in x]
+    if isinstance(x, (np.floating, float)):
+        x = float(x)
+        return None if math.isnan(x) or math.isinf(x) else x
+    if isinstance(x, np.integer):
+        return int(x)
+    return x
+
+
+def write_results(report: dict, out_dir: str, meta: dict | None = None) -> str:
+    """Write ``out_dir/results.json`` (the contract's records plus ``meta``); returns its path."""
+    os.makedirs(out_dir, exist_ok=True)
+    path = os.path.join(out_dir, "results.json")
+    doc = {"results": _json_safe(report["results"])}
+    if meta:
+        doc["meta"] = _json_safe(meta)
+    with open(path, "w", encoding="utf-8") as fh:
+        json.dump(doc, fh, indent=1)
+    return path
+
+
+def main(flag_values=None, argv: Sequence[str] = ()) -> int:
+    """Run the command with parsed absl flags (``flags.FLAGS`` by default); returns the exit code."""
+    from absl import flags, logging
+
+    logging.set_verbosity(logging.WARNING)
+    FLAGS = flag_values if flag_values is not None else flags.FLAGS
+    entries = controller_entries(FLAGS.controller) if (FLAGS.controller or not FLAGS.checkpoint) else []
+    if FLAGS.checkpoint:
+        entries += checkpoint_entries(FLAGS.checkpoint, taken=[e.label for e in entries])
+    if FLAGS.seeds < 1:
+        raise ValueError(f"--seeds must be >= 1, got {FLAGS.seeds}")
+    scenarios, source = resolve_scenarios(suite=FLAGS.suite, scenario=FLAGS.scenario,
+                                          scenario_file=FLAGS.scenario_file)
+    if not FLAGS.out:
+        raise ValueError("--out: give the output folder for results.json and plots")
+    t0 = time.time()
+    if FLAGS.ticks_per_rtt is not None and FLAGS.ticks_per_rtt < 1:
+        raise ValueError(f"--ticks_per_rtt must be >= 1, got {FLAGS.ticks_per_rtt}")
+    report = run_evaluation(scenarios, entries, seeds=FLAGS.seeds, progress=FLAGS.progress,
+                            ticks_per_rtt=FLAGS.ticks_per_rtt)
+    print(format_table(report["results"]))
+    meta = {"command": " ".join(["python -m jaxcc.evaluate"] + list(argv)),
+            "source": source, "controllers": [e.label for e in entries], "seeds": FLAGS.seeds,
+            "ticks_per_rtt": FLAGS.ticks_per_rtt or "simulator default",
+            "wall_s": round(time.time() - t0, 1),
+            "ankh": "((1 - R/C) + d95/d_max + loss)/3, d_max = max p95 one-way delay over this run's controllers per scenario",
+            "jain": f"over the last {JAIN_LAST_S:g} s of multi-flow scenarios"}
+    path = write_results(report, FLAGS.out, meta)
+    print(f"wrote {path}")
+    if FLAGS.plots:
+        from jaxcc import plots
+        files = plots.write_all(report, FLAGS.out)
+        print(f"wrote {len(files)} plots to {os.path.join(FLAGS.out, 'plots')}")
+    return 0
+
+
+def define_flags(flag_values=None):
+    """Define the command's flags on ``flag_values`` (``flags.FLAGS`` by default)."""
+    from absl import flags
+
+    fv = flag_values if flag_values is not None else flags.FLAGS
+    flags.DEFINE_string("controller", None, "comma-separated controllers: bbr, cubic, oracle, fixed:MBPS, policy:FILE "
+                        "(default: each flow's own controller)", flag_values=fv)
+    flags.DEFINE_string("suite", None, f"a scenario suite: {', '.join(sorted(SUITES))}", flag_values=fv)
+    flags.DEFINE_string("scenario", None, "comma-separated named scenarios (e.g. pareto/fixed50)", flag_values=fv)
+    flags.DEFINE_string("scenario_file", None, "comma-separated scenario spec JSON files", flag_values=fv)
+    flags.DEFINE_alias("scenario-file", "scenario_file", flag_values=fv)
+    flags.DEFINE_string("checkpoint", None, "a training run / stage checkpoint / folder of .safetensors policies: "
+                        "adds one controller per exported policy (with or without --controller)", flag_values=fv)
+    flags.DEFINE_integer("seeds", 1, "runs per scenario × controller (random links draw a new link per seed)",
+                         flag_values=fv)
+    flags.DEFINE_integer("ticks_per_rtt", None, "simulator ticks per smallest flow RTT (default: the simulator's, 8). "
+                         "16 removes most tick-rounding artifacts of the classic baselines; exported policies "
+                         "assume the resolution they were trained at", flag_values=fv)
+    flags.DEFINE_string("out", None, "output folder (results.json, plots/)", flag_values=fv)
+    flags.DEFINE_bool("plots", True, "write plots", flag_values=fv)
+    flags.DEFINE_bool("progress", True, "show a progress bar", flag_values=fv)
+    return fv
+
+
+def run_cli(argv: Sequence[str]) -> int:
+    """Parse ``argv`` (program name first) into fresh flags and run; errors print one line, exit 2."""
+    from absl import flags
+
+    fv = define_flags(flags.FlagValues())
+    if any(a in ("--help", "-h", "--helpfull", "-?") for a in argv[1:]):
+        print(__doc__)
+        print(fv.get_help())
+        return 0
+    try:
+        rest = fv(list(argv))
+    except flags.Error as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if len(rest) > 1:
+        print(f"error: unexpected arguments {rest[1:]} (flags look like --suite=pareto)", file=sys.stderr)
+        return 2
+    try:
+        return main(fv, argv[1:])
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(run_cli(sys.argv))

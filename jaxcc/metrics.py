@@ -1,0 +1,303 @@
+"""Evaluation metrics over the simulator's trajectories (pure NumPy, host side).
+
+Definitions (units inside: bytes, seconds; Mbit/s and ms only in the reported dicts):
+
+* **throughput** — goodput: bytes ACKed (by ACK time) over the flow's active time; with a
+  window ``[t0, t1]``, ACKs inside the window over the active time inside it.  The aggregate
+  throughput of a link is all flows' ACKed bytes over the time at least one flow is active.
+* **utilization** — aggregate ACKed bytes over the bytes the link could serve while at least
+  one flow was active (i.e. throughput over the mean capacity of that time).
+* **p95 one-way delay / p95 queueing delay** — byte-weighted 95th percentiles over the bytes
+  admitted to the queue (dropped bytes have no delay), by send time.
+* **loss** — bytes dropped (random loss + drop-tail) over bytes sent, as a fraction.
+* **Jain's index** — (Σx)² / (n·Σx²) over per-flow throughputs (Pareto §V-B, [36]).
+* **power** — throughput over delay (Kleinrock; Pareto §V-B): Mbit/s per second of mean
+  one-way delay.
+* **Ankh's number** (Pareto eq. 10) — the printed equation is garbled (it writes the utilisation
+  as (R−C)/C and the delay term as |(d_max − d95)/d_max|, neither of which reproduces Table II).
+  The form that reproduces Table II (e.g. 45.91 Mbps, 101.06 ms, 0.79 % with d_max = 116 ms on
+  50 Mbps → 0.320) is ``A = ((1 − R/C) + d95/d_max + loss) / 3`` with loss a fraction and
+  ``d_max`` the largest p95 one-way delay among the schemes compared.  Lower is better.
+* **TCR** — DeepCC's target completion ratio (§VI): the fraction of targets
+  T = (throughput ≥ T1, queueing delay ≤ T2, loss ≤ T3) whose every component is met.
+
+``Trace`` holds one simulation's per-tick arrays (trimmed to its real flows); ``from_batch``
+cuts one out of ``runner.run_batch``'s output.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Sequence
+
+import numpy as np
+
+MBPS = 125_000.0  # bytes/s per Mbit/s
+
+
+@dataclasses.dataclass
+class Trace:
+    """Per-tick arrays of one simulated link.  Per-flow arrays are [T, F]; link arrays [T].
+
+    ``time`` is the end of each tick; a tick covers ``(time − dt, time]``.
+    """
+
+    time: np.ndarray
+    dt: float
+    active: np.ndarray
+    sent: np.ndarray
+    acked: np.ndarray
+    lost: np.ndarray
+    admitted: np.ndarray
+    owd: np.ndarray
+    qdelay: np.ndarray
+    capacity: np.ndarray
+    queue: np.ndarray | None = None
+    rate: np.ndarray | None = None  # [T, F] pacing rate the controller asked for (bytes/s)
+
+    @property
+    def num_flows(self) -> int:
+        return self.sent.shape[1]
+
+
+def from_batch(traj, rates, batch, i: int) -> Trace:
+    """Item ``i`` of a batch run (``runner.run_batch`` output), trimmed to its real flows."""
+    f = batch.num_real_flows[i]
+    g = lambda x: np.asarray(x[i], np.float64)  # noqa: E731
+    per = lambda x: np.asarray(x[i, :, :f], np.float64)  # noqa: E731
+    return Trace(
+        time=g(traj.time), dt=float(np.asarray(batch.params.dt)[i]), active=np.asarray(traj.active[i, :, :f], bool),
+        sent=per(traj.sent), acked=per(traj.acked), lost=per(traj.lost), admitted=per(traj.admitted),
+        owd=per(traj.owd), qdelay=g(traj.qdelay), capacity=g(traj.capacity), queue=g(traj.queue),
+        rate=None if rates is None else per(rates))
+
+
+# ----------------------------------------------------------------------------- building blocks
+
+
+def weighted_percentile(values: np.ndarray, weights: np.ndarray, q: float) -> float:
+    """The smallest value whose cumulative weight reaches ``q`` (0..100) percent of the total.
+
+    Byte-weighted: every byte counts once.  NaN when the weights sum to zero.
+    """
+    v = np.asarray(values, np.float64).ravel()
+    w = np.asarray(weights, np.float64).ravel()
+    if v.shape != w.shape:
+        raise ValueError(f"weighted_percentile: values {v.shape} and weights {w.shape} differ")
+    if not 0.0 <= q <= 100.0:
+        raise ValueError(f"weighted_percentile: q must be in [0, 100], got {q}")
+    keep = w > 0
+    v, w = v[keep], w[keep]
+    if v.size == 0:
+        return float("nan")
+    order = np.argsort(v, kind="stable")
+    cum = np.cumsum(w[order])
+    idx = int(np.searchsorted(cum, q / 100.0 * cum[-1] * (1 - 1e-12), side="left"))
+    return float(v[order][min(idx, v.size - 1)])
+
+
+def jain_index(x: Sequence[float]) -> float:
+    """Jain's fairness index (Σx)²/(n·Σx²); 1 for a perfectly equal split, 1/n for one hog."""
+    x = np.asarray(x, np.float64).ravel()
+    if x.size == 0:
+        raise ValueError("jain_index: needs at least one value")
+    if np.any(x < 0):
+        raise ValueError("jain_index: throughputs must be >= 0")
+    sq = float(np.sum(x * x))
+    if sq == 0.0:
+        return 1.0  # nobody got anything: equally (un)served
+    return float(np.sum(x) ** 2 / (x.size * sq))
+
+
+def ankh(throughput: float, capacity: float, d95: float, d_max: float, loss: float) -> float:
+    """Ankh's number ((1 − R/C) + d95/d_max + loss) / 3 (Pareto eq. 10 as Table II computes it).
+
+    Args:
+      throughput: average throughput R (any unit, the same as ``capacity``).
+      capacity: average link capacity C.
+      d95: the scheme's p95 one-way delay (any unit, the same as ``d_max``).
+      d_max: the largest p95 one-way delay among the schemes compared.
+      loss: loss rate as a fraction (0..1).
+    Each term is clipped to [0, 1], as the paper states all of them are.
+    """
+    if capacity <= 0 or d_max <= 0:
+        raise ValueError(f"ankh: capacity and d_max must be > 0 (got {capacity}, {d_max})")
+    util_term = float(np.clip(1.0 - throughput / capacity, 0.0, 1.0))
+    delay_term = float(np.clip(d95 / d_max, 0.0, 1.0))
+    return (util_term + delay_term + float(np.clip(loss, 0.0, 1.0))) / 3.0
+
+
+def power(throughput_mbps: float, delay_s: float) -> float:
+    """Kleinrock's power: throughput (Mbit/s) over delay (s)."""
+    return float(throughput_mbps / delay_s) if delay_s > 0 else float("inf")
+
+
+def tcr(achieved: np.ndarray, targets: np.ndarray) -> float:
+    """DeepCC's target completion ratio.
+
+    Args:
+      achieved: [3] (throughput, queueing delay, loss) of a scheme run with its default
+        objective, or [N, 3] one result per target (a goal-conditioned scheme tuned per target).
+      targets: [N, 3] targets T = (T1 throughput, T2 delay, T3 loss), in the same units.
+    Returns:
+      The fraction of targets with throughput ≥ T1, delay ≤ T2 and loss ≤ T3.
+    """
+    t = np.asarray(targets, np.float64)
+    a = np.asarray(achieved, np.float64)
+    if t.ndim != 2 or t.shape[1] != 3 or t.shape[0] == 0:
+        raise ValueError(f"tcr: targets must be [N, 3], got {t.shape}")
+    a = np.broadcast_to(a, t.shape)
+    met = (a[:, 0] >= t[:, 0]) & (a[:, 1] <= t[:, 1]) & (a[:, 2] <= t[:, 2])
+    return float(np.mean(met))
+
+
+def sample_tcr_targets(rng: np.random.Generator, n: int, max_throughput: float, max_delay: float,
+                       max_loss: float = 0.10) -> np.ndarray:
+    """DeepCC §VI's random targets: T1 ∈ [0, best throughput], T2 ∈ [0, worst delay], T3 ∈ [0, 10 %]."""
+    return np.stack([rng.uniform(0, max_throughput, n), rng.uniform(0, max_delay, n), rng.uniform(0, max_loss, n)], 1)
+
+
+# ----------------------------------------------------------------------------- per trace
+
+
+def _window_mask(tr: Trace, window: tuple[float, float] | None) -> np.ndarray:
+    if window is None:
+        return np.ones(tr.time.shape, bool)
+    t0, t1 = window
+    return (tr.time > t0 + 1e-9) & (tr.time <= t1 + 1e-9)
+
+
+def flow_throughput(tr: Trace, flow: int, window: tuple[float, float] | None = None) -> float:
+    """Goodput of one flow in bytes/s: ACKed bytes over its active time (inside ``window``)."""
+    m = _window_mask(tr, window)
+    active_s = float(np.sum(tr.active[m, flow])) * tr.dt
+    if active_s <= 0:
+        return float("nan")
+    return float(np.sum(tr.acked[m, flow])) / active_s
+
+
+def flow_metrics(tr: Trace, flow: int, window: tuple[float, float] | None = None) -> dict:
+    """Throughput, delays and loss of one flow (units: bytes/s, s, fraction)."""
+    m = _window_mask(tr, window)
+    sent = float(np.sum(tr.sent[m, flow]))
+    adm = tr.admitted[m, flow]
+    dropped = float(np.sum(tr.sent[m, flow] - adm))
+    owd = tr.owd[m, flow]
+    return {
+        "throughput": flow_throughput(tr, flow, window),
+        "p95_owd": weighted_percentile(owd, adm, 95),
+        "p95_qdelay": weighted_percentile(tr.qdelay[m], adm, 95),
+        "mean_owd": float(np.sum(owd * adm) / np.sum(adm)) if np.sum(adm) > 0 else float("nan"),
+        "loss": dropped / sent if sent > 0 else 0.0,
+        "sent_bytes": sent,
+        "acked_bytes": float(np.sum(tr.acked[m, flow])),
+        "active_s": float(np.sum(tr.active[m, flow])) * tr.dt,
+    }
+
+
+def link_metrics(tr: Trace, window: tuple[float, float] | None = None) -> dict:
+    """Aggregate metrics of all flows on the link (units: bytes/s, s, fraction)."""
+    m = _window_mask(tr, window)
+    busy = m & np.any(tr.active, axis=1)  # ticks with at least one active flow
+    busy_s = float(np.sum(busy)) * tr.dt
+    acked = float(np.sum(tr.acked[m]))
+    cap_bytes = float(np.sum(tr.capacity[busy])) * tr.dt
+    sent = float(np.sum(tr.sent[m]))
+    adm = tr.admitted[m]
+    adm_link = np.sum(adm, axis=1)
+    thr = acked / busy_s if busy_s > 0 else float("nan")
+    return {
+        "throughput": thr,
+        "capacity": cap_bytes / busy_s if busy_s > 0 else float("nan"),
+        "utilization": acked / cap_bytes if cap_bytes > 0 else float("nan"),
+        "p95_owd": weighted_percentile(tr.owd[m], adm, 95),
+        "p95_qdelay": weighted_percentile(tr.qdelay[m], adm_link, 95),
+        "mean_owd": float(np.sum(tr.owd[m] * adm) / np.sum(adm)) if np.sum(adm) > 0 else float("nan"),
+        "loss": float(np.sum(tr.sent[m] - adm)) / sent if sent > 0 else 0.0,
+        "active_s": busy_s,
+    }
+
+
+def jain_over(tr: Trace, window: tuple[float, float] | None = None, min_active_frac: float = 0.25
+              ) -> tuple[float, list[int]]:
+    """Jain's index over the flows active in ``window`` (each flow's goodput there).
+
+    Only flows active for at least ``min_active_frac`` of the window count: a flow that stops
+    (or starts) at the window's edge would otherwise enter with a tick or two of activity and
+    the ACKs of a whole window in flight — a meaningless rate.
+    """
+    m = _window_mask(tr, window)
+    span = float(np.sum(m)) * tr.dt
+    flows = [f for f in range(tr.num_flows) if float(np.sum(tr.active[m, f])) * tr.dt >= min_active_frac * span]
+    if not flows:
+        return float("nan"), []
+    return jain_index([flow_throughput(tr, f, window) for f in flows]), flows
+
+
+def evaluate_trace(tr: Trace, *, window: tuple[float, float] | None = None, jain_last_s: float = 20.0) -> dict:
+    """All report metrics of one run, in report units (Mbit/s, ms, fractions).
+
+    Jain's index is taken over the last ``jain_last_s`` seconds of the run (after the flows'
+    start-up), over the flows active then; a single-flow run reports 1.0.
+    """
+    lm = link_metrics(tr, window)
+    end = float(tr.time[-1])
+    jwin = (max(0.0, end - jain_last_s), end)
+    if tr.num_flows > 1:
+        jain, jflows = jain_over(tr, jwin)
+        jnote = f"Jain's index over the last {jain_last_s:g} s ({jwin[0]:g}-{jwin[1]:g} s), flows active then: {jflows}"
+    else:
+        jain, jnote = 1.0, "single flow"
+    per_flow = []
+    for f in range(tr.num_flows):
+        fm = flow_metrics(tr, f, window)
+        per_flow.append({
+            "flow": f,
+            "throughput_mbps": fm["throughput"] / MBPS,
+            "p95_owd_ms": fm["p95_owd"] * 1e3,
+            "p95_qdelay_ms": fm["p95_qdelay"] * 1e3,
+            "mean_owd_ms": fm["mean_owd"] * 1e3,
+            "loss": fm["loss"],
+            "active_s": fm["active_s"],
+        })
+    return {
+        "throughput_mbps": lm["throughput"] / MBPS,
+        "capacity_mbps": lm["capacity"] / MBPS,
+        "utilization": lm["utilization"],
+        "p95_owd_ms": lm["p95_owd"] * 1e3,
+        "p95_qdelay_ms": lm["p95_qdelay"] * 1e3,
+        "mean_owd_ms": lm["mean_owd"] * 1e3,
+        "loss": lm["loss"],
+        "power": power(lm["throughput"] / MBPS, lm["mean_owd"]),
+        "jain": jain,
+        "jain_note": jnote,
+        "jain_window_s": list(jwin) if tr.num_flows > 1 else None,
+        "per_flow": per_flow,
+    }
+
+
+def time_series(tr: Trace, bin_s: float = 0.5) -> dict:
+    """Per-flow goodput per time bin (by ACK time) and the link capacity, for plots.
+
+    Returns a dict of ``t`` [N] (bin centres, s), ``throughput_mbps`` [N, F] (NaN where the flow
+    was not active at all in the bin) and ``capacity_mbps`` [N].
+    """
+    if bin_s <= 0:
+        raise ValueError("time_series: bin_s must be > 0")
+    nb = max(1, int(math.ceil(float(tr.time[-1]) / bin_s - 1e-6)))
+    edges = np.arange(nb + 1) * bin_s
+    idx = np.clip(np.searchsorted(edges, tr.time - 0.5 * tr.dt, side="right") - 1, 0, len(edges) - 2)
+    nb = len(edges) - 1
+    acked = np.zeros((nb, tr.num_flows))
+    active = np.zeros((nb, tr.num_flows))
+    np.add.at(acked, idx, tr.acked)
+    np.add.at(active, idx, tr.active.astype(np.float64))
+    cap = np.zeros(nb)
+    cnt = np.zeros(nb)
+    np.add.at(cap, idx, tr.capacity)
+    np.add.at(cnt, idx, 1.0)
+    width = cnt * tr.dt
+    thr = np.where(active > 0, acked / np.maximum(width, 1e-12)[:, None], np.nan) / MBPS
+    return {"t": 0.5 * (edges[:-1] + edges[1:]), "throughput_mbps": thr,
+            "capacity_mbps": cap / np.maximum(cnt, 1) / MBPS}

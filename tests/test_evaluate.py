@@ -1,0 +1,149 @@
+"""The evaluation command: argument validation, the results.json contract, plots, the CLI."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from jaxcc import evaluate
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+TINY = {
+    "name": "tiny", "duration_s": 3.0,
+    "link": {"bandwidth_mbps": 12, "buffer_bytes": 60000},
+    "flows": [{"rtt_ms": 40, "controller": "cubic"}, {"rtt_ms": 40, "start_s": 1.0, "controller": "bbr"}],
+}
+CONTRACT_KEYS = {"scenario", "controller", "throughput_mbps", "utilization", "p95_owd_ms", "p95_qdelay_ms", "loss",
+                 "jain", "ankh", "per_flow"}
+FLOW_KEYS = {"flow", "controller", "throughput_mbps", "p95_owd_ms", "loss"}
+
+
+def _cli(*args, timeout=300):
+    return subprocess.run([sys.executable, "-m", "jaxcc.evaluate", *args], cwd=REPO, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+# ----------------------------------------------------------------------------- validation (no simulation)
+
+
+def test_controller_entries():
+    assert evaluate.controller_entries(None) == [evaluate.ControllerEntry("own", None)]
+    got = evaluate.controller_entries("bbr, cubic,fixed:40,bbr")
+    assert [e.label for e in got] == ["bbr", "cubic", "fixed:40"]
+    with pytest.raises(ValueError, match="unknown controller 'reno'.*bbr, cubic, oracle, fixed:MBPS"):
+        evaluate.controller_entries("bbr,reno")
+    with pytest.raises(ValueError, match="only in emulation"):
+        evaluate.controller_entries("kernel:cubic")
+    with pytest.raises(ValueError, match="empty name"):
+        evaluate.controller_entries("bbr,,cubic")
+
+
+def test_resolve_scenarios_errors(tmp_path):
+    with pytest.raises(ValueError, match="exactly one of --suite, --scenario, --scenario-file"):
+        evaluate.resolve_scenarios()
+    with pytest.raises(ValueError, match="exactly one"):
+        evaluate.resolve_scenarios(suite="pareto", scenario="pareto/fixed50")
+    with pytest.raises(ValueError, match="unknown suite 'nope'; suites: .*pareto"):
+        evaluate.resolve_scenarios(suite="nope")
+    with pytest.raises(ValueError, match=r"unknown scenario\(s\) \['pareto/nope'\]; named scenarios: .*pareto/fixed50"):
+        evaluate.resolve_scenarios(scenario="pareto/fixed50,pareto/nope")
+    with pytest.raises(ValueError, match="does not exist"):
+        evaluate.resolve_scenarios(scenario_file=str(tmp_path / "missing.json"))
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({**TINY, "link": {"buffer_bytes": 1000}}))
+    with pytest.raises(ValueError, match="give exactly one of bandwidth_mbps"):
+        evaluate.resolve_scenarios(scenario_file=str(bad))
+    scs, src = evaluate.resolve_scenarios(scenario="pareto/fixed50,pareto/shared2")
+    assert [s.name for s in scs] == ["pareto/fixed50", "pareto/shared2"] and "pareto/fixed50" in src
+
+
+def test_format_table():
+    rec = {"scenario": "s", "controller": "bbr", "throughput_mbps": 47.871, "utilization": 0.957, "p95_owd_ms": 116.0,
+           "p95_qdelay_ms": 71.0, "loss": 0.017, "jain": 1.0, "ankh": 0.3533}
+    text = evaluate.format_table([rec])
+    assert "scenario" in text.splitlines()[0] and "Ankh" in text.splitlines()[0]
+    assert "47.87" in text and "1.70" in text and "0.353" in text
+
+
+# ----------------------------------------------------------------------------- end to end
+
+
+@pytest.fixture(scope="module")
+def cli_run(tmp_path_factory):
+    d = tmp_path_factory.mktemp("eval")
+    spec = d / "tiny.json"
+    spec.write_text(json.dumps(TINY))
+    out = d / "out"
+    res = _cli("--scenario-file=" + str(spec), "--controller=bbr,cubic,oracle", "--seeds=2", "--out=" + str(out),
+               "--noprogress")
+    return res, out
+
+
+def test_cli_writes_results_and_plots(cli_run):
+    res, out = cli_run
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "tiny" in res.stdout and "Ankh" in res.stdout and "oracle" in res.stdout
+    doc = json.loads((out / "results.json").read_text())
+    recs = doc["results"]
+    assert [r["controller"] for r in recs] == ["bbr", "cubic", "oracle"]
+    for r in recs:
+        assert CONTRACT_KEYS <= set(r), set(r) ^ CONTRACT_KEYS
+        assert r["scenario"] == "tiny" and len(r["per_flow"]) == 2
+        for pf in r["per_flow"]:
+            assert FLOW_KEYS <= set(pf)
+            assert pf["controller"] == r["controller"]
+        assert 0 <= r["loss"] < 1 and 0 < r["utilization"] <= 1.01 and 0 <= r["ankh"] <= 1
+        assert r["seeds"] == 2 and r["runs"] == 1  # a constant link: one run stands for every seed
+        assert "last 20 s" in r["jain_note"]
+    # d_max is the largest p95 one-way delay among this run's controllers.
+    d_max = max(r["p95_owd_ms"] for r in recs)
+    assert all(r["ankh_d_max_ms"] == pytest.approx(d_max) for r in recs)
+    oracle = [r for r in recs if r["controller"] == "oracle"][0]
+    assert oracle["ankh"] == min(r["ankh"] for r in recs)
+    plots = sorted(os.listdir(out / "plots"))
+    assert plots == ["scatter_tiny.png", "timeseries_tiny.png"]
+    assert all((out / "plots" / p).stat().st_size > 5000 for p in plots)
+    assert "python -m jaxcc.evaluate" in doc["meta"]["command"]
+
+
+@pytest.mark.slow
+def test_cli_own_controllers_mixed_link(tmp_path):
+    spec = tmp_path / "tiny.json"
+    spec.write_text(json.dumps(TINY))
+    res = _cli("--scenario-file=" + str(spec), "--out=" + str(tmp_path / "o"), "--noplots", "--noprogress")
+    assert res.returncode == 0, res.stderr[-3000:]
+    (rec,) = json.loads((tmp_path / "o" / "results.json").read_text())["results"]
+    assert rec["controller"] == "cubic+bbr"
+    assert [pf["controller"] for pf in rec["per_flow"]] == ["cubic", "bbr"]
+    assert not (tmp_path / "o" / "plots").exists()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--suite=nope"], "unknown suite 'nope'; suites:"),
+    (["--scenario=pareto/nope"], "named scenarios:"),
+    (["--suite=pareto", "--controller=reno"], "unknown controller 'reno'; allowed: bbr, cubic"),
+    (["--controller=bbr"], "give exactly one of --suite, --scenario, --scenario-file"),
+    (["--scenario=pareto/fixed50", "--noout"], None),
+    (["--scenario=pareto/fixed50"], "--out: give the output folder"),
+    (["--scenario=pareto/fixed50", "--seeds=0"], "--seeds must be >= 1"),
+    (["--suite=pareto", "--bogus=1"], "Unknown command line flag 'bogus'"),
+    (["--suite=pareto", "stray"], "unexpected arguments"),
+    (["--scenario=pareto/fixed50", "--checkpoint=/nonexistent-jaxcc-run"], "no stage checkpoints"),
+])
+def test_cli_errors_name_the_problem(tmp_path, capsys, args, message):
+    if message is None:  # absl rejects --noout for a string flag
+        assert evaluate.run_cli(["evaluate", *args]) == 2
+        return
+    extra = [] if message.startswith("--out") else ["--out=" + str(tmp_path)]
+    assert evaluate.run_cli(["evaluate", *args, *extra]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.startswith("error: ")
+    assert not os.listdir(tmp_path)  # nothing simulated or written
+
+
+def test_cli_subprocess_error_exit_code():
+    res = _cli("--suite=nope", "--out=/tmp/unused-jaxcc", timeout=120)
+    assert res.returncode == 2 and "unknown suite 'nope'" in res.stderr and "Traceback" not in res.stderr
