@@ -14,14 +14,15 @@ Everything here is a pure function of pytrees with fixed shapes, so a batch of l
   mean, so the model is deterministic); then drop-tail drops the overflow above the buffer,
   shared between flows in proportion to their arrivals in the tick (the usual fluid
   approximation of tail drops).
-* Delay.  Bytes admitted in a tick wait behind the mean backlog of the tick.  Because the
+* Delay.  Bytes admitted in a tick wait behind the mean backlog of the tick (at most the buffer
+  less one packet, as an admitted packet had to fit).  Because the
   capacity schedule is known ahead (constant, steps, random walk drawn at reset, or a trace),
   the time to serve that backlog is computed *exactly* from the cumulative capacity — FIFO
   timing stays right when the capacity changes while bytes are queued.  The wait includes the
   bytes' own serialisation (one MSS), as in a packet-level queue.
 * Feedback.  The sender learns of delivery, loss and the RTT sample one path delay later:
   ``t_mid + wait + RTT``.  Each flow keeps a ring of future ticks; the tick's admitted and lost
-  bytes (and the byte-weighted RTT sum) are added to the slot of the tick in which their ACKs
+  bytes (and the byte-weighted RTT sum) are spread over the two ticks in which their ACKs
   arrive.  This is the fluid counterpart of a packet simulator's event queue, and it is what
   makes the feedback delayed by a real RTT rather than instantaneous.
 
@@ -273,8 +274,10 @@ def step(p: LinkParams, s: SimState, rate: jax.Array, cwnd: jax.Array) -> tuple[
 
     # 4. Queueing delay of this tick's bytes: FIFO behind the mean backlog of the tick, plus
     #    their own serialisation, timed against the known capacity schedule.
+    #    An admitted packet never waits behind more than ``buffer − MSS`` bytes (it had to fit).
     t_mid = t0 + 0.5 * dt
-    qdelay = time_to_serve(p, t_mid, 0.5 * (s.queue + queue) + MSS)
+    ahead = jnp.minimum(0.5 * (s.queue + queue), jnp.maximum(p.buffer_bytes - MSS, 0.0))
+    qdelay = time_to_serve(p, t_mid, ahead + MSS)
     owd = qdelay + 0.5 * p.rtt
 
     # 5. Schedule their ACKs (and loss notifications) one path delay later.  A dropped packet is
@@ -282,12 +285,14 @@ def step(p: LinkParams, s: SimState, rate: jax.Array, cwnd: jax.Array) -> tuple[
     #    were sent uniformly over this tick, so their ACKs arrive uniformly over a tick-wide window
     #    starting ``rtt_sample`` later: the window covers two ticks, shared in proportion to the
     #    overlap (``frac``).  Rounding to one tick instead would make a monitor interval's ACK
-    #    count jump by a whole tick's worth as the queueing delay drifts.
+    #    count jump by a whole tick's worth as the queueing delay drifts.  Feedback credited to a
+    #    tick is usable from that tick's start (step 1), so the window is shifted by half a tick:
+    #    on average an ACK is then used when it arrives, not half a tick before.
     rtt_sample = qdelay + p.rtt
-    offset = rtt_sample / dt
-    lo = jnp.floor(offset)
-    frac = offset - lo
-    lo = lo.astype(jnp.int32)
+    offset = jnp.minimum(rtt_sample / dt + 0.5, ring_len)  # clamp in float: outages give ~1e30
+    lo_f = jnp.floor(offset)
+    frac = offset - lo_f
+    lo = lo_f.astype(jnp.int32)
     over = lo > ring_len - 2
     frac = jnp.where(lo < 1, 0.0, jnp.where(over, 1.0, frac))  # clamp into [tick+1, tick+H-1]
     lo = jnp.clip(lo, 1, ring_len - 2)

@@ -1,0 +1,256 @@
+"""Hand-computed checks of ``jaxcc.sim.core``: capacity integrals, one tick by hand, feedback
+timing, and rate independence.  Everything runs in float64 (``jax.enable_x64``) so that the
+expected numbers can be compared tightly."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxcc.sim import core, links
+
+X64 = dict(rtol=1e-12, atol=1e-9)
+
+
+def link64(schedule, buffer=1e9, loss=0.0, rtts=(0.08,), starts=None, stops=None, dt=None):
+    """A ``LinkParams`` with float64 leaves (what ``links.make_link`` builds, without its float32)."""
+    n = len(rtts)
+    cum, per = schedule.cumulative()
+    a = lambda x: jnp.asarray(np.asarray(x, np.float64))  # noqa: E731
+    return core.LinkParams(
+        dt=a(min(rtts) / 8 if dt is None else dt), cap_t=a(schedule.times), cap_bps=a(schedule.rates),
+        cap_cum=a(cum), cap_period=a(schedule.period), cap_period_bytes=a(per), buffer_bytes=a(buffer),
+        loss=a(loss), rtt=a(rtts), start=a(starts or [0.0] * n), stop=a(stops or [1e9] * n))
+
+
+def f(fn, p, *args):
+    return float(fn(p, *(jnp.asarray(a, jnp.float64) for a in args)))
+
+
+# ----------------------------------------------------------------------------- capacity
+
+
+def test_constant_capacity():
+    with jax.enable_x64(True):
+        p = link64(links.constant(8.0))  # 8 Mbit/s = 1e6 B/s
+        assert f(core.capacity_at, p, 7.3) == 1e6
+        np.testing.assert_allclose(f(core.bytes_servable, p, 0.25, 2.25), 2e6, **X64)
+        np.testing.assert_allclose(f(core.time_to_serve, p, 3.0, 62500.0), 0.0625, **X64)
+        np.testing.assert_allclose(f(core.time_to_serve, p, 3.0, 0.0), 0.0, **X64)
+
+
+STEP_OUTAGE = links.Schedule(np.array([0.0, 1.0, 2.0]), np.array([1e6, 0.0, 5e5]))  # 1 s on, 1 s off, then half
+
+
+def test_steps_with_outage():
+    with jax.enable_x64(True):
+        p = link64(STEP_OUTAGE)
+        assert [f(core.capacity_at, p, t) for t in (0.0, 0.5, 1.0, 1.5, 2.0, 9.0)] == [1e6, 1e6, 0.0, 0.0, 5e5, 5e5]
+        np.testing.assert_allclose(f(core.bytes_servable, p, 0.5, 2.5), 0.5e6 + 0.0 + 0.25e6, **X64)
+        np.testing.assert_allclose(f(core.bytes_servable, p, 1.2, 1.8), 0.0, **X64)
+        np.testing.assert_allclose(f(core.bytes_servable, p, 2.0, 4.0), 1e6, **X64)
+        # 0.25 MB from 0.5 s: done at 0.75 s.
+        np.testing.assert_allclose(f(core.time_to_serve, p, 0.5, 0.25e6), 0.25, **X64)
+        # 0.75 MB from 0.5 s: 0.5 MB by 1 s, nothing during the outage, 0.25 MB at 5e5 B/s: 2.5 s.
+        np.testing.assert_allclose(f(core.time_to_serve, p, 0.5, 0.75e6), 2.0, **X64)
+        # Starting inside the outage: wait for its end, then 0.25 MB at 5e5 B/s.
+        np.testing.assert_allclose(f(core.time_to_serve, p, 1.5, 0.25e6), 1.0, **X64)
+        # Just short of the end of the first segment.
+        np.testing.assert_allclose(f(core.time_to_serve, p, 0.5, 0.5e6 - 1.0), 0.5 - 1e-6, **X64)
+
+
+def test_bytes_finishing_exactly_at_outage_start():
+    """Regression (found by this test, fixed in core): searchsorted(side='right') on cap_cum
+    dated bytes that finish exactly when an outage begins to the outage's END."""
+    with jax.enable_x64(True):
+        p = link64(STEP_OUTAGE)
+        # 0.5 MB from 0.5 s at 1e6 B/s are served at exactly 1.0 s (the outage starts then); one
+        # byte more waits for the outage to end.
+        np.testing.assert_allclose(f(core.time_to_serve, p, 0.5, 0.5e6), 0.5, **X64)
+        np.testing.assert_allclose(f(core.time_to_serve, p, 0.5, 0.5e6 + 1.0), 1.5 + 1.0 / 5e5, **X64)
+
+
+ON_OFF = links.Schedule(np.array([0.0, 1.0]), np.array([1e6, 0.0]), period=2.0)  # looping: 1 s on, 1 s off
+
+
+def test_looping_schedule():
+    with jax.enable_x64(True):
+        p = link64(ON_OFF)
+        assert float(p.cap_period_bytes) == 1e6
+        assert [f(core.capacity_at, p, t) for t in (0.5, 1.5, 2.5, 3.5, 100.25)] == [1e6, 0.0, 1e6, 0.0, 1e6]
+        np.testing.assert_allclose(f(core.bytes_servable, p, 0.5, 2.5), 1e6, **X64)  # wraps once
+        np.testing.assert_allclose(f(core.bytes_servable, p, 1.5, 3.5), 1e6, **X64)
+        np.testing.assert_allclose(f(core.bytes_servable, p, 10.25, 10.75), 0.5e6, **X64)  # a later lap
+        # 1.25 MB from 0.5 s: 0.5 MB by 1 s, off until 2 s, 0.75 MB by 2.75 s.
+        np.testing.assert_allclose(f(core.time_to_serve, p, 0.5, 1.25e6), 2.25, **X64)
+        # 2.5 MB from 1.5 s (inside an off period): laps [2,3], [4,5], half of [6,7].
+        np.testing.assert_allclose(f(core.time_to_serve, p, 1.5, 2.5e6), 6.5 - 1.5, **X64)
+        # A later lap works the same as the first.
+        np.testing.assert_allclose(f(core.time_to_serve, p, 20.5, 1.25e6), 2.25, **X64)
+
+
+def test_looping_exact_lap_multiple():
+    """Regression (found by this test, fixed in core): laps counted with floor(x / lap bytes)
+    dated a total that is an exact multiple of a lap to the start of the NEXT lap."""
+    with jax.enable_x64(True):
+        p = link64(ON_OFF)
+        # 1.5 MB from 0.5 s: 0.5 MB by 1 s, then 1 MB during [2, 3]: done at 3.0 s, i.e. 2.5 s.
+        np.testing.assert_allclose(f(core.time_to_serve, p, 0.5, 1.5e6), 2.5, **X64)
+
+
+# ----------------------------------------------------------------------------- one tick by hand
+
+
+def test_single_tick_by_hand():
+    """1e6 B/s, dt 10 ms, 12 kB buffer, 10 % loss, two flows (RTT 80 and 120 ms) sending 20 kB and
+    10 kB in the first tick."""
+    with jax.enable_x64(True):
+        p = link64(links.constant(8.0), buffer=12000.0, loss=0.1, rtts=(0.08, 0.12), dt=0.01)
+        s = core.init_state(p, 32)
+        s1, out = core.step(p, s, jnp.array([2e6, 1e6]), jnp.array([core.BIG, core.BIG]))
+        # Random loss first: 18000 + 9000 arrive.  The link serves 10000 in the tick, so the
+        # backlog would be 17000 > 12000: 5000 overflow, shared in proportion to arrivals.
+        keep = 22000.0 / 27000.0
+        admitted = np.array([18000.0 * keep, 9000.0 * keep])
+        np.testing.assert_allclose(out.sent, [20000.0, 10000.0], **X64)
+        np.testing.assert_allclose(out.admitted, admitted, **X64)
+        np.testing.assert_allclose(float(out.queue), 12000.0, **X64)
+        np.testing.assert_allclose(float(out.served), 10000.0, **X64)
+        np.testing.assert_allclose(float(out.capacity), 1e6, **X64)
+        # Bytes wait behind the mean backlog (0 + 12000)/2 plus their own MSS: 7.5 ms.
+        np.testing.assert_allclose(float(out.qdelay), 0.0075, **X64)
+        np.testing.assert_allclose(out.owd, [0.0075 + 0.04, 0.0075 + 0.06], **X64)
+        # Nothing is fed back yet; everything sent is in flight.
+        np.testing.assert_allclose(out.acked, [0.0, 0.0], **X64)
+        np.testing.assert_allclose(out.inflight, [20000.0, 10000.0], **X64)
+        # Feedback: the bytes were sent uniformly over [0, 10 ms], so their ACKs arrive uniformly
+        # over [r, r + 10 ms] with r = qdelay + RTT.  Feedback credited to a tick is usable from
+        # its start, so the window is shifted by half a tick (5 ms): flow 0: [92.5, 102.5] ms ->
+        # 3/4 in tick 9 ([90, 100) ms), 1/4 in tick 10; flow 1: [132.5, 142.5] ms -> 3/4 in tick
+        # 13, 1/4 in tick 14.
+        ring = np.array(s1.ring)
+        lost = np.array([20000.0, 10000.0]) - admitted
+        fb0 = np.array([admitted[0], lost[0], admitted[0] * 0.0875])
+        fb1 = np.array([admitted[1], lost[1], admitted[1] * 0.1275])
+        np.testing.assert_allclose(ring[9, 0], 0.75 * fb0, **X64)
+        np.testing.assert_allclose(ring[10, 0], 0.25 * fb0, **X64)
+        np.testing.assert_allclose(ring[13, 1], 0.75 * fb1, **X64)
+        np.testing.assert_allclose(ring[14, 1], 0.25 * fb1, **X64)
+        ring[9:11, 0] = 0.0
+        ring[13:15, 1] = 0.0
+        assert not ring.any() and not np.asarray(s1.pending).any()
+
+        # Quiet ticks: the queue drains at 10 kB per tick; the feedback arrives in ticks 9-10, 13-14.
+        s, zero = s1, jnp.zeros(2)
+        acked = []
+        for k in range(1, 16):
+            s, o = core.step(p, s, zero, zero)
+            acked.append(np.asarray(o.acked))
+            if k == 1:
+                np.testing.assert_allclose(float(o.queue), 2000.0, **X64)
+            if k == 2:
+                np.testing.assert_allclose(float(o.queue), 0.0, **X64)
+            if k == 9:
+                np.testing.assert_allclose(o.lost[0], 0.75 * lost[0], **X64)
+                np.testing.assert_allclose(float(o.rtt_wsum[0] / o.acked[0]), 0.0875, **X64)
+        acked = np.array(acked)
+        assert np.nonzero(acked[:, 0])[0].tolist() == [8, 9]  # k = 9, 10
+        assert np.nonzero(acked[:, 1])[0].tolist() == [12, 13]  # k = 13, 14
+        np.testing.assert_allclose(acked[8:10, 0], [0.75 * admitted[0], 0.25 * admitted[0]], **X64)
+        np.testing.assert_allclose(s.inflight, [0.0, 0.0], atol=1e-9)
+
+
+def test_window_limits_sending():
+    with jax.enable_x64(True):
+        p = link64(links.constant(8.0), rtts=(0.08,), dt=0.01)
+        s = core.init_state(p, 32)
+        s, out = core.step(p, s, jnp.array([core.BIG]), jnp.array([15000.0]))
+        np.testing.assert_allclose(out.sent, [15000.0], **X64)
+        s, out = core.step(p, s, jnp.array([core.BIG]), jnp.array([15000.0]))
+        np.testing.assert_allclose(out.sent, [0.0], **X64)  # window full until feedback arrives
+
+
+def test_inactive_flows_send_nothing():
+    with jax.enable_x64(True):
+        p = link64(links.constant(8.0), rtts=(0.08, 0.08), starts=[0.0, 0.05], stops=[0.02, 1.0], dt=0.01)
+        s = core.init_state(p, 32)
+        sent = []
+        for _ in range(8):
+            s, out = core.step(p, s, jnp.array([1e6, 1e6]), jnp.array([core.BIG, core.BIG]))
+            sent.append(np.asarray(out.sent))
+        sent = np.array(sent)
+        np.testing.assert_allclose(sent[:, 0], [1e4, 1e4, 0, 0, 0, 0, 0, 0], **X64)
+        np.testing.assert_allclose(sent[:, 1], [0, 0, 0, 0, 0, 1e4, 1e4, 1e4], **X64)
+
+
+# ----------------------------------------------------------------------------- rate independence
+
+
+RI_RTT = 0.5  # long enough that the 1 Mbit/s buffer (0.5 BDP) holds ~21 packets
+
+
+def _packet_terms(queue, buffer, capacity):
+    """The packet-sized parts of the model's queueing delay: one MSS of serialisation, and the
+    cap of the backlog an admitted packet waits behind at ``buffer − MSS``."""
+    backlog = 0.5 * (np.concatenate([[0.0], queue[:-1]]) + queue)
+    return (core.MSS + np.minimum(backlog, buffer - core.MSS) - backlog) / capacity
+
+
+def _normalised_run(mbps: float):
+    """Two constant-rate flows (60 % and 70 % of the nominal rate) on a link that steps from the
+    nominal rate to half of it and back, buffer 0.5 BDP, 1 % loss; everything in bytes scales with
+    the rate.  Returns trajectories normalised by the nominal bytes per tick / buffer."""
+    c = mbps * links.MBPS
+    rtt, dt = RI_RTT, RI_RTT / 8
+    sched = links.Schedule(np.array([0.0, 10 * rtt, 20 * rtt]), np.array([c, 0.5 * c, c]))
+    p = link64(sched, buffer=0.5 * c * rtt, loss=0.01, rtts=(rtt, 1.6 * rtt), dt=dt)
+    rates = jnp.array([0.6 * c, 0.7 * c])
+    big = jnp.full((2,), core.BIG)
+
+    def body(s, _):
+        s, o = core.step(p, s, rates, big)
+        return s, o
+
+    _, o = jax.lax.scan(body, core.init_state(p, 64), None, length=320)
+    per_tick = c * dt
+    return {
+        "sent": np.asarray(o.sent) / per_tick,
+        "admitted": np.asarray(o.admitted) / per_tick,
+        # (Feedback timing is not compared: it includes one packet's serialisation, MSS / c —
+        # 12 ms at 1 Mbit/s, 12 us at 1 Gbit/s — the model's one absolute scale.)
+        "queue": np.asarray(o.queue) / (0.5 * c * rtt),
+        "served": np.asarray(o.served) / per_tick,
+        # The model's only absolute size is the packet: remove its serialisation (MSS / c(t))
+        # and the cap on the backlog an admitted packet waits behind (buffer − MSS).
+        "qdelay_minus_mss": np.asarray(o.qdelay) - _packet_terms(np.asarray(o.queue), 0.5 * c * rtt,
+                                                                np.asarray(o.capacity)),
+    }
+
+
+def test_rate_independence_1mbps_vs_1gbps():
+    with jax.enable_x64(True):
+        a, b = _normalised_run(1.0), _normalised_run(1000.0)
+    assert a["queue"].max() > 0.99  # the scenario does fill the buffer (and drains it again)
+    qa, qb = a.pop("qdelay_minus_mss"), b.pop("qdelay_minus_mss")
+    for k in a:
+        np.testing.assert_allclose(a[k], b[k], rtol=1e-9, atol=1e-9, err_msg=k)
+    # Subtracting MSS / c(t) is exact unless the bytes' service crosses a capacity step (then the
+    # packet is serialised at the new rate): compare the ticks whose service ends before a step.
+    t_mid = (np.arange(qa.size) + 0.5) * (RI_RTT / 8)
+    end = t_mid + np.maximum(qa, qb) + 2 * 1500 / (0.5 * links.MBPS)
+    clean = ~np.any([(t_mid < step) & (end >= step) for step in (10 * RI_RTT, 20 * RI_RTT)], axis=0)
+    assert clean.sum() > 250
+    np.testing.assert_allclose(qa[clean], qb[clean], rtol=1e-9, atol=1e-9)
+
+
+def test_cost_is_independent_of_rate():
+    """The compiled step is the same program whatever the rate (a fluid model's point)."""
+    lowered = []
+    for mbps in (1.0, 1000.0):
+        p = links.make_link(links.constant(mbps), 1e5, 0.0, [0.05], [0.0], [1.0])
+        s = core.init_state(jax.tree.map(jnp.asarray, p), 64)
+        r = jnp.ones((1,), jnp.float32)
+        lowered.append(jax.jit(core.step).lower(jax.tree.map(jnp.asarray, p), s, r, r).as_text())
+    assert lowered[0] == lowered[1]
