@@ -63,6 +63,9 @@ def test_reward_phases_by_hand():
     np.testing.assert_allclose(R(_sig(dR=0.2, dD=30.0, d_ms=20.0), F, F), -0.2 * 30 + 10 * 0.2, rtol=1e-6)
     # draining, delay unchanged (20 ms → 20 ms): −5·dL − 10·X − 15·dL
     np.testing.assert_allclose(R(_sig(dL=0.1, X=0.5, d_ms=20.0), T, T, prev_d=jnp.array([20.0])), -7.0, rtol=1e-6)
+    # X is clipped to [0, 1] (§III): a draining queue (X < 0) earns nothing, X = 3 costs 10.
+    np.testing.assert_allclose(R(_sig(dL=0.1, X=-2.0, d_ms=20.0), T, T, prev_d=jnp.array([20.0])), -2.0, rtol=1e-6)
+    np.testing.assert_allclose(R(_sig(dL=0.0, X=3.0, d_ms=20.0), T, T, prev_d=jnp.array([20.0])), -10.0, rtol=1e-6)
     # probing: first step out of delay −dD + 10ΔR; later 50ΔR
     np.testing.assert_allclose(R(_sig(dR=0.3, dD=-4.0, d_ms=1.0), T, T), 7.0, rtol=1e-6)
     np.testing.assert_allclose(R(_sig(dR=0.3, dD=-4.0, d_ms=1.0), T, F), 15.0, rtol=1e-6)

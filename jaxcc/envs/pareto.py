@@ -164,7 +164,7 @@ def reward(sig: ParetoSignals, exp_before, prev_delayed, prev_dD, prev_d_ms, p: 
                                                        (eps = startup_dR_eps: a noise deadband)
     queue draining (d_t >= d_min):
         first delay ever:                              r = −0.2·(dD/dT)_t + 10·ΔR
-        otherwise:                                     r = −5·(dL/dT)_t − 10·X_t, then
+        otherwise:                                     r = −5·(dL/dT)_t − 10·clip(X_t, 0, 1), then
             if the delay changed (|d_t − d_{t−1}| > eps): r −= 0.25·((dD/dT)_t − (dD/dT)_{t−1})
             else:                                      r −= 15·(dL/dT)_t
     bandwidth probing (d_t < d_min, delayed before):
@@ -174,7 +174,9 @@ def reward(sig: ParetoSignals, exp_before, prev_delayed, prev_dD, prev_d_ms, p: 
     """
     startup = jnp.where(sig.dR < -p.startup_dR_eps, -50.0, 10.0 * sig.dR)
     changed = jnp.abs(sig.d_ms - prev_d_ms) > p.delay_eps_ms
-    drain_later = -5.0 * sig.dL - 10.0 * sig.X
+    # §III: "X_t lies between [0, 1]".  Unclipped, X < 0 while the queue drains would pay the
+    # agent for crashing its rate (−10·X > 0), and X > 1 would swamp the other terms.
+    drain_later = -5.0 * sig.dL - 10.0 * jnp.clip(sig.X, 0.0, 1.0)
     drain_later = jnp.where(changed, drain_later - 0.25 * (sig.dD - prev_dD), drain_later - 15.0 * sig.dL)
     drain = jnp.where(exp_before, drain_later, -0.2 * sig.dD + 10.0 * sig.dR)
     probe = jnp.where(prev_delayed, -sig.dD + 10.0 * sig.dR, 50.0 * sig.dR)

@@ -1,0 +1,27 @@
+"""A tiny Pareto run for tests and smoke checks: three short stages, a few links (~1 minute)."""
+
+import importlib.util
+import os
+
+
+def get_config():
+    spec = importlib.util.spec_from_file_location(
+        "_pareto_staged", os.path.join(os.path.dirname(os.path.abspath(__file__)), "pareto_staged.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    c = mod.get_config()
+    c.num_envs = 8
+    c.rollout_len = 2
+    c.chunk_updates = 2
+    c.checkpoint_every_chunks = 1
+    for name in ("bootstrap", "advance", "fairness"):
+        c.stages[name].num_updates = 4
+        c.stages[name].buffer_segment = 512
+    c.td3.hidden = 8
+    c.td3.fc = 8
+    c.td3.critic_hidden = 8
+    c.td3.critic_fc = 16
+    c.td3.batch_size = 32
+    c.td3.grad_steps = 2
+    c.wandb.mode = "disabled"
+    return c

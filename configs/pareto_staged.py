@@ -1,0 +1,74 @@
+"""Pareto (IEEE TNSE 2022): TD3 + LSTM, staged bootstrap → advance → fairness (Algorithm 2).
+
+``python -m jaxcc.train --config=pareto_staged`` — sized to finish on a 2-core laptop CPU in
+about 20 minutes; scale ``num_envs``, ``stages[*].num_updates`` and ``td3.grad_steps`` up on a
+GPU/TPU (``launch/train_gpu.sh``).
+"""
+
+import ml_collections
+
+
+def get_config() -> ml_collections.ConfigDict:
+    c = ml_collections.ConfigDict()
+    c.algo = "pareto_td3"
+    c.seed = 0
+    c.num_envs = 16  # links simulated in parallel (sharded over devices: a multiple of the device count)
+    c.rollout_len = 6  # env steps (monitor intervals of 2 RTTs) per update on every link
+    c.chunk_updates = 10  # updates per jitted lax.scan chunk (the Python loop runs per chunk)
+    c.checkpoint_every_chunks = 5  # rolling checkpoint every 5 chunks = 50 updates, and at each stage end
+    c.keep_checkpoints = 2
+
+    c.env = ml_collections.ConfigDict()
+    c.env.name = "pareto"
+    c.env.source = "envs"  # jaxcc.envs.make_env('pareto' / 'pareto-fairness')
+    c.env.overrides = ml_collections.ConfigDict()  # EnvConfig overrides passed to make_env (e.g. history=8)
+
+    # Algorithm 2: each stage adds one fixed-size segment to the shared buffer.
+    # --config.stages.advance.num_updates=500 changes one stage; --config.stage_order=bootstrap runs one.
+    c.stage_order = "bootstrap,advance,fairness"
+    c.stages = ml_collections.ConfigDict()
+    c.stages.bootstrap = ml_collections.ConfigDict({"num_updates": 300, "buffer_segment": 40_000})
+    c.stages.advance = ml_collections.ConfigDict({"num_updates": 300, "buffer_segment": 40_000})
+    c.stages.fairness = ml_collections.ConfigDict({"num_updates": 200, "buffer_segment": 40_000})
+
+    c.td3 = ml_collections.ConfigDict()
+    c.td3.hidden = 32  # actor LSTM units
+    c.td3.fc = 32
+    c.td3.critic_hidden = 32
+    c.td3.critic_fc = 64
+    c.td3.batch_size = 128
+    c.td3.grad_steps = 8  # TD3 iterations per update (Algorithm 3 line 7)
+    c.td3.policy_delay = 2  # delayed actor / target updates (TD3)
+    c.td3.max_grad_norm = 10.0
+    # Sweepable leaves (state["hp"]): change them without recompiling.
+    c.td3.gamma = 0.9  # finite 60-step episodes; an effective horizon of ~10 steps = 20 RTTs
+    c.td3.tau = 0.005  # eq. (8)
+    c.td3.lr_actor = 3e-4
+    c.td3.lr_critic = 1e-3
+    c.td3.policy_noise = 0.2  # ε ~ N(0, σ) in eq. (3), as a fraction of the action half-range
+    c.td3.noise_clip = 0.5
+    c.td3.expl_noise = 0.1  # behaviour noise, fraction of the half-range
+    c.td3.alpha = 0.6  # P(i) ∝ p_i^α (§IV)
+    c.td3.beta0 = 0.4  # eq. (6) β: 0.4, +0.001 per iteration, up to 1
+    c.td3.beta_inc = 0.001
+    c.td3.prio_c = 10.0  # eq. (2): c
+    c.td3.prio_zeta = 1e-5  # eq. (2): ζ
+    c.td3.expert_threshold = 0.0  # Algorithm 3 line 3: "if reward r_t < 0 then next action by expert"
+    c.td3.reward_scale = 0.1  # rewards in [-50, 50] -> [-5, 5] for the critics
+
+    c.replay = ml_collections.ConfigDict()
+    c.replay.new_priority_max = True  # new samples get the max priority seen (else the paper's initial 1)
+
+    c.expert = ml_collections.ConfigDict()
+    c.expert.enabled = True
+
+    c.wandb = ml_collections.ConfigDict()
+    c.wandb.project = "jaxcc"
+    c.wandb.mode = "auto"  # auto: online with credentials, else offline; WANDB_MODE wins; "disabled" off
+    c.wandb.entity = ""
+    c.wandb.group = ""
+
+    c.export_stages = True  # write <Stage>.safetensors beside each stage checkpoint
+    c.debug_nan_at_update = -1  # test hook: poison the critic at this update (NaN guard test)
+    c.debug_chunk_sleep_s = 0.0  # test hook: pause after each chunk (kill -9 resume test)
+    return c

@@ -1,0 +1,322 @@
+"""Pareto: TD3 with LSTM actor/critics, segmented prioritized replay, BBR expert, staged training.
+
+Reads top to bottom like PureJaxRL.  ``make_train(config)`` returns a ``Trainer`` of pure
+functions; ``jaxcc.train`` drives them from a thin Python loop (logging, checkpoints, progress).
+
+* Algorithm 3 (TD3 for a prioritized buffer).  One *update* plays ``rollout_len`` steps on every
+  link in parallel (each step is one monitor interval of ``mi_rtts`` RTTs for every flow), stores
+  the transitions, then runs ``grad_steps`` TD3 steps:
+  target ``y = r + γ min_i Q_φ'_i(s', π_θ'(s') + ε)`` with clipped noise ε (eq. 3, target policy
+  smoothing), twin critic losses (eq. 4), the deterministic policy gradient (eq. 5) every
+  ``policy_delay`` steps, importance weights (eq. 6) on every per-sample loss (eq. 7), soft
+  target updates with τ (eq. 8) on the delayed steps, and new priorities (eq. 9).  β starts at
+  0.4 and grows by 0.001 per gradient step to 1.
+* Expert demonstrations (Algorithm 3 lines 3–4): when a flow's previous step earned a reward
+  below ``expert_threshold``, its next action is BBR's (``info["expert_action"]``); the share of
+  expert actions is logged.
+* Algorithm 2 (staged): bootstrap → advance → fairness.  Each stage owns one fixed-size segment
+  of the shared buffer (``replay.add`` writes only there; older segments are frozen and still
+  sampled).  The fairness stage runs two flows per link with one shared policy and one shared
+  buffer: every flow of every link acts with the same parameters and all their transitions go to
+  the same buffer, so an update learns from all of them ("communication-free" fairness).
+
+All hyperparameters that a sweep varies are leaves of ``state["hp"]`` (floats), so they can be
+changed (or vmapped) without recompiling; shapes (batch size, network sizes, buffer segment
+sizes, number of links) are static.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from jaxcc.agents import env_adapter, networks, replay
+
+STAGE_LABELS = {"bootstrap": "Pareto-Bootstrap", "advance": "Pareto-Advance", "fairness": "Pareto-Fair"}
+HP_KEYS = ("gamma", "tau", "lr_actor", "lr_critic", "policy_noise", "noise_clip", "expl_noise", "alpha",
+           "beta0", "beta_inc", "prio_c", "prio_zeta", "expert_threshold", "reward_scale")
+
+
+@dataclasses.dataclass(frozen=True)
+class Stage:
+    index: int
+    name: str  # bootstrap | advance | fairness
+    label: str  # Pareto-Bootstrap ...
+    num_updates: int
+    num_chunks: int
+
+
+@dataclasses.dataclass
+class Trainer:
+    """Pure pieces of a staged run; see ``jaxcc.train`` for the loop that drives them."""
+
+    config: Any
+    stages: list[Stage]
+    chunk_updates: int
+    actor_spec: dict
+    init: Callable  # key -> state (at the start of stage 0)
+    enter_stage: Callable  # (state, stage index) -> state with that stage's envs
+    run_chunk: Callable  # (state, stage index) -> (state, metrics [chunk_updates])
+    template: Callable  # stage index -> abstract state (ShapeDtypeStructs) for restore
+    env_source: str
+
+
+def _strong(tree):
+    """Drop weak types so a state from ``init`` and one from ``run_chunk`` share one compiled shape."""
+    return jax.tree.map(lambda x: jnp.asarray(x, dtype=jnp.asarray(x).dtype) + jnp.zeros((), jnp.asarray(x).dtype), tree)
+
+
+def _hp(config) -> dict:
+    t = config.td3
+    return {k: jnp.asarray(float(t[k]), jnp.float32) for k in HP_KEYS}
+
+
+def make_train(config, mesh=None) -> Trainer:
+    """Build the staged Pareto trainer from a config (see ``configs/pareto_staged.py``)."""
+    t = config.td3
+    stage_names = [n.strip() for n in str(config.stage_order).split(",") if n.strip()]
+    for n in stage_names:
+        if n not in STAGE_LABELS:
+            raise ValueError(f"config.stage_order: unknown stage {n!r}; expected some of {sorted(STAGE_LABELS)}")
+        if n not in config.stages:
+            raise ValueError(f"config.stages.{n} is missing (num_updates, buffer_segment)")
+    stage_cfgs = [config.stages[n] for n in stage_names]
+    env_over = dict(config.env.overrides) if "overrides" in config.env else {}
+    senvs = [env_adapter.make_stage_env(n, prefer=config.env.source, overrides=env_over) for n in stage_names]
+    T, D = senvs[0].history, senvs[0].obs_dim
+    for se in senvs:
+        if (se.history, se.obs_dim) != (T, D):
+            raise ValueError("every stage must share one observation window shape [T, D]")
+    E = int(config.num_envs)
+    B = int(t.batch_size)
+    chunk = int(config.chunk_updates)
+    stages = []
+    for i, s in enumerate(stage_cfgs):
+        nu = int(s.num_updates)
+        if nu % chunk:
+            raise ValueError(f"config.stages.{stage_names[i]}.num_updates={nu} must be a multiple of "
+                             f"chunk_updates={chunk}")
+        stages.append(Stage(i, stage_names[i], STAGE_LABELS[stage_names[i]], nu, nu // chunk))
+    spec = networks.actor_spec(T, D, int(t.hidden), int(t.fc), mi_rtts=senvs[0].mi_rtts,
+                               features=senvs[0].feature_info)
+    segment_sizes = [int(s.buffer_segment) for s in stage_cfgs]
+    opt = optax.chain(optax.clip_by_global_norm(float(t.max_grad_norm)), optax.scale_by_adam())
+    lo, hi = networks.A_LOW, networks.A_HIGH
+    half = 0.5 * (hi - lo)
+    rollout = int(config.rollout_len)
+    grad_steps = int(t.grad_steps)
+    delay = int(t.policy_delay)
+    use_expert = bool(config.expert.enabled)
+    nan_at = int(config.get("debug_nan_at_update", -1))
+
+    if mesh is not None:
+        n_dev = mesh.devices.size
+        for what, v in (("num_envs", E), ("td3.batch_size", B)):
+            if v % n_dev:
+                raise ValueError(f"config.{what}={v} must be a multiple of the {n_dev} devices (sharded over 'data')")
+
+    def data_sharded(x):
+        if mesh is None:
+            return x
+        from jax.sharding import NamedSharding, PartitionSpec as P
+        return jax.lax.with_sharding_constraint(x, NamedSharding(mesh, P("data")))
+
+    actor = functools.partial(networks.actor_apply, spec)
+    actor_b = jax.vmap(actor, in_axes=(None, 0))
+    critic_b = jax.vmap(networks.critic_apply, in_axes=(None, 0, 0))
+
+    # ------------------------------------------------------------------ init
+    def init_agent(key):
+        ka, k1, k2 = jax.random.split(key, 3)
+        a = networks.init_actor(ka, D, int(t.hidden), int(t.fc))
+        c1 = networks.init_critic(k1, D, int(t.critic_hidden), int(t.critic_fc))
+        c2 = networks.init_critic(k2, D, int(t.critic_hidden), int(t.critic_fc))
+        return {"actor": a, "critic1": c1, "critic2": c2, "actor_t": a, "critic1_t": c1, "critic2_t": c2,
+                "opt_actor": opt.init(a), "opt_critic": opt.init((c1, c2))}
+
+    def example_transition():
+        z = jnp.zeros((T, D), jnp.float32)
+        return {"obs": z, "action": jnp.zeros((), jnp.float32), "reward": jnp.zeros((), jnp.float32),
+                "next_obs": z, "done": jnp.zeros((), jnp.float32)}
+
+    def init_env(stage_idx: int, key):
+        reset, _, _ = env_adapter.windowed(senvs[stage_idx])
+        keys = jax.random.split(key, E)
+        obs, st = jax.vmap(reset)(keys)
+        f = senvs[stage_idx].num_flows
+        return {"state": st, "obs": obs, "prev_reward": jnp.zeros((E, f), jnp.float32),
+                "has_prev": jnp.zeros((E, f), bool), "expert": jnp.zeros((E, f), jnp.float32),
+                "ep_return": jnp.zeros((E, f), jnp.float32)}
+
+    def init(key):
+        return _strong(_init(key))
+
+    def _init(key):
+        key = jnp.asarray(key)
+        k_agent, k_env, k_run = jax.random.split(key, 3)
+        state = {
+            "agent": init_agent(k_agent),
+            "buffer": replay.init(example_transition(), segment_sizes),
+            "env": init_env(0, k_env),
+            "key": k_run,
+            "hp": _hp(config),
+            "counters": {"update": jnp.zeros((), jnp.int32), "grad_step": jnp.zeros((), jnp.int32),
+                         "env_steps": jnp.zeros((), jnp.int32), "stage": jnp.zeros((), jnp.int32),
+                         "stage_update": jnp.zeros((), jnp.int32)},
+        }
+        return state
+
+    def enter_stage(state, stage_idx: int):
+        key, k_env = jax.random.split(state["key"])
+        c = dict(state["counters"])
+        c["stage"] = jnp.asarray(stage_idx, jnp.int32)
+        c["stage_update"] = jnp.zeros((), jnp.int32)
+        return _strong({**state, "env": init_env(stage_idx, k_env), "key": key, "counters": c})
+
+    # ------------------------------------------------------------------ collect (play, store)
+    def make_collect(stage_idx: int):
+        _, step, has_expert = env_adapter.windowed(senvs[stage_idx])
+        f = senvs[stage_idx].num_flows
+
+        def env_step(carry, _):
+            agent, buf, env, key, hp = carry
+            key, k_noise, k_step = jax.random.split(key, 3)
+            obs = data_sharded(env["obs"])
+            a_pi = actor_b(agent["actor"], obs.reshape(E * f, T, D)).reshape(E, f)
+            noise = jax.random.normal(k_noise, (E, f)) * hp["expl_noise"] * half
+            a = jnp.clip(a_pi + noise, lo, hi)
+            use_exp = env["has_prev"] & (env["prev_reward"] < hp["expert_threshold"]) & use_expert
+            a = jnp.where(use_exp, env["expert"], a)
+            keys = jax.random.split(k_step, E)
+            nobs, nst, r, term, trunc, valid, final, expert = jax.vmap(step)(keys, env["state"], a)
+            if not has_expert:
+                use_exp = jnp.zeros_like(use_exp)
+            done = term | trunc
+            tr = {"obs": obs, "action": a, "reward": r * hp["reward_scale"], "next_obs": final,
+                  "done": term.astype(jnp.float32)}
+            tr = jax.tree.map(lambda x: x.reshape((E * f,) + x.shape[2:]), tr)
+            buf = replay.add(buf, tr, valid.reshape(-1), stage_idx, new_priority_max=bool(config.replay.new_priority_max))
+            ep_ret = env["ep_return"] + jnp.where(valid, r, 0.0)
+            fin = done & valid
+            m = {"reward": jnp.sum(jnp.where(valid, r, 0.0)), "valid": jnp.sum(valid),
+                 "expert": jnp.sum(use_exp & valid), "ep_return_sum": jnp.sum(jnp.where(fin, ep_ret, 0.0)),
+                 "ep_count": jnp.sum(fin)}
+            env = {"state": nst, "obs": nobs, "prev_reward": r, "has_prev": valid & ~done,
+                   "expert": expert, "ep_return": jnp.where(done, 0.0, ep_ret)}
+            return (agent, buf, env, key, hp), m
+
+        return env_step
+
+    # ------------------------------------------------------------------ learn (Algorithm 3, lines 6–13)
+    def td3_step(carry, _):
+        agent, buf, key, hp, gstep = carry
+        key, k_s, k_n = jax.random.split(key, 3)
+        beta = jnp.minimum(1.0, hp["beta0"] + hp["beta_inc"] * gstep.astype(jnp.float32))
+        b, idx, w, _ = replay.sample(buf, k_s, B, hp["alpha"], beta)
+        b = jax.tree.map(data_sharded, b)
+        w = data_sharded(w)
+        # eq. (3): target with clipped smoothing noise ε ~ N(0, σ).
+        eps = jnp.clip(jax.random.normal(k_n, (B,)) * hp["policy_noise"] * half,
+                       -hp["noise_clip"] * half, hp["noise_clip"] * half)
+        a2 = jnp.clip(actor_b(agent["actor_t"], b["next_obs"]) + eps, lo, hi)
+        q_t = jnp.minimum(critic_b(agent["critic1_t"], b["next_obs"], a2), critic_b(agent["critic2_t"], b["next_obs"], a2))
+        y = jax.lax.stop_gradient(b["reward"] + hp["gamma"] * (1.0 - b["done"]) * q_t)
+
+        # eq. (4) weighted by eq. (6) as in eq. (7).
+        def critic_loss(cs):
+            q1 = critic_b(cs[0], b["obs"], b["action"])
+            q2 = critic_b(cs[1], b["obs"], b["action"])
+            per = 0.5 * (jnp.square(q1 - y) + jnp.square(q2 - y))
+            return jnp.mean(w * per), (per, q1)
+
+        (c_loss, (c_per, q1)), c_grads = jax.value_and_grad(critic_loss, has_aux=True)(
+            (agent["critic1"], agent["critic2"]))
+        if nan_at >= 0:  # test hook: poison the loss at one update to exercise the NaN guard
+            c_loss = c_loss + jnp.where(gstep == nan_at * grad_steps, jnp.nan, 0.0)
+        upd, opt_c = opt.update(c_grads, agent["opt_critic"])
+        c1, c2 = jax.tree.map(lambda p, u: p - hp["lr_critic"] * u, (agent["critic1"], agent["critic2"]), upd)
+        if nan_at >= 0:
+            c1 = jax.tree.map(lambda p: p + jnp.where(gstep == nan_at * grad_steps, jnp.nan, 0.0), c1)
+        agent = {**agent, "critic1": c1, "critic2": c2, "opt_critic": opt_c}
+
+        # eq. (5): deterministic policy gradient through Q1, every `policy_delay` steps.
+        def actor_loss(ap):
+            per = -critic_b(agent["critic1"], b["obs"], actor_b(ap, b["obs"]))
+            return jnp.mean(w * per), per
+
+        def do_actor(agent):
+            (a_loss, a_per), g = jax.value_and_grad(actor_loss, has_aux=True)(agent["actor"])
+            u, opt_a = opt.update(g, agent["opt_actor"])
+            ap = jax.tree.map(lambda p, uu: p - hp["lr_actor"] * uu, agent["actor"], u)
+            tau = hp["tau"]
+            soft = lambda tp, p: jax.tree.map(lambda x, y: tau * y + (1.0 - tau) * x, tp, p)  # noqa: E731  eq. (8)
+            agent = {**agent, "actor": ap, "opt_actor": opt_a, "actor_t": soft(agent["actor_t"], ap),
+                     "critic1_t": soft(agent["critic1_t"], agent["critic1"]),
+                     "critic2_t": soft(agent["critic2_t"], agent["critic2"])}
+            return agent, a_loss, a_per
+
+        def skip_actor(agent):
+            a_loss, a_per = actor_loss(agent["actor"])
+            return agent, a_loss, a_per
+
+        agent, a_loss, a_per = jax.lax.cond(jnp.mod(gstep, delay) == 0, do_actor, skip_actor, agent)
+        # eq. (9): p_i <- tanh(δ_i / c + J_i) + 1 + ζ.
+        prio = replay.pareto_priority(c_per, a_per, hp["prio_c"], hp["prio_zeta"])
+        buf = replay.update_priorities(buf, idx, prio)
+        m = {"critic_loss": c_loss, "actor_loss": a_loss, "q": jnp.mean(q1), "beta": beta,
+             "priority": jnp.mean(prio), "is_weight": jnp.mean(w)}
+        return (agent, buf, key, hp, gstep + 1), m
+
+    # ------------------------------------------------------------------ one update, one chunk
+    def make_update(stage_idx: int):
+        collect = make_collect(stage_idx)
+
+        def update(state, _):
+            agent, buf, env, key, hp = state["agent"], state["buffer"], state["env"], state["key"], state["hp"]
+            (agent, buf, env, key, hp), cm = jax.lax.scan(collect, (agent, buf, env, key, hp), None, length=rollout)
+            c = state["counters"]
+            (agent, buf, key, hp, gstep), lm = jax.lax.scan(td3_step, (agent, buf, key, hp, c["grad_step"]), None,
+                                                            length=grad_steps)
+            valid = jnp.maximum(jnp.sum(cm["valid"]), 1)
+            metrics = {
+                "reward": jnp.sum(cm["reward"]) / valid,
+                "expert_share": jnp.sum(cm["expert"]) / valid,
+                "ep_return_sum": jnp.sum(cm["ep_return_sum"]), "ep_count": jnp.sum(cm["ep_count"]),
+                "critic_loss": jnp.mean(lm["critic_loss"]), "actor_loss": jnp.mean(lm["actor_loss"]),
+                "q": jnp.mean(lm["q"]), "beta": lm["beta"][-1], "priority": jnp.mean(lm["priority"]),
+                "buffer_size": replay.size(buf),
+                "params_finite": jnp.all(jnp.asarray([jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves(
+                    (agent["actor"], agent["critic1"], agent["critic2"]))])),
+            }
+            counters = {"update": c["update"] + 1, "grad_step": gstep,
+                        "env_steps": c["env_steps"] + rollout * E, "stage": c["stage"],
+                        "stage_update": c["stage_update"] + 1}
+            new = {**state, "agent": agent, "buffer": buf, "env": env, "key": key, "hp": hp, "counters": counters}
+            return new, metrics
+
+        return update
+
+    updates = [make_update(i) for i in range(len(stages))]
+
+    def run_chunk(state, stage_idx: int):
+        return jax.lax.scan(updates[stage_idx], state, None, length=chunk)
+
+    def template(stage_idx: int):
+        def build(key):
+            s = init(key)
+            return enter_stage(s, stage_idx) if stage_idx else s
+        return jax.eval_shape(build, jax.random.PRNGKey(0))
+
+    return Trainer(config=config, stages=stages, chunk_updates=chunk, actor_spec=spec, init=init,
+                   enter_stage=enter_stage, run_chunk=run_chunk, template=template, env_source=senvs[0].source)
+
+
+def actor_params(state) -> dict:
+    """The actor's parameters (numpy) from a (restored) training state."""
+    return jax.tree.map(np.asarray, state["agent"]["actor"])

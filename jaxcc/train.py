@@ -1,0 +1,420 @@
+"""``python -m jaxcc.train --config=NAME [--config.key=value ...] [--workdir=DIR] [--seed=N]``
+
+``NAME`` is ``configs/NAME.py`` (a path to a config file also works); ``--config.a.b=v``
+overrides any key.  The run lives in ``--workdir`` (default ``checkpoints/runs/<NAME>-<seed>``):
+re-running the same command resumes from the last checkpoint and finishes with the same final
+parameters as an uninterrupted run (the chunk sequence and every RNG key live in the state).
+
+PureJaxRL shape: the agent's ``make_train(config)`` gives pure jitted functions whose bodies are
+``lax.scan`` (collect, update); this file is the thin Python loop over chunks that logs
+(``metrics.jsonl`` always, wandb when not disabled — offline unless credentials exist), saves
+orbax checkpoints, guards against NaN/inf, and shows a tqdm bar with ETA and current returns.
+
+Devices: the environment lanes and minibatches are sharded over every device on a 1-D mesh
+(``'data'``); parameters and the replay buffer are replicated.  On a multi-host TPU pod pass
+``--distributed`` (or set ``JAXCC_DISTRIBUTED=1``) to call ``jax.distributed.initialize()``.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import math
+import os
+import sys
+import time
+from typing import Any
+
+import numpy as np
+
+_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CONFIG_DIRS = (os.path.join(os.getcwd(), "configs"), os.path.join(_REPO, "configs"))
+
+
+class TrainingDiverged(RuntimeError):
+    """NaN/inf in a loss or a parameter; the last good checkpoint is left as it was."""
+
+
+# ----------------------------------------------------------------------------- config names
+
+
+def list_configs() -> list[str]:
+    names = set()
+    for d in CONFIG_DIRS:
+        for p in glob.glob(os.path.join(d, "*.py")):
+            n = os.path.splitext(os.path.basename(p))[0]
+            if not n.startswith("_"):
+                names.add(n)
+    return sorted(names)
+
+
+def resolve_config_path(name: str) -> str:
+    """``NAME`` -> ``configs/NAME.py``; a path to an existing file is returned as is."""
+    base, sep, rest = name.partition(":")  # ml_collections allows "file.py:arg"
+    if os.path.isfile(base):
+        return name
+    for d in CONFIG_DIRS:
+        p = os.path.join(d, base + ".py")
+        if os.path.isfile(p):
+            return p + sep + rest
+    raise ValueError(f"unknown config {base!r}; valid configs: {', '.join(list_configs())} "
+                     f"(or a path to a config .py file)")
+
+
+def _rewrite_argv(argv: list[str]) -> list[str]:
+    out = []
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a.startswith("--config="):
+            out.append("--config=" + resolve_config_path(a[len("--config="):]))
+        elif a == "--config" and i + 1 < len(argv):
+            out += ["--config", resolve_config_path(argv[i + 1])]
+            i += 1
+        else:
+            out.append(a)
+        i += 1
+    return out
+
+
+def config_name(path: str) -> str:
+    return os.path.splitext(os.path.basename(path.partition(":")[0]))[0]
+
+
+def all_keys(cfg, prefix: str = "") -> list[str]:
+    out = []
+    for k, v in cfg.items():
+        if hasattr(v, "items"):
+            out += all_keys(v, f"{prefix}{k}.")
+        else:
+            out.append(prefix + k)
+    return out
+
+
+# ----------------------------------------------------------------------------- logging
+
+
+def resolve_wandb_mode(mode: str) -> str:
+    """'disabled' | 'offline' | 'online'.  WANDB_MODE wins; 'auto' is online only with credentials."""
+    env = os.environ.get("WANDB_MODE", "").strip().lower()
+    if env in ("disabled", "offline", "online", "dryrun", "run"):
+        return {"dryrun": "offline", "run": "online"}.get(env, env)
+    if mode in ("disabled", "offline", "online"):
+        if mode == "online" and not _wandb_credentials():
+            return "offline"
+        return mode
+    return "online" if _wandb_credentials() else "offline"
+
+
+def _wandb_credentials() -> bool:
+    if os.environ.get("WANDB_API_KEY"):
+        return True
+    netrc = os.path.expanduser(os.environ.get("NETRC", "~/.netrc"))
+    try:
+        with open(netrc) as f:
+            return "api.wandb.ai" in f.read()
+    except OSError:
+        return False
+
+
+class Logger:
+    """metrics.jsonl always; wandb when enabled (never blocks on the network when offline)."""
+
+    def __init__(self, workdir: str, config, run_name: str, enabled: bool = True):
+        self.enabled = enabled
+        self.path = os.path.join(workdir, "metrics.jsonl")
+        self.wandb = None
+        if not enabled:
+            return
+        mode = resolve_wandb_mode(str(config.wandb.mode))
+        if mode != "disabled":
+            try:
+                import wandb
+
+                id_file = os.path.join(workdir, "wandb_id.txt")
+                if os.path.exists(id_file):
+                    run_id = open(id_file).read().strip()
+                else:
+                    import uuid
+
+                    run_id = uuid.uuid4().hex[:12]
+                    with open(id_file, "w") as f:
+                        f.write(run_id)
+                os.environ.setdefault("WANDB_SILENT", "true")
+                self.wandb = wandb.init(
+                    project=str(config.wandb.project), entity=str(config.wandb.entity) or None,
+                    group=str(config.wandb.group) or None, name=run_name, id=run_id, resume="allow",
+                    dir=workdir, mode=mode, config=config.to_dict(),
+                    settings=wandb.Settings(init_timeout=30, silent=True))
+            except Exception as e:  # logging must never stop training
+                print(f"[jaxcc.train] wandb unavailable ({type(e).__name__}: {e}); logging to {self.path} only",
+                      file=sys.stderr)
+                self.wandb = None
+
+    def log(self, step: int, row: dict) -> None:
+        if not self.enabled:
+            return
+        with open(self.path, "a") as f:
+            f.write(json.dumps({"update": step, **row}) + "\n")
+        if self.wandb is not None:
+            try:
+                self.wandb.log(row, step=step)
+            except Exception:
+                pass
+
+    def close(self):
+        if self.wandb is not None:
+            try:
+                self.wandb.finish()
+            except Exception:
+                pass
+
+
+# ----------------------------------------------------------------------------- devices
+
+
+def make_mesh():
+    import jax
+    from jax.sharding import Mesh
+
+    return Mesh(np.asarray(jax.devices()), ("data",))
+
+
+def state_shardings(state, mesh):
+    """Environment lanes sharded over 'data' on their leading axis; everything else replicated."""
+    import jax
+    from jax.sharding import NamedSharding, PartitionSpec as P
+
+    n = mesh.devices.size
+    rep = NamedSharding(mesh, P())
+
+    def env_leaf(x):
+        if len(x.shape) >= 1 and x.shape[0] % n == 0:
+            return NamedSharding(mesh, P("data"))
+        return rep
+
+    out = {k: jax.tree.map(lambda _: rep, v) for k, v in state.items() if k != "env"}
+    if "env" in state:
+        out["env"] = jax.tree.map(env_leaf, state["env"])
+    return out
+
+
+# ----------------------------------------------------------------------------- checks
+
+
+def check_finite(metrics: dict, state, first_update: int, stage_name: str) -> None:
+    """Raise ``TrainingDiverged`` naming the first update and quantity that is not finite."""
+    import jax
+
+    n = len(next(iter(metrics.values())))
+    for i in range(n):
+        for k in ("critic_loss", "actor_loss", "q", "priority", "reward", "loss", "policy_loss", "value_loss"):
+            if k in metrics and np.ndim(metrics[k]) == 1 and not np.isfinite(metrics[k][i]):
+                raise TrainingDiverged(f"non-finite {k} ({metrics[k][i]}) at update {first_update + i} "
+                                       f"(stage {stage_name}); stopping, last good checkpoint kept")
+        if "params_finite" in metrics and not bool(metrics["params_finite"][i]):
+            bad = [jax.tree_util.keystr(p) for p, x in jax.tree_util.tree_flatten_with_path(state.get("agent", state))[0]
+                   if np.issubdtype(np.asarray(x).dtype, np.floating) and not np.all(np.isfinite(np.asarray(x)))]
+            raise TrainingDiverged(f"non-finite parameters {', '.join(bad[:4]) or '(agent)'} at update "
+                                   f"{first_update + i} (stage {stage_name}); stopping, last good checkpoint kept")
+
+
+# ----------------------------------------------------------------------------- the loop
+
+
+def _row(metrics: dict, i: int | None = None) -> dict:
+    row = {}
+    for k, v in metrics.items():
+        v = np.asarray(v)
+        row[k] = float(v.mean() if i is None else v[i]) if v.dtype != bool else bool(v.all())
+    if "ep_count" in metrics:
+        cnt = float(np.sum(metrics["ep_count"]))
+        row["episode_return"] = float(np.sum(metrics["ep_return_sum"]) / cnt) if cnt else float("nan")
+        row.pop("ep_return_sum", None)
+        row["ep_count"] = cnt
+    return row
+
+
+def train(config, workdir: str, *, run_name: str = "run", progress: bool = True, log: bool = True,
+          stop_after_chunks: int | None = None) -> dict:
+    """Run (or resume) a staged training run.  Returns a summary dict."""
+    import jax
+    import jax.numpy as jnp
+
+    from jaxcc import agents, checkpointing
+
+    os.makedirs(workdir, exist_ok=True)
+    mesh = make_mesh()
+    n_dev = mesh.devices.size
+    if int(config.num_envs) % n_dev:
+        raise ValueError(f"config.num_envs={config.num_envs} must be a multiple of the {n_dev} devices")
+    trainer = agents.make_train(config, mesh=mesh)
+    is_main = jax.process_index() == 0
+    ckpts = checkpointing.RunCheckpoints(workdir, keep=int(config.keep_checkpoints))
+    logger = Logger(workdir, config, run_name, enabled=log and is_main)
+    total_updates = sum(s.num_updates for s in trainer.stages)
+    chunk = trainer.chunk_updates
+    with open(os.path.join(workdir, "config.json"), "w") as f:
+        f.write(config.to_json_best_effort(indent=1))
+
+    step = ckpts.latest()
+    if step is None:
+        stage_idx, chunk_idx, need_enter = 0, 0, False
+        key0 = jax.random.PRNGKey(int(config.seed))
+        sh0 = state_shardings(jax.eval_shape(trainer.init, key0), mesh)
+        state = jax.jit(trainer.init, out_shardings=sh0)(key0)  # global arrays, also on multi-host
+        resumed = False
+    else:
+        meta = ckpts.meta(step)
+        stage_idx, chunk_idx, need_enter = int(meta["stage"]), int(meta["stage_chunk"]), False
+        tmpl = trainer.template(stage_idx)
+        sh = state_shardings(tmpl, mesh)
+        tmpl = jax.tree.map(lambda x, s: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=s), tmpl, sh)
+        state = ckpts.restore(step, tmpl)
+        resumed = True
+        if is_main:
+            print(f"[jaxcc.train] resuming {workdir} at update {step} (stage {trainer.stages[stage_idx].label}, "
+                  f"chunk {chunk_idx}/{trainer.stages[stage_idx].num_chunks})", file=sys.stderr)
+        if meta.get("stage_done"):
+            stage_idx, chunk_idx, need_enter = stage_idx + 1, 0, True
+
+    bar = None
+    if progress and is_main:
+        from tqdm import tqdm
+        bar = tqdm(total=total_updates, initial=int(step or 0), unit="upd", dynamic_ncols=True,
+                   desc=trainer.stages[min(stage_idx, len(trainer.stages) - 1)].label)
+    t_start = time.time()
+    chunks_run = 0
+    summary: dict[str, Any] = {"workdir": workdir, "resumed": resumed, "stages": {}}
+    try:
+        for st in trainer.stages[stage_idx:]:
+            if need_enter:
+                chunk_idx = 0
+                sh_e = state_shardings(jax.eval_shape(lambda x: trainer.enter_stage(x, st.index), state), mesh)
+                state = jax.jit(trainer.enter_stage, static_argnums=1, out_shardings=sh_e)(state, st.index)
+            if bar is not None:
+                bar.set_description(st.label)
+            sh = state_shardings(state, mesh)
+            run = jax.jit(trainer.run_chunk, static_argnums=1, donate_argnums=0, out_shardings=(sh, None))
+            for c in range(chunk_idx, st.num_chunks):
+                first = int(state["counters"]["update"])
+                new_state, metrics = run(state, st.index)
+                metrics = jax.device_get(metrics)
+                check_finite(metrics, new_state, first, st.name)
+                state = new_state
+                upd = first + chunk
+                row = _row(metrics)
+                row.update({"stage": st.index, "env_steps": int(state["counters"]["env_steps"]),
+                            "elapsed_s": time.time() - t_start})
+                logger.log(upd, row)
+                done_stage = c + 1 == st.num_chunks
+                if (c + 1) % int(config.checkpoint_every_chunks) == 0 or done_stage:
+                    if done_stage:
+                        _finish_stage(trainer, st, state, workdir, config, is_main)
+                    ckpts.save(upd, state, {"stage": st.index, "stage_chunk": c + 1, "stage_done": done_stage,
+                                            "update": upd, "stage_label": st.label})
+                if bar is not None:
+                    bar.update(chunk)
+                    post = {"ret": row.get("episode_return"), "rew": row.get("reward"),
+                            "expert": row.get("expert_share"), "closs": row.get("critic_loss")}
+                    bar.set_postfix({k: f"{v:.3g}" for k, v in post.items() if isinstance(v, float)})
+                chunks_run += 1
+                if float(config.get("debug_chunk_sleep_s", 0.0)) > 0:  # tests: widen the SIGKILL window
+                    time.sleep(float(config.debug_chunk_sleep_s))
+                if stop_after_chunks is not None and chunks_run >= stop_after_chunks:
+                    summary["stopped"] = True
+                    return summary
+            summary["stages"][st.label] = os.path.join(workdir, "stages", st.label)
+            chunk_idx, need_enter = 0, True
+        summary["final_update"] = int(state["counters"]["update"])
+        summary["wall_s"] = time.time() - t_start
+        summary["env_source"] = trainer.env_source
+        if is_main:
+            with open(os.path.join(workdir, "summary.json"), "w") as f:
+                json.dump(summary, f, indent=1)
+        return summary
+    finally:
+        if bar is not None:
+            bar.close()
+        logger.close()
+        ckpts.close()
+
+
+def _finish_stage(trainer, st, state, workdir, config, is_main):
+    from jaxcc import checkpointing
+
+    path = os.path.join(workdir, "stages", st.label)
+    meta = {"stage": st.index, "stage_name": st.name, "label": st.label, "update": int(state["counters"]["update"]),
+            "algo": str(config.algo), "env_source": trainer.env_source}
+    checkpointing.save_stage(path, state, meta, trainer.actor_spec)
+    if is_main and bool(config.get("export_stages", True)):
+        from jaxcc import agents, export
+        mod = agents.get_agent(str(config.algo))
+        if hasattr(mod, "export"):
+            mod.export(state, trainer.actor_spec, path + ".safetensors")
+        else:
+            export.export_state(state, trainer.actor_spec, path + ".safetensors", stage_label=st.label)
+
+
+# ----------------------------------------------------------------------------- CLI
+
+
+def _main(argv):
+    from absl import flags
+
+    import jax
+
+    FLAGS = flags.FLAGS
+    if FLAGS.distributed or os.environ.get("JAXCC_DISTRIBUTED") == "1":
+        jax.distributed.initialize()
+    config = FLAGS.config
+    name = config_name(FLAGS["config"].config_filename if hasattr(FLAGS["config"], "config_filename") else "run")
+    if FLAGS.seed is not None:
+        config.seed = FLAGS.seed
+    workdir = FLAGS.workdir or os.path.join("checkpoints", "runs", f"{name}-{int(config.seed)}")
+    try:
+        summary = train(config, workdir, run_name=f"{name}-{int(config.seed)}", progress=not FLAGS.no_progress,
+                        stop_after_chunks=FLAGS.stop_after_chunks)
+    except TrainingDiverged as e:
+        print(f"[jaxcc.train] {e}", file=sys.stderr)
+        return 3
+    print(json.dumps(summary, indent=1))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    from absl import app, flags
+    from ml_collections import config_flags
+
+    argv = list(sys.argv if argv is None else argv)
+    try:
+        argv = _rewrite_argv(argv)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if "config" not in flags.FLAGS:
+        config_flags.DEFINE_config_file("config", None, "configs/NAME.py or NAME", lock_config=True)
+        flags.DEFINE_string("workdir", None, "run directory (default checkpoints/runs/<config>-<seed>)")
+        flags.DEFINE_integer("seed", None, "overrides config.seed")
+        flags.DEFINE_bool("no_progress", False, "no tqdm bar")
+        flags.DEFINE_bool("distributed", False, "call jax.distributed.initialize() (multi-host)")
+        flags.DEFINE_integer("stop_after_chunks", None, "stop after N chunks (tests; resume continues)")
+        flags.mark_flags_as_required(["config"])
+    try:
+        flags.FLAGS(argv)
+    except (flags.Error, AttributeError, KeyError, ValueError, TypeError) as e:
+        msg = f"{type(e).__name__}: {e}"
+        cfg_path = next((a.split("=", 1)[1] for a in argv if a.startswith("--config=")), None)
+        if cfg_path:
+            try:
+                cfg = config_flags.config_flags._LoadConfigModule("c", cfg_path.partition(":")[0]).get_config()
+                msg += "\nvalid keys: " + ", ".join("config." + k for k in all_keys(cfg))
+            except Exception:
+                pass
+        print(f"error: {msg}", file=sys.stderr)
+        return 2
+    return _main(argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
