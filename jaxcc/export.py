@@ -46,6 +46,11 @@ def _find(ckpt: str) -> tuple[str, str, str | None]:
         for lab in STAGE_ORDER:
             if os.path.isfile(os.path.join(stages, lab, "spec.json")):
                 return _find(os.path.join(stages, lab))
+        # Other algorithms' stages (e.g. Aurora, Eagle): the most recently written one.
+        others = [os.path.join(stages, d) for d in os.listdir(stages)
+                  if os.path.isfile(os.path.join(stages, d, "spec.json"))]
+        if others:
+            return _find(max(others, key=lambda d: os.path.getmtime(os.path.join(d, "spec.json"))))
     # A rolling checkpoint: <workdir>/checkpoints/<n>[/state] or <workdir>/checkpoints.
     roll = ckpt
     if os.path.isdir(os.path.join(roll, "checkpoints")):

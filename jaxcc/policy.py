@@ -14,7 +14,8 @@ sends at the environment's initial rate (``features.init_pkts_per_rtt`` packets 
 ``features.init_rtt_s``), with the first action already applied (the environment's first action
 is taken on the empty history at reset).
 
-Feature sets supported: ``pareto_v1``.  Others raise a clear error (add them to ``_BUILDERS``).
+Feature sets supported: ``pareto_v1``, ``aurora_v1``, ``eagle_v1``.  Others raise a clear error
+(add them to ``_BUILDERS``).
 """
 
 from __future__ import annotations
@@ -115,7 +116,22 @@ def _pareto_v1(spec: dict, tensors: dict) -> Controller:
     return init, act, update
 
 
-_BUILDERS = {"pareto_v1": _pareto_v1}
+def _from_agent(module: str):
+    """The in-simulator sender an agent module provides for its own feature set (lazy import)."""
+
+    def build(spec, tensors):
+        import importlib
+
+        return importlib.import_module(module).sim_controller(spec, tensors)
+
+    return build
+
+
+_BUILDERS = {
+    "pareto_v1": _pareto_v1,
+    "aurora_v1": _from_agent("jaxcc.agents.aurora_ppo"),
+    "eagle_v1": _from_agent("jaxcc.agents.eagle_cem"),
+}
 
 
 def load_policy(path: str) -> tuple[dict, dict[str, np.ndarray]]:

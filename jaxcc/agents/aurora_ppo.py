@@ -1,0 +1,592 @@
+"""Aurora: PPO on the fluid network model (Jay et al., ICML 2019), in the PureJaxRL shape.
+
+Read top to bottom: networks → GAE → clipped objective → ``make_train`` (collect with
+``lax.scan`` over thousands of vmapped links, then epochs × minibatches of Adam) → export →
+the in-simulator sender for ``policy:FILE`` → benchmark and evaluation CLI::
+
+    python -m jaxcc.train --config=aurora                      # train (checkpoints, resume, export)
+    python -m jaxcc.agents.aurora_ppo --bench --sizes=64,1024  # env steps/s of the whole loop
+    python -m jaxcc.agents.aurora_ppo --eval=checkpoints/aurora/aurora.safetensors  # §4.1 sweeps
+
+From the paper (seeds/001: §2.2, §3.1, §3.3, §5, Table 1) and its code (PCC-RL
+``stable_solve.py``: stable-baselines PPO1 with its defaults):
+
+* policy and value: separate MLPs 32 → 16 with tanh (§3.1; ``net_arch=[{"pi": [32, 16],
+  "vf": [32, 16]}]``); a Gaussian policy with a state-independent log-std (PPO1's
+  ``DiagGaussianPdType``, initial log-std 0);
+* input: k = 10 monitor intervals of (latency gradient, latency ratio, sending ratio) from the
+  ``aurora`` environment (``jaxcc.envs``), which also applies x(1+αa) / x/(1−αa) with
+  α = 0.025, the reward 10·thr − 1000·lat − 2000·loss (thr in packets/s, lat in s) and the
+  Table 1 training links (MI = ½ RTT, initial rate 0.3–1.5 × bandwidth, 400-MI episodes);
+* γ = 0.99 (§3.3, Fig. 5); PPO1 defaults: λ = 0.95, clip ε = 0.2, entropy 0.01, 4 epochs,
+  Adam 1e-3 (ε 1e-5), constant schedule, value loss unclipped with weight 1, no gradient
+  clipping; 8192 MIs per batch in 2048-MI minibatches (``timesteps_per_actorbatch=8192,
+  optim_batchsize=2048``);
+* rewards are scaled by 1e-3 before PPO (PCC-RL's ``REWARD_SCALE``).
+
+Decided here: 1024 links × 64 MIs per batch (65,536 MIs; same 2048-MI minibatches, so 128
+Adam steps per batch), 600 batches (the reward plateaus after ~250); the sampled action is clipped to ``±action_clip`` (10: at most ×1.25 per
+MI) before the rate rule, and the exported ``gaussian_mean`` head clips the mean to the same
+range; advantages are normalised per minibatch (PPO1 normalises per batch); a time-limit
+truncation bootstraps from ``V(final_obs)`` (the env keeps it in ``info``).
+
+The actor's forward pass *is* the policy file's (``jaxcc.policyfile.forward`` over the spec
+``flatten → fc1 tanh → fc2 tanh → mean``), so an exported file reproduces training's actions.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import math
+import time
+from typing import Any, Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from jaxcc import policyfile
+
+ALGORITHM = "aurora"
+ALPHA = 0.025  # §3.1 "we use α = 0.025"
+LABEL = "Aurora"
+LOG_2PI = math.log(2.0 * math.pi)
+
+
+# ----------------------------------------------------------------------------- networks
+
+
+def actor_spec(history: int, obs_dim: int, hidden=(32, 16), *, action_clip: float = 10.0,
+               features: dict | None = None, mi_rtts: float = 0.5) -> dict:
+    """The actor (the Gaussian's mean) as a policy-file spec."""
+    feats = {"name": "aurora_v1"}
+    feats.update(features or {})
+    feats["history"], feats["obs_dim"] = int(history), int(obs_dim)
+    layers, n_in = [{"type": "flatten"}], history * obs_dim
+    for i, n in enumerate(hidden):
+        layers.append({"type": "dense", "name": f"fc{i + 1}", "in": int(n_in), "out": int(n), "activation": "tanh"})
+        n_in = n
+    layers.append({"type": "dense", "name": "mean", "in": int(n_in), "out": 1, "activation": "linear"})
+    return {
+        "format": policyfile.FORMAT, "version": policyfile.VERSION, "algorithm": ALGORITHM,
+        "features": feats, "mi_rtts": float(mi_rtts), "goal_dim": 0, "layers": layers,
+        "head": {"type": "gaussian_mean", "low": -float(action_clip), "high": float(action_clip)},
+        "action": {"type": "aurora", "alpha": ALPHA, "min_mbps": policyfile.DEFAULT_MIN_MBPS,
+                   "max_mbps": policyfile.DEFAULT_MAX_MBPS},
+    }
+
+
+def _dense(key, n_in, n_out, scale):
+    return {"kernel": jax.nn.initializers.orthogonal(scale)(key, (n_in, n_out), jnp.float32),
+            "bias": jnp.zeros((n_out,), jnp.float32)}
+
+
+def init_agent_params(key, in_dim: int, hidden=(32, 16), log_std_init: float = 0.0) -> dict:
+    """PureJaxRL's initialisation: orthogonal √2 hidden layers, 0.01 policy head, 1.0 value head."""
+    ks = jax.random.split(key, 2 * len(hidden) + 2)
+    actor, critic, n = {}, {}, in_dim
+    for i, h in enumerate(hidden):
+        actor[f"fc{i + 1}"] = _dense(ks[2 * i], n, h, math.sqrt(2))
+        critic[f"fc{i + 1}"] = _dense(ks[2 * i + 1], n, h, math.sqrt(2))
+        n = h
+    actor["mean"] = _dense(ks[-2], n, 1, 0.01)
+    critic["out"] = _dense(ks[-1], n, 1, 1.0)
+    return {"actor": actor, "critic": critic, "log_std": jnp.full((1,), log_std_init, jnp.float32)}
+
+
+def flat(params: dict) -> dict:
+    """``{layer: {tensor: x}}`` → ``{"layer.tensor": x}`` (policy-file tensor names)."""
+    return {f"{layer}.{name}": v for layer, d in params.items() for name, v in d.items()}
+
+
+def actor_mean(spec: dict, actor: dict, window: jax.Array) -> jax.Array:
+    """μ(s) for one window [T, D]: the policy file's forward pass (before the head's clip)."""
+    return policyfile.forward(spec, flat(actor), window)[0]
+
+
+def critic_value(critic: dict, window: jax.Array) -> jax.Array:
+    """V(s) for one window [T, D]: MLP 32 → 16 tanh → 1."""
+    h = window.reshape(-1)
+    names = sorted((k for k in critic if k.startswith("fc")), key=lambda k: int(k[2:]))
+    for k in names:
+        h = jnp.tanh(h @ critic[k]["kernel"] + critic[k]["bias"])
+    return (h @ critic["out"]["kernel"] + critic["out"]["bias"])[0]
+
+
+def gaussian_log_prob(a, mean, log_std):
+    """log N(a; μ, σ²) for a scalar action."""
+    return -0.5 * jnp.square((a - mean) / jnp.exp(log_std)) - log_std - 0.5 * LOG_2PI
+
+
+def gaussian_entropy(log_std):
+    return log_std + 0.5 * (1.0 + LOG_2PI)
+
+
+# ----------------------------------------------------------------------------- losses
+
+
+def compute_gae(rewards, values, dones, last_value, gamma: float, lam: float, bootstrap=None):
+    """Generalised advantage estimation (Schulman et al. 2016, eq. 16) over a [T, ...] rollout.
+
+    δ_t = r_t + γ V(s_{t+1}) (1 − d_t) − V(s_t);  A_t = δ_t + γλ (1 − d_t) A_{t+1}, with
+    ``d_t = 1`` when the episode ended after step t (``V(s_{t+1})`` then belongs to the next
+    episode).  ``bootstrap`` ([T, ...], optional) is V(final obs) at truncated steps (0 elsewhere);
+    γ·bootstrap is added to their δ.
+
+    Returns:
+      (advantages, returns = advantages + values), both [T, ...].
+    """
+    if bootstrap is None:
+        bootstrap = jnp.zeros_like(rewards)
+
+    def body(carry, xs):
+        gae, next_value = carry
+        r, v, d, b = xs
+        delta = r + gamma * (next_value * (1.0 - d) + b) - v
+        gae = delta + gamma * lam * (1.0 - d) * gae
+        return (gae, v), gae
+
+    _, adv = jax.lax.scan(body, (jnp.zeros_like(last_value), last_value), (rewards, values, dones, bootstrap),
+                          reverse=True)
+    return adv, adv + values
+
+
+def clipped_surrogate(log_prob, old_log_prob, advantages, clip_eps: float):
+    """PPO's clipped objective (Schulman et al. 2017, eq. 7) as a loss to minimise:
+    −E[min(ρA, clip(ρ, 1−ε, 1+ε)A)], ρ = π(a|s)/π_old(a|s)."""
+    ratio = jnp.exp(log_prob - old_log_prob)
+    return -jnp.mean(jnp.minimum(ratio * advantages, jnp.clip(ratio, 1.0 - clip_eps, 1.0 + clip_eps) * advantages))
+
+
+def value_loss(value, old_value, returns, clip_eps: float, clip: bool):
+    """½E[(V − R)²] (PPO1); with ``clip``, PPO2's pessimistic clipped variant."""
+    if not clip:
+        return 0.5 * jnp.mean(jnp.square(value - returns))
+    v_clipped = old_value + jnp.clip(value - old_value, -clip_eps, clip_eps)
+    return 0.5 * jnp.mean(jnp.maximum(jnp.square(value - returns), jnp.square(v_clipped - returns)))
+
+
+# ----------------------------------------------------------------------------- environment
+
+
+def make_env(config):
+    """``jaxcc.envs.make_env(config.env.name, **config.env.overrides)`` → (env, params)."""
+    from jaxcc import envs
+
+    return envs.make_env(str(config.env.name), **dict(config.env.get("overrides", {}) or {}))
+
+
+def features_spec(config) -> dict:
+    from jaxcc import envs
+
+    return dict(envs.export_features_spec(str(config.env.name), **dict(config.env.get("overrides", {}) or {})))
+
+
+# ----------------------------------------------------------------------------- training
+
+
+@dataclasses.dataclass(frozen=True)
+class Stage:
+    index: int
+    name: str
+    label: str
+    num_updates: int
+    num_chunks: int
+
+
+@dataclasses.dataclass
+class Trainer:
+    """Pure pieces of a run, driven by ``jaxcc.train`` (one stage)."""
+
+    config: Any
+    stages: list[Stage]
+    chunk_updates: int
+    actor_spec: dict
+    init: Callable  # key -> state
+    enter_stage: Callable  # (state, stage index) -> state
+    run_chunk: Callable  # (state, stage index) -> (state, metrics [chunk_updates])
+    template: Callable  # stage index -> abstract state
+    env_source: str
+    update: Callable  # state -> (state, metrics): one PPO iteration
+    evaluate: Callable  # (agent params, key, num_envs, num_steps, deterministic) -> mean reward per MI
+    env_steps_per_update: int
+    env: Any = None
+    env_params: Any = None
+
+
+def _strong(tree):
+    """Drop weak types so the state from ``init`` and from ``run_chunk`` share one compiled shape."""
+    return jax.tree.map(lambda x: jnp.asarray(x, dtype=jnp.asarray(x).dtype) + jnp.zeros((), jnp.asarray(x).dtype),
+                        tree)
+
+
+def make_train(config, mesh=None) -> Trainer:
+    """Build the PPO trainer (see ``configs/aurora.py``).
+
+    State (a dict, everything an exact resume needs): ``agent`` {actor, critic, log_std, opt},
+    ``env`` {state, obs, ep_return} with a leading [num_envs] axis, ``key``, ``counters``.
+    """
+    p = config.ppo
+    env, env_params = make_env(config)
+    obs_shape = jax.eval_shape(lambda k: env.reset(k, env_params), jax.random.PRNGKey(0))[0].shape
+    n_agents, T, D = int(obs_shape[0]), int(obs_shape[-2]), int(obs_shape[-1])
+    E, S = int(config.num_envs), int(p.num_steps)
+    hidden = tuple(int(h) for h in p.hidden)
+    clip_a = float(p.action_clip)
+    reward_scale = float(p.reward_scale)
+    n_mb, epochs = int(p.num_minibatches), int(p.update_epochs)
+    batch = E * S * n_agents
+    if batch % n_mb:
+        raise ValueError(f"num_envs·num_steps·agents = {batch} must be a multiple of ppo.num_minibatches={n_mb}")
+    chunk = int(config.chunk_updates)
+    num_updates = int(config.num_updates)
+    if num_updates % chunk:
+        raise ValueError(f"config.num_updates={num_updates} must be a multiple of chunk_updates={chunk}")
+    feats = features_spec(config)
+    spec = actor_spec(T, D, hidden, action_clip=clip_a, features=feats, mi_rtts=float(feats.get("mi_rtts", 0.5)))
+    adam = optax.adam(learning_rate=float(p.lr), eps=float(p.adam_eps))
+    tx = optax.chain(optax.clip_by_global_norm(float(p.max_grad_norm)), adam) if p.max_grad_norm > 0 else adam
+
+    mean_b = jax.vmap(functools.partial(actor_mean, spec), in_axes=(None, 0))
+    value_b = jax.vmap(critic_value, in_axes=(None, 0))
+
+    def policy(params, obs):
+        """(μ, log σ, V) for observations [..., T, D]."""
+        lead = obs.shape[:-2]
+        x = obs.reshape((-1, T, D))
+        mu = mean_b(params["actor"], x).reshape(lead)
+        v = value_b(params["critic"], x).reshape(lead)
+        return mu, params["log_std"][0], v
+
+    v_reset = jax.vmap(env.reset, in_axes=(0, None))
+    v_step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
+
+    def data_sharded(x):
+        if mesh is None or mesh.devices.size == 1:
+            return x
+        from jax.sharding import NamedSharding, PartitionSpec as P
+        return jax.lax.with_sharding_constraint(x, NamedSharding(mesh, P("data")))
+
+    # ------------------------------------------------------------------ init
+    def init(key):
+        key = jnp.asarray(key)
+        k_agent, k_env, k_run = jax.random.split(key, 3)
+        params = init_agent_params(k_agent, T * D, hidden, float(p.log_std_init))
+        obs, st = v_reset(jax.random.split(k_env, E), env_params)
+        return _strong({
+            "agent": {**params, "opt": tx.init(params)},
+            "env": {"state": st, "obs": obs, "ep_return": jnp.zeros((E, n_agents), jnp.float32)},
+            "key": k_run,
+            "counters": {"update": jnp.zeros((), jnp.int32), "env_steps": jnp.zeros((), jnp.int32)},
+        })
+
+    # ------------------------------------------------------------------ collect
+    def collect(params, env_s, key):
+        def one(carry, k):
+            st, obs, ep_ret = carry
+            k_a, k_e = jax.random.split(k)
+            mu, log_std, v = policy(params, obs)  # [E, A]
+            a = mu + jnp.exp(log_std) * jax.random.normal(k_a, mu.shape)
+            logp = gaussian_log_prob(a, mu, log_std)
+            obs2, st, r, term, trunc, info = v_step(jax.random.split(k_e, E), st,
+                                                    jnp.clip(a, -clip_a, clip_a)[..., None], env_params)
+            r = jnp.broadcast_to(r, mu.shape).astype(jnp.float32)
+            done = jnp.broadcast_to(term | trunc, mu.shape).astype(jnp.float32)
+            # A time limit is not the end of the task: credit γ·V(final obs) at a truncation.
+            _, _, v_final = policy(params, info["final_obs"])
+            boot = jnp.broadcast_to(trunc, mu.shape).astype(jnp.float32) * jax.lax.stop_gradient(v_final)
+            ep_ret = ep_ret + r
+            tr = {"obs": obs, "action": a, "log_prob": logp, "value": v, "reward": r * reward_scale,
+                  "done": done, "boot": boot}
+            m = {"reward": r, "ep_return_sum": jnp.sum(ep_ret * done), "ep_count": jnp.sum(done)}
+            return (st, obs2, ep_ret * (1.0 - done)), (tr, m)
+
+        (st, obs, ep_ret), (traj, m) = jax.lax.scan(one, (env_s["state"], env_s["obs"], env_s["ep_return"]),
+                                                    jax.random.split(key, S))
+        return {"state": st, "obs": obs, "ep_return": ep_ret}, traj, m
+
+    # ------------------------------------------------------------------ PPO update
+    def loss_fn(params, mb):
+        mu, log_std, v = policy(params, mb["obs"])
+        logp = gaussian_log_prob(mb["action"], mu, log_std)
+        adv = (mb["adv"] - mb["adv"].mean()) / (mb["adv"].std() + 1e-8)
+        pg = clipped_surrogate(logp, mb["log_prob"], adv, float(p.clip_eps))
+        vl = value_loss(v, mb["value"], mb["target"], float(p.clip_eps), bool(p.clip_value))
+        ent = gaussian_entropy(log_std)
+        total = pg + float(p.vf_coef) * vl - float(p.ent_coef) * ent
+        return total, {"pg_loss": pg, "v_loss": vl, "entropy": ent, "approx_kl": jnp.mean(mb["log_prob"] - logp),
+                       "clip_frac": jnp.mean(jnp.abs(jnp.exp(logp - mb["log_prob"]) - 1.0) > float(p.clip_eps))}
+
+    def update(state):
+        ag = state["agent"]
+        params = {k: ag[k] for k in ("actor", "critic", "log_std")}
+        key, k_col, k_perm = jax.random.split(state["key"], 3)
+        env_s, traj, cm = collect(params, state["env"], k_col)
+        _, _, last_v = policy(params, env_s["obs"])
+        adv, target = compute_gae(traj["reward"], traj["value"], traj["done"], last_v, float(p.gamma),
+                                  float(p.gae_lambda), traj["boot"])
+        data = {"obs": traj["obs"], "action": traj["action"], "log_prob": traj["log_prob"], "value": traj["value"],
+                "adv": adv, "target": target}
+        data = jax.tree.map(lambda x: x.reshape((batch,) + x.shape[3:]), data)  # [S, E, A, ...] → [B, ...]
+
+        def epoch(carry, k):
+            params, opt = carry
+            perm = jax.random.permutation(k, batch)
+            mbs = jax.tree.map(lambda x: x[perm].reshape((n_mb, -1) + x.shape[1:]), data)
+
+            def minibatch(carry, mb):
+                params, opt = carry
+                (loss, aux), g = jax.value_and_grad(loss_fn, has_aux=True)(params, mb)
+                upd, opt = tx.update(g, opt, params)
+                return (optax.apply_updates(params, upd), opt), {"loss": loss, **aux}
+
+            return jax.lax.scan(minibatch, (params, opt), mbs)
+
+        (params, opt), lm = jax.lax.scan(epoch, (params, ag["opt"]), jax.random.split(k_perm, epochs))
+        c = state["counters"]
+        metrics = {
+            "reward": jnp.mean(cm["reward"]),
+            "ep_return_sum": jnp.sum(cm["ep_return_sum"]), "ep_count": jnp.sum(cm["ep_count"]),
+            **{k: jnp.mean(v) for k, v in lm.items()},
+            "critic_loss": jnp.mean(lm["v_loss"]), "expert_share": jnp.zeros((), jnp.float32),
+            "log_std": params["log_std"][0],
+            "params_finite": jnp.all(jnp.asarray([jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves(params)])),
+        }
+        new = {"agent": {**params, "opt": opt}, "env": env_s, "key": key,
+               "counters": {"update": c["update"] + 1, "env_steps": c["env_steps"] + E * S}}
+        return new, metrics
+
+    def run_chunk(state, stage_idx: int = 0):
+        return jax.lax.scan(lambda s, _: update(s), state, None, length=chunk)
+
+    def template(stage_idx: int = 0):
+        return jax.eval_shape(init, jax.random.PRNGKey(0))
+
+    # ------------------------------------------------------------------ evaluation
+    def evaluate(params, key, num_envs: int = 64, num_steps: int = 400, deterministic: bool = True):
+        """Mean per-MI reward (paper units) of the policy on fresh training-distribution links."""
+        k_reset, k_run = jax.random.split(key)
+        obs, st = v_reset(jax.random.split(k_reset, num_envs), env_params)
+
+        def one(carry, k):
+            st, obs = carry
+            k_a, k_e = jax.random.split(k)
+            mu, log_std, _ = policy(params, obs)
+            a = mu if deterministic else mu + jnp.exp(log_std) * jax.random.normal(k_a, mu.shape)
+            obs, st, r, *_ = v_step(jax.random.split(k_e, num_envs), st, jnp.clip(a, -clip_a, clip_a)[..., None],
+                                    env_params)
+            return (st, obs), jnp.mean(r)
+
+        _, r = jax.lax.scan(one, (st, obs), jax.random.split(k_run, num_steps))
+        return jnp.mean(r)
+
+    stage = Stage(0, "aurora", LABEL, num_updates, num_updates // chunk)
+    return Trainer(config=config, stages=[stage], chunk_updates=chunk, actor_spec=spec, init=init,
+                   enter_stage=lambda s, i: s, run_chunk=run_chunk, template=template, env_source="jaxcc.envs",
+                   update=update, evaluate=evaluate, env_steps_per_update=E * S * n_agents, env=env,
+                   env_params=env_params)
+
+
+# ----------------------------------------------------------------------------- export
+
+
+def export(state, spec: dict, path: str) -> str:
+    """Write the actor of a training state as a policy file."""
+    tensors = {k: np.asarray(v, np.float32) for k, v in flat(jax.device_get(state["agent"]["actor"])).items()}
+    policyfile.save(path, spec, tensors)
+    return path
+
+
+# ----------------------------------------------------------------------------- in-simulator sender
+
+
+def sim_controller(spec: dict, tensors: dict, init_pkts_per_rtt: float = 10.0):
+    """``(init, act, update)`` of a per-tick simulator sender running an exported Aurora policy
+    (feature set ``aurora_v1``) — the builder ``jaxcc.policy`` needs for ``policy:FILE``.
+
+    It does what the environment does: accumulate the MI's statistics from the flow's own
+    delayed feedback (``jaxcc.envs.mi``), every ``mi_rtts`` RTTs compute the three features with
+    ``jaxcc.envs.aurora.features``, push them into the [10, 3] window, run the network and apply
+    x(1+αa) / x/(1−αa).  The first rate is ``init_pkts_per_rtt`` packets per min RTT (the env
+    instead draws 0.3–1.5 × the bandwidth, which a real sender cannot know).
+    """
+    from typing import NamedTuple as _NT
+
+    from jaxcc.baselines.base import rate_only
+    from jaxcc.envs import aurora as aurora_env
+    from jaxcc.envs import base as env_base
+    from jaxcc.envs import mi as mi_lib
+
+    feats = spec["features"]
+    T, D = int(feats["history"]), int(feats["obs_dim"])
+    tpr = int(feats.get("ticks_per_rtt", 8))
+    mi_ticks = int(round(float(spec["mi_rtts"]) * tpr))
+    empty = jnp.asarray(feats.get("empty", list(aurora_env.EMPTY_FEATURES)), jnp.float32)
+    ten = {k: jnp.asarray(v) for k, v in tensors.items()}
+
+    class _Tick(NamedTuple):
+        acked: jax.Array
+        lost: jax.Array
+        rtt_wsum: jax.Array
+        sent: jax.Array
+        active: jax.Array
+
+    class S(_NT):
+        rate: jax.Array
+        tick: jax.Array
+        m: Any
+        run: Any
+        hist: jax.Array
+        started: jax.Array
+
+    def decide(hist, rate):
+        out = policyfile.apply(spec, ten, hist)
+        return policyfile.map_action(spec, out, rate, jnp.inf)[0].astype(jnp.float32)
+
+    def init(cparam):
+        hist = jnp.broadcast_to(empty, (T, D)).astype(jnp.float32)
+        return S(rate=jnp.zeros((), jnp.float32), tick=jnp.zeros((), jnp.int32), m=mi_lib.mi_zero(1),
+                 run=mi_lib.running_zero(1), hist=hist, started=jnp.zeros((), bool))
+
+    def act(s, cparam):
+        return rate_only(s.rate)
+
+    def update(s, obs, cparam):
+        one = lambda x: jnp.reshape(x, (1,))  # noqa: E731
+        # First tick: the rate of the first MI is the initial rate with the first action applied
+        # (the env takes its first action on the empty history at reset).
+        r0 = jnp.clip(init_pkts_per_rtt * 1500.0 / (obs.dt * tpr), env_base.MIN_RATE, env_base.MAX_RATE)
+        rate = jax.lax.cond(s.started, lambda: s.rate, lambda: decide(s.hist, r0))
+        s = s._replace(rate=rate, started=jnp.ones((), bool))
+        m = mi_lib.mi_add_tick(s.m, _Tick(one(obs.acked), one(obs.lost), one(obs.rtt_wsum), one(obs.sent),
+                                          one(obs.active)), obs.dt)
+        n = s.tick + 1
+
+        def boundary(_):
+            active = m.active > 0
+            run = jax.tree.map(lambda a, b: jnp.where(active, a, b), mi_lib.running_update(s.run, m), s.run)
+            x = aurora_env.features(m, run)[0]
+            hist = jnp.where(active[0], jnp.concatenate([s.hist[1:], x[None].astype(jnp.float32)], 0), s.hist)
+            rate = jnp.where(active[0], decide(hist, s.rate), s.rate)
+            return S(rate=rate, tick=jnp.zeros((), jnp.int32), m=mi_lib.mi_zero(1), run=run, hist=hist,
+                     started=s.started)
+
+        def inside(_):
+            return s._replace(tick=n, m=m)
+
+        return jax.lax.cond(n >= mi_ticks, boundary, inside, None)
+
+    return init, act, update
+
+
+# ----------------------------------------------------------------------------- benchmark
+
+
+def bench(config, updates: int = 2, sizes=None, repeats: int = 2) -> list[dict]:
+    """Environment steps (MIs) per second of the whole training loop — collect, GAE and the PPO
+    epochs — with compilation excluded (one warm-up call per size).  Also per CPU-second of this
+    process (all its threads), which is the fairer figure on a shared machine."""
+    rows = []
+    for n in sizes or [int(config.num_envs)]:
+        cfg = config.copy_and_resolve_references()
+        with cfg.unlocked():
+            cfg.num_envs = int(n)
+            cfg.chunk_updates = int(updates)
+            cfg.num_updates = int(updates)
+            per = n * cfg.ppo.num_steps
+            cfg.ppo.num_minibatches = max(1, min(int(config.ppo.num_minibatches), per // 256))
+            while per % cfg.ppo.num_minibatches:
+                cfg.ppo.num_minibatches -= 1
+        tr = make_train(cfg)
+        state = jax.jit(tr.init)(jax.random.PRNGKey(0))
+        run = jax.jit(tr.run_chunk)
+        t0 = time.perf_counter()
+        state, _ = jax.block_until_ready(run(state))
+        t_first = time.perf_counter() - t0
+        best, best_cpu = float("inf"), float("inf")
+        for _ in range(repeats):
+            t0, c0 = time.perf_counter(), time.process_time()
+            state, m = jax.block_until_ready(run(state))
+            best = min(best, time.perf_counter() - t0)
+            best_cpu = min(best_cpu, time.process_time() - c0)
+        steps = updates * tr.env_steps_per_update
+        rows.append({"num_envs": n, "num_steps": int(cfg.ppo.num_steps), "updates": updates, "seconds": best,
+                     "env_steps_per_s": steps / best, "cpu_seconds": best_cpu,
+                     "env_steps_per_cpu_s": steps / max(best_cpu, 1e-9), "first_call_s": t_first})
+        print(f"links={n:6d}  MIs/update={tr.env_steps_per_update:8d}  env-steps/s={steps / best:12,.0f}  "
+              f"per CPU-second={steps / max(best_cpu, 1e-9):12,.0f}  (first call incl. compile {t_first:.1f} s)",
+              flush=True)
+    return rows
+
+
+def evaluate_policy_file(path: str, suites=("aurora-bw", "aurora-loss"), baselines=("cubic",)) -> list[dict]:
+    """§4.1 sweeps in the simulator (``jaxcc.evaluate``): the exported policy next to ``baselines``.
+
+    Registers this module's ``sim_controller`` for the ``aurora_v1`` feature set in
+    ``jaxcc.policy`` if that registry does not have one yet.
+    """
+    from jaxcc import evaluate as ev
+    from jaxcc import policy as pol
+    from jaxcc.scenarios import get_suite
+
+    pol._BUILDERS.setdefault("aurora_v1", sim_controller)
+    scs = [sc for su in suites for sc in get_suite(su)]
+    rep = ev.run_evaluation(scs, ev.controller_entries(list(baselines) + [f"policy:{path}"]), progress=False,
+                            keep_series=False)
+    rows = []
+    for r in rep["results"]:
+        lab = "aurora" if r["controller"].startswith("policy:") else r["controller"]
+        rows.append({k: r[k] for k in ("scenario", "throughput_mbps", "utilization", "p95_owd_ms", "p95_qdelay_ms",
+                                       "loss")} | {"controller": lab})
+    return rows
+
+
+def main(argv=None):
+    import argparse
+    import os
+    import platform
+
+    ap = argparse.ArgumentParser(prog="python -m jaxcc.agents.aurora_ppo", description=__doc__.split("\n")[0])
+    ap.add_argument("--bench", action="store_true", help="time the whole PPO training loop (env steps/s)")
+    ap.add_argument("--config", default="aurora", help="configs/NAME.py")
+    ap.add_argument("--sizes", default="", help="comma-separated numbers of links (default: the config's)")
+    ap.add_argument("--updates", type=int, default=2, help="PPO iterations per timed call")
+    ap.add_argument("--eval", default="", metavar="FILE", help="evaluate an exported policy on the §4.1 sweeps")
+    ap.add_argument("--suites", default="aurora-bw,aurora-loss", help="suites for --eval")
+    ap.add_argument("--out", default="", help="write the rows as JSON here")
+    a = ap.parse_args(argv)
+    if a.eval:
+        rows = evaluate_policy_file(a.eval, tuple(a.suites.split(",")))
+        for r in rows:
+            print(f"{r['scenario']:20s} {r['controller']:7s} thr {r['throughput_mbps']:8.2f} Mbit/s  "
+                  f"util {r['utilization']:.3f}  p95 owd {r['p95_owd_ms']:8.1f} ms  p95 qdelay "
+                  f"{r['p95_qdelay_ms']:8.1f} ms  loss {r['loss']:.4f}")
+        if a.out:
+            with open(a.out, "w") as f:
+                json.dump({"results": rows}, f, indent=1)
+        return 0
+    if not a.bench:
+        ap.print_help()
+        return 0
+    from jaxcc import train as train_mod
+    from ml_collections import config_flags
+
+    path = train_mod.resolve_config_path(a.config)
+    config = config_flags.config_flags._LoadConfigModule("c", path).get_config()
+    sizes = [int(s) for s in a.sizes.split(",") if s] or None
+    rows = bench(config, a.updates, sizes)
+    result = {"rows": rows, "reference_sb3_ppo_packet_sim_1core_steps_per_s": 650,
+              "device": str(jax.devices()[0]), "cpu_count": os.cpu_count(), "machine": platform.machine(),
+              "jax": jax.__version__}
+    if a.out:
+        with open(a.out, "w") as f:
+            json.dump(result, f, indent=2)
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
