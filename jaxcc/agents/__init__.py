@@ -14,7 +14,7 @@ import pkgutil
 def list_algos() -> list[str]:
     import jaxcc.agents as pkg
 
-    skip = {"networks", "replay", "env_adapter", "expert", "eval_hooks"}
+    skip = {"networks", "replay", "env_adapter", "expert", "eval_hooks", "pipeline"}
     return sorted(m.name for m in pkgutil.iter_modules(pkg.__path__) if m.name not in skip and not m.name.startswith("_"))
 
 

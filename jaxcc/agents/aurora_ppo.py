@@ -49,6 +49,7 @@ import numpy as np
 import optax
 
 from jaxcc import policyfile
+from jaxcc.agents import pipeline
 
 ALGORITHM = "aurora"
 ALPHA = 0.025  # §3.1 "we use α = 0.025"
@@ -188,28 +189,13 @@ def features_spec(config) -> dict:
 # ----------------------------------------------------------------------------- training
 
 
-@dataclasses.dataclass(frozen=True)
-class Stage:
-    index: int
-    name: str
-    label: str
-    num_updates: int
-    num_chunks: int
+Stage = pipeline.Stage
 
 
 @dataclasses.dataclass
-class Trainer:
+class Trainer(pipeline.Trainer):
     """Pure pieces of a run, driven by ``jaxcc.train`` (one stage)."""
 
-    config: Any
-    stages: list[Stage]
-    chunk_updates: int
-    actor_spec: dict
-    init: Callable  # key -> state
-    enter_stage: Callable  # (state, stage index) -> state
-    run_chunk: Callable  # (state, stage index) -> (state, metrics [chunk_updates])
-    template: Callable  # stage index -> abstract state
-    env_source: str
     update: Callable  # state -> (state, metrics): one PPO iteration
     evaluate: Callable  # (agent params, key, num_envs, num_steps, deterministic) -> mean reward per MI
     env_steps_per_update: int
@@ -217,10 +203,7 @@ class Trainer:
     env_params: Any = None
 
 
-def _strong(tree):
-    """Drop weak types so the state from ``init`` and from ``run_chunk`` share one compiled shape."""
-    return jax.tree.map(lambda x: jnp.asarray(x, dtype=jnp.asarray(x).dtype) + jnp.zeros((), jnp.asarray(x).dtype),
-                        tree)
+_strong = pipeline.strong
 
 
 def make_train(config, mesh=None) -> Trainer:

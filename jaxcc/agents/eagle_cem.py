@@ -50,6 +50,7 @@ import numpy as np
 import optax
 
 from jaxcc import policyfile
+from jaxcc.agents import pipeline
 from jaxcc.baselines.bbr import FULL_BW_THRESH, HIGH_GAIN
 
 ALGORITHM = "eagle"
@@ -294,28 +295,13 @@ def teacher_obs(info: dict, shape) -> TeacherObs:
 # ----------------------------------------------------------------------------- training
 
 
-@dataclasses.dataclass(frozen=True)
-class Stage:
-    index: int
-    name: str
-    label: str
-    num_updates: int
-    num_chunks: int
+Stage = pipeline.Stage
 
 
 @dataclasses.dataclass
-class Trainer:
+class Trainer(pipeline.Trainer):
     """Pure pieces of a run, driven by ``jaxcc.train`` (one stage)."""
 
-    config: Any
-    stages: list[Stage]
-    chunk_updates: int
-    actor_spec: dict
-    init: Callable  # key -> state
-    enter_stage: Callable  # (state, stage index) -> state
-    run_chunk: Callable  # (state, stage index) -> (state, metrics [chunk_updates])
-    template: Callable  # stage index -> abstract state
-    env_source: str
     update: Callable  # state -> (state, metrics): one CEM batch
     rollout: Callable  # (actor, sched, key, mode) -> trajectories; mode: train | teacher | policy | greedy
     env_steps_per_update: int
@@ -323,9 +309,7 @@ class Trainer:
     env_params: Any = None
 
 
-def _strong(tree):
-    return jax.tree.map(lambda x: jnp.asarray(x, dtype=jnp.asarray(x).dtype) + jnp.zeros((), jnp.asarray(x).dtype),
-                        tree)
+_strong = pipeline.strong
 
 
 def make_train(config, mesh=None) -> Trainer:

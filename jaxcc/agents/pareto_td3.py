@@ -36,40 +36,14 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jaxcc.agents import env_adapter, networks, replay
+from jaxcc.agents import env_adapter, networks, pipeline, replay
 
 STAGE_LABELS = {"bootstrap": "Pareto-Bootstrap", "advance": "Pareto-Advance", "fairness": "Pareto-Fair"}
 HP_KEYS = ("gamma", "tau", "lr_actor", "lr_critic", "policy_noise", "noise_clip", "expl_noise", "alpha",
            "beta0", "beta_inc", "prio_c", "prio_zeta", "expert_threshold", "reward_scale")
 
 
-@dataclasses.dataclass(frozen=True)
-class Stage:
-    index: int
-    name: str  # bootstrap | advance | fairness
-    label: str  # Pareto-Bootstrap ...
-    num_updates: int
-    num_chunks: int
-
-
-@dataclasses.dataclass
-class Trainer:
-    """Pure pieces of a staged run; see ``jaxcc.train`` for the loop that drives them."""
-
-    config: Any
-    stages: list[Stage]
-    chunk_updates: int
-    actor_spec: dict
-    init: Callable  # key -> state (at the start of stage 0)
-    enter_stage: Callable  # (state, stage index) -> state with that stage's envs
-    run_chunk: Callable  # (state, stage index) -> (state, metrics [chunk_updates])
-    template: Callable  # stage index -> abstract state (ShapeDtypeStructs) for restore
-    env_source: str
-
-
-def _strong(tree):
-    """Drop weak types so a state from ``init`` and one from ``run_chunk`` share one compiled shape."""
-    return jax.tree.map(lambda x: jnp.asarray(x, dtype=jnp.asarray(x).dtype) + jnp.zeros((), jnp.asarray(x).dtype), tree)
+Stage, Trainer, _strong = pipeline.Stage, pipeline.Trainer, pipeline.strong
 
 
 def _hp(config) -> dict:
