@@ -1,0 +1,39 @@
+"""What every agent hands to ``jaxcc.train``: its stages and the pure pieces of a run."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+
+
+@dataclasses.dataclass(frozen=True)
+class Stage:
+    index: int
+    name: str  # e.g. bootstrap | advance | fairness
+    label: str  # the checkpoint name, e.g. Pareto-Bootstrap
+    num_updates: int
+    num_chunks: int
+
+
+@dataclasses.dataclass
+class Trainer:
+    """Pure pieces of a staged run; ``jaxcc.train`` is the loop that drives them.  Agents may
+    subclass it to carry more (e.g. their update or evaluation functions)."""
+
+    config: Any
+    stages: list[Stage]
+    chunk_updates: int
+    actor_spec: dict
+    init: Callable  # key -> state (at the start of stage 0)
+    enter_stage: Callable  # (state, stage index) -> state with that stage's envs
+    run_chunk: Callable  # (state, stage index) -> (state, metrics [chunk_updates])
+    template: Callable  # stage index -> abstract state (ShapeDtypeStructs) for restore
+    env_source: str
+
+
+def strong(tree):
+    """Drop weak types so a state from ``init`` and one from ``run_chunk`` share one compiled shape."""
+    return jax.tree.map(lambda x: jnp.asarray(x, dtype=jnp.asarray(x).dtype) + jnp.zeros((), jnp.asarray(x).dtype), tree)
