@@ -41,15 +41,27 @@ class _Tick(NamedTuple):
     active: jax.Array
 
 
+def mi_tick(obs: TickObs) -> _Tick:
+    """One flow's tick observation in the shape ``jaxcc.envs.mi.mi_add_tick`` accumulates."""
+    one = lambda x: jnp.reshape(x, (1,))  # noqa: E731
+    return _Tick(one(obs.acked), one(obs.lost), one(obs.rtt_wsum), one(obs.sent), one(obs.active))
+
+
+def spec_window(spec: dict) -> tuple[int, int, int]:
+    """(history T, observation size D, ticks per monitor interval) of an exported policy spec."""
+    feats = spec["features"]
+    tpr = int(feats.get("ticks_per_rtt", 8))
+    return int(feats["history"]), int(feats["obs_dim"]), int(round(float(spec["mi_rtts"]) * tpr))
+
+
 def _pareto_v1(spec: dict, tensors: dict) -> Controller:
     from jaxcc.envs import base as env_base
     from jaxcc.envs import mi as mi_lib
     from jaxcc.envs import pareto
 
     feats = spec["features"]
-    T, D = int(feats["history"]), int(feats["obs_dim"])
+    T, D, mi_ticks = spec_window(spec)
     tpr = int(feats.get("ticks_per_rtt", 8))
-    mi_ticks = int(round(float(spec["mi_rtts"]) * tpr))
     p = env_base.params_as_arrays(pareto.ParetoParams(), ("stage",))
     over = {k: float(feats[k]) for k in ("scale_dR", "scale_dD", "d_min_ms", "ewma_gain", "d_floor_ms", "l_floor")
             if k in feats}
@@ -86,9 +98,7 @@ def _pareto_v1(spec: dict, tensors: dict) -> Controller:
         return rate_only(s.rate)
 
     def update(s, obs: TickObs, cparam):
-        one = lambda x: jnp.reshape(x, (1,))  # noqa: E731
-        tick = _Tick(one(obs.acked), one(obs.lost), one(obs.rtt_wsum), one(obs.sent), one(obs.active))
-        m = mi_lib.mi_add_tick(s.m, tick, obs.dt)
+        m = mi_lib.mi_add_tick(s.m, mi_tick(obs), obs.dt)
         n = s.tick + 1
         rtt0 = obs.dt * tpr  # the link's min propagation RTT (the env's fallback before a sample)
 

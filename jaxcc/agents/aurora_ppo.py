@@ -41,13 +41,14 @@ import functools
 import json
 import math
 import time
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
 
+from jaxcc import policy as jaxcc_policy
 from jaxcc import policyfile
 from jaxcc.agents import pipeline
 
@@ -404,18 +405,10 @@ def sim_controller(spec: dict, tensors: dict, init_pkts_per_rtt: float = 10.0):
     from jaxcc.envs import mi as mi_lib
 
     feats = spec["features"]
-    T, D = int(feats["history"]), int(feats["obs_dim"])
+    T, D, mi_ticks = jaxcc_policy.spec_window(spec)
     tpr = int(feats.get("ticks_per_rtt", 8))
-    mi_ticks = int(round(float(spec["mi_rtts"]) * tpr))
     empty = jnp.asarray(feats.get("empty", list(aurora_env.EMPTY_FEATURES)), jnp.float32)
     ten = {k: jnp.asarray(v) for k, v in tensors.items()}
-
-    class _Tick(NamedTuple):
-        acked: jax.Array
-        lost: jax.Array
-        rtt_wsum: jax.Array
-        sent: jax.Array
-        active: jax.Array
 
     class S(_NT):
         rate: jax.Array
@@ -438,14 +431,12 @@ def sim_controller(spec: dict, tensors: dict, init_pkts_per_rtt: float = 10.0):
         return rate_only(s.rate)
 
     def update(s, obs, cparam):
-        one = lambda x: jnp.reshape(x, (1,))  # noqa: E731
         # First tick: the rate of the first MI is the initial rate with the first action applied
         # (the env takes its first action on the empty history at reset).
         r0 = jnp.clip(init_pkts_per_rtt * 1500.0 / (obs.dt * tpr), env_base.MIN_RATE, env_base.MAX_RATE)
         rate = jax.lax.cond(s.started, lambda: s.rate, lambda: decide(s.hist, r0))
         s = s._replace(rate=rate, started=jnp.ones((), bool))
-        m = mi_lib.mi_add_tick(s.m, _Tick(one(obs.acked), one(obs.lost), one(obs.rtt_wsum), one(obs.sent),
-                                          one(obs.active)), obs.dt)
+        m = mi_lib.mi_add_tick(s.m, jaxcc_policy.mi_tick(obs), obs.dt)
         n = s.tick + 1
 
         def boundary(_):

@@ -49,6 +49,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from jaxcc import policy as jaxcc_policy
 from jaxcc import policyfile
 from jaxcc.agents import pipeline
 from jaxcc.baselines.bbr import FULL_BW_THRESH, HIGH_GAIN
@@ -460,19 +461,11 @@ def sim_controller(spec: dict, tensors: dict):
     from jaxcc.envs import mi as mi_lib
 
     feats = spec["features"]
-    T, D = int(feats["history"]), int(feats["obs_dim"])
+    T, D, mi_ticks = jaxcc_policy.spec_window(spec)
     tpr = int(feats.get("ticks_per_rtt", 8))
-    mi_ticks = int(round(float(spec["mi_rtts"]) * tpr))
     env, p = envs.make_env("eagle", history=T, num_flows=1)
     empty = jnp.asarray(feats.get("empty", [0.0] * D), jnp.float32)
     ten = {k: jnp.asarray(v) for k, v in tensors.items()}
-
-    class _Tick(NamedTuple):
-        acked: jax.Array
-        lost: jax.Array
-        rtt_wsum: jax.Array
-        sent: jax.Array
-        active: jax.Array
 
     class S(NamedTuple):
         rate: jax.Array  # [1]
@@ -501,9 +494,7 @@ def sim_controller(spec: dict, tensors: dict):
         return Action(rate=s.rate[0], cwnd=s.cwnd[0])
 
     def update(s, obs, cparam):
-        one = lambda x: jnp.reshape(x, (1,))  # noqa: E731
-        m = mi_lib.mi_add_tick(s.m, _Tick(one(obs.acked), one(obs.lost), one(obs.rtt_wsum), one(obs.sent),
-                                          one(obs.active)), obs.dt)
+        m = mi_lib.mi_add_tick(s.m, jaxcc_policy.mi_tick(obs), obs.dt)
         n = s.tick + 1
 
         def boundary(_):
