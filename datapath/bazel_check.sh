@@ -6,4 +6,7 @@ cd "$(dirname "$0")/.."
 command -v bazel >/dev/null || { echo "bazel_check: bazel not installed (apt-get install bazel-bootstrap bazel-rules-java)"; exit 1; }
 # Tests tagged "timing" (pacing accuracy) need real-time priority that linux-sandbox denies;
 # datapath/build.sh runs them under ctest.
+# The Bazel server (a JVM) would otherwise stay up and load the CPUs during the real-time
+# emulation tests that run after this; shut it down whatever the result.
+trap 'bazel shutdown >/dev/null 2>&1 || true' EXIT
 bazel test //... --test_tag_filters=-timing "$@"
