@@ -715,9 +715,11 @@ class Runner:
                    "-C", fl.controller.split(":", 1)[1], "-i", "0.1", "-J",
                    "--logfile", fl.dir / "iperf3_client.json"]
         elif fl.kind == "jaxcc":
+            # --rtt-hint-ms: the path RTT a policy assumes before its first sample, as the
+            # simulator's policy senders know the link's (e.g. aurora_v1's 10-packet start).
             cmd = [sender_binary(), f"--controller={fl.controller}", f"--dest={RCV_IP}",
                    f"--port={UDP_PORT_BASE + fl.index}", f"--duration={dur:.3f}",
-                   f"--flow-id={fl.index}", "--drain=1.0",
+                   f"--flow-id={fl.index}", "--drain=1.0", f"--rtt-hint-ms={fl.rtt_ms:g}",
                    f"--log={fl.dir / 'sender.csv'}", f"--summary={fl.dir / 'sender.json'}"]
         else:
             rate = float(fl.controller.split(":", 1)[1])

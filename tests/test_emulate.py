@@ -181,6 +181,32 @@ def test_exported_policy_runs_and_exits_cleanly(tmp_path, prefix):
     assert 0.0 <= f["loss"] <= 1.0
 
 
+@pytest.mark.slow
+@_apply(needs_emulation)
+@pytest.mark.parametrize("policy,features", [("checkpoints/aurora/aurora.safetensors", "aurora_v1"),
+                                             ("checkpoints/eagle/eagle.safetensors", "eagle_v1")])
+def test_shipped_policy_runs_in_the_datapath(tmp_path, prefix, policy, features):
+    """The shipped Aurora and Eagle policies drive a real flow on the reference link for a few
+    seconds: the sender computes their features (no exit 2), decides every MI and reports sane
+    figures (it may not fill the link this early: Eagle starts at 300 kbit/s)."""
+    if emulate.sender_binary() is None or emulate.receiver_binary() is None:
+        pytest.skip("datapath not built (datapath/build.sh)")
+    T = 6.0
+    rec = _run(_spec("shipped", f"policy:{REPO / policy}", T), tmp_path, prefix, tag=features)
+    f = rec["per_flow"][0]
+    err = (tmp_path / features / "flow0" / "sender.stderr").read_text()
+    assert f["client_rc"] == 0 and f["server_rc"] == 0, (f, err)
+    s = f["sender_summary"]
+    assert s["policy"]["features"] == features
+    # One decision per MI (Aurora: 1/2 RTT, Eagle: 3 RTTs of about 40 ms) over T seconds.
+    mi_s = {"aurora_v1": 0.02, "eagle_v1": 0.12}[features]
+    assert 0.5 * T / mi_s < s["decisions"] <= 1.2 * T / mi_s, s
+    assert 0.5 < f["throughput_mbps"] <= 12.0 * 1.05, f
+    assert 0.0 <= f["loss"] < 0.05, f
+    # p95 one-way delay: the 20 ms propagation plus at most the 375 KB buffer (250 ms).
+    assert 19.0 < f["p95_owd_ms"] < 20.0 + 250.0 + 10.0, f
+
+
 @_apply(needs_emulation)
 def test_sigterm_cleans_up(tmp_path):
     p = "jxek" + os.urandom(2).hex()

@@ -8,7 +8,9 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <vector>
 
 namespace jaxcc {
 
@@ -28,6 +30,10 @@ struct MonitorStats {
   double rtt_last = 0;   // s, last sample of the MI
   double n_samples = 0;  // number of samples (ACKed packets)
   double ls_w = 0, ls_wt = 0, ls_wtt = 0, ls_wr = 0, ls_wtr = 0;  // least-squares sums
+  // Every RTT sample of the MI, kept only when `keep_rtts` is set (feature sets that need a
+  // percentile, FeatureFn::NeedsRttSamples: DeepCC's p95 delay). Not part of mi.py's sums.
+  bool keep_rtts = false;
+  std::vector<double> rtts;
 
   // mi_add_sample: one RTT sample r (s) of weight w (bytes) at time t (s since MI start).
   void AddSample(double w, double r, double t) {
@@ -44,6 +50,7 @@ struct MonitorStats {
     ls_wtt += w * t * t;
     ls_wr += w * r;
     ls_wtr += w * t * r;
+    if (keep_rtts) rtts.push_back(r);
   }
 
   bool HasRtt() const { return n_samples > 0; }
@@ -62,6 +69,17 @@ struct MonitorStats {
     return ok ? num / den : 0.0;
   }
 };
+
+// Nearest-rank percentile (q in (0, 100]) of `v`: the ceil(q/100 * n)-th smallest value; 0
+// when `v` is empty. Reorders `v`.
+inline double NearestRankPercentile(std::vector<double>* v, double q) {
+  if (v->empty()) return 0.0;
+  const double n = static_cast<double>(v->size());
+  size_t rank = static_cast<size_t>(std::ceil(q / 100.0 * n));
+  rank = std::min(std::max<size_t>(rank, 1), v->size());
+  std::nth_element(v->begin(), v->begin() + (rank - 1), v->end());
+  return (*v)[rank - 1];
+}
 
 // Across MIs (mi.py RunningStats); Update() with each finished MI before computing features.
 struct RunningStats {

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -48,6 +49,9 @@ Usage: jaxcc-sender --controller=SPEC --dest=IP --port=N [options]
 Controllers (--controller):
   policy:FILE     an exported jaxcc policy (.safetensors); decisions once per monitor
                   interval (spec.mi_rtts x min RTT) from the features named in the file
+                  (aurora_v1, pareto_v1, eagle_v1, mocc_v1, deepcc_v1; others exit 2). As in
+                  the environments, the first decision is taken on the empty history before
+                  the first packet
   fixed:MBPS      constant pacing rate, no window
   bbr             BBR-like controller (startup/drain/probe-bw/probe-rtt)
 
@@ -66,10 +70,18 @@ Options:
                        loss (lost / (acked + lost) packets), sent, acked, lost, counters
   --flow-id=N          flow id carried in every packet (default 0)
   --packet-size=B      UDP payload bytes, 32..65507 (default 1472 = one 1500-byte frame)
-  --init-mbps=X        starting rate for policy and bbr controllers (default 1)
+  --init-mbps=X        starting rate for policy and bbr controllers (default 1; a policy starts
+                       where the simulator's sender for its feature set does unless this is
+                       given: aurora_v1 10 packets per RTT (--rtt-hint-ms), pareto_v1 the env's
+                       init_pkts_per_rtt / init_rtt_s, eagle_v1 the paper's 300 kbit/s)
+  --rtt-hint-ms=X      path RTT to assume until the first RTT sample (default 100): the start
+                       of aurora_v1, the pacing of mocc_v1's first window, the features'
+                       fallback; the simulator knows the link's RTT, jaxcc.emulate passes it
   --mi-rtts=K          monitor interval for fixed/bbr logging, in min RTTs (default 1)
   --min-mi-ms=X        shortest monitor interval (default 1; loopback RTTs are microseconds)
-  --initial-mi-ms=X    monitor interval before the first RTT sample (default 50)
+  --initial-mi-ms=X    longest first monitor interval without any RTT sample (default 1000):
+                       as in the environments, the first MI ends mi-rtts x the first RTT
+                       sample after the start (at once if that has passed)
   --goal=a,b,...       goal/preference vector for policies with goal_dim > 0 (default 1/G each)
   --min-timeout-ms=X   floor of the loss-detection timeout max(2*srtt, X) (default 20)
   --realtime           run the pacing thread at SCHED_FIFO priority 1 (needs CAP_SYS_NICE;
@@ -102,7 +114,9 @@ struct Config {
   std::string log_path, summary_path;
   uint32_t flow_id = 0;
   size_t packet_size = kDefaultPacketSize;
-  double init_mbps = 1, mi_rtts = 1, min_mi_ms = 1, initial_mi_ms = 50, min_timeout_ms = 20, max_lag_ms = 10;
+  bool init_mbps_given = false;
+  double init_mbps = 1, mi_rtts = 1, min_mi_ms = 1, initial_mi_ms = 1000, min_timeout_ms = 20, max_lag_ms = 10;
+  double rtt_hint_ms = 100;
   std::vector<float> goal;
   std::string fallback;
   bool realtime = false;
@@ -244,7 +258,7 @@ std::vector<float> ParseGoal(const std::string& s) {
 
 Config ParseConfig(int argc, char** argv) {
   Args a(argc, argv, {"controller", "dest", "port", "duration", "start-delay", "drain", "log", "summary",
-                      "flow-id", "packet-size", "init-mbps", "mi-rtts", "min-mi-ms", "initial-mi-ms", "goal",
+                      "flow-id", "packet-size", "init-mbps", "mi-rtts", "min-mi-ms", "initial-mi-ms", "rtt-hint-ms", "goal",
                       "min-timeout-ms", "max-lag-ms", "fallback", "realtime", "help"});
   if (a.has("help")) {
     std::cout << kHelp;
@@ -279,14 +293,18 @@ Config ParseConfig(int argc, char** argv) {
   if (c.packet_size < kDataHeaderSize || c.packet_size > kMaxDatagram)
     throw std::invalid_argument("--packet-size must be 32..65507");
   c.init_mbps = a.num("init-mbps", 1);
+  c.init_mbps_given = a.has("init-mbps");
   c.mi_rtts = a.num("mi-rtts", 1);
   c.min_mi_ms = a.num("min-mi-ms", 1);
-  c.initial_mi_ms = a.num("initial-mi-ms", 50);
+  c.initial_mi_ms = a.num("initial-mi-ms", 1000);
+  c.rtt_hint_ms = a.num("rtt-hint-ms", 100);
   c.min_timeout_ms = a.num("min-timeout-ms", 20);
   c.max_lag_ms = a.num("max-lag-ms", 10);
   if (c.max_lag_ms < 0) throw std::invalid_argument("--max-lag-ms must be >= 0");
-  if (c.init_mbps <= 0 || c.mi_rtts <= 0 || c.min_mi_ms <= 0 || c.initial_mi_ms <= 0 || c.min_timeout_ms <= 0)
-    throw std::invalid_argument("--init-mbps, --mi-rtts, --min-mi-ms, --initial-mi-ms, --min-timeout-ms must be > 0");
+  if (c.init_mbps <= 0 || c.mi_rtts <= 0 || c.min_mi_ms <= 0 || c.initial_mi_ms <= 0 || c.min_timeout_ms <= 0 ||
+      c.rtt_hint_ms <= 0)
+    throw std::invalid_argument(
+        "--init-mbps, --mi-rtts, --min-mi-ms, --initial-mi-ms, --min-timeout-ms, --rtt-hint-ms must be > 0");
   if (a.has("goal")) c.goal = ParseGoal(a.str("goal"));
   c.fallback = a.str("fallback");
   c.realtime = a.has("realtime");
@@ -313,6 +331,7 @@ int Main(int argc, char** argv) {
       if (features->dim() != policy->obs_dim())
         throw PolicyError("feature set '" + policy->feature_name() + "' has " + std::to_string(features->dim()) +
                           " features but the policy expects obs_dim " + std::to_string(policy->obs_dim()));
+      features->Check(*policy);
       if (policy->goal_dim() > 0) {
         if (cfg.goal.empty()) cfg.goal.assign(policy->goal_dim(), 1.0f / policy->goal_dim());
         if (static_cast<int>(cfg.goal.size()) != policy->goal_dim())
@@ -375,11 +394,33 @@ int Main(int argc, char** argv) {
       bbr = std::make_unique<BbrController>(static_cast<double>(cfg.packet_size), rate0, cfg.flow_id + 1);
       sh->cwnd_bytes = bbr->cwnd();
       break;
-    case Kind::kPolicy:
-      if (policy->action().type == ActionType::kCwndTable) sh->cwnd_bytes = 10.0 * cfg.packet_size;
+    case Kind::kPolicy: {
+      double cwnd0 = policy->action().type == ActionType::kCwndTable ? 10.0 * cfg.packet_size : 1e30;
+      double paper_rate = rate0;
+      features->SetRttGuess(cfg.rtt_hint_ms * 1e-3);
+      features->Start(&paper_rate, &cwnd0);
+      if (!cfg.init_mbps_given) rate0 = paper_rate;
+      sh->cwnd_bytes = cwnd0;
       break;
+    }
   }
   sh->rate_bps = rate0;
+  // The first decision, on the empty history (the environments act once at reset, before
+  // any feedback): the first packets already go at the policy's chosen rate/cwnd.
+  std::vector<float> window;
+  double initial_action = std::nan("");
+  if (policy) {
+    const std::vector<float> empty = features->Empty();
+    for (int t = 0; t < policy->history(); ++t) window.insert(window.end(), empty.begin(), empty.end());
+    const PolicyOutput& out = policy->Apply(window.data(), cfg.goal.empty() ? nullptr : cfg.goal.data());
+    double r = rate0, c = sh->cwnd_bytes.load();
+    Decide(*policy, features.get(), out, RunningStats(), rate0, c, features->rtt_guess(), &r, &c);
+    sh->rate_bps = r;
+    sh->cwnd_bytes = c;
+    initial_action = out.index >= 0 ? out.index : (out.values.empty() ? 0.0 : out.values[0]);
+  }
+  const bool keep_rtts = features && features->NeedsRttSamples();
+  as.mi.keep_rtts = keep_rtts;
 
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
@@ -397,12 +438,7 @@ int Main(int argc, char** argv) {
   uint64_t decisions = 0;
   double decision_us_sum = 0, decision_us_max = 0;
   std::thread dec_thr([&]() {
-    std::vector<float> window;
-    if (policy) {
-      // History padding as in the environment's reset (spec.features.empty).
-      const std::vector<float> empty = features->Empty();
-      for (int t = 0; t < policy->history(); ++t) window.insert(window.end(), empty.begin(), empty.end());
-    }
+    // `window` holds the history padding (spec.features.empty) as in the environment's reset.
     std::vector<float> feat(policy ? policy->obs_dim() : 0);
     RunningStats run;
     uint64_t mi_start;
@@ -412,19 +448,31 @@ int Main(int argc, char** argv) {
     }
     uint64_t sent_prev = 0;
     while (!decision_stop.load()) {
-      const double mr = as.min_rtt.load();
-      double mi_s = mr > 0 ? cfg.mi_rtts * mr : cfg.initial_mi_ms * 1e-3;
-      mi_s = std::max(mi_s, cfg.min_mi_ms * 1e-3);
-      const uint64_t due = mi_start + static_cast<uint64_t>(mi_s * 1e9);
-      // Sleep in slices so a stop request is seen within 50 ms.
-      while (!decision_stop.load() && MonoNs() < due) SleepUntilMono(std::min(due, MonoNs() + 50'000'000));
+      // The MI is mi_rtts x min RTT (at least --min-mi-ms), fixed when it starts. Before the
+      // first RTT sample, look every millisecond: the MI ends mi_rtts x that first sample
+      // after its start, as the environments' first MI does, or after --initial-mi-ms.
+      bool known = false;
+      uint64_t due = 0;
+      while (!decision_stop.load()) {
+        const double mr = as.min_rtt.load();
+        if (!known) {
+          known = mr > 0;
+          const double mi_s = std::max(known ? cfg.mi_rtts * mr : cfg.initial_mi_ms * 1e-3, cfg.min_mi_ms * 1e-3);
+          due = mi_start + static_cast<uint64_t>(mi_s * 1e9);
+        }
+        const uint64_t t = MonoNs();
+        if (t >= due) break;
+        // Sleep in slices so a stop request is seen within 50 ms.
+        SleepUntilMono(std::min(due, t + (known ? 50'000'000 : 1'000'000)));
+      }
       if (decision_stop.load()) break;
       const uint64_t now = MonoNs();
       MonitorStats mi;
       {
         std::lock_guard<std::mutex> lk(as.mu);
-        mi = as.mi;
+        mi = std::move(as.mi);
         as.mi = MonitorStats();
+        as.mi.keep_rtts = keep_rtts;
         as.mi_start_ns = now;
       }
       const uint64_t sent_now = sh->sent_bytes.load();
@@ -445,13 +493,10 @@ int Main(int argc, char** argv) {
         std::memcpy(window.data() + window.size() - D, feat.data(), sizeof(float) * D);
         const PolicyOutput& out = policy->Apply(window.data(), cfg.goal.empty() ? nullptr : cfg.goal.data());
         double new_rate = rate, new_cwnd = cwnd;
-        policy->MapAction(out, rate, cwnd, &new_rate, &new_cwnd);
-        if (policy->action().type == ActionType::kCwndTable) {
-          // Window control: pace at twice window/RTT so the window, not the pacer, limits
-          // the flow while bursts are still smoothed (what Linux does for paced CUBIC).
-          const double srtt = mi.RttMean() > 0 ? mi.RttMean() : std::max(as.min_rtt.load(), 1e-3);
-          new_rate = std::max(2.0 * new_cwnd / srtt, policy->action().min_mbps * kBytesPerMbit);
-        }
+        // A window action without a paper pacing rule is paced at twice window/RTT so the
+        // window, not the pacer, limits the flow while bursts are still smoothed.
+        const double srtt = mi.RttMean() > 0 ? mi.RttMean() : std::max(as.min_rtt.load(), 1e-3);
+        Decide(*policy, features.get(), out, run, rate, cwnd, srtt, &new_rate, &new_cwnd);
         sh->rate_bps.store(new_rate);
         sh->cwnd_bytes.store(new_cwnd);
         action = out.index >= 0 ? out.index : (out.values.empty() ? 0.0 : out.values[0]);
@@ -551,6 +596,7 @@ int Main(int argc, char** argv) {
     s["policy"] = {{"file", cfg.policy_path}, {"algorithm", policy->algorithm()},
                    {"features", policy->feature_name()}, {"mi_rtts", policy->mi_rtts()}};
     s["decisions"] = decisions;
+    s["initial_action"] = initial_action;
     s["decision_us_mean"] = decisions ? decision_us_sum / decisions : 0.0;
     s["decision_us_max"] = decision_us_max;
   }

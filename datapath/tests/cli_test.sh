@@ -19,6 +19,21 @@ grep -q fallback_reason "$T/fb.json" || fail "fallback reason missing"
 "$SND" --controller=warp:9 2>/dev/null; [ $? -eq 2 ] || fail "bad controller should exit 2"
 "$SND" --controller=fixed:1 --bogus=1 2>/dev/null; [ $? -eq 2 ] || fail "unknown option should exit 2"
 "$SND" --help | grep -q -- "--controller" || fail "--help"
+# A policy whose feature set the datapath cannot compute: exit 2, naming the set.
+python3 - "$VEC/mlp.safetensors" "$T/unknown.safetensors" <<'PY' || fail "could not write the unknown-set policy"
+import json, struct, sys
+blob = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", blob[:8])[0]
+h = json.loads(blob[8:8 + n])
+spec = json.loads(h["__metadata__"]["jaxcc"])
+spec["features"]["name"] = "vivace_v9"
+h["__metadata__"]["jaxcc"] = json.dumps(spec)
+hb = json.dumps(h).encode()
+open(sys.argv[2], "wb").write(struct.pack("<Q", len(hb)) + hb + blob[8 + n:])
+PY
+"$SND" --controller=policy:"$T/unknown.safetensors" --duration=1 2> "$T/err"; rc=$?
+[ $rc -eq 2 ] || fail "unknown feature set: exit $rc, expected 2"
+grep -q "vivace_v9.*not implemented in the datapath" "$T/err" || fail "unknown feature set: unclear message: $(cat "$T/err")"
 "$RCV" --help | grep -q -- "--port" || fail "receiver --help"
 
 # Fixed 20 Mbit/s for 1.5 s.
@@ -87,4 +102,28 @@ ok = s["decisions"] > 10 and s["throughput_mbps"] > 0.5 and len(rows) == s["deci
 if not ok:
     print("FAIL: policy run", json.dumps(s)); sys.exit(1)
 PY
+# Eagle (rate table + BDP window), MOCC (window + preference goal) and DeepCC (absolute rate +
+# goal) policies: run, decide every MI, and (Eagle, MOCC) drive a finite window.
+for SET in eagle_v1 mocc_v1 deepcc_v1; do
+  PORT=$((PORT + 1))
+  "$RCV" --port=$PORT --bind=127.0.0.1 --duration=60 --summary="$T/r_$SET.json" &
+  RP=$!
+  sleep 0.3
+  "$SND" --controller=policy:"$VEC/features_$SET.safetensors" --port=$PORT --duration=1 \
+    --log="$T/s_$SET.csv" --summary="$T/s_$SET.json" || fail "$SET policy sender exit $?"
+  kill -TERM $RP 2>/dev/null; wait $RP
+  python3 - "$T" "$SET" <<'PY' || exit 1
+import json, sys, csv, math
+d, fs = sys.argv[1], sys.argv[2]
+s = json.load(open(d + "/s_%s.json" % fs))
+rows = list(csv.DictReader(open(d + "/s_%s.csv" % fs)))
+ok = s["decisions"] > 5 and s["throughput_mbps"] > 0 and len(rows) == s["decisions"] \
+    and s["policy"]["features"] == fs and not math.isnan(s["initial_action"]) \
+    and all(r["action"] not in ("nan", "") for r in rows)
+if fs != "deepcc_v1":
+    ok = ok and all(float(r["cwnd_bytes"]) > 0 for r in rows)
+if not ok:
+    print("FAIL: %s policy run" % fs, json.dumps(s)); sys.exit(1)
+PY
+done
 echo OK

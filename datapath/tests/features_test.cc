@@ -22,6 +22,9 @@ void ExpectClose(double got, double want, double rel, double abs_tol, const std:
 
 class Features : public ::testing::TestWithParam<std::string> {};
 
+// Sets with a "start" record run the sender's whole loop (Start, the first decision on the
+// empty history, then Compute + Decide per MI, chaining rate and cwnd); the others check the
+// features and the action block's rate from the recorded rate_in.
 TEST_P(Features, MatchEnvsAndPolicy) {
   std::ifstream f(kDir + "/features_" + GetParam() + ".json");
   ASSERT_TRUE(f) << "missing vectors; run: python -m jaxcc.policyfile --write-vectors tests/vectors";
@@ -30,17 +33,49 @@ TEST_P(Features, MatchEnvsAndPolicy) {
   ASSERT_EQ(p.feature_name(), GetParam());
   auto fn = jaxcc::MakeFeatureFn(p.feature_name(), p.features_json());
   ASSERT_EQ(fn->dim(), p.obs_dim());
+  ASSERT_NO_THROW(fn->Check(p));
   std::vector<float> window;
   for (int t = 0; t < p.history(); ++t) {
     auto e = fn->Empty();
     window.insert(window.end(), e.begin(), e.end());
   }
+  const std::vector<float> goal = v.contains("goal") ? v["goal"].get<std::vector<float>>() : std::vector<float>();
+  ASSERT_EQ(static_cast<int>(goal.size()), p.goal_dim());
+  const float* g = goal.empty() ? nullptr : goal.data();
   jaxcc::RunningStats run;
+  const bool loop = v.contains("start");
+  double rate = 0, cwnd = 1e30;
+  auto check_out = [&](const json& rec, const jaxcc::PolicyOutput& out, const std::string& tag) {
+    const auto net = rec["net_out"].get<std::vector<double>>();
+    ASSERT_EQ(out.net.size(), net.size()) << tag;
+    for (size_t k = 0; k < net.size(); ++k) ExpectClose(out.net[k], net[k], 1e-5, 1e-6, tag + " net_out");
+    if (rec["output"].is_number_integer()) {
+      EXPECT_EQ(out.index, rec["output"].get<int>()) << tag;
+    }
+  };
+  auto decide = [&](const json& rec, const jaxcc::PolicyOutput& out, const std::string& tag) {
+    ExpectClose(rate, rec["rate_in"].get<double>(), 1e-5, 1e-3, tag + " rate_in");
+    ExpectClose(cwnd, rec["cwnd_in"].get<double>(), 1e-5, 1e-3, tag + " cwnd_in");
+    jaxcc::Decide(p, fn.get(), out, run, rate, cwnd, 0.05, &rate, &cwnd);
+    ExpectClose(rate, rec["rate"].get<double>(), 1e-5, 1e-3, tag + " rate");
+    ExpectClose(cwnd, rec["cwnd"].get<double>(), 1e-5, 1e-3, tag + " cwnd");
+  };
+  if (loop) {
+    fn->SetRttGuess(v["rtt_guess"].get<double>());
+    rate = jaxcc::kBytesPerMbit;  // the sender's defaults (--init-mbps 1, no window / 10 packets)
+    cwnd = p.action().type == jaxcc::ActionType::kCwndTable ? 10.0 * 1472 : 1e30;
+    fn->Start(&rate, &cwnd);
+    const std::string tag = GetParam() + " start";
+    const auto& out = p.Apply(window.data(), g);
+    check_out(v["start"], out, tag);
+    decide(v["start"], out, tag);
+  }
   std::vector<float> feat(fn->dim());
   int i = 0;
   for (const json& mj : v["mis"]) {
     const std::string tag = GetParam() + " MI " + std::to_string(i++);
     jaxcc::MonitorStats m;
+    m.keep_rtts = fn->NeedsRttSamples();
     for (const json& s : mj["samples"]) m.AddSample(s[0].get<double>(), s[1].get<double>(), s[2].get<double>());
     m.duration = m.active = mj["duration"].get<double>();
     m.sent = mj["sent"].get<double>();
@@ -49,6 +84,10 @@ TEST_P(Features, MatchEnvsAndPolicy) {
     ExpectClose(m.RttMean(), mj["rtt_mean"].get<double>(), 1e-12, 1e-15, tag + " rtt_mean");
     ExpectClose(m.RttSlope(), mj["rtt_slope"].get<double>(), 1e-6, 1e-9, tag + " rtt_slope");
     ExpectClose(m.LossRate(), mj["loss_rate"].get<double>(), 1e-12, 1e-15, tag + " loss_rate");
+    if (mj.contains("rtt_p95")) {
+      std::vector<double> r = m.rtts;
+      ExpectClose(jaxcc::NearestRankPercentile(&r, 95.0), mj["rtt_p95"].get<double>(), 1e-12, 1e-15, tag + " p95");
+    }
     fn->Compute(m, run, feat.data());
     const auto want = mj["features"].get<std::vector<double>>();
     ASSERT_EQ(want.size(), feat.size());
@@ -57,16 +96,68 @@ TEST_P(Features, MatchEnvsAndPolicy) {
     const int D = p.obs_dim();
     std::memmove(window.data(), window.data() + D, sizeof(float) * (window.size() - D));
     std::memcpy(window.data() + window.size() - D, feat.data(), sizeof(float) * D);
-    const auto& out = p.Apply(window.data(), nullptr);
-    const auto net = mj["net_out"].get<std::vector<double>>();
-    for (size_t k = 0; k < net.size(); ++k) ExpectClose(out.net[k], net[k], 1e-5, 1e-6, tag + " net_out");
-    double rate, cwnd;
-    p.MapAction(out, mj["rate_in"].get<double>(), 1e30, &rate, &cwnd);
-    ExpectClose(rate, mj["rate"].get<double>(), 1e-5, 1e-3, tag + " rate");
+    const auto& out = p.Apply(window.data(), g);
+    check_out(mj, out, tag);
+    if (loop) {
+      decide(mj, out, tag);
+    } else {
+      double r, c;
+      p.MapAction(out, mj["rate_in"].get<double>(), 1e30, &r, &c);
+      ExpectClose(r, mj["rate"].get<double>(), 1e-5, 1e-3, tag + " rate");
+    }
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Sets, Features, ::testing::Values("aurora_v1", "pareto_v1"));
+INSTANTIATE_TEST_SUITE_P(Sets, Features,
+                         ::testing::Values("aurora_v1", "pareto_v1", "eagle_v1", "mocc_v1", "deepcc_v1"));
+
+// A policy whose head/action does not fit its feature set's paper is refused (exit 2 in the
+// sender), naming what is wrong.
+TEST(Features, PaperSetsCheckTheirPolicy) {
+  for (const char* set : {"eagle_v1", "mocc_v1", "deepcc_v1"}) {
+    jaxcc::Policy p = jaxcc::Policy::LoadFile(kDir + "/features_" + std::string(set) + ".safetensors");
+    // The MLP vector policy (continuous head, aurora action) fits none of them.
+    jaxcc::Policy wrong = jaxcc::Policy::LoadFile(kDir + "/mlp.safetensors");
+    auto fn = jaxcc::MakeFeatureFn(set, p.features_json());
+    EXPECT_NO_THROW(fn->Check(p)) << set;
+    try {
+      fn->Check(wrong);
+      ADD_FAILURE() << set << " accepted an aurora-style policy";
+    } catch (const jaxcc::PolicyError& e) {
+      EXPECT_NE(std::string(e.what()).find(set), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_THROW(jaxcc::MakeFeatureFn("eagle_v1", R"({"multipliers": [2, 1]})"), jaxcc::PolicyError);
+  EXPECT_THROW(jaxcc::MakeFeatureFn("mocc_v1", R"({"bw_set_mbps": [12, 6]})"), jaxcc::PolicyError);
+  EXPECT_THROW(jaxcc::MakeFeatureFn("deepcc_v1", R"({"bound_mbps": 0})"), jaxcc::PolicyError);
+}
+
+// Starts of the simulator's senders (jaxcc.policy / the agents' sim_controller).
+TEST(Features, StartWhereTheSimulatorDoes) {
+  double rate = 1.0, cwnd = 1e30;
+  auto aurora = jaxcc::MakeFeatureFn("aurora_v1", "{}");
+  aurora->SetRttGuess(0.04);
+  aurora->Start(&rate, &cwnd);
+  EXPECT_DOUBLE_EQ(rate, 10 * 1500 / 0.04);  // 10 packets per RTT
+  auto pareto = jaxcc::MakeFeatureFn("pareto_v1", R"({"init_pkts_per_rtt": 20, "init_rtt_s": 0.1})");
+  pareto->Start(&rate, &cwnd);
+  EXPECT_DOUBLE_EQ(rate, 20 * 1500 / 0.1);
+  auto eagle = jaxcc::MakeFeatureFn("eagle_v1", "{}");
+  eagle->Start(&rate, &cwnd);
+  EXPECT_DOUBLE_EQ(rate, 0.3 * 125000);  // Eagle §III-B "Startup": 300 Kbps, cwnd 10
+  EXPECT_DOUBLE_EQ(cwnd, 10 * 1500);
+  EXPECT_THROW(jaxcc::MakeFeatureFn("aurora_v1", R"({"init_pkts_per_rtt": 0})"), jaxcc::PolicyError);
+}
+
+TEST(Features, NearestRankPercentile) {
+  std::vector<double> v = {5, 1, 4, 2, 3};
+  EXPECT_EQ(jaxcc::NearestRankPercentile(&v, 95.0), 5.0);  // ceil(4.75) = 5th smallest
+  std::vector<double> w;
+  for (int k = 1; k <= 100; ++k) w.push_back(101 - k);
+  EXPECT_EQ(jaxcc::NearestRankPercentile(&w, 95.0), 95.0);
+  std::vector<double> e;
+  EXPECT_EQ(jaxcc::NearestRankPercentile(&e, 95.0), 0.0);
+}
 
 TEST(Features, UnknownSetRejected) {
   EXPECT_THROW(jaxcc::MakeFeatureFn("vivace_v9", "{}"), jaxcc::PolicyError);

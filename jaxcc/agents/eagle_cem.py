@@ -464,6 +464,10 @@ def sim_controller(spec: dict, tensors: dict):
     T, D, mi_ticks = jaxcc_policy.spec_window(spec)
     tpr = int(feats.get("ticks_per_rtt", 8))
     env, p = envs.make_env("eagle", history=T, num_flows=1)
+    # The file's own start, cwnd floor, delay threshold and EWMA gain where it states them
+    # (what the C++ sender reads too); the env's defaults otherwise.
+    over = ("init_rate_mbps", "init_cwnd_pkts", "min_cwnd_pkts", "delay_thresh_ms", "ewma_gain")
+    p = p.replace(**{k: jnp.asarray(float(feats[k]), jnp.float32) for k in over if k in feats})
     empty = jnp.asarray(feats.get("empty", [0.0] * D), jnp.float32)
     ten = {k: jnp.asarray(v) for k, v in tensors.items()}
 

@@ -222,4 +222,7 @@ def export_features_spec(config: base.EnvConfig | None = None) -> dict:
         "name": "eagle_v1", "history": c.history, "obs_dim": 5, "feature_names": list(FEATURE_NAMES),
         "empty": [0.0] * 5, "delay_thresh_ms": 4.0, "ewma_gain": EAGLE_EWMA_GAIN, "mi_rtts": c.mi_rtts, "ticks_per_rtt": c.ticks_per_rtt,
         "multipliers": list(MULTIPLIERS), "cwnd_factors": list(CWND_FACTORS), "cwnd_gain": CWND_GAIN,
+        # §III-B "Startup" and the cwnd floor (EagleParams), for senders outside the simulator.
+        "init_rate_mbps": float(EagleParams.init_rate_mbps), "init_cwnd_pkts": float(EagleParams.init_cwnd_pkts),
+        "min_cwnd_pkts": float(EagleParams.min_cwnd_pkts),
     }

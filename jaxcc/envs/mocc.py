@@ -229,8 +229,15 @@ def make_config(num_flows: int = 1, ticks_per_rtt: int = 16, **kw) -> base.EnvCo
 
 def export_features_spec(config: base.EnvConfig | None = None) -> dict:
     c = config or make_config()
+    d = MoccParams()
     return {
         "name": "mocc_v1", "history": c.history, "obs_dim": 4, "feature_names": list(FEATURE_NAMES),
         "empty": [0.0] * 4, "objectives": list(OBJECTIVES), "timeout": "max(0.2 s, 2 × min RTT)",
         "cwnd_deltas_pkts": list(CWND_DELTAS_PKTS), "mi_rtts": c.mi_rtts, "ticks_per_rtt": c.ticks_per_rtt, "goal": "preference ω on the simplex",
+        # The numbers behind the timeout, the init-cwnd step and the pacing (MoccParams), for
+        # senders outside the simulator (datapath/src/mi_features.cc).
+        "timeout_min_s": float(d.timeout_min_s), "timeout_rtts": float(d.timeout_rtts),
+        "init_cwnd_pkts": float(d.init_cwnd_pkts), "min_cwnd_pkts": float(d.min_cwnd_pkts), "b": float(d.b),
+        "init_step": int(d.init_step), "bw_set_mbps": [float(x) for x in d.bw_set_mbps],
+        "pacing_gain": float(d.pacing_gain),
     }
