@@ -21,6 +21,7 @@ Named scenarios (``get_scenario``; ``list_scenarios``; suites with ``get_suite``
   and the Fig. 2 / Fig. 7 links.
 * ``mocc/*`` — MOCC §V links (12 Mbps/10 ms/375 KB, 50 Mbps/375 KB, buffers 18–90 KB).
 * ``deepcc/*`` — DeepCC §VI links (Wi-Fi-like Poisson, satellite).
+* ``eagle/*`` — Eagle §V links (10 Mbps/100 ms at 1–4 BDP buffers; Verizon LTE, 10 ms one way).
 
 Trace scenarios (``pareto/lte``) look for the trace under ``$JAXCC_TRACES`` and then
 ``../shared/traces`` beside the repository; a clear error says so when it is not there.
@@ -320,6 +321,10 @@ def _aurora() -> dict[str, Callable[[], Scenario]]:
     # Fig. 7: "a dynamic link with 32ms of base latency, a 500 packet queue", 16–32 Mbps every 5 s.
     out["aurora/random16-32"] = lambda: _spec("aurora/random16-32", d, {"random_steps": {"low_mbps": 16, "high_mbps": 32, "every_s": 5},
                                                                        "buffer_bytes": 500 * PACKET}, _flows(1, 64.0, d))
+    # Fig. 2: "1% random loss on a 30 Mbps bandwidth link and a 10-packet queue" (latency not
+    # given: the §4.1 default, 30 ms one way).
+    out["aurora/fig2"] = lambda: _spec("aurora/fig2", d, {"bandwidth_mbps": 30, "buffer_bytes": 10 * PACKET, "loss": 0.01},
+                                       _flows(1, 60.0, d))
     return out
 
 
@@ -347,17 +352,33 @@ def _deepcc() -> dict[str, Callable[[], Scenario]]:
     }
 
 
-_REGISTRY: dict[str, Callable[[], Scenario]] = {**_pareto(), **_aurora(), **_mocc(), **_deepcc()}
+def _eagle() -> dict[str, Callable[[], Scenario]]:
+    # §V, Fig. 7: "an emulated link of 10 Mbps and RTT of 100 ms" (buffer not given: 1, 2 and 4
+    # BDP here).  Fig. 5/6: the Verizon LTE Mahimahi trace "with a one-way delay of 10 ms"; the
+    # buffer is not given either: 375 KB (a deep cellular buffer, the MOCC/issue link's size).
+    # The data direction is the downlink trace (the Sprout/Pantheon cellular experiments).
+    d = 30.0
+    bdp = 10 * links.MBPS * 0.1
+    out = {f"eagle/10mbps-bdp{k}": (lambda k=k: _spec(f"eagle/10mbps-bdp{k}", d, {"bandwidth_mbps": 10, "buffer_bytes": k * bdp},
+                                                       _flows(1, 100.0, d))) for k in (1, 2, 4)}
+    out["eagle/lte"] = lambda: _spec("eagle/lte", d, {"trace": find_trace("Verizon-LTE-short.down"), "buffer_bytes": 375 * KB},
+                                     _flows(1, 20.0, d))
+    return out
+
+
+_REGISTRY: dict[str, Callable[[], Scenario]] = {**_pareto(), **_aurora(), **_mocc(), **_deepcc(), **_eagle()}
 
 SUITES: dict[str, tuple[str, ...]] = {
     "pareto": ("pareto/fixed50", "pareto/dyn10-20", "pareto/dyn10-30", "pareto/shared2", "pareto/shared3",
                "pareto/shared4", "pareto/shared5", "pareto/depart4", "pareto/lte"),
     # Fig. 5's six environments (a)–(f).
     "pareto-fig5": ("pareto/fixed50", "pareto/dyn10-20", "pareto/dyn10-30", "pareto/shared4", "pareto/shared5", "pareto/lte"),
+    "eagle": ("eagle/10mbps-bdp1", "eagle/10mbps-bdp2", "eagle/10mbps-bdp4", "eagle/lte"),
     "aurora-bw": tuple(k for k in _REGISTRY if k.startswith("aurora/bw")),
     "aurora-latency": tuple(k for k in _REGISTRY if k.startswith("aurora/lat")),
     "aurora-queue": tuple(k for k in _REGISTRY if k.startswith("aurora/queue")),
     "aurora-loss": tuple(k for k in _REGISTRY if k.startswith("aurora/loss")),
+    "aurora-figs": ("aurora/fig2", "aurora/random16-32"),  # Fig. 2 and Fig. 7 links
     "mocc": tuple(k for k in _REGISTRY if k.startswith("mocc/")),
     "deepcc": tuple(k for k in _REGISTRY if k.startswith("deepcc/")),
 }

@@ -108,6 +108,19 @@ def test_pareto_named_scenarios_follow_the_paper():
     assert scenarios.SUITES["pareto-fig5"][-1] == "pareto/lte"
 
 
+def test_eagle_named_scenarios_follow_the_paper():
+    # Eagle §V: 10 Mbps, 100 ms RTT (BDP = 125,000 bytes) and Verizon LTE with 10 ms one way.
+    assert [scenarios.get_scenario(f"eagle/10mbps-bdp{k}").link.buffer_bytes for k in (1, 2, 4)] == \
+        pytest.approx([125_000, 250_000, 500_000])
+    e = scenarios.get_scenario("eagle/10mbps-bdp1")
+    assert (e.link.bandwidth_mbps, e.flows[0].rtt_ms) == (10.0, 100.0)
+    try:
+        lte = scenarios.get_scenario("eagle/lte")
+    except ValueError as err:  # the trace folder is not beside this checkout
+        pytest.skip(str(err))
+    assert lte.link.trace.endswith("Verizon-LTE-short.down") and lte.flows[0].rtt_ms == 20.0
+
+
 def test_unknown_names_list_the_valid_ones():
     with pytest.raises(ValueError, match="pareto/fixed50"):
         scenarios.get_scenario("pareto/fixed60")
