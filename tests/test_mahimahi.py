@@ -1,0 +1,189 @@
+"""launch/mahimahi_run.sh: the jaxcc sender through real Mahimahi (mm-delay, mm-link, mm-loss).
+
+Everywhere: the script says exactly what is missing (Mahimahi not installed, not setuid root,
+bad usage) and exits non-zero. Where Mahimahi is installed setuid root (setup/install_mahimahi.sh)
+and the datapath is built, as root: short real runs on the reference link of
+../shared/EMULATION.md (12 Mbit/s as a trace file holding only ``1``, 20 ms each way, 375 KB
+droptail buffer), checked against the same physics as the netns harness (tests/test_emulate.py);
+they skip, saying why, elsewhere. Wall time of the real runs: about 25 s.
+"""
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import re
+import shutil
+import stat
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SCRIPT = REPO / "launch" / "mahimahi_run.sh"
+BASH = shutil.which("bash") or "/bin/bash"
+SENDER = REPO / "datapath" / "build" / "jaxcc-sender"
+RECEIVER = REPO / "datapath" / "build" / "jaxcc-receiver"
+MM_USER = "nobody"
+
+
+def _script(args, path_dirs, timeout=60):
+    """Runs the script with PATH limited to path_dirs (so installed tools can be hidden)."""
+    env = dict(os.environ, PATH=os.pathsep.join(str(d) for d in path_dirs))
+    return subprocess.run([BASH, str(SCRIPT), *args], env=env, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def _bin_dir(tmp_path, tools):
+    """A folder holding links to just these system tools."""
+    d = tmp_path / "bin"
+    d.mkdir(exist_ok=True)
+    for t in tools:
+        p = shutil.which(t)
+        if p and not (d / t).exists():
+            (d / t).symlink_to(p)
+    return d
+
+
+def test_missing_mahimahi_is_named(tmp_path):
+    d = _bin_dir(tmp_path, ["dirname"])
+    r = _script(["--scenario=emu/fixed12", "--controller=bbr", f"--out={tmp_path / 'o'}"], [d])
+    assert r.returncode == 3, r
+    assert "Mahimahi is not installed (not found in PATH: mm-delay mm-link mm-loss)" in r.stderr
+    assert "setup/install_mahimahi.sh" in r.stderr and "python -m jaxcc.emulate" in r.stderr
+    assert not (tmp_path / "o").exists()   # nothing done before the checks
+
+
+def test_one_missing_tool_is_named(tmp_path):
+    d = _bin_dir(tmp_path, ["dirname"])
+    for t in ("mm-delay", "mm-link"):
+        (d / t).write_text("#!/bin/sh\nexit 0\n")
+        (d / t).chmod(0o755)
+    r = _script(["--scenario=emu/fixed12", f"--out={tmp_path / 'o'}"], [d])
+    assert r.returncode == 3, r
+    assert "(not found in PATH: mm-loss)" in r.stderr
+
+
+def test_not_setuid_is_named(tmp_path):
+    d = _bin_dir(tmp_path, ["dirname", "stat"])
+    for t in ("mm-delay", "mm-link", "mm-loss"):
+        (d / t).write_text("#!/bin/sh\nexit 0\n")
+        (d / t).chmod(0o755)
+    r = _script(["--scenario=emu/fixed12", f"--out={tmp_path / 'o'}"], [d])
+    assert r.returncode == 3, r
+    assert "installed but not setuid root" in r.stderr
+    assert all(str(d / t) in r.stderr for t in ("mm-delay", "mm-link", "mm-loss"))
+
+
+@pytest.mark.parametrize("args", [[], ["--scenario=emu/fixed12"], ["--bogus", "--out=x"],
+                                  ["--scenario=emu/fixed12", "--out=x", "--nice=fast"]])
+def test_bad_usage_exits_2(tmp_path, args):
+    r = _script(args, [_bin_dir(tmp_path, ["dirname"])])
+    assert r.returncode == 2, r
+    assert "mahimahi_run.sh" in r.stderr or "usage" in r.stderr
+
+
+# ----------------------------------------------------------------------------- real Mahimahi
+
+def _mahimahi_skip_reason() -> str | None:
+    tools = {t: shutil.which(t) for t in ("mm-delay", "mm-link", "mm-loss")}
+    missing = [t for t, p in tools.items() if p is None]
+    if missing:
+        return f"Mahimahi not installed ({', '.join(missing)} not in PATH): setup/install_mahimahi.sh"
+    for t, p in tools.items():
+        st = os.stat(p)
+        if not st.st_mode & stat.S_ISUID or st.st_uid != 0:
+            return f"{p} is not setuid root (Mahimahi's make install does that)"
+    if os.geteuid() != 0:
+        return "the Mahimahi runs need root (a network namespace, then runuser to a plain user)"
+    for t in ("ip", "runuser", "sysctl"):
+        if shutil.which(t) is None:
+            return f"'{t}' not found"
+    if not (SENDER.exists() and RECEIVER.exists()):
+        return "datapath not built (datapath/build.sh)"
+    try:
+        pwd.getpwnam(MM_USER)
+    except KeyError:
+        return f"no user {MM_USER!r} to run Mahimahi as"
+    if subprocess.run(["runuser", "-u", MM_USER, "--", "test", "-x", str(SENDER)]).returncode:
+        return f"user {MM_USER} cannot run {SENDER} (a folder above it lacks o+x)"
+    return None
+
+
+_SKIP = _mahimahi_skip_reason()
+needs_mahimahi = [pytest.mark.emulation, pytest.mark.datapath,
+                  pytest.mark.skipif(_SKIP is not None, reason=str(_SKIP))]
+
+
+def _apply(marks):
+    def deco(f):
+        for m in reversed(marks):
+            f = m(f)
+        return f
+    return deco
+
+
+@pytest.fixture
+def shared_dir():
+    """A folder the Mahimahi user can read and write (pytest's tmp_path is private to root)."""
+    d = Path(tempfile.mkdtemp(prefix="jaxcc-mm-"))
+    d.chmod(0o755)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def _run_mahimahi(d: Path, name: str, controller: str, T: float, loss: float = 0.0):
+    trace = d / "12mbps.trace"
+    trace.write_text("1\n")              # one 1500-byte packet per ms: 12 Mbit/s
+    spec = d / f"{name}.json"
+    spec.write_text(json.dumps({
+        "name": name, "duration_s": T,
+        "link": {"trace": str(trace), "buffer_bytes": 375000, "loss": loss},
+        "flows": [{"rtt_ms": 40.0, "start_s": 0.0, "stop_s": T, "controller": controller}]}))
+    out = d / name
+    r = subprocess.run([str(SCRIPT), f"--scenario-file={spec}", f"--out={out}",
+                        f"--user={MM_USER}"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, (r.stdout, r.stderr)
+    [rec] = json.loads((out / "results.json").read_text())["results"]
+    assert rec["emulator"] == "mahimahi" and rec["scenario"] == name
+    assert rec["controller"] == controller
+    for k in ("throughput_mbps", "utilization", "p95_owd_ms", "p95_qdelay_ms", "loss", "jain",
+              "per_flow", "capacity_mbps"):
+        assert k in rec, k
+    assert rec["capacity_mbps"] == pytest.approx(12.0, rel=0.01)
+    # the run's namespace is gone, and nothing of the run still runs
+    ns = re.search(r"mahimahi_run\.sh: (jxm[0-9a-f]+): mm-link", r.stderr).group(1)
+    assert ns not in subprocess.run(["ip", "netns", "list"], capture_output=True,
+                                    text=True).stdout
+    assert str(out) not in subprocess.run(["ps", "-eo", "args"], capture_output=True,
+                                          text=True).stdout
+    f = rec["per_flow"][0]
+    assert f["client_rc"] == 0, f
+    return rec, f
+
+
+@_apply(needs_mahimahi)
+def test_mahimahi_fixed_rate_over_capacity(shared_dir):
+    """fixed:15 into 12 Mbit/s: the droptail buffer fills and stays full (RTT 40 + 250 ms),
+    the excess is dropped; the first packets see the idle path (40 ms + 1-2 ms of 1-ms
+    delivery slots)."""
+    T = 4.0
+    rec, f = _run_mahimahi(shared_dir, "mm_fixed15", "fixed:15", T)
+    assert 40.0 <= f["min_rtt_ms"] <= 50.0      # (scheduling delays on a loaded host)
+    assert f["p50_rtt_ms"] == pytest.approx(290.0, abs=15.0)
+    # mm-link delivers 1504 bytes per opportunity; goodput over the sending time, with the
+    # full queue (0.25 s) draining after the stop
+    assert f["throughput_mbps"] == pytest.approx(12 * 1472 / 1500 * (T + 0.25) / T, rel=0.04)
+    assert f["loss"] == pytest.approx(1 - (12 * T + 0.375 * 8) / (15 * T), abs=0.03)
+    assert (shared_dir / "mm_fixed15" / "mm" / "uplink.log").stat().st_size > 0
+
+
+@_apply(needs_mahimahi)
+def test_mahimahi_random_loss(shared_dir):
+    """mm-loss uplink 0.1 under the link, below capacity: ~10% loss, no queue."""
+    rec, f = _run_mahimahi(shared_dir, "mm_loss10", "fixed:6", 3.0, loss=0.1)
+    assert f["loss"] == pytest.approx(0.1, abs=0.03)
+    assert f["p50_rtt_ms"] == pytest.approx(42.0, abs=5.0)
+    assert f["throughput_mbps"] == pytest.approx(6 * 1472 / 1500 * 0.9, rel=0.05)
