@@ -310,6 +310,8 @@ def train(config, workdir: str, *, run_name: str = "run", progress: bool = True,
                 done_stage = c + 1 == st.num_chunks
                 if (c + 1) % int(config.checkpoint_every_chunks) == 0 or done_stage:
                     if done_stage:
+                        if trainer.finish_stage is not None:
+                            state = jax.jit(trainer.finish_stage, out_shardings=state_shardings(state, mesh))(state)
                         _finish_stage(trainer, st, state, workdir, config, is_main)
                     ckpts.save(upd, state, {"stage": st.index, "stage_chunk": c + 1, "stage_done": done_stage,
                                             "update": upd, "stage_label": st.label})

@@ -20,6 +20,18 @@ functions; ``jaxcc.train`` drives them from a thin Python loop (logging, checkpo
   buffer: every flow of every link acts with the same parameters and all their transitions go to
   the same buffer, so an update learns from all of them ("communication-free" fairness).
 
+* Snapshot selection (ours; the paper does not say which iterate of a stage it keeps).  TD3's
+  iterates differ a lot from one update to the next on this task (e.g. one holds a full buffer,
+  the next a steady rate far below capacity, with similar returns: Algorithm 1 charges changes
+  in delay and loss, not their level).  With ``config.select.enabled``, every
+  ``select.every_chunks`` chunks the current actor plays ``select.links_per_stage`` fixed
+  validation episodes of every stage so far (deterministic: no noise, no expert; links drawn
+  from the training distributions with keys from the seed), scored by the paper's evaluation
+  quantities — ((1 − utilization) + p95 queue/buffer + loss)/3, Ankh's number with d_max = the
+  buffer, plus (1 − Jain's index) on two-flow links — and the best actor of the stage is kept
+  in ``state["select"]``.  At the stage's end it becomes the stage's policy (actor and target
+  actor) before the stage checkpoint and export.  Training itself is unchanged.
+
 All hyperparameters that a sweep varies are leaves of ``state["hp"]`` (floats), so they can be
 changed (or vmapped) without recompiling; shapes (batch size, network sizes, buffer segment
 sizes, number of links) are static.
@@ -62,7 +74,10 @@ def make_train(config, mesh=None) -> Trainer:
             raise ValueError(f"config.stages.{n} is missing (num_updates, buffer_segment)")
     stage_cfgs = [config.stages[n] for n in stage_names]
     env_over = dict(config.env.overrides) if "overrides" in config.env else {}
-    senvs = [env_adapter.make_stage_env(n, prefer=config.env.source, overrides=env_over) for n in stage_names]
+    # A stage may override static env fields of its own (``stages.fairness.env_overrides.max_steps``).
+    senvs = [env_adapter.make_stage_env(n, prefer=config.env.source,
+                                        overrides={**env_over, **dict(s.get("env_overrides", {}))})
+             for n, s in zip(stage_names, stage_cfgs)]
     T, D = senvs[0].history, senvs[0].obs_dim
     for se in senvs:
         if (se.history, se.obs_dim) != (T, D):
@@ -87,6 +102,12 @@ def make_train(config, mesh=None) -> Trainer:
     grad_steps = int(t.grad_steps)
     delay = int(t.policy_delay)
     use_expert = bool(config.expert.enabled)
+    sel = config.get("select", None)
+    select_on = sel is not None and bool(sel.enabled)
+    if select_on:
+        val_links, val_every = int(sel.links_per_stage), int(sel.every_chunks)
+        if val_links < 1 or val_every < 1:
+            raise ValueError(f"config.select: links_per_stage={val_links} and every_chunks={val_every} must be >= 1")
     nan_at = int(config.get("debug_nan_at_update", -1))
 
     if mesh is not None:
@@ -128,18 +149,77 @@ def make_train(config, mesh=None) -> Trainer:
                 "has_prev": jnp.zeros((E, f), bool), "expert": jnp.zeros((E, f), jnp.float32),
                 "ep_return": jnp.zeros((E, f), jnp.float32)}
 
+    # ------------------------------------------------------------------ snapshot selection (see module docstring)
+    def _select_reset(actor):
+        return {"actor": actor, "score": jnp.asarray(jnp.inf, jnp.float32), "update": jnp.asarray(-1, jnp.int32)}
+
+    def val_episode(actor_params, key, j: int):
+        """One deterministic episode (no noise, no expert) of stage ``j``'s training distribution.
+        Returns ((1 − utilization) + p95 queue / buffer + loss) / 3 + (1 − Jain), lower is better:
+        the Pareto paper's evaluation quantities (Ankh's number, §V, and Jain's index over the
+        second half of the episode), measured on links drawn from the training stages."""
+        se = senvs[j]
+        env, params = se.env, se.params
+        n_steps = int(env.config.max_steps)
+        obs, st = env.reset(key, params)
+
+        def body(c, k):
+            obs, st = c
+            a = actor_b(actor_params, obs.astype(jnp.float32))
+            obs, st, _, _, _, info = env.step(k, st, a, params)
+            return (obs, st), (info["delivery_rate"], info["capacity"][0], info["queue"][0], info["send_rate"],
+                               info["loss_rate"])
+
+        _, (dr, cap, q, sr, lr) = jax.lax.scan(body, (obs, st), jax.random.split(key, n_steps))
+        util = jnp.minimum(jnp.sum(dr) / jnp.maximum(jnp.sum(cap), 1.0), 1.0)
+        q95 = jnp.quantile(q / params.buffer_bytes, 0.95)
+        loss = jnp.sum(sr * lr) / jnp.maximum(jnp.sum(sr), 1.0)
+        x = jnp.sum(dr[n_steps // 2:], axis=0)
+        jain = jnp.square(jnp.sum(x)) / jnp.maximum(x.shape[0] * jnp.sum(x * x), 1e-12)
+        return ((1.0 - util) + q95 + loss) / 3.0 + (1.0 - jain)
+
+    def validate(actor_params, stage_idx: int):
+        """Mean score over fixed validation links of stages 0..stage_idx (keys from the seed only)."""
+        scores = []
+        for j in range(stage_idx + 1):
+            keys = jax.random.split(jax.random.PRNGKey(int(config.seed) + 7919 * (j + 1)), val_links)
+            scores.append(jnp.mean(jax.vmap(lambda k: val_episode(actor_params, k, j))(keys)))
+        return jnp.mean(jnp.stack(scores))
+
+    def select_step(state, stage_idx: int):
+        """Every ``every_chunks`` chunks: validate the actor and keep it if it beats the stage's best."""
+        k = state["counters"]["update"] // chunk
+        actor = state["agent"]["actor"]
+        score = jax.lax.cond(jnp.mod(k, val_every) == 0, lambda a: validate(a, stage_idx),
+                             lambda a: jnp.asarray(jnp.inf, jnp.float32), actor)
+        best = state["select"]
+        better = score < best["score"]
+        new = {"actor": jax.tree.map(lambda x, y: jnp.where(better, x, y), actor, best["actor"]),
+               "score": jnp.where(better, score, best["score"]),
+               "update": jnp.where(better, state["counters"]["update"], best["update"])}
+        return {**state, "select": new}, score
+
+    def finish_stage(state):
+        """At a stage's end its policy becomes the selected snapshot (actor and target actor)."""
+        if not select_on:
+            return state
+        best = state["select"]["actor"]
+        return _strong({**state, "agent": {**state["agent"], "actor": best, "actor_t": best}})
+
     def init(key):
         return _strong(_init(key))
 
     def _init(key):
         key = jnp.asarray(key)
         k_agent, k_env, k_run = jax.random.split(key, 3)
+        agent = init_agent(k_agent)
         state = {
-            "agent": init_agent(k_agent),
+            "agent": agent,
             "buffer": replay.init(example_transition(), segment_sizes),
             "env": init_env(0, k_env),
             "key": k_run,
             "hp": _hp(config),
+            "select": _select_reset(agent["actor"]),
             "counters": {"update": jnp.zeros((), jnp.int32), "grad_step": jnp.zeros((), jnp.int32),
                          "env_steps": jnp.zeros((), jnp.int32), "stage": jnp.zeros((), jnp.int32),
                          "stage_update": jnp.zeros((), jnp.int32)},
@@ -151,7 +231,8 @@ def make_train(config, mesh=None) -> Trainer:
         c = dict(state["counters"])
         c["stage"] = jnp.asarray(stage_idx, jnp.int32)
         c["stage_update"] = jnp.zeros((), jnp.int32)
-        return _strong({**state, "env": init_env(stage_idx, k_env), "key": key, "counters": c})
+        return _strong({**state, "env": init_env(stage_idx, k_env), "key": key, "counters": c,
+                        "select": _select_reset(state["agent"]["actor"])})
 
     # ------------------------------------------------------------------ collect (play, store)
     def make_collect(stage_idx: int):
@@ -279,7 +360,14 @@ def make_train(config, mesh=None) -> Trainer:
     updates = [make_update(i) for i in range(len(stages))]
 
     def run_chunk(state, stage_idx: int):
-        return jax.lax.scan(updates[stage_idx], state, None, length=chunk)
+        state, metrics = jax.lax.scan(updates[stage_idx], state, None, length=chunk)
+        if select_on:
+            state, score = select_step(state, stage_idx)
+            # −1 when this chunk did not validate (JSON has no inf).
+            metrics["val_score"] = jnp.full((chunk,), jnp.where(jnp.isfinite(score), score, -1.0))
+            best = state["select"]["score"]
+            metrics["val_best"] = jnp.full((chunk,), jnp.where(jnp.isfinite(best), best, -1.0))
+        return state, metrics
 
     def template(stage_idx: int):
         def build(key):
@@ -288,7 +376,8 @@ def make_train(config, mesh=None) -> Trainer:
         return jax.eval_shape(build, jax.random.PRNGKey(0))
 
     return Trainer(config=config, stages=stages, chunk_updates=chunk, actor_spec=spec, init=init,
-                   enter_stage=enter_stage, run_chunk=run_chunk, template=template, env_source=senvs[0].source)
+                   enter_stage=enter_stage, run_chunk=run_chunk, template=template, env_source=senvs[0].source,
+                   finish_stage=finish_stage)
 
 
 def actor_params(state) -> dict:

@@ -32,6 +32,9 @@ class Trainer:
     run_chunk: Callable  # (state, stage index) -> (state, metrics [chunk_updates])
     template: Callable  # stage index -> abstract state (ShapeDtypeStructs) for restore
     env_source: str
+    # state -> state, run once when a stage's last chunk is done, before its stage checkpoint and
+    # export (e.g. Pareto swaps in its selected snapshot).  None: the state is kept as it is.
+    finish_stage: Callable | None = dataclasses.field(default=None, kw_only=True)
 
 
 def strong(tree):
