@@ -5,6 +5,23 @@
 
 Paper / PCC-RL ``stable_solve.py`` (stable-baselines PPO1 defaults) where given; "decided"
 marks our choices.
+
+Deviation from the paper (``env.params``): 70 % of the training episodes start log-uniformly
+between 0.1 % and 30 % of the link's bandwidth; the other 30 % keep the paper's 30–150 % (§5.3).
+
+Why.  A deployed sender does not know the bandwidth, so it starts at a fixed rate (ours: 10
+packets per RTT; PCC-RL's UDT client: a fixed 6 Mbit/s).  On the §4.1 link (60 ms RTT) that is
+2× the link at 1 Mbit/s but 1/64 of it at 128 Mbit/s.  Trained only on the paper's 30–150 %
+starts, the policy never meets a link far above its rate: with no congestion signal (latency
+ratio 1, gradient 0) its mean action is ≈ 0.36, a climb of 0.9 % per MI, i.e. ≈ 2.3 s per
+doubling at 60 ms RTT, so 30-s utilization fell by ≈ 7 % per doubling of the bandwidth (0.97 at
+4, 0.79 at 32, 0.64 at 128 Mbit/s; 0.995–1.0 at every bandwidth when started at 1.0 × the
+bandwidth).  On the paper's own distribution that slow climb is close to optimal (forcing a
+faster climb changes its mean reward by +0.8 % / −0.7 % / −1.6 %), so more training does not
+fix it; the start distribution does.  The trained policy climbs with an accelerating ramp
+(≈ 2.5 s from 2 to 128 Mbit/s) and scores *higher* than the paper-only policy on the paper's
+distribution too (2208 vs 2188 reward per MI, mean action; ``checkpoints/aurora/README.md``).
+Starting rates below ``envs.base.MIN_RATE`` (0.01 Mbit/s) are raised to it.
 """
 
 import ml_collections
@@ -25,6 +42,11 @@ def get_config() -> ml_collections.ConfigDict:
     c.env = ml_collections.ConfigDict()
     c.env.name = "aurora"  # Table 1 ranges, MI = ½ RTT, 400-MI episodes: the env's defaults
     c.env.overrides = ml_collections.ConfigDict()
+    # AuroraParams fields to replace.  Not in the paper (see the docstring): 70 % of the episodes
+    # start at 0.1–30 % of the bandwidth (log-uniform) instead of the paper's 30–150 %.
+    c.env.params = ml_collections.ConfigDict()
+    c.env.params.init_far_frac = 0.7
+    c.env.params.init_far_lo = 0.001
 
     c.ppo = ml_collections.ConfigDict()
     c.ppo.num_steps = 64  # MIs per link per update (decided)

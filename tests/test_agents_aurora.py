@@ -125,6 +125,36 @@ def test_config_matches_the_paper():
     assert tuple(c.ppo.hidden) == (32, 16) and c.ppo.gamma == 0.99
     assert c.ppo.clip_eps == 0.2 and c.ppo.update_epochs == 4 and c.ppo.ent_coef == 0.01
     assert c.num_envs * c.ppo.num_steps // c.ppo.num_minibatches == 2048  # PPO1 optim_batchsize
+    # The one deviation from the paper's training distribution is set and explained in the config.
+    assert c.env.params.init_far_frac == 0.7 and c.env.params.init_far_lo == 0.001
+    with open(os.path.join(REPO, "configs", "aurora.py")) as f:
+        assert "Deviation from the paper" in f.read()
+
+
+def test_env_params_from_config():
+    c = _config("aurora_smoke")
+    env, p = ap.make_env(c)
+    assert float(p.init_far_frac) == pytest.approx(c.env.params.init_far_frac)
+    with c.unlocked():
+        c.env.params.init_far_frac = 0.25
+        c.env.params.init_far_lo = 0.02
+    _, p = ap.make_env(c)
+    assert float(p.init_far_frac) == 0.25 and float(p.init_far_lo) == pytest.approx(0.02)
+    assert float(p.init_rate_lo) == pytest.approx(0.3)  # the paper's range is kept
+    with c.unlocked():
+        c.env.params.no_such_field = 1.0
+    with pytest.raises(ValueError, match="no_such_field"):
+        ap.make_env(c)
+
+
+def test_with_duration_stretches_the_test():
+    from jaxcc.scenarios import get_scenario
+
+    sc = ap.with_duration(get_scenario("aurora/bw8"), 120.0)
+    assert sc.duration_s == 120.0 and all(f.stop_s == 120.0 for f in sc.flows)
+    assert sc.link.bandwidth_mbps == 8 and sc.flows[0].rtt_ms == 60.0
+    fig7 = ap.with_duration(get_scenario("aurora/random16-32"), 120.0)
+    assert len(fig7.link.capacity(seed=0, duration_s=120.0).times) == 24  # a new rate every 5 s
 
 
 # ----------------------------------------------------------------------------- training

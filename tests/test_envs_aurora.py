@@ -65,6 +65,30 @@ def test_spec_and_defaults():
     assert float(p.bw_pps_lo) == 100 and float(p.queue_pkts_hi) == 2981 and np.isclose(float(p.alpha), 0.025)
 
 
+def test_initial_rate_paper_range_and_far_starts():
+    """0.3–1.5 × bandwidth by default (§5.3); ``init_far_frac`` moves that share of the starts to
+    log-uniform ``init_far_lo``–0.3 × bandwidth without changing the links drawn."""
+    env, p = make_env("aurora")
+    keys = jax.random.split(jax.random.PRNGKey(0), 512)
+    reset = jax.jit(jax.vmap(env.reset, in_axes=(0, None)))
+
+    def starts(params):
+        _, st = reset(keys, params)
+        bw = np.asarray(st.link.cap_bps[:, 0])
+        return np.asarray(st.rate[:, 0]) / bw, bw
+
+    x0, bw0 = starts(p)
+    assert x0.min() >= 0.3 - 1e-5 and x0.max() <= 1.5 + 1e-5
+    x1, bw1 = starts(p.replace(init_far_frac=jnp.float32(1.0), init_far_lo=jnp.float32(0.01)))
+    np.testing.assert_array_equal(bw0, bw1)
+    assert x1.min() >= 0.01 * (1 - 1e-5) and x1.max() <= 0.3 * (1 + 1e-5)
+    assert 0.03 < np.median(x1) < 0.09  # log-uniform: median ≈ √(0.01·0.3) ≈ 0.055
+    xh, _ = starts(p.replace(init_far_frac=jnp.float32(0.5)))
+    far = xh < 0.3
+    assert 0.4 < far.mean() < 0.6
+    np.testing.assert_array_equal(xh[~far], x0[~far])  # the paper's draw where the start is not far
+
+
 @functools.lru_cache(maxsize=None)
 def _batch_run():
     env, p = make_env("aurora", max_steps=STEPS)

@@ -7,6 +7,7 @@ the in-simulator sender for ``policy:FILE`` → benchmark and evaluation CLI::
     python -m jaxcc.train --config=aurora                      # train (checkpoints, resume, export)
     python -m jaxcc.agents.aurora_ppo --bench --sizes=64,1024  # env steps/s of the whole loop
     python -m jaxcc.agents.aurora_ppo --eval=checkpoints/aurora/aurora.safetensors  # §4.1 sweeps
+    python -m jaxcc.agents.aurora_ppo --eval=FILE --suites=aurora-figs --baselines=cubic,bbr --seeds=5  # Fig. 2, 7
 
 From the paper (seeds/001: §2.2, §3.1, §3.3, §5, Table 1) and its code (PCC-RL
 ``stable_solve.py``: stable-baselines PPO1 with its defaults):
@@ -25,10 +26,13 @@ From the paper (seeds/001: §2.2, §3.1, §3.3, §5, Table 1) and its code (PCC-
 * rewards are scaled by 1e-3 before PPO (PCC-RL's ``REWARD_SCALE``).
 
 Decided here: 1024 links × 64 MIs per batch (65,536 MIs; same 2048-MI minibatches, so 128
-Adam steps per batch), 600 batches (the reward plateaus after ~250); the sampled action is clipped to ``±action_clip`` (10: at most ×1.25 per
-MI) before the rate rule, and the exported ``gaussian_mean`` head clips the mean to the same
-range; advantages are normalised per minibatch (PPO1 normalises per batch); a time-limit
-truncation bootstraps from ``V(final_obs)`` (the env keeps it in ``info``).
+Adam steps per batch), 600 batches (the reward plateaus after ~250); the sampled action is
+clipped to ``±action_clip`` (10: at most ×1.25 per MI) before the rate rule, and the exported
+``gaussian_mean`` head clips the mean to the same range; advantages are normalised per
+minibatch (PPO1 normalises per batch); a time-limit truncation bootstraps from ``V(final_obs)``
+(the env keeps it in ``info``).  Not in the paper: ``config.env.params`` replaces fields of the
+training distribution — ``configs/aurora.py`` starts 70 % of the episodes far below the
+bandwidth, and says why.
 
 The actor's forward pass *is* the policy file's (``jaxcc.policyfile.forward`` over the spec
 ``flatten → fc1 tanh → fc2 tanh → mean``), so an exported file reproduces training's actions.
@@ -175,10 +179,19 @@ def value_loss(value, old_value, returns, clip_eps: float, clip: bool):
 
 
 def make_env(config):
-    """``jaxcc.envs.make_env(config.env.name, **config.env.overrides)`` → (env, params)."""
+    """``jaxcc.envs.make_env(config.env.name, **config.env.overrides)`` → (env, params), with
+    the training distribution's fields named in ``config.env.params`` replaced (e.g.
+    ``init_far_frac``; an unknown name is an error)."""
     from jaxcc import envs
 
-    return envs.make_env(str(config.env.name), **dict(config.env.get("overrides", {}) or {}))
+    env, params = envs.make_env(str(config.env.name), **dict(config.env.get("overrides", {}) or {}))
+    over = dict(config.env.get("params", {}) or {})
+    unknown = sorted(k for k in over if not hasattr(params, k))
+    if unknown:
+        raise ValueError(f"config.env.params: unknown field(s) {unknown} of {type(params).__name__}")
+    if over:
+        params = params.replace(**{k: jnp.asarray(v, jnp.asarray(getattr(params, k)).dtype) for k, v in over.items()})
+    return env, params
 
 
 def features_spec(config) -> dict:
@@ -496,25 +509,48 @@ def bench(config, updates: int = 2, sizes=None, repeats: int = 2) -> list[dict]:
     return rows
 
 
-def evaluate_policy_file(path: str, suites=("aurora-bw", "aurora-loss"), baselines=("cubic",)) -> list[dict]:
+def with_duration(sc, duration_s: float):
+    """The scenario run for ``duration_s`` seconds instead (flows that ran to the end still do;
+    random capacity forms draw their segments for the new length)."""
+    from jaxcc.scenarios import parse_scenario
+
+    d = sc.to_dict()
+    old = float(d["duration_s"])
+    d["duration_s"] = float(duration_s)
+    for f in d["flows"]:
+        if f["stop_s"] >= old:
+            f["stop_s"] = float(duration_s)
+        f["stop_s"] = min(f["stop_s"], float(duration_s))
+    return parse_scenario(d, source=sc.name)
+
+
+def evaluate_policy_file(path: str, suites=("aurora-bw", "aurora-loss"), baselines=("cubic",), *, seeds: int = 1,
+                         duration_s: float = 0.0, scenarios=()) -> list[dict]:
     """§4.1 sweeps in the simulator (``jaxcc.evaluate``): the exported policy next to ``baselines``.
+
+    ``suites`` and ``scenarios`` name what to run; ``duration_s`` > 0 replaces every scenario's
+    length (the paper runs each test for two minutes; the named sweeps last 30 s); ``seeds``
+    runs per random link (Fig. 7: at least five).  The policy acts with its mean action, as
+    PCC-RL's deployed agent does (``stochastic=False``).
 
     Registers this module's ``sim_controller`` for the ``aurora_v1`` feature set in
     ``jaxcc.policy`` if that registry does not have one yet.
     """
     from jaxcc import evaluate as ev
     from jaxcc import policy as pol
-    from jaxcc.scenarios import get_suite
+    from jaxcc.scenarios import get_scenario, get_suite
 
     pol._BUILDERS.setdefault("aurora_v1", sim_controller)
-    scs = [sc for su in suites for sc in get_suite(su)]
-    rep = ev.run_evaluation(scs, ev.controller_entries(list(baselines) + [f"policy:{path}"]), progress=False,
-                            keep_series=False)
+    scs = [sc for su in suites if su for sc in get_suite(su)] + [get_scenario(n) for n in scenarios if n]
+    if duration_s > 0:
+        scs = [with_duration(sc, duration_s) for sc in scs]
+    rep = ev.run_evaluation(scs, ev.controller_entries(list(baselines) + [f"policy:{path}"]), seeds=seeds,
+                            progress=False, keep_series=False)
     rows = []
     for r in rep["results"]:
         lab = "aurora" if r["controller"].startswith("policy:") else r["controller"]
         rows.append({k: r[k] for k in ("scenario", "throughput_mbps", "utilization", "p95_owd_ms", "p95_qdelay_ms",
-                                       "loss")} | {"controller": lab})
+                                       "mean_owd_ms", "loss", "duration_s", "runs")} | {"controller": lab})
     return rows
 
 
@@ -529,15 +565,22 @@ def main(argv=None):
     ap.add_argument("--sizes", default="", help="comma-separated numbers of links (default: the config's)")
     ap.add_argument("--updates", type=int, default=2, help="PPO iterations per timed call")
     ap.add_argument("--eval", default="", metavar="FILE", help="evaluate an exported policy on the §4.1 sweeps")
-    ap.add_argument("--suites", default="aurora-bw,aurora-loss", help="suites for --eval")
+    ap.add_argument("--suites", default="aurora-bw,aurora-loss", help="suites for --eval (comma-separated; "
+                    "aurora-figs: the Fig. 2 and Fig. 7 links)")
+    ap.add_argument("--scenarios", default="", help="more named scenarios for --eval (comma-separated)")
+    ap.add_argument("--baselines", default="cubic", help="controllers next to the policy for --eval (e.g. cubic,bbr)")
+    ap.add_argument("--seeds", type=int, default=1, help="--eval: runs per random link (Fig. 7: 5)")
+    ap.add_argument("--duration", type=float, default=0.0,
+                    help="--eval: seconds per test instead of the scenarios' own (the paper ran 120)")
     ap.add_argument("--out", default="", help="write the rows as JSON here")
     a = ap.parse_args(argv)
     if a.eval:
-        rows = evaluate_policy_file(a.eval, tuple(a.suites.split(",")))
+        rows = evaluate_policy_file(a.eval, tuple(a.suites.split(",")), tuple(b for b in a.baselines.split(",") if b),
+                                    seeds=a.seeds, duration_s=a.duration, scenarios=tuple(a.scenarios.split(",")))
         for r in rows:
             print(f"{r['scenario']:20s} {r['controller']:7s} thr {r['throughput_mbps']:8.2f} Mbit/s  "
-                  f"util {r['utilization']:.3f}  p95 owd {r['p95_owd_ms']:8.1f} ms  p95 qdelay "
-                  f"{r['p95_qdelay_ms']:8.1f} ms  loss {r['loss']:.4f}")
+                  f"util {r['utilization']:.3f}  mean owd {r['mean_owd_ms']:8.1f} ms  p95 owd {r['p95_owd_ms']:8.1f} ms  "
+                  f"p95 qdelay {r['p95_qdelay_ms']:8.1f} ms  loss {r['loss']:.4f}")
         if a.out:
             with open(a.out, "w") as f:
                 json.dump({"results": rows}, f, indent=1)

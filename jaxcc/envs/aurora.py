@@ -13,7 +13,8 @@ Paper: /work/shared/seeds/001_ba2ea6f4db356dce.txt.  Reference gym: github.com/P
 * Training links (§5, Table 1): bandwidth 100–500 packets/s, latency 50–500 ms (one way, as in
   the gym where data and ACKs each cross a link with that latency: RTT = 2·latency), queue
   2–2981 packets drawn log-uniformly, random loss 0–5 %; the sender starts at 30–150 % of the
-  bandwidth (§5.3).
+  bandwidth (§5.3).  Optionally (``init_far_frac`` > 0, not in the paper) a fraction of the
+  episodes starts far below the bandwidth instead (log-uniform ``init_far_lo``–30 %).
 * Monitor interval: ½ RTT of the link (``mi_rtts = 0.5``), 400 MIs per episode (the gym's
   ``MAX_STEPS``).  The paper's delay ``d`` between choosing a rate and seeing its effect is
   built in: an MI's statistics come from the ACKs that arrive during it (one RTT late).
@@ -50,6 +51,11 @@ class AuroraParams:
     loss_hi: jax.Array = 0.05
     init_rate_lo: jax.Array = 0.3  # × bandwidth
     init_rate_hi: jax.Array = 1.5
+    # Not in the paper (0 = off, the default): this fraction of the episodes instead starts
+    # log-uniformly between ``init_far_lo`` and ``init_rate_lo`` × bandwidth, so that the policy
+    # also sees links far above its starting rate (``configs/aurora.py`` explains why).
+    init_far_frac: jax.Array = 0.0
+    init_far_lo: jax.Array = 0.01
     alpha: jax.Array = ALPHA
     w_throughput: jax.Array = 10.0
     w_latency: jax.Array = 1000.0
@@ -145,6 +151,10 @@ class AuroraEnv(base.MultiFlowEnv):
         link = links.link_from_arrays(times, rates, queue, loss, rtt, jnp.zeros((f,)), jnp.full((f,), 1e9),
                                       ticks_per_rtt=c.ticks_per_rtt)
         x0 = jax.random.uniform(kr, (f,), minval=p.init_rate_lo, maxval=p.init_rate_hi) * bw
+        # Far-below starts use keys folded from ``kr``, so the paper's draws (frac 0) are unchanged.
+        k_far, k_which = jax.random.fold_in(kr, 1), jax.random.fold_in(kr, 2)
+        x_far = base.log_uniform(k_far, p.init_far_lo, p.init_rate_lo, (f,)) * bw
+        x0 = jnp.where(jax.random.uniform(k_which, (f,)) < p.init_far_frac, x_far, x0)
         return base.EpisodeInit(link=link, rate=x0, cwnd=jnp.full((f,), core.BIG), goal=jnp.zeros((f, 0)))
 
     def init_paper(self, init, p):
