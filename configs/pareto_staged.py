@@ -1,8 +1,9 @@
 """Pareto (IEEE TNSE 2022): TD3 + LSTM, staged bootstrap → advance → fairness (Algorithm 2).
 
-``python -m jaxcc.train --config=pareto_staged`` — sized to finish on a 2-core laptop CPU in
-about 20 minutes; scale ``num_envs``, ``stages[*].num_updates`` and ``td3.grad_steps`` up on a
-GPU/TPU (``launch/train_gpu.sh``).
+``python -m jaxcc.train --config=pareto_staged`` — sized for a 2-core laptop CPU (240 s on the
+dev machine, inside the 20-minute budget; what it scores: ``checkpoints/pareto/README.md``).
+Scale ``num_envs``, ``stages[*].num_updates`` and ``td3.grad_steps`` up on a GPU/TPU
+(``launch/train_gpu.sh``).
 """
 
 import ml_collections
