@@ -14,7 +14,6 @@ import argparse
 import json
 import os
 import sys
-from typing import Any
 
 import numpy as np
 

@@ -776,11 +776,7 @@ def _write_feature_vectors(out_dir: str, rng: np.random.Generator) -> list[str]:
             pp = pareto.ParetoParams()
             feats_rows = []
             for ev in events:
-                m = mi_lib.mi_zero(1, f64)
-                for w, r, t in ev["samples"]:
-                    m = add_sample(m, jnp.array([w], f64), jnp.array([r], f64), jnp.array([t], f64))
-                m = m.replace(duration=jnp.array([ev["duration"]], f64), active=jnp.array([ev["duration"]], f64),
-                              sent=jnp.array([ev["sent"]], f64), lost=jnp.array([ev["lost"]], f64))
+                m = _event_mi(add_sample, ev)
                 run = mi_lib.running_update(run, m)
                 if name == "aurora_v1":
                     f = aurora.features(m, run)[0]
@@ -952,11 +948,7 @@ def _paper_vector(name: str, env_name: str, kind: str, seed: int, goal_seed: int
         start.update(rate=rate, cwnd=cwnd)
         out_mis = []
         for ev in events:
-            m = mi_lib.mi_zero(1, f64)
-            for w, r, t in ev["samples"]:
-                m = add_sample(m, jnp.array([w], f64), jnp.array([r], f64), jnp.array([t], f64))
-            m = m.replace(duration=jnp.array([ev["duration"]], f64), active=jnp.array([ev["duration"]], f64),
-                          sent=jnp.array([ev["sent"]], f64), lost=jnp.array([ev["lost"]], f64))
+            m = _event_mi(add_sample, ev)
             run = mi_lib.running_update(run, m)
             rec = dict(ev, rtt_mean=float(mi_lib.rtt_mean(m)[0]), rtt_slope=float(mi_lib.rtt_slope(m)[0]),
                        loss_rate=float(mi_lib.loss_rate(m)[0]))
@@ -985,6 +977,21 @@ def _jitted_policy(spec_json: str):
 
     spec = json.loads(spec_json)
     return jax.jit(lambda t, o, g: (forward(spec, t, o, g), apply(spec, t, o, g)))
+
+
+def _event_mi(add_sample, ev: dict):
+    """One MI's statistics (float64; call under ``jax.enable_x64``) from a ``_random_mi_events``
+    record: its per-packet samples through ``add_sample`` (``mi_add_sample``), then its totals."""
+    import jax.numpy as jnp
+
+    from jaxcc.envs import mi as mi_lib
+
+    f64 = jnp.float64
+    m = mi_lib.mi_zero(1, f64)
+    for w, r, t in ev["samples"]:
+        m = add_sample(m, jnp.array([w], f64), jnp.array([r], f64), jnp.array([t], f64))
+    return m.replace(duration=jnp.array([ev["duration"]], f64), active=jnp.array([ev["duration"]], f64),
+                     sent=jnp.array([ev["sent"]], f64), lost=jnp.array([ev["lost"]], f64))
 
 
 @functools.lru_cache(maxsize=None)

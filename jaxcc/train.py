@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import glob
 import json
-import math
 import os
 import sys
 import time
@@ -239,7 +238,6 @@ def train(config, workdir: str, *, run_name: str = "run", progress: bool = True,
           stop_after_chunks: int | None = None) -> dict:
     """Run (or resume) a staged training run.  Returns a summary dict."""
     import jax
-    import jax.numpy as jnp
 
     from jaxcc import agents, checkpointing
 
@@ -385,7 +383,7 @@ def _main(argv):
 
 
 def main(argv: list[str] | None = None) -> int:
-    from absl import app, flags
+    from absl import flags
     from ml_collections import config_flags
 
     argv = list(sys.argv if argv is None else argv)

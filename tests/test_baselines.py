@@ -4,7 +4,6 @@ Fast tests use short custom links; the ``slow`` ones run the Pareto suite (§V t
 """
 
 import math
-import os
 
 import jax
 import jax.numpy as jnp

@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxcc import checkpointing, export, policyfile
+from jaxcc import checkpointing, policyfile
 from jaxcc.agents import networks, pareto_td3
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -39,9 +39,7 @@ sizes, number of links) are static.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
-from typing import Any, Callable
 
 import jax
 import jax.numpy as jnp
