@@ -278,17 +278,7 @@ int Main(int argc, char** argv) {
   s["parse"] = pc;
   s["per_flow"] = per_flow;
   const std::string text = s.dump(1);
-  if (!summary_path.empty()) {
-    std::ofstream f(summary_path);
-    f << text << "\n";
-    if (!f) {
-      std::cerr << "jaxcc-receiver: cannot write --summary file " << summary_path << "\n";
-      return 1;
-    }
-  } else {
-    std::cout << text << "\n";
-  }
-  return 0;
+  return WriteSummary(text, summary_path, "jaxcc-receiver");
 }
 
 }  // namespace

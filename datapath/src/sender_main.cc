@@ -603,17 +603,7 @@ int Main(int argc, char** argv) {
   if (bbr) s["bbr"] = {{"max_bw_mbps", bbr->max_bw() * 8 / 1e6}, {"min_rtt_ms", bbr->min_rtt_s() * 1e3},
                        {"rounds", bbr->round_count()}};
   const std::string text = s.dump(1);
-  if (!cfg.summary_path.empty()) {
-    std::ofstream f(cfg.summary_path);
-    f << text << "\n";
-    if (!f) {
-      std::cerr << "jaxcc-sender: cannot write --summary file " << cfg.summary_path << "\n";
-      return 1;
-    }
-  } else {
-    std::cout << text << "\n";
-  }
-  return 0;
+  return WriteSummary(text, cfg.summary_path, "jaxcc-sender");
 }
 
 }  // namespace
