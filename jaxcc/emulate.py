@@ -593,6 +593,9 @@ def flow_kind(controller: str, impl: str = "auto") -> str:
     """How a flow runs: "iperf3" (kernel:*), "jaxcc" (datapath binaries) or "probe"
     (udp_probe, fixed rates only: the harness self-test, or when the datapath is not built).
     impl="probe" forces the probe for fixed:* flows."""
+    if controller in ("cubic", "copa", "oracle"):
+        raise EmulationError(f"controller {controller} runs only in the simulator (python -m jaxcc.evaluate); "
+                             "in emulation use kernel:cubic (iperf3), bbr, fixed:MBPS or policy:FILE")
     if controller.startswith("kernel:"):
         if controller not in ("kernel:cubic", "kernel:bbr", "kernel:reno"):
             raise EmulationError(f"unknown kernel controller {controller}")
@@ -1124,9 +1127,9 @@ def _validate_controller(c: str | None) -> None:
         parse_controller(c, field="--controller")
     except ValueError as e:
         raise EmulationError(str(e)) from e
-    if c in ("cubic", "oracle"):
-        raise EmulationError(f"--controller={c} runs only in the simulator; in emulation use "
-                             "kernel:cubic (iperf3), bbr, fixed:MBPS or policy:FILE")
+    if c.strip() in ("cubic", "copa", "oracle"):
+        raise EmulationError(f"--controller={c} runs only in the simulator (python -m jaxcc.evaluate); "
+                             "in emulation use kernel:cubic (iperf3), bbr, fixed:MBPS or policy:FILE")
 
 
 def _raise_on_term(signum, frame):

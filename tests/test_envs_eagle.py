@@ -56,7 +56,8 @@ def test_observe_by_hand():
     env, p = make_env("eagle")
     st = types.SimpleNamespace(link=types.SimpleNamespace(rtt=A(0.1)), cwnd=A(15000.0))  # what observe reads
     prev = eagle.EagleFlow(started=jnp.array([True]), exp_delay=jnp.array([True]), inc=A(2.89), dec=A(1.0),
-                           q=A(0.010), l=A(0.0), deliv=A(1e6), last_action=jnp.array([4]))
+                           q=A(0.010), l=A(0.0), deliv=A(1e6), last_action=jnp.array([4]),
+                           deliv_win=jnp.zeros((1, eagle.MAX_BW_WINDOW)).at[0, :3].set(jnp.array([1e6, 3e6, 2e6])))
     m = mi.mi_add_sample(mi.mi_zero(1), A(360000.0), A(0.13), A(0.1)).replace(duration=A(0.3), sent=A(360000.0))
     run = mi.RunningStats(min_rtt=A(0.1), min_mean_rtt=A(0.1), max_delivery=A(1.2e6))
     out = env.observe(st, prev, m, run, LinkMI(jnp.float32(0), jnp.float32(0)), p)
@@ -64,6 +65,25 @@ def test_observe_by_hand():
     # reward is the % decrease of the delay: (10 − 26)/10; ratio Δd = (1.2e6 − 1e6)/1e6.
     np.testing.assert_allclose(out.features[0], [1.0, 0.0, 0.026, 0.0, 0.2], rtol=1e-5, atol=1e-7)
     np.testing.assert_allclose(out.reward, [-1.6], rtol=1e-5)
+    # The step's delivery rate (360000 B / 0.3 s) is pushed in front of the ring.
+    np.testing.assert_allclose(out.paper.deliv_win[0, :4], [1.2e6, 1e6, 3e6, 2e6], rtol=1e-6)
+
+
+def test_bdp_bandwidth_is_a_windowed_max():
+    """§III-B's "highest delivery rate", BBR-style: the max of the last bw_window_steps steps."""
+    env, p = make_env("eagle")
+    assert int(p.bw_window_steps) == 4
+    win = jnp.zeros((1, eagle.MAX_BW_WINDOW)).at[0, :6].set(jnp.array([1e6, 2e6, 1.5e6, 1e6, 9e6, 8e6]))
+    np.testing.assert_allclose(eagle.windowed_max_delivery(win, A(9e6), p), [2e6])  # 9e6 is 5 steps old
+    np.testing.assert_allclose(eagle.windowed_max_delivery(win, A(9e6), p.replace(bw_window_steps=5)), [9e6])
+    # 0: the whole connection's max (what the first shipped policy used)
+    np.testing.assert_allclose(eagle.windowed_max_delivery(win, A(9.5e6), p.replace(bw_window_steps=0)), [9.5e6])
+    # The window sets the cwnd: hold = 2 × 2e6 B/s × 100 ms.
+    st = types.SimpleNamespace(rate=A(1e6), run=mi.RunningStats(min_rtt=A(0.1), min_mean_rtt=A(0.1),
+                                                                max_delivery=A(9e6)),
+                               paper=env.init_paper(None, p).replace(deliv_win=win))
+    _, cwnd, _ = env.apply_action(st, jnp.array([2]), p)
+    np.testing.assert_allclose(cwnd, [2 * 2e6 * 0.1], rtol=1e-6)
 
 
 def test_spec_and_config():

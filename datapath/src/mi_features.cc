@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <nlohmann/json.hpp>
 
 #include "policy.h"
@@ -176,7 +177,9 @@ class ParetoFeatures : public FeatureFn {
 //   "Actions": rate x2.89, x1.25, hold, /1.25, /2.89 (the action block's rate_table) and a cwnd
 //     of "a small multiple of [the] BDP estimate", the highest delivery rate x min RTT:
 //     cwnd = cwnd_gain x cwnd_factors[a] x BDP (factors 2, 1.25, 1, 1/1.25, 1/2), at least
-//     min_cwnd_pkts; 10 packets until a BDP can be estimated.
+//     min_cwnd_pkts; 10 packets until a BDP can be estimated.  The highest delivery rate is the
+//     max over the last bw_window_steps MIs (BBR's windowed BtlBw filter; 0 or absent: over the
+//     whole connection, as files from before the window was added were trained).
 //   "Startup": 300 kbit/s and a cwnd of 10 packets.
 class EagleFeatures : public FeatureFn {
  public:
@@ -190,7 +193,11 @@ class EagleFeatures : public FeatureFn {
         init_rate_mbps_(Positive(f, "init_rate_mbps", 0.3)),
         init_cwnd_pkts_(Positive(f, "init_cwnd_pkts", 10.0)),
         min_cwnd_pkts_(Positive(f, "min_cwnd_pkts", 4.0)),
+        bw_window_steps_(Param(f, "bw_window_steps", 0.0)),
         empty_(EmptyFrom(f, {0, 0, 0, 0, 0})) {
+    if (!(bw_window_steps_ >= 0 && bw_window_steps_ <= kMaxBwWindow) || bw_window_steps_ != std::floor(bw_window_steps_))
+      throw PolicyError("policy features: 'bw_window_steps' must be an integer in [0, " +
+                        std::to_string(kMaxBwWindow) + "]");
     for (double m : mult_)
       if (!(m > 0)) throw PolicyError("policy features: 'multipliers' must all be > 0");
     for (double k : cwnd_factors_)
@@ -238,6 +245,8 @@ class EagleFeatures : public FeatureFn {
     q_ = q;
     l_ = l;
     deliv_ = deliv;
+    recent_deliv_.push_front(deliv);
+    if (recent_deliv_.size() > static_cast<size_t>(bw_window_steps_)) recent_deliv_.pop_back();
   }
 
   bool AfterAction(const Policy&, const PolicyOutput& out, const RunningStats& run, double, double,
@@ -246,7 +255,12 @@ class EagleFeatures : public FeatureFn {
     const int a = out.index;
     if (a < 0 || a >= static_cast<int>(mult_.size())) throw PolicyError("eagle_v1: action index out of range");
     const double min_rtt = run.min_rtt < kBig * 0.5 ? run.min_rtt : kBig;
-    const double bdp = run.max_delivery * min_rtt;
+    double bw = run.max_delivery;
+    if (bw_window_steps_ > 0) {
+      bw = 0;
+      for (double d : recent_deliv_) bw = std::max(bw, d);
+    }
+    const double bdp = bw * min_rtt;
     const bool known = bdp > 0 && min_rtt < kBig * 0.5;
     *cwnd = known ? std::max(cwnd_gain_ * static_cast<double>(static_cast<float>(cwnd_factors_[a])) * bdp,
                              min_cwnd_pkts_ * kMss)
@@ -258,10 +272,12 @@ class EagleFeatures : public FeatureFn {
  private:
   double gain_, thresh_ms_;
   std::vector<double> mult_, cwnd_factors_;
-  double cwnd_gain_, init_rate_mbps_, init_cwnd_pkts_, min_cwnd_pkts_;
+  static constexpr double kMaxBwWindow = 16;  // eagle.MAX_BW_WINDOW
+  double cwnd_gain_, init_rate_mbps_, init_cwnd_pkts_, min_cwnd_pkts_, bw_window_steps_;
   std::vector<float> empty_;
   bool started_ = false, exp_delay_ = false;
   double inc_ = 1, dec_ = 1, q_ = 0, l_ = 0, deliv_ = 0;
+  std::deque<double> recent_deliv_;  // newest first, at most bw_window_steps_
   int last_action_ = 2;  // the environment's initial last action: hold
 };
 

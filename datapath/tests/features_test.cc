@@ -128,6 +128,9 @@ TEST(Features, PaperSetsCheckTheirPolicy) {
     }
   }
   EXPECT_THROW(jaxcc::MakeFeatureFn("eagle_v1", R"({"multipliers": [2, 1]})"), jaxcc::PolicyError);
+  EXPECT_THROW(jaxcc::MakeFeatureFn("eagle_v1", R"({"bw_window_steps": 17})"), jaxcc::PolicyError);
+  EXPECT_THROW(jaxcc::MakeFeatureFn("eagle_v1", R"({"bw_window_steps": 2.5})"), jaxcc::PolicyError);
+  EXPECT_NO_THROW(jaxcc::MakeFeatureFn("eagle_v1", R"({"bw_window_steps": 0})"));
   EXPECT_THROW(jaxcc::MakeFeatureFn("mocc_v1", R"({"bw_set_mbps": [12, 6]})"), jaxcc::PolicyError);
   EXPECT_THROW(jaxcc::MakeFeatureFn("deepcc_v1", R"({"bound_mbps": 0})"), jaxcc::PolicyError);
 }

@@ -24,6 +24,9 @@ def resolve(name: str) -> tuple[base.Controller, np.ndarray]:
     if spec.kind == "cubic":
         from jaxcc.baselines.cubic import CUBIC
         return CUBIC, cparam
+    if spec.kind == "copa":
+        from jaxcc.baselines.copa import COPA
+        return COPA, cparam
     if spec.kind == "policy":
         from jaxcc.policy import policy_controller  # added with the training pipeline
         return policy_controller(spec.arg)

@@ -42,7 +42,11 @@ Decisions where the text is garbled or silent:
 * "% decrease in delay" is a fraction; q_{t−1} is floored at 4 ms.
 * The min RTT is the episode's (the paper's "past 50 steps" is one episode).
 * The EWMA gain is 0.8 on the newest step (as for Pareto, which the same authors wrote).
-* The highest delivery rate is the maximum over the episode's steps.
+* The "highest delivery rate" is a windowed maximum over the last ``bw_window_steps`` steps (4
+  steps = 12 RTTs), the way BBR's BtlBw filter keeps the max over ~10 RTTs ("as inspired from
+  BBR", §III-B).  ``bw_window_steps = 0`` takes the maximum over the whole episode, which the
+  first shipped policy was trained with: on a cellular trace that sizes the window by the
+  link's best moments and lets a deep queue build when the capacity falls.
 * Training links (§IV-D: "20–120 Mbps fixed and stochastic, RTT 10–400 ms, different queue
   sizes and loss rates"): half fixed, half a log-space random walk changing every second;
   RTT uniform; buffer log-uniform in 0.25–4 BDP; loss 0 for half the episodes, else uniform
@@ -65,6 +69,8 @@ CWND_GAIN = 2.0
 N_ACTIONS = 5
 FEATURE_NAMES = ("delay_flag", "dec_minus_inc", "qdelay_ewma_s", "loss_ewma", "ratio_delta_delivery")
 EAGLE_EWMA_GAIN = 0.8
+BW_WINDOW_STEPS = 4  # 4 steps x 3 RTTs >= BBR's 10-RTT bandwidth filter
+MAX_BW_WINDOW = 16  # static length of the per-flow delivery-rate ring (bw_window_steps <= this)
 
 
 @struct.dataclass
@@ -84,6 +90,7 @@ class EagleParams:
     min_cwnd_pkts: jax.Array = 4.0
     delay_thresh_ms: jax.Array = 4.0
     ewma_gain: jax.Array = EAGLE_EWMA_GAIN
+    bw_window_steps: jax.Array = BW_WINDOW_STEPS  # 0: the whole episode
     max_time_s: jax.Array = jnp.inf
 
 
@@ -97,10 +104,20 @@ class EagleFlow:
     l: jax.Array  # EWMA loss rate
     deliv: jax.Array  # last step's delivery rate (bytes/s)
     last_action: jax.Array  # int32 index of the action applied this step
+    deliv_win: jax.Array  # [F, MAX_BW_WINDOW] delivery rates of the last steps, newest first
 
 
 def rate_multiplier(a):
     return jnp.asarray(MULTIPLIERS, jnp.float32)[a]
+
+
+def windowed_max_delivery(deliv_win, episode_max, p: EagleParams):
+    """The BDP estimate's bandwidth: max of the last ``bw_window_steps`` steps' delivery rates
+    (``deliv_win`` newest first), or ``episode_max`` when ``bw_window_steps`` is 0."""
+    w = jnp.asarray(p.bw_window_steps, jnp.int32)
+    keep = jnp.arange(MAX_BW_WINDOW) < w
+    win = jnp.max(jnp.where(keep, deliv_win, 0.0), axis=-1)
+    return jnp.where(w > 0, win, episode_max)
 
 
 def cwnd_for(a, max_delivery, min_rtt, p: EagleParams):
@@ -142,7 +159,7 @@ class EagleEnv(base.MultiFlowEnv):
 
     @property
     def default_params(self) -> EagleParams:
-        return base.params_as_arrays(EagleParams())
+        return base.params_as_arrays(EagleParams(), ("bw_window_steps",))
 
     def sample_episode(self, key, p: EagleParams) -> base.EpisodeInit:
         c = self.config
@@ -167,13 +184,15 @@ class EagleEnv(base.MultiFlowEnv):
         f = self.config.num_flows
         z, o, b = jnp.zeros((f,), jnp.float32), jnp.ones((f,), jnp.float32), jnp.zeros((f,), bool)
         return EagleFlow(started=b, exp_delay=b, inc=o, dec=o, q=z, l=z, deliv=z,
-                         last_action=jnp.full((f,), 2, jnp.int32))
+                         last_action=jnp.full((f,), 2, jnp.int32),
+                         deliv_win=jnp.zeros((f, MAX_BW_WINDOW), jnp.float32))
 
     def apply_action(self, state, action, p):
         a = jnp.clip(jnp.asarray(action, jnp.int32).reshape(self.config.num_flows), 0, N_ACTIONS - 1)
         rate = state.rate * rate_multiplier(a)
         min_rtt = jnp.where(state.run.min_rtt < core.BIG * 0.5, state.run.min_rtt, core.BIG)
-        cwnd = cwnd_for(a, state.run.max_delivery, min_rtt, p)
+        bw = windowed_max_delivery(state.paper.deliv_win, state.run.max_delivery, p)
+        cwnd = cwnd_for(a, bw, min_rtt, p)
         return rate, cwnd, state.paper.replace(last_action=a)
 
     def observe(self, state, prev: EagleFlow, m, run, lmi, p):
@@ -194,8 +213,9 @@ class EagleEnv(base.MultiFlowEnv):
         exp_now = prev.exp_delay | delayed
         gap_feat = jnp.where(delayed, dec - inc, 0.0)
         feats = jnp.stack([exp_now.astype(jnp.float32), gap_feat, q, l, ratio_dd], axis=-1)
+        win = jnp.concatenate([deliv[:, None], prev.deliv_win[:, :-1]], axis=-1)
         new = EagleFlow(started=jnp.ones_like(prev.started), exp_delay=exp_now, inc=inc, dec=dec, q=q, l=l,
-                        deliv=deliv, last_action=prev.last_action)
+                        deliv=deliv, last_action=prev.last_action, deliv_win=win)
         ph = jnp.where(delayed, 1, jnp.where(prev.exp_delay, 2, 0)).astype(jnp.int32)
         return base.StepOut(features=feats, reward=r, paper=new, terminated=jnp.zeros((), bool),
                             info={"phase": ph, "cwnd": state.cwnd})
@@ -225,4 +245,6 @@ def export_features_spec(config: base.EnvConfig | None = None) -> dict:
         # §III-B "Startup" and the cwnd floor (EagleParams), for senders outside the simulator.
         "init_rate_mbps": float(EagleParams.init_rate_mbps), "init_cwnd_pkts": float(EagleParams.init_cwnd_pkts),
         "min_cwnd_pkts": float(EagleParams.min_cwnd_pkts),
+        # The BDP estimate's bandwidth window in steps (0 or absent: the whole connection).
+        "bw_window_steps": int(EagleParams.bw_window_steps),
     }

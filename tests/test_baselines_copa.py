@@ -1,0 +1,289 @@
+"""Copa (Arun & Balakrishnan, NSDI 2018), default mode, in the fluid simulator.
+
+Expectations are computed by hand from the paper's formulas (target rate λ_t = 1/(δ·d_q),
+window step ±v/(δ·cwnd) per ACK, velocity doubling after three RTTs in one direction) and from
+its equilibrium: each flow keeps about 1/δ = 2 packets queued and the queue oscillates between
+0 and about 2.5/δ = 5 packets, so n flows share a queue of about n/δ packets.
+"""
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxcc import metrics
+from jaxcc.baselines import base, copa, registry
+from jaxcc.controllers import SIM_KINDS, ControllerSpec, parse_controller
+from jaxcc.scenarios import parse_scenario
+from jaxcc.sim import core, runner
+from jaxcc.sim.core import MSS
+from jaxcc.sim.links import MBPS
+
+DELTA = 0.5  # the paper's default δ, restated here so the tests do not trust the module
+LINK_MBPS, RTT_MS, BUFFER, DURATION = 12.0, 40.0, 240_000, 15.0
+PKT_S = MSS / (LINK_MBPS * MBPS)  # one packet's serialisation at 12 Mbit/s: 1 ms
+STEADY_S = 5.0  # metrics of the steady state are taken after this time
+
+
+def _scenario(name, controller, n=1, gap=0.0, loss=0.0, buffer_bytes=BUFFER):
+    return parse_scenario({
+        "name": name, "duration_s": DURATION,
+        "link": {"bandwidth_mbps": LINK_MBPS, "buffer_bytes": buffer_bytes, "loss": loss},
+        "flows": [{"rtt_ms": RTT_MS, "start_s": i * gap, "controller": controller} for i in range(n)]})
+
+
+def _obs(now, acked_pkts, rtt, *, inflight_pkts=100.0, sent_pkts=0.0, lost_pkts=0.0, dt=0.005):
+    f = jnp.float32
+    acked = acked_pkts * MSS
+    return base.TickObs(now=f(now), dt=f(dt), active=jnp.bool_(True), acked=f(acked), lost=f(lost_pkts * MSS),
+                        rtt_wsum=f(acked * rtt), sent=f(sent_pkts * MSS), inflight=f(inflight_pkts * MSS),
+                        capacity=f(1.5e6), n_active=jnp.int32(1))
+
+
+def _feed(s, steps):
+    cp = jnp.zeros((base.CPARAM_DIM,))
+    out = []
+    for o in steps:
+        s = copa.copa_update(s, o, cp)
+        out.append(s)
+    return out
+
+
+# ----------------------------------------------------------------------------- names
+
+
+def test_name_parses_and_resolves_everywhere():
+    assert parse_controller("copa") == ControllerSpec("copa", "", "copa")
+    assert "copa" in SIM_KINDS
+    with pytest.raises(ValueError, match="copa"):  # the list of allowed names mentions it
+        parse_controller("copa2")
+    c, cp = registry.resolve("copa")
+    assert c is copa.COPA and c.name == "copa"
+    assert cp.shape == (base.CPARAM_DIM,) and not cp.any()
+    sc = _scenario("named", "copa")
+    assert [f.controller for f in sc.flows] == ["copa"]
+    from jaxcc import evaluate
+    assert [e.label for e in evaluate.controller_entries("bbr,copa")] == ["bbr", "copa"]
+    # Emulation has no Copa sender: refused up front, with the reason.
+    from jaxcc import emulate
+    with pytest.raises(emulate.EmulationError, match="only in the simulator"):
+        emulate._validate_controller("copa")
+    with pytest.raises(emulate.EmulationError, match="only in the simulator"):
+        emulate.flow_kind("copa")
+
+
+def test_constants_are_the_papers():
+    assert copa.DELTA == DELTA
+    assert copa.PACING_GAIN == 2.0  # pacing at 2·cwnd/RTTstanding
+    assert copa.MIN_RTT_WINDOW_S == 10.0
+    assert copa.VELOCITY_SAME_RTTS == 3
+    assert (copa.INIT_CWND, copa.MIN_CWND) == (10 * MSS, 2 * MSS)
+
+
+# ----------------------------------------------------------------------------- formulas by hand
+
+
+def test_windowed_min_follows_win_minmax():
+    """Linux lib/win_minmax.c traced by hand with a 10-s window."""
+    t, v = jnp.full((3,), copa.NEVER), jnp.full((3,), copa.NO_RTT)
+    got = []
+    for tt, x in [(0.0, 50.0), (1.0, 60.0), (4.0, 55.0), (9.0, 70.0), (10.5, 65.0), (15.0, 80.0), (16.0, 40.0)]:
+        t, v = copa.windowed_min(t, v, jnp.float32(10.0), jnp.float32(tt), jnp.float32(x))
+        got.append(float(v[0]))
+    # 50 holds for 10 s; at 10.5 s the best sample left is 55 (t=4), at 15 s it is 65 (t=10.5),
+    # and a new minimum replaces everything.
+    assert got == [50.0, 50.0, 50.0, 50.0, 55.0, 65.0, 40.0]
+
+
+def test_update_rule_target_rate_and_standing_rtt():
+    s0 = copa.copa_init(jnp.zeros((base.CPARAM_DIM,)))._replace(slow_start=jnp.bool_(False), cwnd=jnp.float32(20 * MSS))
+    s1, s2, s3, s4 = _feed(s0, [
+        _obs(0.10, 4, 0.040),  # first sample: d_q = 0, the target is infinite -> increase
+        _obs(0.20, 4, 0.050),  # 0.1 s later (> srtt/2): RTTstanding = 50 ms, d_q = 10 ms
+        _obs(0.21, 4, 0.055),  # 10 ms later (< srtt/2 ≈ 21 ms): the 50-ms sample still counts
+        _obs(0.26, 4, 0.042),  # 50 ms later: only 42 ms is recent; d_q = 2 ms
+    ])
+    def pkt(s):
+        return float(s.cwnd) / MSS
+
+    # Each ACK moves cwnd by v/(δ·cwnd) packets; over 4 ACKs, cwnd² changes by 2·v·4/δ = 16.
+    assert bool(s1.increase) and pkt(s1) == pytest.approx(math.sqrt(20**2 + 16), rel=1e-5)
+    assert pkt(s1) == pytest.approx(20 + 4 / (DELTA * 20), abs=0.01)  # the per-ACK rule, to first order
+    # λ_t = 1/(δ·d_q) = 1/(0.5·0.01) = 200 pkt/s < λ = 20.4/0.05 = 408 pkt/s -> decrease.
+    assert float(s2.rtt_min) == pytest.approx(0.040) and float(s2.rtt_standing) == pytest.approx(0.050)
+    assert float(s2.d_q) == pytest.approx(0.010, abs=1e-6)
+    assert not bool(s2.increase) and pkt(s2) == pytest.approx(20.0, rel=1e-5)
+    assert float(s3.rtt_standing) == pytest.approx(0.050) and not bool(s3.increase)
+    assert pkt(s3) == pytest.approx(math.sqrt(400 - 16), rel=1e-5)
+    # λ_t = 1/(0.5·0.002) = 1000 pkt/s > λ = 19.6/0.042 ≈ 467 pkt/s -> increase.
+    assert float(s4.rtt_standing) == pytest.approx(0.042) and float(s4.d_q) == pytest.approx(0.002, abs=1e-6)
+    assert bool(s4.increase) and pkt(s4) == pytest.approx(20.0, rel=1e-5)
+    # Pacing at 2·cwnd/RTTstanding, window-limited by cwnd.
+    a = copa.copa_act(s4, jnp.zeros((base.CPARAM_DIM,)))
+    assert float(a.rate) == pytest.approx(2 * float(s4.cwnd) / 0.042, rel=1e-5)
+    assert float(a.cwnd) == float(s4.cwnd)
+    # Before any RTT sample: unpaced, 10 packets.
+    a0 = copa.copa_act(copa.copa_init(jnp.zeros((base.CPARAM_DIM,))), jnp.zeros((base.CPARAM_DIM,)))
+    assert float(a0.rate) >= 1e29 and float(a0.cwnd) == 10 * MSS
+
+
+def test_slow_start_doubles_then_exits_once():
+    s0 = copa.copa_init(jnp.zeros((base.CPARAM_DIM,)))
+    s1, s2, s3 = _feed(s0, [_obs(0.10, 10, 0.040), _obs(0.20, 10, 0.060), _obs(0.30, 10, 0.040)])
+    assert bool(s1.slow_start) and float(s1.cwnd) == pytest.approx(20 * MSS)  # cwnd += acked
+    # d_q = 20 ms: λ_t = 100 pkt/s < λ = 20/0.06 = 333 pkt/s -> slow start ends, cwnd decreases.
+    assert not bool(s2.slow_start) and float(s2.ss_exit_time) == pytest.approx(0.20)
+    assert float(s2.cwnd) / MSS == pytest.approx(math.sqrt(400 - 2 * 10 / DELTA), rel=1e-5)
+    # It does not come back when the queue empties: the ordinary increase follows.
+    assert not bool(s3.slow_start) and float(s3.cwnd) / MSS == pytest.approx(math.sqrt(360 + 40), rel=1e-5)
+
+
+def test_velocity_doubles_after_three_rtts_and_resets_on_a_turn():
+    # inflight == sent: every tick with ACKs ends a window (round).
+    s = copa.copa_init(jnp.zeros((base.CPARAM_DIM,)))._replace(slow_start=jnp.bool_(False), cwnd=jnp.float32(100 * MSS))
+    up = [_obs(0.05 * (i + 1), 5, 0.040, inflight_pkts=5, sent_pkts=5) for i in range(5)]
+    down = [_obs(0.30 + 0.05 * i, 5, 0.080, inflight_pkts=5, sent_pkts=5) for i in range(5)]
+    states = _feed(s, up + down)
+    v = [float(x.velocity) for x in states]
+    # Up, up: v = 1; from the third window in the same direction v doubles each window.
+    assert v[:5] == [1, 1, 2, 4, 8]
+    # Turning down resets v to 1; it doubles again only after three windows down.
+    assert v[5:] == [1, 1, 1, 2, 4]
+    assert [int(x.direction) for x in states] == [copa.UP] * 5 + [copa.DOWN] * 5
+    # cwnd² moves by 2·v·5/δ = 20·v per window with the v of that window (v = 8 for the turn).
+    w2 = [float(x.cwnd / MSS) ** 2 for x in states]
+    steps = np.diff([100.0**2] + w2)
+    np.testing.assert_allclose(steps, [20, 20, 20, 40, 80, -160, -20, -20, -20, -40], rtol=2e-3)
+
+
+def test_velocity_bound_from_the_authors_code():
+    # genericCC halves v while v > δ·cwnd (packets): one ACK moves the window by <= 1 packet.
+    assert float(copa.velocity_cap(jnp.float32(64.0), jnp.float32(20 * MSS))) == 8.0
+    assert float(copa.velocity_cap(jnp.float32(64.0), jnp.float32(2 * MSS))) == 1.0
+    assert float(copa.velocity_cap(jnp.float32(4.0), jnp.float32(100 * MSS))) == 4.0
+
+
+def test_jit_vmap_matches_per_flow():
+    n = 3
+    obs = base.TickObs(now=jnp.full((n,), 0.1), dt=jnp.full((n,), 0.005), active=jnp.ones((n,), bool),
+                       acked=jnp.array([3000.0, 0.0, 9000.0]), lost=jnp.array([0.0, 1500.0, 0.0]),
+                       rtt_wsum=jnp.array([3000.0 * 0.04, 0.0, 9000.0 * 0.06]), sent=jnp.full((n,), 1500.0),
+                       inflight=jnp.full((n,), 9000.0), capacity=jnp.full((n,), 1.5e6), n_active=jnp.full((n,), 3))
+    cps = jnp.zeros((n, base.CPARAM_DIM))
+    s = jax.vmap(copa.copa_init)(cps)
+    s = jax.jit(jax.vmap(copa.copa_update))(s, obs, cps)
+    s = jax.jit(jax.vmap(copa.copa_update))(s, obs._replace(now=obs.now + 0.1, rtt_wsum=obs.acked * 0.08), cps)
+    a = jax.jit(jax.vmap(copa.copa_act))(s, cps)
+    assert a.rate.shape == (n,) and bool(jnp.all(a.rate > 0)) and bool(jnp.all(a.cwnd >= 2 * MSS))
+    for i in range(n):
+        si = copa.copa_init(cps[i])
+        oi = jax.tree.map(lambda x, i=i: x[i], obs)
+        si = copa.copa_update(si, oi, cps[i])
+        si = copa.copa_update(si, oi._replace(now=oi.now + 0.1, rtt_wsum=oi.acked * 0.08), cps[i])
+        for got, want in zip(jax.tree.leaves(jax.tree.map(lambda x, i=i: x[i], s)), jax.tree.leaves(si)):
+            np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6)
+
+
+# ----------------------------------------------------------------------------- on a link
+
+
+@pytest.fixture(scope="module")
+def link_runs():
+    """One compiled batch (all runs 15 s at 40 ms RTT): Copa alone, CUBIC alone, two Copa flows
+    (the second joins at 3 s), Copa with 2 % random loss and a 10-packet buffer."""
+    items = [runner.Item(_scenario("one", "copa"), 0, "copa"),
+             runner.Item(_scenario("one", "cubic"), 0, "cubic"),
+             runner.Item(_scenario("two", "copa", n=2, gap=3.0), 0, "copa2"),
+             runner.Item(_scenario("lossy", "copa", loss=0.02, buffer_bytes=10 * 1500), 0, "lossy")]
+    (b,) = runner.build_batches(items)
+    _, traj, rates = runner.run_batch(b)
+    out = {}
+    for i, it in enumerate(b.items):
+        tr = metrics.from_batch(traj, rates, b, i)
+        out[it.label] = (tr, metrics.evaluate_trace(tr, jain_last_s=5.0),
+                         metrics.evaluate_trace(tr, window=(STEADY_S, DURATION), jain_last_s=5.0))
+    return out
+
+
+def test_one_flow_full_link_small_standing_queue(link_runs):
+    tr, full, steady = link_runs["copa"]
+    assert full["utilization"] >= 0.9 and steady["utilization"] >= 0.97
+    assert full["loss"] == 0.0
+    q = tr.queue[tr.time > STEADY_S] / MSS  # packets
+    # Equilibrium: d_q = 1/(δ·λ), i.e. 1/δ = 2 packets queued, oscillating over ~0 … 2.5/δ.
+    assert 0.5 / DELTA <= q.mean() <= 1.75 / DELTA, q.mean()
+    assert q.max() <= 2.5 / DELTA + 1.0, q.max()
+    assert q.min() <= 0.1  # the queue empties every cycle: RTTmin stays exact
+    # Queueing delay of the bytes (the metric includes their own packet's serialisation).
+    qd = tr.qdelay[tr.time > STEADY_S]
+    assert qd.mean() <= (1.75 / DELTA + 1.0) * PKT_S
+    assert steady["p95_qdelay_ms"] <= (2.5 / DELTA + 1.0) * PKT_S * 1e3
+    # CUBIC on the same link fills the 160-ms buffer, more than 20× Copa's bound of 6 packets
+    # (6 ms) — start-up included.
+    _, cub, _ = link_runs["cubic"]
+    assert cub["p95_qdelay_ms"] > 0.8 * BUFFER / (LINK_MBPS * MBPS) * 1e3
+    assert full["p95_qdelay_ms"] < cub["p95_qdelay_ms"] / 20.0
+
+
+def test_two_flows_share_fairly(link_runs):
+    tr, full, steady = link_runs["copa2"]
+    assert full["jain"] >= 0.95, full["jain_note"]
+    assert steady["utilization"] >= 0.95
+    # Two flows with the same d_q target the same rate; together they keep ~2/δ = 4 packets.
+    q = tr.queue[tr.time > STEADY_S] / MSS
+    assert 1.0 / DELTA <= q.mean() <= 3.5 / DELTA, q.mean()
+    assert q.min() <= 0.1
+    thr = [pf["throughput_mbps"] for pf in steady["per_flow"]]
+    assert thr == pytest.approx([LINK_MBPS / 2] * 2, rel=0.1)
+
+
+def test_random_loss_is_not_a_signal(link_runs):
+    # 2 % random loss and a 10-packet buffer (> Copa's ~5-packet peak): Copa keeps the link full
+    # and loses about the random 2 %, nothing to overflow.
+    tr, _, steady = link_runs["lossy"]
+    assert steady["utilization"] >= 0.95
+    assert 0.018 <= steady["loss"] <= 0.025
+    # The same delay equilibrium as without loss: the queue stays within ~0 … 2.5/δ packets.
+    q = tr.queue[tr.time > STEADY_S] / MSS
+    assert q.max() <= 2.5 / DELTA + 1.0 and q.min() <= 0.1
+
+
+def _scan_run(sc):
+    """A jitted single-controller run returning the Copa states per tick (for the estimators)."""
+    b = runner.build_batches([runner.Item(sc)])[0]
+    p = jax.tree.map(lambda x: jnp.asarray(x[0]), b.params)
+    cps = jnp.zeros((p.rtt.shape[0], base.CPARAM_DIM))
+    init = jax.vmap(copa.copa_init)(cps)
+
+    def body(carry, _):
+        sim, cs = carry
+        active = core.flow_active(p, sim.tick.astype(p.dt.dtype) * p.dt)
+        cs = runner._where_flow(active, cs, init)
+        act = jax.vmap(copa.copa_act)(cs, cps)
+        sim, out = core.step(p, sim, act.rate, act.cwnd)
+        cs = jax.vmap(copa.copa_update)(cs, base.tick_obs(out, p.dt), cps)
+        return (sim, cs), (out, cs)
+
+    return jax.jit(lambda: jax.lax.scan(body, (core.init_state(p, b.ring_len), init), None, length=b.num_ticks)[1])
+
+
+def test_estimators_on_two_flows_and_determinism():
+    run = _scan_run(_scenario("two", "copa", n=2, gap=3.0))
+    out, st = jax.device_get(run())
+    t = np.asarray(out.time)
+    late = t > STEADY_S
+    base_rtt = RTT_MS / 1e3 + PKT_S  # propagation + the packet's own serialisation
+    # RTTmin is the true base RTT for both flows, also for the one that joined a standing queue.
+    np.testing.assert_allclose(st.rtt_min[late], base_rtt, atol=0.2e-3)
+    # Slow start ends within the first second; v stays 1 in the steady-state oscillation.
+    assert 0 < st.ss_exit_time[-1, 0] < 1.0 and 3.0 < st.ss_exit_time[-1, 1] < 4.0
+    assert np.all(st.velocity[late] == 1.0)
+    # The queueing-delay estimate tracks the real queue: mean d_q ≈ mean queue / capacity.
+    q_s = np.asarray(out.queue)[late] / (LINK_MBPS * MBPS)
+    assert np.mean(st.d_q[late]) == pytest.approx(np.mean(q_s), abs=1.5 * PKT_S)
+    # Deterministic: the same run again gives the same bits.
+    out2, st2 = jax.device_get(run())
+    for a, b in zip(jax.tree.leaves((out, st)), jax.tree.leaves((out2, st2))):
+        np.testing.assert_array_equal(a, b)

@@ -1,0 +1,48 @@
+"""The policies shipped under checkpoints/ still score what their READMEs say, in the simulator.
+
+A regression guard for the files themselves: replacing a shipped policy with a worse one (or
+changing the environment code it runs on, e.g. Eagle's BDP window) fails here.  Each check is
+an issue's bar that the README reports as met, against the in-simulator baseline it names.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from jaxcc import evaluate as ev
+from jaxcc import scenarios
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+pytestmark = pytest.mark.slow
+
+
+def _run(scenario_names, controllers):
+    scs = [scenarios.get_scenario(n) for n in scenario_names]
+    rep = ev.run_evaluation(scs, ev.controller_entries(controllers), progress=False, keep_series=False)
+    return {(r["scenario"], r["controller"].split("/")[-1]): r for r in rep["results"]}
+
+
+def test_eagle_beats_bbr_delay_at_its_throughput_on_the_10mbps_link():
+    """Issue 5 / Eagle §V Fig. 7: ≥ 90 % of BBR's throughput at ≥ 2× lower p95 delay (2-BDP buffer)."""
+    pol = os.path.join(REPO, "checkpoints/eagle/eagle.safetensors")
+    by = _run(["eagle/10mbps-bdp2"], ["bbr", f"policy:{pol}"])
+    bbr, eagle = by[("eagle/10mbps-bdp2", "bbr")], by[("eagle/10mbps-bdp2", "eagle.safetensors")]
+    assert eagle["throughput_mbps"] >= 0.9 * bbr["throughput_mbps"], (eagle, bbr)
+    assert eagle["p95_owd_ms"] * 2.0 <= bbr["p95_owd_ms"], (eagle, bbr)
+
+
+def test_pareto_fair_on_the_fixed_50mbps_link():
+    """Issue 3: Pareto-Fair on fixed 50 Mbit/s / 90 ms: ≥ 85 % utilization, p95 queueing ≤ 45 ms, loss ≤ 1 %."""
+    pol = os.path.join(REPO, "checkpoints/pareto/pareto_fair.safetensors")
+    r = _run(["pareto/fixed50"], [f"policy:{pol}"])[("pareto/fixed50", "pareto_fair.safetensors")]
+    assert r["utilization"] >= 0.85 and r["p95_qdelay_ms"] <= 45.0 and r["loss"] <= 0.01, r
+
+
+def test_aurora_keeps_the_lossy_link_full_where_cubic_does_not():
+    """Issue 5 / Aurora Fig. 2: 30 Mbit/s with 1 % random loss: ≥ 90 % utilization, CUBIC far lower."""
+    pol = os.path.join(REPO, "checkpoints/aurora/aurora.safetensors")
+    by = _run(["aurora/fig2"], ["cubic", f"policy:{pol}"])
+    assert by[("aurora/fig2", "aurora.safetensors")]["utilization"] >= 0.90
+    assert by[("aurora/fig2", "cubic")]["utilization"] <= 0.5
