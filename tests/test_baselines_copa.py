@@ -12,12 +12,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from test_baselines import (
+    _scan,  # one controller's per-tick trace (tests/test_baselines.py)
+)
 
 from jaxcc import metrics
 from jaxcc.baselines import base, copa, registry
 from jaxcc.controllers import SIM_KINDS, ControllerSpec, parse_controller
 from jaxcc.scenarios import parse_scenario
-from jaxcc.sim import core, runner
+from jaxcc.sim import runner
 from jaxcc.sim.core import MSS
 from jaxcc.sim.links import MBPS
 
@@ -250,28 +253,9 @@ def test_random_loss_is_not_a_signal(link_runs):
     assert q.max() <= 2.5 / DELTA + 1.0 and q.min() <= 0.1
 
 
-def _scan_run(sc):
-    """A jitted single-controller run returning the Copa states per tick (for the estimators)."""
-    b = runner.build_batches([runner.Item(sc)])[0]
-    p = jax.tree.map(lambda x: jnp.asarray(x[0]), b.params)
-    cps = jnp.zeros((p.rtt.shape[0], base.CPARAM_DIM))
-    init = jax.vmap(copa.copa_init)(cps)
-
-    def body(carry, _):
-        sim, cs = carry
-        active = core.flow_active(p, sim.tick.astype(p.dt.dtype) * p.dt)
-        cs = runner._where_flow(active, cs, init)
-        act = jax.vmap(copa.copa_act)(cs, cps)
-        sim, out = core.step(p, sim, act.rate, act.cwnd)
-        cs = jax.vmap(copa.copa_update)(cs, base.tick_obs(out, p.dt), cps)
-        return (sim, cs), (out, cs)
-
-    return jax.jit(lambda: jax.lax.scan(body, (core.init_state(p, b.ring_len), init), None, length=b.num_ticks)[1])
-
-
 def test_estimators_on_two_flows_and_determinism():
-    run = _scan_run(_scenario("two", "copa", n=2, gap=3.0))
-    out, st = jax.device_get(run())
+    sc = _scenario("two", "copa", n=2, gap=3.0)
+    out, st, _ = _scan("copa", sc)
     t = np.asarray(out.time)
     late = t > STEADY_S
     base_rtt = RTT_MS / 1e3 + PKT_S  # propagation + the packet's own serialisation
@@ -284,6 +268,6 @@ def test_estimators_on_two_flows_and_determinism():
     q_s = np.asarray(out.queue)[late] / (LINK_MBPS * MBPS)
     assert np.mean(st.d_q[late]) == pytest.approx(np.mean(q_s), abs=1.5 * PKT_S)
     # Deterministic: the same run again gives the same bits.
-    out2, st2 = jax.device_get(run())
+    out2, st2, _ = _scan("copa", sc)
     for a, b in zip(jax.tree.leaves((out, st)), jax.tree.leaves((out2, st2))):
         np.testing.assert_array_equal(a, b)
