@@ -33,6 +33,19 @@ def test_eagle_beats_bbr_delay_at_its_throughput_on_the_10mbps_link():
     assert eagle["p95_owd_ms"] * 2.0 <= bbr["p95_owd_ms"], (eagle, bbr)
 
 
+def test_eagle_beats_bbr_delay_at_its_throughput_on_lte():
+    """Issue 5 / Eagle §V Fig. 5: the same bar on the Verizon LTE trace (needs ../shared/traces)."""
+    try:
+        scenarios.get_scenario("eagle/lte")
+    except ValueError as err:  # the trace folder is not beside this checkout
+        pytest.skip(str(err))
+    pol = os.path.join(REPO, "checkpoints/eagle/eagle.safetensors")
+    by = _run(["eagle/lte"], ["bbr", f"policy:{pol}"])
+    bbr, eagle = by[("eagle/lte", "bbr")], by[("eagle/lte", "eagle.safetensors")]
+    assert eagle["throughput_mbps"] >= 0.9 * bbr["throughput_mbps"], (eagle, bbr)
+    assert eagle["p95_owd_ms"] * 2.0 <= bbr["p95_owd_ms"], (eagle, bbr)
+
+
 def test_pareto_fair_on_the_fixed_50mbps_link():
     """Issue 3: Pareto-Fair on fixed 50 Mbit/s / 90 ms: ≥ 85 % utilization, p95 queueing ≤ 45 ms, loss ≤ 1 %."""
     pol = os.path.join(REPO, "checkpoints/pareto/pareto_fair.safetensors")
