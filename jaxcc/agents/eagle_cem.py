@@ -458,6 +458,7 @@ def sim_controller(spec: dict, tensors: dict):
 
     from jaxcc import envs
     from jaxcc.baselines.base import Action
+    from jaxcc.envs import eagle as eagle_env
     from jaxcc.envs import mi as mi_lib
 
     feats = spec["features"]
@@ -469,8 +470,6 @@ def sim_controller(spec: dict, tensors: dict):
     over = ("init_rate_mbps", "init_cwnd_pkts", "min_cwnd_pkts", "delay_thresh_ms", "ewma_gain")
     p = p.replace(**{k: jnp.asarray(float(feats[k]), jnp.float32) for k in over if k in feats})
     # A file without "bw_window_steps" predates the windowed BDP estimate: the whole connection's max.
-    from jaxcc.envs import eagle as eagle_env
-
     w = feats.get("bw_window_steps", 0)
     if not (isinstance(w, (int, float)) and float(w).is_integer() and 0 <= w <= eagle_env.MAX_BW_WINDOW):
         raise ValueError(f"policy features: 'bw_window_steps'={w!r} must be an integer in [0, {eagle_env.MAX_BW_WINDOW}]")
