@@ -74,7 +74,7 @@ def test_bdp_bandwidth_is_a_windowed_max():
     env, p = make_env("eagle")
     assert int(p.bw_window_steps) == 4
     win = jnp.zeros((1, eagle.MAX_BW_WINDOW)).at[0, :6].set(jnp.array([1e6, 2e6, 1.5e6, 1e6, 9e6, 8e6]))
-    np.testing.assert_allclose(eagle.windowed_max_delivery(win, A(9e6), p), [2e6])  # 9e6 is 5 steps old
+    np.testing.assert_allclose(eagle.windowed_max_delivery(win, A(9e6), p), [2e6])  # 9e6 is the 5th newest
     np.testing.assert_allclose(eagle.windowed_max_delivery(win, A(9e6), p.replace(bw_window_steps=5)), [9e6])
     # 0: the whole connection's max (what the first shipped policy used)
     np.testing.assert_allclose(eagle.windowed_max_delivery(win, A(9.5e6), p.replace(bw_window_steps=0)), [9.5e6])
