@@ -24,24 +24,17 @@ def _run(scenario_names, controllers):
     return {(r["scenario"], r["controller"].split("/")[-1]): r for r in rep["results"]}
 
 
-def test_eagle_beats_bbr_delay_at_its_throughput_on_the_10mbps_link():
-    """Issue 5 / Eagle §V Fig. 7: ≥ 90 % of BBR's throughput at ≥ 2× lower p95 delay (2-BDP buffer)."""
-    pol = os.path.join(REPO, "checkpoints/eagle/eagle.safetensors")
-    by = _run(["eagle/10mbps-bdp2"], ["bbr", f"policy:{pol}"])
-    bbr, eagle = by[("eagle/10mbps-bdp2", "bbr")], by[("eagle/10mbps-bdp2", "eagle.safetensors")]
-    assert eagle["throughput_mbps"] >= 0.9 * bbr["throughput_mbps"], (eagle, bbr)
-    assert eagle["p95_owd_ms"] * 2.0 <= bbr["p95_owd_ms"], (eagle, bbr)
-
-
-def test_eagle_beats_bbr_delay_at_its_throughput_on_lte():
-    """Issue 5 / Eagle §V Fig. 5: the same bar on the Verizon LTE trace (needs ../shared/traces)."""
+@pytest.mark.parametrize("scenario", ["eagle/10mbps-bdp2", "eagle/lte"])
+def test_eagle_beats_bbr_delay_at_its_throughput(scenario):
+    """Issue 5 / Eagle §V (Fig. 7's 10 Mbit/s link with a 2-BDP buffer, Fig. 5's Verizon LTE
+    trace): ≥ 90 % of in-sim BBR's throughput at ≥ 2× lower p95 delay."""
     try:
-        scenarios.get_scenario("eagle/lte")
-    except ValueError as err:  # the trace folder is not beside this checkout
+        scenarios.get_scenario(scenario)
+    except ValueError as err:  # eagle/lte: the trace folder is not beside this checkout
         pytest.skip(str(err))
     pol = os.path.join(REPO, "checkpoints/eagle/eagle.safetensors")
-    by = _run(["eagle/lte"], ["bbr", f"policy:{pol}"])
-    bbr, eagle = by[("eagle/lte", "bbr")], by[("eagle/lte", "eagle.safetensors")]
+    by = _run([scenario], ["bbr", f"policy:{pol}"])
+    bbr, eagle = by[(scenario, "bbr")], by[(scenario, "eagle.safetensors")]
     assert eagle["throughput_mbps"] >= 0.9 * bbr["throughput_mbps"], (eagle, bbr)
     assert eagle["p95_owd_ms"] * 2.0 <= bbr["p95_owd_ms"], (eagle, bbr)
 
