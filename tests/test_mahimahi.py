@@ -20,6 +20,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from test_emulate import _apply  # applies a list of marks (tests/test_emulate.py)
 
 REPO = Path(__file__).resolve().parent.parent
 SCRIPT = REPO / "launch" / "mahimahi_run.sh"
@@ -115,14 +116,6 @@ def _mahimahi_skip_reason() -> str | None:
 _SKIP = _mahimahi_skip_reason()
 needs_mahimahi = [pytest.mark.emulation, pytest.mark.datapath,
                   pytest.mark.skipif(_SKIP is not None, reason=str(_SKIP))]
-
-
-def _apply(marks):
-    def deco(f):
-        for m in reversed(marks):
-            f = m(f)
-        return f
-    return deco
 
 
 @pytest.fixture
