@@ -30,8 +30,10 @@ def get_config() -> ml_collections.ConfigDict:
     c.stages = ml_collections.ConfigDict()
     c.stages.bootstrap = ml_collections.ConfigDict({"num_updates": 600, "buffer_segment": 40_000})
     c.stages.advance = ml_collections.ConfigDict({"num_updates": 600, "buffer_segment": 40_000})
+    # The paper's fairness stage: two flows per link (--config.stages.fairness.env_overrides.num_flows=3
+    # trains on three, starting 0/2/4 s; see checkpoints/pareto/README.md).
     c.stages.fairness = ml_collections.ConfigDict({"num_updates": 400, "buffer_segment": 40_000,
-                                                   "env_overrides": {"max_steps": 60}})
+                                                   "env_overrides": {"max_steps": 60, "num_flows": 2}})
 
     c.td3 = ml_collections.ConfigDict()
     c.td3.hidden = 32  # actor LSTM units

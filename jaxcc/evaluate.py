@@ -3,6 +3,7 @@
     python -m jaxcc.evaluate --controller=bbr,cubic,oracle,fixed:40 --suite=pareto --seeds=3 --out=runs/eval
     python -m jaxcc.evaluate --scenario=pareto/fixed50,pareto/shared2 --controller=bbr --out=runs/x
     python -m jaxcc.evaluate --scenario-file=my_link.json --out=runs/y     # the flows' own controllers
+    python -m jaxcc.evaluate --checkpoint=RUN --controller=bbr,cubic --suite=pareto --bars=pareto --out=runs/z
 
 Every controller runs on every scenario; ``--controller`` replaces the flows' own controllers
 (``Scenario.with_controller``), without it each flow keeps its own, so mixed links work.  All
@@ -291,6 +292,9 @@ def main(flag_values=None, argv: Sequence[str] = ()) -> int:
                                           scenario_file=FLAGS.scenario_file)
     if not FLAGS.out:
         raise ValueError("--out: give the output folder for results.json and plots")
+    if FLAGS.bars:
+        from jaxcc import bars
+        bars.check(FLAGS.bars, [])  # an unknown bar set fails here, before any simulation
     t0 = time.time()
     if FLAGS.ticks_per_rtt is not None and FLAGS.ticks_per_rtt < 1:
         raise ValueError(f"--ticks_per_rtt must be >= 1, got {FLAGS.ticks_per_rtt}")
@@ -303,6 +307,10 @@ def main(flag_values=None, argv: Sequence[str] = ()) -> int:
             "wall_s": round(time.time() - t0, 1),
             "ankh": "((1 - R/C) + d95/d_max + loss)/3, d_max = max p95 one-way delay over this run's controllers per scenario",
             "jain": f"over the last {JAIN_LAST_S:g} s of multi-flow scenarios"}
+    if FLAGS.bars:
+        verdicts = bars.check(FLAGS.bars, report["results"])
+        print(bars.format_verdicts(verdicts))
+        meta["bars"] = {"set": FLAGS.bars, "verdicts": bars.as_json(verdicts)}
     path = write_results(report, FLAGS.out, meta)
     print(f"wrote {path}")
     if FLAGS.plots:
@@ -332,6 +340,8 @@ def define_flags(flag_values=None):
                          "assume the resolution they were trained at", flag_values=fv)
     flags.DEFINE_string("out", None, "output folder (results.json, plots/)", flag_values=fv)
     flags.DEFINE_bool("plots", True, "write plots", flag_values=fv)
+    flags.DEFINE_string("bars", None, "check every evaluated policy against a set of the project's quality bars "
+                        "(jaxcc/bars.py): pareto", flag_values=fv)
     flags.DEFINE_bool("progress", True, "show a progress bar", flag_values=fv)
     return fv
 

@@ -221,11 +221,19 @@ def check_finite(metrics: dict, state, first_update: int, stage_name: str) -> No
 # ----------------------------------------------------------------------------- the loop
 
 
+# Metrics that only some chunks have (NaN otherwise), e.g. Pareto's validation score: a NaN is
+# "no value", left out of the row so that metrics.jsonl stays valid JSON and a sweep never reads a
+# placeholder as a result.
+OPTIONAL_METRICS = ("val_score", "val_best")
+
+
 def _row(metrics: dict, i: int | None = None) -> dict:
     row = {}
     for k, v in metrics.items():
         v = np.asarray(v)
         row[k] = float(v.mean() if i is None else v[i]) if v.dtype != bool else bool(v.all())
+        if k in OPTIONAL_METRICS and np.isnan(row[k]):
+            del row[k]
     if "ep_count" in metrics:
         cnt = float(np.sum(metrics["ep_count"]))
         row["episode_return"] = float(np.sum(metrics["ep_return_sum"]) / cnt) if cnt else float("nan")

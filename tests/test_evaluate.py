@@ -132,6 +132,7 @@ def test_cli_own_controllers_mixed_link(tmp_path):
     (["--suite=pareto", "--bogus=1"], "Unknown command line flag 'bogus'"),
     (["--suite=pareto", "stray"], "unexpected arguments"),
     (["--scenario=pareto/fixed50", "--checkpoint=/nonexistent-jaxcc-run"], "no stage checkpoints"),
+    (["--scenario=pareto/fixed50", "--bars=eagle"], "unknown bar set 'eagle'; expected one of pareto"),
 ])
 def test_cli_errors_name_the_problem(tmp_path, capsys, args, message):
     if message is None:  # absl rejects --noout for a string flag
@@ -147,3 +148,19 @@ def test_cli_errors_name_the_problem(tmp_path, capsys, args, message):
 def test_cli_subprocess_error_exit_code():
     res = _cli("--suite=nope", "--out=/tmp/unused-jaxcc", timeout=120)
     assert res.returncode == 2 and "unknown suite 'nope'" in res.stderr and "Traceback" not in res.stderr
+
+
+@pytest.mark.slow
+def test_cli_bars_reports_what_was_not_evaluated(tmp_path):
+    """--bars=pareto on fixed 50 Mbit/s only: the fixed-50 bars are judged, the rest say what is missing."""
+    pol = os.path.join(REPO, "checkpoints", "pareto", "pareto_fair.safetensors")
+    res = _cli("--scenario=pareto/fixed50", "--controller=bbr,policy:" + pol, "--bars=pareto",
+               "--out=" + str(tmp_path), "--noplots", "--noprogress")
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "3 of 6 bars met" in res.stdout  # fixed50: 0.951 util, 1.3 ms, 0.31 % (README)
+    bars = json.loads((tmp_path / "results.json").read_text())["meta"]["bars"]
+    assert bars["set"] == "pareto" and list(bars["verdicts"]) == ["policy:" + pol]
+    v = {x["bar"]: x for x in bars["verdicts"]["policy:" + pol]}
+    assert v["fixed50 util >= 0.85"]["met"] and v["fixed50 loss <= 1%"]["met"]
+    assert v["dyn10-30 util >= 0.70"] == {"bar": "dyn10-30 util >= 0.70", "value": "not evaluated", "met": False}
+    assert "needs the pareto-fig5 scenarios" in v["Ankh < BBR on >= 4 of 6 Fig. 5 scenarios"]["value"]

@@ -4,6 +4,8 @@ import os
 import subprocess
 import sys
 
+import numpy as np
+
 from jaxcc import train
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -44,3 +46,15 @@ def test_wandb_mode(monkeypatch, tmp_path):
     assert train.resolve_wandb_mode("auto") == "online"
     monkeypatch.setenv("WANDB_MODE", "offline")
     assert train.resolve_wandb_mode("auto") == "offline"
+
+
+def test_metric_rows_leave_out_optional_metrics_without_a_value():
+    """A chunk that did not validate logs no val_score (NaN = no value), never a placeholder."""
+    import math
+
+    nan = float("nan")
+    row = train._row({"reward": np.array([1.0, 2.0]), "val_score": np.array([nan, nan]),
+                      "val_best": np.array([0.25, 0.25])})
+    assert row == {"reward": 1.5, "val_best": 0.25}
+    row = train._row({"reward": np.array([nan, 1.0])}, i=0)  # only the optional ones are dropped
+    assert math.isnan(row["reward"])

@@ -361,10 +361,11 @@ def make_train(config, mesh=None) -> Trainer:
         state, metrics = jax.lax.scan(updates[stage_idx], state, None, length=chunk)
         if select_on:
             state, score = select_step(state, stage_idx)
-            # −1 when this chunk did not validate (JSON has no inf).
-            metrics["val_score"] = jnp.full((chunk,), jnp.where(jnp.isfinite(score), score, -1.0))
+            # NaN when this chunk did not validate / nothing is validated yet in this stage: the
+            # training loop leaves such values out of metrics.jsonl and wandb (train.OPTIONAL_METRICS).
+            metrics["val_score"] = jnp.full((chunk,), jnp.where(jnp.isfinite(score), score, jnp.nan))
             best = state["select"]["score"]
-            metrics["val_best"] = jnp.full((chunk,), jnp.where(jnp.isfinite(best), best, -1.0))
+            metrics["val_best"] = jnp.full((chunk,), jnp.where(jnp.isfinite(best), best, jnp.nan))
         return state, metrics
 
     def template(stage_idx: int):
