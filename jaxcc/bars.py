@@ -59,7 +59,7 @@ def pareto(records: Sequence[dict], controller: str) -> list[Verdict]:
         out.append(Verdict("Jain >= 0.95 for 2-5 flows", "not evaluated (needs pareto/shared2..5)", False))
     else:
         j = [s["jain"] for s in shared]
-        out.append(Verdict("Jain >= 0.95 for 2-5 flows", " / ".join(f"{x:.2f}" for x in j), min(j) >= 0.95))
+        out.append(Verdict("Jain >= 0.95 for 2-5 flows", " / ".join(f"{x:.3f}" for x in j), min(j) >= 0.95))
     fig5 = SUITES["pareto-fig5"]
     pairs = [(rec(s), by.get((s, "bbr"))) for s in fig5]
     if any(a is None or b is None for a, b in pairs):

@@ -56,6 +56,11 @@ def test_each_bar_fails_on_its_own(kw, failing):
     assert met == [i != failing for i in range(6)]
 
 
+def test_jain_values_show_enough_digits_to_see_the_miss():
+    (v,) = [x for x in bars.check("pareto", _records(jain=(1.0, 0.9486, 1.0, 1.0)))["P"] if x.bar.startswith("Jain")]
+    assert not v.met and v.value == "1.000 / 0.949 / 1.000 / 1.000"
+
+
 def test_missing_scenarios_or_bbr_are_unmet_with_the_reason():
     recs = [r for r in _records() if r["controller"] != "bbr" and r["scenario"] != "pareto/shared3"]
     v = {x.bar: x for x in bars.check("pareto", recs)["P"]}
