@@ -2,8 +2,8 @@
 
     python -m jaxcc.evaluate --checkpoint=RUN --controller=bbr,cubic --suite=pareto --bars=pareto --out=DIR
 
-prints, after the usual table, one line per evaluated policy saying which bar it meets, and
-stores the same verdicts in ``DIR/results.json`` (``"bars"``).  A bar is never relaxed here: the
+prints, after the usual table, each evaluated policy's verdict on every bar, and stores the same
+verdicts in ``DIR/results.json`` (``"bars"``).  A bar is never relaxed here: the
 thresholds are the ones the issue that introduced the algorithm states, and a missing record
 (scenario not run, no ``bbr`` to compare with) is reported as unmet with the reason.
 
@@ -45,12 +45,10 @@ def pareto(records: Sequence[dict], controller: str) -> list[Verdict]:
         return by.get((scenario, controller))
 
     f = rec("pareto/fixed50")
-    if f is None:
-        out.append(Verdict("fixed50", "not evaluated", False))
-    else:
-        out.append(Verdict("fixed50 util >= 0.85", f"{f['utilization']:.3f}", f["utilization"] >= 0.85))
-        out.append(Verdict("fixed50 p95 queueing <= 45 ms", f"{f['p95_qdelay_ms']:.1f} ms", f["p95_qdelay_ms"] <= 45.0))
-        out.append(Verdict("fixed50 loss <= 1%", f"{100 * f['loss']:.2f}%", f["loss"] <= 0.01))
+    for name, key, fmt, ok in (("fixed50 util >= 0.85", "utilization", "{:.3f}", lambda x: x >= 0.85),
+                               ("fixed50 p95 queueing <= 45 ms", "p95_qdelay_ms", "{:.1f} ms", lambda x: x <= 45.0),
+                               ("fixed50 loss <= 1%", "loss", "{:.2%}", lambda x: x <= 0.01)):
+        out.append(Verdict(name, "not evaluated", False) if f is None else Verdict(name, fmt.format(f[key]), ok(f[key])))
     d = rec("pareto/dyn10-30")
     out.append(Verdict("dyn10-30 util >= 0.70", "not evaluated" if d is None else f"{d['utilization']:.3f}",
                        d is not None and d["utilization"] >= 0.70))

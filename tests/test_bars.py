@@ -68,6 +68,8 @@ def test_missing_scenarios_or_bbr_are_unmet_with_the_reason():
     ankh = v["Ankh < BBR on >= 4 of 6 Fig. 5 scenarios"]
     assert not ankh.met and "--controller=bbr" in ankh.value
     assert v["fixed50 util >= 0.85"].met
+    no50 = bars.check("pareto", [r for r in _records() if r["scenario"] != "pareto/fixed50"])["P"]
+    assert len(no50) == 6 and [x.value for x in no50[:3]] == ["not evaluated"] * 3 and not any(x.met for x in no50[:3])
 
 
 def test_unknown_bar_set_names_the_valid_ones():
