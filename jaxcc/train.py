@@ -223,7 +223,7 @@ def check_finite(metrics: dict, state, first_update: int, stage_name: str) -> No
 
 # Metrics that only some chunks have (NaN otherwise), e.g. Pareto's validation score: a NaN is
 # "no value", left out of the row so that metrics.jsonl stays valid JSON and a sweep never reads a
-# placeholder as a result.
+# stand-in number as a result.
 OPTIONAL_METRICS = ("val_score", "val_best")
 
 
