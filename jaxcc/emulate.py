@@ -589,13 +589,21 @@ class FlowRun:
     result: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
+SIM_ONLY_CONTROLLERS = ("cubic", "copa", "oracle")  # jaxcc.controllers: no C++ sender for them
+
+
+def _refuse_sim_only(controller: str, label: str) -> None:
+    """EmulationError naming ``label`` when ``controller`` exists only in the simulator."""
+    if controller.strip() in SIM_ONLY_CONTROLLERS:
+        raise EmulationError(f"{label} runs only in the simulator (python -m jaxcc.evaluate); "
+                             "in emulation use kernel:cubic (iperf3), bbr, fixed:MBPS or policy:FILE")
+
+
 def flow_kind(controller: str, impl: str = "auto") -> str:
     """How a flow runs: "iperf3" (kernel:*), "jaxcc" (datapath binaries) or "probe"
     (udp_probe, fixed rates only: the harness self-test, or when the datapath is not built).
     impl="probe" forces the probe for fixed:* flows."""
-    if controller in ("cubic", "copa", "oracle"):
-        raise EmulationError(f"controller {controller} runs only in the simulator (python -m jaxcc.evaluate); "
-                             "in emulation use kernel:cubic (iperf3), bbr, fixed:MBPS or policy:FILE")
+    _refuse_sim_only(controller, f"controller {controller}")
     if controller.startswith("kernel:"):
         if controller not in ("kernel:cubic", "kernel:bbr", "kernel:reno"):
             raise EmulationError(f"unknown kernel controller {controller}")
@@ -1127,9 +1135,7 @@ def _validate_controller(c: str | None) -> None:
         parse_controller(c, field="--controller")
     except ValueError as e:
         raise EmulationError(str(e)) from e
-    if c.strip() in ("cubic", "copa", "oracle"):
-        raise EmulationError(f"--controller={c} runs only in the simulator (python -m jaxcc.evaluate); "
-                             "in emulation use kernel:cubic (iperf3), bbr, fixed:MBPS or policy:FILE")
+    _refuse_sim_only(c, f"--controller={c}")
 
 
 def _raise_on_term(signum, frame):
