@@ -23,8 +23,17 @@ Named scenarios (``get_scenario``; ``list_scenarios``; suites with ``get_suite``
 * ``deepcc/*`` — DeepCC §VI links (Wi-Fi-like Poisson, satellite).
 * ``eagle/*`` — Eagle §V links (10 Mbps/100 ms at 1–4 BDP buffers; Verizon LTE, 10 ms one way).
 
-Trace scenarios (``pareto/lte``) look for the trace under ``$JAXCC_TRACES`` and then
-``../shared/traces`` beside the repository; a clear error says so when it is not there.
+Paths inside a spec (``find_trace``, ``parse_scenario``):
+
+* ``link.trace``: an absolute path is used as is; a relative one is looked up in
+  ``$JAXCC_TRACES``, then in the traces shipped with jaxcc (``jaxcc/traces``: the Verizon LTE
+  traces ``pareto/lte`` and ``eagle/lte`` use), then in the spec's folder (the folder of the
+  scenario file; the current directory for a spec given as a dict).  A trace found nowhere is
+  one error naming the field, the file and every folder searched.  The named scenarios use the
+  same rule (without a spec folder), so they work on a fresh clone.
+* ``flows[i].controller`` = ``policy:FILE``: an absolute path is used as is; a relative one is
+  relative to the spec's folder (for a scenario file; relative to the current directory for a
+  dict), like the spec's trace paths.  The parsed scenario holds the resolved path.
 """
 
 from __future__ import annotations
@@ -39,6 +48,7 @@ import numpy as np
 
 from jaxcc.controllers import parse_controller
 from jaxcc.sim import links
+from jaxcc.sim.trace import find_trace, trace_folders  # noqa: F401  (public here: the one lookup rule)
 
 KB = 1000  # the papers' buffer sizes (375 KB, 440 KB) are decimal kilobytes
 PACKET = 1500
@@ -140,7 +150,16 @@ def _check_keys(obj: dict, allowed: set[str], where: str) -> None:
 
 def parse_scenario(spec: dict, *, source: str = "scenario", base_dir: str | None = None,
                    allow_kernel: bool = True) -> Scenario:
-    """Validate a spec dict; every error names the field (``source.link.loss`` ...)."""
+    """Validate a spec dict; every error names the field (``source.link.loss`` ...).
+
+    Args:
+      spec: the JSON object (see the module docstring).
+      source: the name errors start with (the file path for a scenario file).
+      base_dir: the spec's folder: searched last for a relative ``link.trace`` (after
+        ``$JAXCC_TRACES`` and the shipped traces) and the folder a relative ``policy:FILE`` is
+        relative to.  ``None`` (a spec that is not a file) means the current directory.
+      allow_kernel: whether ``kernel:*`` controllers (emulation only) are accepted.
+    """
     if not isinstance(spec, dict):
         raise ValueError(f"{source}: a scenario must be a JSON object, got {type(spec).__name__}")
     _check_keys(spec, {"name", "duration_s", "link", "flows"}, source)
@@ -182,14 +201,8 @@ def parse_scenario(spec: dict, *, source: str = "scenario", base_dir: str | None
             raise ValueError(f"{where}.schedule[0].t_s: the schedule must start at 0, got {pairs[0][0]}")
         kw["schedule"] = tuple(pairs)
     elif "trace" in link:
-        path = link["trace"]
-        if not isinstance(path, str) or not path:
-            raise ValueError(f"{where}.trace: expected a file path, got {path!r}")
-        if base_dir and not os.path.isabs(path):
-            path = os.path.join(base_dir, path)
-        if not os.path.isfile(path):
-            raise ValueError(f"{where}.trace: trace file {path!r} does not exist")
-        kw["trace"] = path
+        kw["trace"] = find_trace(link["trace"], os.getcwd() if base_dir is None else base_dir,
+                                 field=f"{where}.trace")
         kw["trace_bin_ms"] = _number(link, "trace_bin_ms", where, positive=True, default=10.0)
     elif "random_steps" in link:
         rs = link["random_steps"]
@@ -227,6 +240,10 @@ def parse_scenario(spec: dict, *, source: str = "scenario", base_dir: str | None
         if start >= duration:
             raise ValueError(f"{w}.start_s: must be < duration_s ({start} >= {duration})")
         ctrl = fl.get("controller", "bbr")
+        if base_dir is not None and isinstance(ctrl, str) and ctrl.strip().startswith("policy:"):
+            pol = ctrl.strip()[len("policy:"):]
+            if pol and not os.path.isabs(pol):
+                ctrl = "policy:" + os.path.normpath(os.path.join(base_dir, pol))
         parse_controller(ctrl, field=f"{w}.controller", allow_kernel=allow_kernel)
         parsed.append(FlowSpec(rtt, start, min(stop, duration), ctrl))
     rtts = [f.rtt_ms for f in parsed]
@@ -256,23 +273,14 @@ def load_scenario(spec: str | dict, **kw) -> Scenario:
 # ----------------------------------------------------------------------------- named scenarios
 
 
-def find_trace(filename: str) -> str:
-    """Locate a trace file in $JAXCC_TRACES or ../shared/traces beside the repository."""
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    dirs = [os.environ.get("JAXCC_TRACES", ""), os.path.join(here, "..", "shared", "traces")]
-    for d in dirs:
-        if d and os.path.isfile(os.path.join(d, filename)):
-            return os.path.normpath(os.path.join(d, filename))
-    raise ValueError(f"trace {filename!r} not found: set JAXCC_TRACES to the folder holding Mahimahi "
-                     f"traces (looked in {[d for d in dirs if d]})")
-
-
 def _flows(n: int, rtt_ms: float, duration: float, gap_s: float = 0.0, stops=None, controller="bbr"):
     return [{"rtt_ms": rtt_ms, "start_s": i * gap_s,
              "stop_s": duration if stops is None else stops[i], "controller": controller} for i in range(n)]
 
 
 def _spec(name, duration, link, flows) -> Scenario:
+    if "trace" in link:  # a shipped trace (or one in $JAXCC_TRACES); there is no spec folder
+        link = {**link, "trace": find_trace(link["trace"], field=f"{name}.link.trace")}
     return parse_scenario({"name": name, "duration_s": duration, "link": link, "flows": flows}, source=name)
 
 
@@ -290,7 +298,7 @@ def _pareto() -> dict[str, Callable[[], Scenario]]:
                                          _flows(1, PARETO_RTT_MS, d)),
         "pareto/depart4": lambda: _spec("pareto/depart4", 60.0, {"bandwidth_mbps": 50, "buffer_bytes": b},
                                         _flows(4, PARETO_RTT_MS, 60.0, gap_s=2.0, stops=[30.0, 40.0, 50.0, 60.0])),
-        "pareto/lte": lambda: _spec("pareto/lte", d, {"trace": find_trace("Verizon-LTE-short.up"), "buffer_bytes": b},
+        "pareto/lte": lambda: _spec("pareto/lte", d, {"trace": "Verizon-LTE-short.up", "buffer_bytes": b},
                                     _flows(1, 20.0, d)),
     }
     for n in (2, 3, 4, 5):
@@ -361,7 +369,7 @@ def _eagle() -> dict[str, Callable[[], Scenario]]:
     bdp = 10 * links.MBPS * 0.1
     out = {f"eagle/10mbps-bdp{k}": (lambda k=k: _spec(f"eagle/10mbps-bdp{k}", d, {"bandwidth_mbps": 10, "buffer_bytes": k * bdp},
                                                        _flows(1, 100.0, d))) for k in (1, 2, 4)}
-    out["eagle/lte"] = lambda: _spec("eagle/lte", d, {"trace": find_trace("Verizon-LTE-short.down"), "buffer_bytes": 375 * KB},
+    out["eagle/lte"] = lambda: _spec("eagle/lte", d, {"trace": "Verizon-LTE-short.down", "buffer_bytes": 375 * KB},
                                      _flows(1, 20.0, d))
     return out
 

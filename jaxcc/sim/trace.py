@@ -1,8 +1,19 @@
-"""Reading Mahimahi packet-delivery traces.
+"""Finding and reading Mahimahi packet-delivery traces.
 
 Format (Winstein et al., NSDI 2013; mm-link): one integer millisecond timestamp per line, each
 line one opportunity to deliver a 1500-byte packet; a timestamp repeats when more packets fit
 in that millisecond; timestamps never decrease; the file loops at its last timestamp.
+
+Where a trace is found (``find_trace``; one rule for named scenarios, scenario files, the
+simulator and emulation):
+
+* an absolute path is used as is;
+* a relative path is looked up, in this order, in ``$JAXCC_TRACES`` (one folder, when set), in
+  the traces shipped with jaxcc (``SHIPPED_TRACES``, the ``jaxcc/traces`` package data: the
+  cellular traces the named scenarios use), and in the spec's folder (``base_dir``: the folder
+  of a scenario file; callers that have no file pass the current directory);
+* a trace found nowhere is a one-line ``ValueError`` naming the field, the file and every
+  folder searched.
 """
 
 from __future__ import annotations
@@ -10,6 +21,53 @@ from __future__ import annotations
 import os
 
 import numpy as np
+
+TRACES_ENV = "JAXCC_TRACES"
+SHIPPED_TRACES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "traces")
+
+
+def trace_folders(base_dir: str | None = None) -> list[tuple[str, str]]:
+    """The folders a relative trace path is looked up in, in order, as ``(what, folder)``.
+
+    Args:
+      base_dir: the spec's folder (searched last); ``None`` for none.
+    """
+    out = []
+    env = os.environ.get(TRACES_ENV, "")
+    if env:
+        out.append((f"${TRACES_ENV}", os.path.abspath(env)))
+    out.append(("shipped", SHIPPED_TRACES))
+    if base_dir is not None:
+        out.append(("spec folder", os.path.abspath(base_dir)))
+    return out
+
+
+def find_trace(name: str, base_dir: str | None = None, *, field: str = "trace") -> str:
+    """The absolute path of trace ``name`` (see the module docstring for the order).
+
+    Args:
+      name: an absolute path (used as is) or a path relative to one of the folders searched.
+      base_dir: the spec's folder, searched after ``$JAXCC_TRACES`` and the shipped traces;
+        ``None`` searches only those two.
+      field: the spec field named in errors, e.g. ``"scenario.link.trace"``.
+
+    Raises:
+      ValueError: one line naming ``field``, the file and every folder searched.
+    """
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"{field}: expected a trace file path, got {name!r}")
+    if os.path.isabs(name):
+        if os.path.isfile(name):
+            return name
+        raise ValueError(f"{field}: trace file {name!r} does not exist")
+    folders = trace_folders(base_dir)
+    for _, folder in folders:
+        path = os.path.join(folder, name)
+        if os.path.isfile(path):
+            return os.path.normpath(path)
+    env = "" if os.environ.get(TRACES_ENV) else f" (${TRACES_ENV} is not set)"
+    searched = ", ".join(f"{folder} ({what})" for what, folder in folders)
+    raise ValueError(f"{field}: trace file {name!r} not found; searched {searched}{env}")
 
 
 def read_mahimahi(path: str) -> np.ndarray:
