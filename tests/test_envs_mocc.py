@@ -90,7 +90,8 @@ def test_batch_termination_and_autoreset():
     assert np.all(end <= 199) and np.all(np.isin(out[np.arange(LANES), end], [1, 2, 3]))
     np.testing.assert_allclose(np.asarray(st.link.rtt[:, 0]), 2 * np.asarray(params.owd_lo_s), rtol=1e-6)
     g = np.asarray(st.goal)
-    np.testing.assert_allclose(g.sum(-1), 1.0, rtol=1e-5) and np.all(g >= 0)
+    np.testing.assert_allclose(g.sum(-1), 1.0, rtol=1e-5)
+    assert np.all(g >= 0), g
     np.testing.assert_array_equal(np.asarray(run(params, keys, mult)[0]), np.asarray(r))
 
 

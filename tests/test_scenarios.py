@@ -114,10 +114,7 @@ def test_eagle_named_scenarios_follow_the_paper():
         pytest.approx([125_000, 250_000, 500_000])
     e = scenarios.get_scenario("eagle/10mbps-bdp1")
     assert (e.link.bandwidth_mbps, e.flows[0].rtt_ms) == (10.0, 100.0)
-    try:
-        lte = scenarios.get_scenario("eagle/lte")
-    except ValueError as err:  # the trace folder is not beside this checkout
-        pytest.skip(str(err))
+    lte = scenarios.get_scenario("eagle/lte")  # the trace ships with jaxcc (jaxcc/traces)
     assert lte.link.trace.endswith("Verizon-LTE-short.down") and lte.flows[0].rtt_ms == 20.0
 
 

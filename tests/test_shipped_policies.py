@@ -29,10 +29,6 @@ def _run(scenario_names, controllers):
 def test_eagle_beats_bbr_delay_at_its_throughput(scenario):
     """Issue 5 / Eagle §V (Fig. 7's 10 Mbit/s link with a 2-BDP buffer, Fig. 5's Verizon LTE
     trace): ≥ 90 % of in-sim BBR's throughput at ≥ 2× lower p95 delay."""
-    try:
-        scenarios.get_scenario(scenario)
-    except ValueError as err:  # eagle/lte: the trace folder is not beside this checkout
-        pytest.skip(str(err))
     pol = os.path.join(REPO, "checkpoints/eagle/eagle.safetensors")
     by = _run([scenario], ["bbr", f"policy:{pol}"])
     bbr, eagle = by[(scenario, "bbr")], by[(scenario, "eagle.safetensors")]
@@ -50,9 +46,20 @@ def test_pareto_fair_on_the_fixed_50mbps_link():
     assert all(v.met for v in fixed50), fixed50
 
 
+# checkpoints/aurora/README.md, "Fig. 2 and Fig. 7 links": the shipped policy loses 27.9 % of its
+# packets on aurora/fig2 (it overdrives the 10-packet queue at 1.39 x the capacity).
+AURORA_FIG2_LOSS = 0.279
+AURORA_FIG2_LOSS_TOL = 0.005  # ±0.5 points: the README's rounding (±0.05) plus float32 drift
+#   across backends; a changed policy or environment moves it by more (the README's trials:
+#   9 %, 14 %, 18 %, 27 %, 28 %).
+
+
 def test_aurora_keeps_the_lossy_link_full_where_cubic_does_not():
-    """Issue 5 / Aurora Fig. 2: 30 Mbit/s with 1 % random loss: ≥ 90 % utilization, CUBIC far lower."""
+    """Issue 5 / Aurora Fig. 2: 30 Mbit/s with 1 % random loss and a 10-packet queue: ≥ 90 %
+    utilization, CUBIC far lower — and the price the README documents: 27.9 % loss."""
     pol = os.path.join(REPO, "checkpoints/aurora/aurora.safetensors")
     by = _run(["aurora/fig2"], ["cubic", f"policy:{pol}"])
-    assert by[("aurora/fig2", "aurora.safetensors")]["utilization"] >= 0.90
+    aurora = by[("aurora/fig2", "aurora.safetensors")]
+    assert aurora["utilization"] >= 0.90, aurora
+    assert abs(aurora["loss"] - AURORA_FIG2_LOSS) <= AURORA_FIG2_LOSS_TOL, aurora
     assert by[("aurora/fig2", "cubic")]["utilization"] <= 0.5
