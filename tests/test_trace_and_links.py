@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from jaxcc.sim import links
-from jaxcc.sim.trace import read_mahimahi
+from jaxcc.sim.trace import find_trace, read_mahimahi
 
 
 def write(tmp_path, text, name="t.trace"):
@@ -70,3 +70,13 @@ def test_ring_len_covers_rtt_plus_full_buffer():
     need = (0.04 + (375_000 + 3000) / 1.5e6) / 0.005
     assert n >= need and n % 8 == 0 and n < need + 12
     assert links.ring_len_for(links.constant(1), 1e9, [0.04], 0.005, max_ring=512) == 512
+
+
+@pytest.mark.parametrize("name,lines", [("Verizon-LTE-short.up", 69_367), ("Verizon-LTE-short.down", 58_655)])
+def test_shipped_traces_keep_every_opportunity(name, lines):
+    # jaxcc/traces: both files end at 140000 ms, so one lap is 140 s; binning must keep all of a
+    # lap's opportunities (the last line is time 0 of the next lap, still in the lap's count).
+    sched = links.from_trace(find_trace(name))
+    assert sched.period == pytest.approx(140.0)
+    _, per = sched.cumulative()
+    assert per == pytest.approx(lines * 1500, rel=1e-12)
