@@ -132,7 +132,8 @@ class Runner:
         (self.out_dir / "qdisc_stats.txt").write_text(qstats)
         for fl in flows:
             fl.result.update(results.collect_flow(fl))
-        rec = results.make_record(spec, self.controllers, flows, sched, idle, link.schedule_log)
+        rec = results.make_record(spec.name, dur, self.controllers, flows, sched, idle,
+                                  link.schedule_log)
         rec["delay_tool"] = results.read_json(self.out_dir / "nfq_delay_stats.json")
         warn = health_warnings(rec["delay_tool"])
         if warn:
