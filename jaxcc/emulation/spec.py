@@ -172,9 +172,9 @@ def trace_to_schedule(ts_ms: list[int], duration_s: float,
                       bin_s: float = 0.1) -> list[tuple[float, float]]:
     """Bins delivery opportunities into a rate schedule; the trace loops at its last stamp.
 
-    Lap k delivers at k * period + stamp, as mm-link replays a trace (the simulator's
-    ``links.from_trace`` folds the last stamp onto time 0 instead; one packet of difference in
-    the first bin, kept so that the emulated links stay as they were measured).
+    Lap k delivers at k * period + stamp, as mm-link replays a trace, binned on absolute time
+    (the simulator's ``links.from_trace`` folds the last stamp onto time 0 of every lap and bins
+    within a lap; the emulation keeps its own binning, so its links stay as they were measured).
     """
     period_ms = max(ts_ms[-1], 1)
     bin_ms = bin_s * 1000.0
