@@ -73,7 +73,8 @@ def load(name: str | None = None, path: str | None = None) -> scenarios.Scenario
             return as_scenario(BUILTIN_SCENARIOS[name])
         return as_scenario(scenarios.get_scenario(str(name)))
     except (ValueError, OSError) as e:
-        extra = f" (built-ins: {sorted(BUILTIN_SCENARIOS)})" if path is None else ""
+        unknown = path is None and name not in scenarios.list_scenarios()
+        extra = f" (emulation built-ins: {sorted(BUILTIN_SCENARIOS)})" if unknown else ""
         raise EmulationError(f"{e}{extra}") from e
 
 
