@@ -43,7 +43,7 @@ from jaxcc.controllers import parse_controller
 from jaxcc.scenarios import SUITES, Scenario, get_scenario, get_suite, list_scenarios, load_scenario
 
 OWN = "own"  # label of runs that keep each flow's own controller
-JAIN_LAST_S = 20.0
+JAIN_LAST_S = metrics.JAIN_LAST_S  # one Jain window for simulator and emulation (metrics.jain_window)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -10,7 +10,11 @@ Definitions (units inside: bytes, seconds; Mbit/s and ms only in the reported di
 * **p95 one-way delay / p95 queueing delay** — byte-weighted 95th percentiles over the bytes
   admitted to the queue (dropped bytes have no delay), by send time.
 * **loss** — bytes dropped (random loss + drop-tail) over bytes sent, as a fraction.
-* **Jain's index** — (Σx)² / (n·Σx²) over per-flow throughputs (Pareto §V-B, [36]).
+* **Jain's index** — (Σx)² / (n·Σx²) over per-flow throughputs (Pareto §V-B, [36]), over the
+  last ``JAIN_LAST_S`` = 20 s of a multi-flow run (``jain_window``), among the flows active for at
+  least a quarter of that window (``jain_of_active``); a single flow reports 1.0.  The simulator
+  (``evaluate_trace``) and the emulation (``jaxcc.emulation.results``) both use this one
+  definition; the shipped Pareto numbers were measured with it.
 * **power** — throughput over delay (Kleinrock; Pareto §V-B): Mbit/s per second of mean
   one-way delay.
 * **Ankh's number** (Pareto eq. 10) — the printed equation is garbled (it writes the utilisation
@@ -34,6 +38,11 @@ from typing import Sequence
 import numpy as np
 
 MBPS = 125_000.0  # bytes/s per Mbit/s
+# Jain's index of a multi-flow run is taken over its last JAIN_LAST_S seconds (after the flows'
+# start-up; Pareto §V-B measures fairness once the flows have converged), in the simulator and in
+# the emulation alike.  The shipped Pareto results (checkpoints/pareto/README.md) use it.
+JAIN_LAST_S = 20.0
+JAIN_MIN_ACTIVE_FRAC = 0.25
 
 
 @dataclasses.dataclass
@@ -219,34 +228,60 @@ def link_metrics(tr: Trace, window: tuple[float, float] | None = None) -> dict:
     }
 
 
-def jain_over(tr: Trace, window: tuple[float, float] | None = None, min_active_frac: float = 0.25
-              ) -> tuple[float, list[int]]:
-    """Jain's index over the flows active in ``window`` (each flow's goodput there).
+def jain_window(end_s: float, last_s: float = JAIN_LAST_S) -> tuple[float, float]:
+    """The window Jain's index is taken over: the last ``last_s`` seconds of a run ending at ``end_s``."""
+    return (max(0.0, end_s - last_s), end_s)
 
-    Only flows active for at least ``min_active_frac`` of the window count: a flow that stops
-    (or starts) at the window's edge would otherwise enter with a tick or two of activity and
-    the ACKs of a whole window in flight — a meaningless rate.
+
+def jain_of_active(throughputs: Sequence[float], active_s: Sequence[float], span_s: float,
+                   min_active_frac: float = JAIN_MIN_ACTIVE_FRAC) -> tuple[float, list[int]]:
+    """Jain's index over the flows active for at least ``min_active_frac`` of a window.
+
+    Args:
+      throughputs: each flow's goodput inside the window (any one unit).
+      active_s: each flow's active time inside the window (s).
+      span_s: the window's length (s).
+      min_active_frac: a flow active for less of the window does not count: one that stops (or
+        starts) at the window's edge would otherwise enter with a moment of activity and the
+        ACKs of a whole window in flight — a meaningless rate.
+    Returns:
+      (index, the indices of the flows counted); (NaN, []) when none counts.
     """
-    m = _window_mask(tr, window)
-    span = float(np.sum(m)) * tr.dt
-    flows = [f for f in range(tr.num_flows) if float(np.sum(tr.active[m, f])) * tr.dt >= min_active_frac * span]
+    flows = [f for f, a in enumerate(active_s) if a >= min_active_frac * span_s]
     if not flows:
         return float("nan"), []
-    return jain_index([flow_throughput(tr, f, window) for f in flows]), flows
+    return jain_index([throughputs[f] for f in flows]), flows
 
 
-def evaluate_trace(tr: Trace, *, window: tuple[float, float] | None = None, jain_last_s: float = 20.0) -> dict:
+def jain_note(window: tuple[float, float], flows: list[int], last_s: float = JAIN_LAST_S) -> str:
+    """The ``jain_note`` of a results record: which window and flows the index covers."""
+    return f"Jain's index over the last {last_s:g} s ({window[0]:g}-{window[1]:g} s), flows active then: {flows}"
+
+
+def jain_over(tr: Trace, window: tuple[float, float] | None = None, min_active_frac: float = JAIN_MIN_ACTIVE_FRAC
+              ) -> tuple[float, list[int]]:
+    """Jain's index over the flows active in ``window`` (each flow's goodput there); see ``jain_of_active``."""
+    m = _window_mask(tr, window)
+    span = float(np.sum(m)) * tr.dt
+    active = [float(np.sum(tr.active[m, f])) * tr.dt for f in range(tr.num_flows)]
+    thr = [flow_throughput(tr, f, window) if a >= min_active_frac * span else float("nan")
+           for f, a in enumerate(active)]
+    return jain_of_active(thr, active, span, min_active_frac)
+
+
+def evaluate_trace(tr: Trace, *, window: tuple[float, float] | None = None, jain_last_s: float = JAIN_LAST_S) -> dict:
     """All report metrics of one run, in report units (Mbit/s, ms, fractions).
 
-    Jain's index is taken over the last ``jain_last_s`` seconds of the run (after the flows'
-    start-up), over the flows active then; a single-flow run reports 1.0.
+    Jain's index is taken over the last ``jain_last_s`` seconds of the run (``jain_window``; after
+    the flows' start-up), over the flows active then (``jain_of_active``); a single-flow run
+    reports 1.0.
     """
     lm = link_metrics(tr, window)
     end = float(tr.time[-1])
-    jwin = (max(0.0, end - jain_last_s), end)
+    jwin = jain_window(end, jain_last_s)
     if tr.num_flows > 1:
         jain, jflows = jain_over(tr, jwin)
-        jnote = f"Jain's index over the last {jain_last_s:g} s ({jwin[0]:g}-{jwin[1]:g} s), flows active then: {jflows}"
+        jnote = jain_note(jwin, jflows, jain_last_s)
     else:
         jain, jnote = 1.0, "single flow"
     per_flow = []

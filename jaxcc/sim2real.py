@@ -10,7 +10,8 @@ delay, p95 queueing delay and loss, flagging what exceeds the agreed bounds: 5% 
 10% (or 2 ms) p95 delay, 1 percentage point loss.  ``DIR/sim2real.json`` keeps the comparison.
 
 The two sides are compared through the shared results.json contract only, so either can be
-re-run on its own and compared later with ``--compare``.
+re-run on its own and compared later with ``--compare``.  (Jain's index is not among the
+compared metrics; both sides define it alike: over the last 20 s, ``jaxcc.metrics.jain_window``.)
 """
 
 from __future__ import annotations

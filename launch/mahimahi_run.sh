@@ -3,9 +3,12 @@
 # emulation of `python -m jaxcc.emulate`. Same scenario spec, same senders, same results.json.
 #
 #   launch/mahimahi_run.sh (--scenario=NAME | --scenario-file=spec.json) \
-#       [--controller=policy:FILE|bbr|fixed:MBPS|kernel:cubic|kernel:bbr] --out=DIR \
+#       [--controller=policy:FILE|bbr|fixed:MBPS|kernel:cubic|kernel:bbr[,...]] --out=DIR \
 #       [--user=USER] [--downlink=ack|same|TRACE] [--nice=N] [--dry-run]
 #
+#   --controller a comma list, as jaxcc.evaluate and jaxcc.emulate take: one Mahimahi run per
+#                controller (in DIR/runs/K, every one planned and checked before the first
+#                starts), their records in one DIR/results.json. Default: the flows' own.
 #   --user       the unprivileged user Mahimahi runs as (default $SUDO_USER, else nobody)
 #   --downlink   the link's return direction (ACKs): "ack" (default) a fixed 10-packet-per-ms
 #                trace (120 Mbit/s of 1500-byte packets, ~160k ACKs/s) so the ACK path is
@@ -33,7 +36,8 @@
 #    netns harness). Propagation delay: one `mm-delay RTT/2` per flow inside the shared link,
 #    so flows with different RTTs share one bottleneck. mm-delay takes whole milliseconds.
 # Exit status: 0 ok, 2 bad usage, 3 Mahimahi (or another tool) missing or unusable,
-# 4 a sender failed (results.json is still written), 5 Mahimahi failed, other: the run failed.
+# 4 a sender failed or a flow delivered nothing, 5 Mahimahi failed, other: the run failed.
+# A run that failed writes no results.json (and a controller list stops at its first failure).
 set -euo pipefail
 
 REPO=$(cd "$(dirname "$0")/.." && pwd)
@@ -52,14 +56,13 @@ for arg in "$@"; do
   case "$arg" in
     --scenario=*) SCEN_ARGS+=("$arg") ;;
     --scenario-file=*) SCEN_ARGS+=("--scenario-file=$(abspath "${arg#*=}")") ;;
-    --controller=policy:*) CONTROLLER="policy:$(abspath "${arg#--controller=policy:}")" ;;
     --controller=*) CONTROLLER="${arg#*=}" ;;
     --out=*) OUT="${arg#*=}" ;;
     --user=*) MM_USER="${arg#*=}" ;;
     --downlink=*) DOWNLINK="${arg#*=}" ;;
     --nice=*) NICE="${arg#*=}" ;;
     --dry-run) DRY=1 ;;
-    -h|--help) sed -n '2,36p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,41p' "$0"; exit 0 ;;
     *) echo "mahimahi_run.sh: unknown argument $arg" >&2; exit 2 ;;
   esac
 done
@@ -71,6 +74,20 @@ fi
 if ! [[ "$NICE" =~ ^-?[0-9]+$ ]]; then
   echo "mahimahi_run.sh: --nice=$NICE is not an integer" >&2
   exit 2
+fi
+# the controller list; policy paths are relative to the caller's directory
+CTRLS=()
+if [ -n "$CONTROLLER" ]; then
+  IFS=',' read -r -a _raw <<<"$CONTROLLER"
+  for c in "${_raw[@]}"; do
+    if [ -z "$c" ]; then
+      echo "mahimahi_run.sh: --controller=$CONTROLLER has an empty entry" >&2
+      exit 2
+    fi
+    case "$c" in policy:*) c="policy:$(abspath "${c#policy:}")" ;; esac
+    CTRLS+=("$c")
+  done
+  [[ "$CONTROLLER" == *, ]] && { echo "mahimahi_run.sh: --controller=$CONTROLLER has an empty entry" >&2; exit 2; }
 fi
 case "$DOWNLINK" in
   ack|same) ;;
@@ -122,11 +139,43 @@ fi
 SENDER="$REPO/datapath/build/jaxcc-sender"
 RECEIVER="$REPO/datapath/build/jaxcc-receiver"
 
+# ---- a controller list: one run of this script per controller, then one results.json
+if [ ${#CTRLS[@]} -gt 1 ]; then
+  mkdir -p "$OUT"
+  OUT=$(cd "$OUT" && pwd)
+  [ "$DRY" = 1 ] || rm -f "$OUT/results.json"
+  RUN_DIRS=()
+  for k in "${!CTRLS[@]}"; do   # plan (and so check) every controller before any run starts
+    RUN_DIRS+=("$OUT/runs/$k")
+    if ! (cd "$REPO" && "$PY" -m jaxcc.emulate --mahimahi-plan="${RUN_DIRS[$k]}" "${SCEN_ARGS[@]}" \
+            "--controller=${CTRLS[$k]}") >/dev/null; then
+      echo "mahimahi_run.sh: could not plan controller ${CTRLS[$k]} (message above); nothing was run" >&2
+      exit 2
+    fi
+  done
+  CHILD_ARGS=(--user="$MM_USER" --downlink="$DOWNLINK" --nice="$NICE")
+  [ "$DRY" = 1 ] && CHILD_ARGS+=(--dry-run)
+  for k in "${!CTRLS[@]}"; do
+    echo "mahimahi_run.sh: controller ${CTRLS[$k]} -> ${RUN_DIRS[$k]}" >&2
+    rc=0
+    bash "$REPO/launch/mahimahi_run.sh" "${SCEN_ARGS[@]}" "--controller=${CTRLS[$k]}" \
+      --out="${RUN_DIRS[$k]}" "${CHILD_ARGS[@]}" || rc=$?
+    if [ "$rc" != 0 ]; then
+      echo "mahimahi_run.sh: the run of ${CTRLS[$k]} failed (status $rc); no $OUT/results.json" >&2
+      exit "$rc"
+    fi
+  done
+  [ "$DRY" = 1 ] && exit 0
+  (cd "$REPO" && "$PY" -m jaxcc.emulate --mahimahi-merge "$OUT" "${RUN_DIRS[@]}")
+  exit 0
+fi
+
 # ---- plan: trace file + per-flow parameters
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
+[ "$DRY" = 1 ] || rm -f "$OUT/results.json"   # never leave an earlier run's results beside a failed one
 PLAN_ARGS=("${SCEN_ARGS[@]}")
-[ -n "$CONTROLLER" ] && PLAN_ARGS+=("--controller=$CONTROLLER")
+[ ${#CTRLS[@]} -eq 1 ] && PLAN_ARGS+=("--controller=${CTRLS[0]}")
 if ! (cd "$REPO" && "$PY" -m jaxcc.emulate --mahimahi-plan="$OUT" "${PLAN_ARGS[@]}") >/dev/null; then
   echo "mahimahi_run.sh: could not plan the run (message above)" >&2
   exit 2
@@ -320,13 +369,17 @@ fi
 for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
 PIDS=()
 [ "$DRY" = 1 ] && exit 0
-(cd "$REPO" && "$PY" -m jaxcc.emulate --mahimahi-collect="$OUT")
 failed=()
 for ((i = 0; i < NFLOWS; i++)); do
   rc=$(cat "$OUT/flow$i/client_rc" 2>/dev/null || echo none)
   [ "$rc" = 0 ] || failed+=("flow $i: exit $rc, see $OUT/flow$i/sender.stderr")
 done
 if [ ${#failed[@]} -gt 0 ]; then
-  echo "mahimahi_run.sh: sender(s) failed: ${failed[*]}" >&2
+  echo "mahimahi_run.sh: sender(s) failed: ${failed[*]}; no results.json written" >&2
+  exit 4
+fi
+# collect refuses (and writes nothing for) a flow that delivered no data
+if ! (cd "$REPO" && "$PY" -m jaxcc.emulate --mahimahi-collect="$OUT"); then
+  echo "mahimahi_run.sh: no results.json written (message above)" >&2
   exit 4
 fi

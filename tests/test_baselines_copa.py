@@ -70,11 +70,11 @@ def test_name_parses_and_resolves_everywhere():
     from jaxcc import evaluate
     assert [e.label for e in evaluate.controller_entries("bbr,copa")] == ["bbr", "copa"]
     # Emulation has no Copa sender: refused up front, with the reason.
-    from jaxcc import emulate
-    with pytest.raises(emulate.EmulationError, match="only in the simulator"):
-        emulate._validate_controller("copa")
-    with pytest.raises(emulate.EmulationError, match="only in the simulator"):
-        emulate.flow_kind("copa")
+    from jaxcc.emulation import runner, spec
+    with pytest.raises(spec.EmulationError, match="only in the simulator"):
+        spec.validate_controller("copa")
+    with pytest.raises(spec.EmulationError, match="only in the simulator"):
+        runner.flow_kind("copa")
 
 
 def test_constants_are_the_papers():

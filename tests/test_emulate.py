@@ -1,4 +1,4 @@
-"""Tests of the emulated-link harness (jaxcc/emulate.py).
+"""Tests of the emulated-link harness (python -m jaxcc.emulate, the jaxcc.emulation package).
 
 The pure helpers (trace binning, schedules, tbf sizing, spec checks) run everywhere. The tests
 marked ``emulation`` build real network namespaces and need root, iproute2, iptables, ethtool,
@@ -27,7 +27,8 @@ from pathlib import Path
 
 import pytest
 
-from jaxcc import emulate
+from jaxcc import metrics
+from jaxcc.emulation import host, netns, results, runner, spec
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -35,7 +36,7 @@ LINK = {"bandwidth_mbps": 12.0, "buffer_bytes": 375000, "loss": 0.0}
 
 
 def _spec(name, controller, duration=8.0, link=None, flows=None):
-    return emulate.normalize_spec({
+    return spec.as_scenario({
         "name": name, "duration_s": duration, "link": dict(link or LINK),
         "flows": flows or [{"rtt_ms": 40.0, "start_s": 0.0, "stop_s": duration,
                             "controller": controller}]})
@@ -46,7 +47,7 @@ def _spec(name, controller, duration=8.0, link=None, flows=None):
 def test_trace_to_schedule_bins_and_loops():
     # one opportunity per ms = 12 Mbit/s; the 10-ms trace loops
     ts = list(range(1, 11))
-    sched = emulate.trace_to_schedule(ts, duration_s=0.5, bin_s=0.1)
+    sched = spec.trace_to_schedule(ts, duration_s=0.5, bin_s=0.1)
     assert len(sched) == 5
     assert all(abs(r - 12.0) <= 0.12 for _, r in sched)  # the first ms of a lap is empty
 
@@ -55,19 +56,21 @@ def test_trace_step_schedule(tmp_path):
     ts = [t for t in range(2, 1001, 2)] + [t for t in range(1001, 2001) for _ in range(2)]
     p = tmp_path / "step.trace"
     p.write_text("\n".join(map(str, ts)) + "\n")
-    sched = emulate.bandwidth_schedule({"trace": str(p)}, duration_s=2.0, trace_bin_s=0.1)
+    sc = _spec("step", "bbr", duration=2.0, link={"trace": str(p), "buffer_bytes": 15000})
+    sched = spec.rate_schedule(sc, trace_bin_s=0.1)
     assert sched[0] == (0.0, pytest.approx(6.0, rel=0.03))
     assert any(abs(t - 1.0) < 1e-9 and abs(r - 24.0) < 0.2 for t, r in sched)
 
 
 def test_fine_schedule_is_averaged_per_bin():
-    link = {"schedule": [[i * 0.01, 10.0 if i % 2 else 20.0] for i in range(100)]}
-    sched = emulate.bandwidth_schedule(link, duration_s=1.0, trace_bin_s=0.1)
+    link = {"schedule": [[i * 0.01, 10.0 if i % 2 else 20.0] for i in range(100)],
+            "buffer_bytes": 15000}
+    sched = spec.rate_schedule(_spec("fine", "bbr", duration=1.0, link=link), trace_bin_s=0.1)
     assert sched == [(0.0, pytest.approx(15.0))]
 
 
 def test_tbf_args_count_ethernet_frames():
-    a = emulate.tbf_args(12.0, 375000)
+    a = netns.tbf_args(12.0, 375000)
     rate = int(a[a.index("rate") + 1].rstrip("bit"))
     limit = int(a[a.index("limit") + 1])
     assert rate == int(12e6 * 1514 / 1500)
@@ -76,18 +79,89 @@ def test_tbf_args_count_ethernet_frames():
 
 
 def test_spec_errors_are_clear():
-    with pytest.raises(emulate.EmulationError, match="exactly one"):
-        emulate.normalize_spec({"name": "x", "duration_s": 1, "link": {"buffer_bytes": 3000},
-                                "flows": [{"rtt_ms": 10}]})
-    with pytest.raises(emulate.EmulationError, match="start_s"):
+    # jaxcc.scenarios' messages, naming the field
+    with pytest.raises(host.EmulationError, match=r"x\.link: give exactly one of"):
+        spec.as_scenario({"name": "x", "duration_s": 1, "link": {"buffer_bytes": 3000},
+                          "flows": [{"rtt_ms": 10}]})
+    with pytest.raises(host.EmulationError, match=r"x\.flows\[0\]\.stop_s: must be > start_s"):
         _spec("x", "fixed:1", duration=5, flows=[{"rtt_ms": 10, "start_s": 4, "stop_s": 2}])
+    # and the emulation's own: tbf cannot queue less than one packet
+    with pytest.raises(host.EmulationError, match=r"x\.link\.buffer_bytes: must be >= 1500"):
+        _spec("x", "fixed:1", link={"bandwidth_mbps": 12, "buffer_bytes": 1000})
+
+
+def test_scenarios_come_from_jaxcc_scenarios(tmp_path):
+    """Named scenarios, spec files (trace paths relative to the file) and emu/* built-ins."""
+    assert spec.load(name="pareto/fixed50") == spec.as_scenario(
+        __import__("jaxcc.scenarios", fromlist=["x"]).get_scenario("pareto/fixed50"))
+    (tmp_path / "t.trace").write_text("1\n")
+    (tmp_path / "s.json").write_text(json.dumps({
+        "name": "file", "duration_s": 2, "link": {"trace": "t.trace", "buffer_bytes": 3000},
+        "flows": [{"rtt_ms": 10}]}))
+    sc = spec.load(path=str(tmp_path / "s.json"))
+    assert sc.link.trace == str(tmp_path / "t.trace")
+    # one packet per ms; lap 0 has none at 0 ms (mm-link replays at k * period + stamp)
+    assert spec.rate_schedule(sc) == [(0.0, pytest.approx(11.88)), (0.1, pytest.approx(12.0))]
+    assert spec.load(name="emu/two_flows").flows[1].controller == "kernel:cubic"
+    with pytest.raises(host.EmulationError, match="built-ins"):
+        spec.load(name="nope")
+
+
+def test_simulator_only_controllers_are_refused():
+    for c in ("cubic", "copa", "oracle"):
+        with pytest.raises(host.EmulationError, match="only in the simulator"):
+            spec.validate_controller(c)
+    with pytest.raises(host.EmulationError, match="unknown controller"):
+        spec.validate_controller("vegas")
+    spec.validate_controller("kernel:cubic")
+
+
+def _flow(i, start, stop, series, tput=None):
+    return {"flow": i, "start_s": start, "stop_s": stop, "series": series,
+            "throughput_mbps": tput}
+
+
+def test_jain_is_the_simulators_last_20_s():
+    """Jain's index in emulation: metrics.jain_window (the last 20 s) over the flows active for
+    a quarter of it, each flow's goodput there from its series; a run-long figure no more."""
+    assert metrics.JAIN_LAST_S == 20.0
+    # 30 s; flow 0 runs alone at 10 Mbit/s for 10 s, then both share 5/5: fair in the window,
+    # unfair over the whole run (10 s at 10 + 20 s at 5 against 20 s at 5).
+    f0 = _flow(0, 0.0, 30.0, [(t / 10, 10.0 if t <= 100 else 5.0) for t in range(1, 301)], 6.67)
+    f1 = _flow(1, 10.0, 30.0, [(t / 10, 5.0) for t in range(1, 201)], 5.0)
+    j, note, window = results.jain([f0, f1], 30.0)
+    assert window == [10.0, 30.0]
+    assert j == pytest.approx(1.0)
+    assert note == metrics.jain_note((10.0, 30.0), [0, 1])
+    # a flow that stops 2 s into the window does not count (less than a quarter of it)
+    f2 = _flow(2, 0.0, 12.0, [(t / 10, 20.0) for t in range(1, 121)], 20.0)
+    j, note, _ = results.jain([f0, f1, f2], 30.0)
+    assert j == pytest.approx(1.0) and "flows active then: [0, 1]" in note
+    # 3:1 in the window: (3 + 1)^2 / (2 * (9 + 1)) = 0.8
+    f1b = _flow(1, 0.0, 30.0, [(t / 10, 5.0 if t <= 100 else 15.0) for t in range(1, 301)])
+    j, _, _ = results.jain([f0, f1b], 30.0)
+    assert j == pytest.approx(0.8)
+    assert results.jain([f0], 30.0)[:2] == (1.0, "single flow")
+
+
+def test_record_carries_the_jain_window(tmp_path):
+    fls = []
+    for i, (start, mbps) in enumerate([(0.0, 4.0), (5.0, 4.0)]):
+        fl = runner.FlowRun(i, "bbr", 40.0, start, 30.0, tmp_path, kind="jaxcc")
+        fl.result = {"throughput_mbps": mbps, "series": [(t / 2, mbps) for t in range(1, 61)]}
+        fls.append(fl)
+    rec = results.make_record("x", 30.0, ["bbr", "bbr"], fls, [(0.0, 12.0)], None, [])
+    assert rec["jain"] == pytest.approx(1.0) and rec["jain_window_s"] == [10.0, 30.0]
+    results.write_results(tmp_path, [rec])
+    meta = json.loads((tmp_path / "results.json").read_text())["meta"]
+    assert "last 20 s" in meta["jain"]
 
 
 def test_assign_controllers_keeps_kernel_cross_traffic():
-    spec = _spec("x", "bbr", flows=[{"rtt_ms": 40, "controller": "bbr"},
+    sc = _spec("x", "bbr", flows=[{"rtt_ms": 40, "controller": "bbr"},
                                     {"rtt_ms": 40, "controller": "kernel:cubic"}])
-    assert emulate.assign_controllers(spec, "fixed:5") == ["fixed:5", "kernel:cubic"]
-    assert emulate.assign_controllers(spec, None) == ["bbr", "kernel:cubic"]
+    assert spec.assign_controllers(sc, "fixed:5") == ["fixed:5", "kernel:cubic"]
+    assert spec.assign_controllers(sc, None) == ["bbr", "kernel:cubic"]
 
 
 # ----------------------------------------------------------------------------- real links
@@ -97,11 +171,11 @@ def _emulation_skip_reason() -> str | None:
         return "emulation needs Linux network namespaces"
     if os.geteuid() != 0:
         return "emulation needs root (network namespaces, tc, iptables)"
-    if not (emulate.TOOLS_BUILD / "nfq_delay").exists() and \
+    if not (host.TOOLS_BUILD / "nfq_delay").exists() and \
             Path("/usr/include/libnetfilter_queue/libnetfilter_queue.h").exists():
         subprocess.run([str(REPO / "datapath" / "tools" / "build.sh")], capture_output=True)
-    problems = emulate.missing_requirements(need_iperf3=True)
-    if not (emulate.TOOLS_BUILD / "udp_probe").exists():
+    problems = host.missing_requirements(need_iperf3=True)
+    if not (host.TOOLS_BUILD / "udp_probe").exists():
         problems.append("udp_probe not built: run datapath/tools/build.sh")
     return "; ".join(problems) if problems else None
 
@@ -123,13 +197,13 @@ def _apply(marks):
 def prefix():
     p = "jxet" + os.urandom(2).hex()
     yield p
-    emulate.cleanup_leftovers(p)
+    netns.cleanup_leftovers(p)
 
 
-def _run(spec, tmp_path, prefix, impl="auto", tag="r"):
-    ctrls = emulate.assign_controllers(spec, None)
-    rec = emulate.Runner(spec, ctrls, tmp_path / tag, prefix=prefix, impl=impl).run()
-    assert emulate.list_leftovers(prefix) == {"namespaces": [], "links": []}
+def _run(sc, tmp_path, prefix, impl="auto", tag="r"):
+    ctrls = spec.assign_controllers(sc, None)
+    rec = runner.Runner(sc, ctrls, tmp_path / tag, prefix=prefix, impl=impl).run()
+    assert netns.list_leftovers(prefix) == {"namespaces": [], "links": []}
     return rec
 
 
@@ -165,7 +239,7 @@ def test_kernel_cubic_fills_the_link(tmp_path, prefix):
 
 @_apply(needs_emulation)
 def test_exported_policy_runs_and_exits_cleanly(tmp_path, prefix):
-    if emulate.sender_binary() is None or emulate.receiver_binary() is None:
+    if host.sender_binary() is None or host.receiver_binary() is None:
         pytest.skip("datapath not built (datapath/build.sh)")
     policyfile = pytest.importorskip("jaxcc.policyfile")
     spec_p, tensors = policyfile.make_random_policy("mlp", 0)   # Aurora-shaped MLP
@@ -189,7 +263,7 @@ def test_shipped_policy_runs_in_the_datapath(tmp_path, prefix, policy, features)
     """The shipped Aurora and Eagle policies drive a real flow on the reference link for a few
     seconds: the sender computes their features (no exit 2), decides every MI and reports sane
     figures (it may not fill the link this early: Eagle starts at 300 kbit/s)."""
-    if emulate.sender_binary() is None or emulate.receiver_binary() is None:
+    if host.sender_binary() is None or host.receiver_binary() is None:
         pytest.skip("datapath not built (datapath/build.sh)")
     T = 6.0
     rec = _run(_spec("shipped", f"policy:{REPO / policy}", T), tmp_path, prefix, tag=features)
@@ -221,14 +295,14 @@ def test_sigterm_cleans_up(tmp_path):
                              f"--out={tmp_path / 'o'}", f"--prefix={p}", "--no-ping",
                              "--no-plots"], cwd=REPO, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 15
-    while time.monotonic() < deadline and len(emulate.list_leftovers(p)["namespaces"]) < 3:
+    while time.monotonic() < deadline and len(netns.list_leftovers(p)["namespaces"]) < 3:
         time.sleep(0.1)
-    assert len(emulate.list_leftovers(p)["namespaces"]) == 3
+    assert len(netns.list_leftovers(p)["namespaces"]) == 3
     time.sleep(1.5)
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=20)
     assert proc.returncode == 130, err
-    assert emulate.list_leftovers(p) == {"namespaces": [], "links": []}
+    assert netns.list_leftovers(p) == {"namespaces": [], "links": []}
     # and nothing of ours still runs
     ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
     assert p not in ps
@@ -241,11 +315,11 @@ def test_cleanup_command_removes_leftovers():
     out = subprocess.run([sys.executable, "-m", "jaxcc.emulate", "--cleanup", f"--prefix={p}"],
                          cwd=REPO, capture_output=True, text=True, check=True).stdout
     assert f"{p}-snd" in out
-    assert emulate.list_leftovers(p)["namespaces"] == []
+    assert netns.list_leftovers(p)["namespaces"] == []
 
 
 def test_missing_tool_is_named(monkeypatch):
     monkeypatch.setattr(shutil, "which", lambda name: None)
-    problems = emulate.missing_requirements(need_iperf3=True)
+    problems = host.missing_requirements(need_iperf3=True)
     text = " ".join(problems)
     assert "apt-get install iptables" in text and "apt-get install iperf3" in text

@@ -180,3 +180,199 @@ def test_mahimahi_random_loss(shared_dir):
     assert f["loss"] == pytest.approx(0.1, abs=0.03)
     assert f["p50_rtt_ms"] == pytest.approx(42.0, abs=5.0)
     assert f["throughput_mbps"] == pytest.approx(6 * 1472 / 1500 * 0.9, rel=0.05)
+
+
+# ----------------------------------------------------------------------------- plan / collect / merge
+
+from jaxcc.emulation import mahimahi, spec  # noqa: E402
+from jaxcc.emulation.host import EmulationError  # noqa: E402
+
+EMULATE = ["python3", "-m", "jaxcc.emulate"]
+
+
+def test_plan_takes_one_controller(tmp_path):
+    sh = mahimahi.plan(spec.load(name="emu/fixed12"), "fixed:6", tmp_path / "p").read_text()
+    assert "FLOW0_CTRL=fixed:6" in sh and "NFLOWS=1" in sh and "BUFFER_BYTES=375000" in sh
+    # 12 Mbit/s as a trace: one 1500-byte opportunity per ms for the 20 s of the scenario
+    stamps = (tmp_path / "p" / "link.trace").read_text().split()
+    assert len(stamps) == 20000 and stamps[-1] == "20000"
+    r = subprocess.run(EMULATE + [f"--mahimahi-plan={tmp_path / 'q'}", "--scenario=emu/fixed12",
+                                  "--controller=bbr,fixed:6"], cwd=REPO, capture_output=True,
+                       text=True)
+    assert r.returncode == 2 and "a plan takes one controller" in r.stderr, r
+    r = subprocess.run(EMULATE + [f"--mahimahi-plan={tmp_path / 'q'}", "--scenario=emu/fixed12",
+                                  "--controller=cubic"], cwd=REPO, capture_output=True, text=True)
+    assert r.returncode == 2 and "only in the simulator" in r.stderr, r
+    assert not (tmp_path / "q" / "plan.sh").exists()
+
+
+def _finished_run(d: Path, controller: str, rc: int, mbps: float, name="emu/fixed12") -> Path:
+    """A planned run whose flow 0 ended with status rc and delivered mbps (fabricated summaries)."""
+    mahimahi.plan(spec.load(name=name), controller, d)
+    (d / "flow0").mkdir()
+    (d / "flow0" / "client_rc").write_text(f"{rc}\n")
+    summary = {"throughput_mbps": mbps, "p95_owd_ms": 25.0, "p95_rtt_ms": 45.0, "loss": 0.01}
+    (d / "flow0" / "sender.json").write_text(json.dumps(summary))
+    (d / "flow0" / "receiver.json").write_text(json.dumps(summary))
+    return d
+
+
+def test_collect_writes_a_finished_run(tmp_path):
+    d = _finished_run(tmp_path / "ok", "fixed:6", 0, 5.9)
+    rec = mahimahi.collect(d)
+    [saved] = json.loads((d / "results.json").read_text())["results"]
+    assert saved["controller"] == rec["controller"] == "fixed:6"
+    assert saved["throughput_mbps"] == pytest.approx(5.9) and saved["emulator"] == "mahimahi"
+    assert saved["jain"] == 1.0 and saved["capacity_mbps"] == pytest.approx(12.0, rel=0.01)
+
+
+@pytest.mark.parametrize("rc,mbps,why", [(2, 5.9, "exited with status 2"),
+                                         (0, 0.0, "no data delivered")])
+def test_collect_refuses_a_failed_run(tmp_path, rc, mbps, why):
+    d = _finished_run(tmp_path / "bad", "fixed:6", rc, mbps)
+    with pytest.raises(EmulationError, match=why):
+        mahimahi.collect(d)
+    assert not (d / "results.json").exists()
+    r = subprocess.run(EMULATE + [f"--mahimahi-collect={d}"], cwd=REPO, capture_output=True,
+                       text=True)
+    assert r.returncode == 2 and why in r.stderr and not (d / "results.json").exists()
+
+
+def test_merge_puts_a_controller_list_in_one_file(tmp_path):
+    runs = [_finished_run(tmp_path / "runs" / str(k), c, 0, m)
+            for k, (c, m) in enumerate([("bbr", 11.0), ("fixed:6", 5.9)])]
+    for d in runs:
+        mahimahi.collect(d)
+    r = subprocess.run(EMULATE + ["--mahimahi-merge", str(tmp_path), *map(str, runs)], cwd=REPO,
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r
+    recs = json.loads((tmp_path / "results.json").read_text())["results"]
+    assert [x["controller"] for x in recs] == ["bbr", "fixed:6"]
+    assert all(x["ankh"] is not None for x in recs)
+    with pytest.raises(EmulationError, match="missing"):
+        mahimahi.merge(tmp_path / "m", [tmp_path / "runs" / "0", tmp_path / "nowhere"])
+
+
+# ----------------------------------------------------------------------------- the script, Mahimahi faked
+
+FAKE_MM = {  # pass-through stand-ins: no shaping, but the script's whole path runs
+    "mm-link": '#!/bin/bash\nwhile [ $# -gt 0 ] && [ "$1" != "--" ]; do shift; done\nshift\n'
+               'export MAHIMAHI_BASE=127.0.0.1\nexec "$@"\n',
+    "mm-delay": '#!/bin/bash\nshift\nexec "$@"\n',
+    "mm-loss": '#!/bin/bash\nshift 2\nexec "$@"\n',
+}
+
+
+def _fake_skip_reason() -> str | None:
+    if os.geteuid() != 0:
+        return "needs root (setuid-root stand-ins, a network namespace, runuser)"
+    for t in ("ip", "runuser", "sysctl"):
+        if shutil.which(t) is None:
+            return f"'{t}' not found"
+    try:
+        pwd.getpwnam(MM_USER)
+    except KeyError:
+        return f"no user {MM_USER!r}"
+    return None
+
+
+needs_fake = [pytest.mark.skipif(_fake_skip_reason() is not None, reason=str(_fake_skip_reason()))]
+
+
+@pytest.fixture
+def fake_mm(shared_dir):
+    """A PATH with setuid-root pass-through mm-* tools first, and a network namespace to run the
+    script in (so the ip_forward it sets is that namespace's, never the host's)."""
+    b = shared_dir / "fakebin"
+    b.mkdir()
+    for name, text in FAKE_MM.items():
+        (b / name).write_text(text)
+        (b / name).chmod(0o4755)
+    ns = "jxmt" + os.urandom(3).hex()
+    subprocess.run(["ip", "netns", "add", ns], check=True)
+    subprocess.run(["ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up"], check=True)
+    yield b, ns
+    subprocess.run(["ip", "netns", "del", ns])
+
+
+def _script_in(fake, args, timeout=120):
+    b, ns = fake
+    env = dict(os.environ, PATH=f"{b}{os.pathsep}{os.environ['PATH']}")
+    return subprocess.run(["ip", "netns", "exec", ns, BASH, str(SCRIPT), f"--user={MM_USER}",
+                           *args], env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def _spec_file(d: Path, T: float = 2.0) -> Path:
+    p = d / "s.json"
+    p.write_text(json.dumps({"name": "mm_list", "duration_s": T,
+                             "link": {"bandwidth_mbps": 12, "buffer_bytes": 375000},
+                             "flows": [{"rtt_ms": 40.0, "controller": "bbr"}]}))
+    return p
+
+
+@_apply(needs_fake)
+def test_controller_list_dry_run_plans_each(shared_dir, fake_mm):
+    out = shared_dir / "dry"
+    r = _script_in(fake_mm, [f"--scenario-file={_spec_file(shared_dir)}", f"--out={out}",
+                             "--controller=bbr,fixed:6", "--dry-run"])
+    assert r.returncode == 0, r
+    for k, c in enumerate(["bbr", "fixed:6"]):
+        assert f"FLOW0_CTRL={c}" in (out / "runs" / str(k) / "plan.sh").read_text()
+        client = (out / "runs" / str(k) / "flow0" / "client.sh").read_text()
+        assert f"--controller={c} " in client   # each run's own sender command
+        assert f"runs/{k}/inner.sh &" in r.stdout  # and its own (printed) Mahimahi command
+    assert "bbr,fixed:6" not in r.stdout
+    assert not (out / "results.json").exists()
+
+
+@_apply(needs_fake)
+def test_controller_list_with_a_bad_entry_runs_nothing(shared_dir, fake_mm):
+    out = shared_dir / "bad"
+    r = _script_in(fake_mm, [f"--scenario-file={_spec_file(shared_dir)}", f"--out={out}",
+                             "--controller=bbr,cubic"])
+    assert r.returncode == 2, r
+    assert "only in the simulator" in r.stderr and "nothing was run" in r.stderr
+    assert "mm-link" not in r.stderr and not (out / "runs" / "0" / "flow0").exists()
+    r = _script_in(fake_mm, [f"--scenario-file={_spec_file(shared_dir)}", f"--out={out}",
+                             "--controller=bbr,"])
+    assert r.returncode == 2 and "empty entry" in r.stderr, r
+
+
+@pytest.mark.datapath
+@_apply(needs_fake)
+def test_controller_list_runs_each_into_one_results_file(shared_dir, fake_mm):
+    if not (SENDER.exists() and RECEIVER.exists()):
+        pytest.skip("datapath not built (datapath/build.sh)")
+    out = shared_dir / "list"
+    r = _script_in(fake_mm, [f"--scenario-file={_spec_file(shared_dir)}", f"--out={out}",
+                             "--controller=bbr,fixed:6"])
+    assert r.returncode == 0, (r.stdout, r.stderr)
+    recs = json.loads((out / "results.json").read_text())["results"]
+    assert [x["controller"] for x in recs] == ["bbr", "fixed:6"]
+    assert all(x["emulator"] == "mahimahi" and x["throughput_mbps"] > 1.0 for x in recs), recs
+    # (no shaping behind the stand-ins: the fixed rate is what the sender sent)
+    assert recs[1]["throughput_mbps"] == pytest.approx(6 * 1472 / 1500, rel=0.1)
+
+
+@pytest.mark.datapath
+@_apply(needs_fake)
+def test_failed_sender_writes_no_results(shared_dir, fake_mm):
+    if not (SENDER.exists() and RECEIVER.exists()):
+        pytest.skip("datapath not built (datapath/build.sh)")
+    bad = shared_dir / "garbage.safetensors"
+    bad.write_text("not a policy file")
+    bad.chmod(0o644)
+    out = shared_dir / "fail"
+    out.mkdir()
+    (out / "results.json").write_text('{"results": []}')   # an earlier run's: must go
+    r = _script_in(fake_mm, [f"--scenario-file={_spec_file(shared_dir)}", f"--out={out}",
+                             f"--controller=policy:{bad}"])
+    assert r.returncode == 4, (r.stdout, r.stderr)
+    assert "sender(s) failed" in r.stderr and "no results.json written" in r.stderr
+    assert not (out / "results.json").exists()
+    # in a list, the failure stops the list and no merged file is written
+    out = shared_dir / "faillist"
+    r = _script_in(fake_mm, [f"--scenario-file={_spec_file(shared_dir)}", f"--out={out}",
+                             f"--controller=policy:{bad},bbr"])
+    assert r.returncode == 4, (r.stdout, r.stderr)
+    assert not (out / "results.json").exists() and not (out / "runs" / "1" / "flow0").exists()

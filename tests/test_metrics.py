@@ -1,5 +1,6 @@
 """Metrics on hand-computed values and on the Pareto paper's Table II (Ankh's number)."""
 
+import dataclasses
 import math
 
 import numpy as np
@@ -168,6 +169,30 @@ def test_evaluate_trace_multi_flow_report_units():
     assert metrics.jain_over(tr)[1] == [0]
     single = metrics.evaluate_trace(_trace_one_flow())
     assert single["jain"] == 1.0 and single["jain_note"] == "single flow"
+
+
+def test_one_jain_window_for_simulator_and_emulation():
+    """metrics.JAIN_LAST_S (20 s) is the window of evaluate_trace's default and of the
+    evaluator; jain_of_active is the selection jain_over and the emulation share."""
+    from jaxcc import evaluate
+    from jaxcc.emulation import results
+    assert metrics.JAIN_LAST_S == 20.0 and evaluate.JAIN_LAST_S == metrics.JAIN_LAST_S
+    assert metrics.jain_window(30.0) == (10.0, 30.0)
+    assert metrics.jain_window(8.0) == (0.0, 8.0)          # shorter runs: the whole run
+    assert metrics.jain_window(8.0, 4.0) == (4.0, 8.0)
+    # a flow active under a quarter of the window is left out; the rest are compared
+    j, flows = metrics.jain_of_active([3.0, 1.0, 100.0], [20.0, 20.0, 4.9], 20.0)
+    assert flows == [0, 1] and j == pytest.approx(16 / 20)
+    assert metrics.jain_of_active([1.0, 1.0, 9.0], [20.0, 20.0, 5.0], 20.0)[1] == [0, 1, 2]
+    j, flows = metrics.jain_of_active([1.0], [1.0], 20.0)
+    assert np.isnan(j) and flows == []
+    # the simulator's default is this window: a 30-s run's Jain covers 10-30 s
+    tr = _trace_two_flows()
+    tr30 = dataclasses.replace(tr, time=tr.time * 30 / 8, dt=30 / 8)
+    m = metrics.evaluate_trace(tr30)
+    assert m["jain_window_s"] == [10.0, 30.0]
+    assert m["jain_note"] == metrics.jain_note((10.0, 30.0), [0, 1])
+    assert "last 20 s" in results.RESULTS_META["jain"]
 
 
 def test_time_series_bins():

@@ -1,0 +1,264 @@
+"""Network namespaces, veths and the tc/tbf bottleneck of one emulated link; leftovers cleanup.
+
+Topology (one set per run; names carry a unique prefix so parallel runs never collide)::
+
+    [PREFIX-snd] sa 10.77.1.1 ── sb 10.77.1.2 [PREFIX-rtr] db 10.77.2.1 ── da 10.77.2.2 [PREFIX-rcv]
+                                     FORWARD: loss (iptables statistic), delay (NFQUEUE ->
+                                     nfq_delay, jaxcc.emulation.delay), then egress db: tbf
+                                     bottleneck (rate + bytes)
+
+Why it is built this way (see ../shared/EMULATION.md for the measurements):
+
+* The bottleneck sits in a *router* namespace. Shaping on the sender's own interface pushes
+  back on its socket (EAGAIN) instead of dropping, which hides loss.
+* TSO/GSO/GRO are off on every veth so tbf sees real packets, not 64 KB super-packets.
+* Link rates and buffers count IP packets (a 1500-byte packet is one unit of the simulator's
+  MSS and one Mahimahi delivery opportunity). tbf counts what it dequeues on the veth, the
+  Ethernet frame, 14 bytes more per packet (a UDP payload of P bytes is a P+42 byte frame), so
+  the tbf rate and limit are scaled by (1500+14)/1500.
+* Bandwidth schedules use ``tc qdisc change ... tbf rate X``, which keeps queued packets.
+* Every iptables rule, qdisc and veth lives inside the namespaces this run creates, so
+  deleting the namespaces (after killing every process we started in them) removes all of it.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from jaxcc.emulation import delay
+from jaxcc.emulation.host import EmulationError, run, terminate
+from jaxcc.emulation.spec import MIN_RATE_MBPS, MSS
+
+PREFIX_BASE = "jxe"           # every namespace / veth of this harness starts with it
+ETH_HEADER = 14               # bytes tbf counts on top of the IP packet on a veth
+TBF_SCALE = (MSS + ETH_HEADER) / MSS
+# tbf bucket depth in seconds of the current rate (at least two full frames). A deeper bucket
+# sends small bursts back to back; a shallow one loses capacity whenever tbf's timer fires
+# late (tokens beyond the bucket are thrown away), which happens on busy, shared machines.
+# (python -m jaxcc.emulate --tbf-burst-ms sets it.)
+TBF_BURST_S = 0.001
+
+SND_IP, RTR_S_IP, RTR_D_IP, RCV_IP = "10.77.1.1", "10.77.1.2", "10.77.2.1", "10.77.2.2"
+
+
+def tbf_args(rate_mbps: float, buffer_bytes: int) -> list[str]:
+    """tbf parameters for a link of rate_mbps (IP bytes) with a buffer of buffer_bytes (IP)."""
+    rate_bps = max(rate_mbps, MIN_RATE_MBPS) * 1e6 * TBF_SCALE
+    # burst: TBF_BURST_S at this rate but at least two full frames (tbf drops frames > burst)
+    burst = max(2 * (MSS + ETH_HEADER), int(rate_bps / 8 * TBF_BURST_S))
+    limit = max(MSS + ETH_HEADER, int(buffer_bytes * TBF_SCALE))
+    return ["rate", f"{int(rate_bps)}bit", "burst", str(burst), "limit", str(limit)]
+
+
+def new_prefix() -> str:
+    return PREFIX_BASE + secrets.token_hex(3)   # 9 chars; "PREFIX-sa" fits IFNAMSIZ (15)
+
+
+# ----------------------------------------------------------------------------- the link
+
+class EmulatedLink:
+    """Namespaces + veths + router (tbf, loss, delay) and every process started inside.
+
+    Use as a context manager; close() is idempotent and runs on exceptions and signals.
+    """
+
+    def __init__(self, prefix: str | None = None, out_dir: str | os.PathLike = ".",
+                 verbose: bool = False):
+        self.prefix = prefix or new_prefix()
+        self.ns_snd, self.ns_rtr, self.ns_rcv = (f"{self.prefix}-snd", f"{self.prefix}-rtr",
+                                                 f"{self.prefix}-rcv")
+        self.out_dir = Path(out_dir)
+        self.verbose = verbose
+        self.procs: list[subprocess.Popen] = []
+        self._lock = threading.Lock()
+        self.bottleneck_dev = f"{self.prefix}-db"
+        self.buffer_bytes = 0
+        self.schedule_log: list[dict[str, float]] = []
+        self._tc: subprocess.Popen | None = None
+        self._closed = False
+
+    # -- process management
+    def ns_cmd(self, ns: str, cmd: list[str]) -> list[str]:
+        return ["ip", "netns", "exec", ns] + [str(c) for c in cmd]
+
+    def sh(self, ns: str | None, cmd: list[str], check: bool = True) -> subprocess.CompletedProcess:
+        full = self.ns_cmd(ns, cmd) if ns else [str(c) for c in cmd]
+        if self.verbose:
+            print("+", " ".join(full), file=sys.stderr)
+        return run(full, check=check)
+
+    def spawn(self, ns: str, cmd: list[str], stdout=None, stderr=None, nice: int | None = None,
+              **kw) -> subprocess.Popen:
+        if nice:
+            cmd = ["nice", "-n", str(nice)] + list(cmd)
+        full = self.ns_cmd(ns, cmd)
+        if self.verbose:
+            print("&", " ".join(full), file=sys.stderr)
+        with self._lock:
+            if self._closed:
+                raise EmulationError("link already closed")
+            # own session: we can signal the whole process group at cleanup
+            p = subprocess.Popen(full, stdout=stdout if stdout is not None else subprocess.DEVNULL,
+                                 stderr=stderr if stderr is not None else subprocess.DEVNULL,
+                                 start_new_session=True, **kw)
+            self.procs.append(p)
+        return p
+
+    # -- setup
+    def setup(self, rtts_ms: list[float], rate_mbps: float, buffer_bytes: int,
+              loss: float, default_rtt_ms: float | None = None) -> None:
+        """Builds the three namespaces, the bottleneck and the delay of flows of these RTTs."""
+        p = self.prefix
+        for ns in (self.ns_snd, self.ns_rtr, self.ns_rcv):
+            self.sh(None, ["ip", "netns", "add", ns])
+        # veths are created straight inside their namespaces (nothing appears in the root ns)
+        self.sh(None, ["ip", "link", "add", f"{p}-sa", "netns", self.ns_snd, "type", "veth",
+                       "peer", "name", f"{p}-sb", "netns", self.ns_rtr])
+        self.sh(None, ["ip", "link", "add", f"{p}-db", "netns", self.ns_rtr, "type", "veth",
+                       "peer", "name", f"{p}-da", "netns", self.ns_rcv])
+        addrs = [(self.ns_snd, f"{p}-sa", SND_IP), (self.ns_rtr, f"{p}-sb", RTR_S_IP),
+                 (self.ns_rtr, f"{p}-db", RTR_D_IP), (self.ns_rcv, f"{p}-da", RCV_IP)]
+        for ns, dev, ip in addrs:
+            self.sh(ns, ["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"], check=False)
+            self.sh(ns, ["ip", "addr", "add", f"{ip}/24", "dev", dev])
+            self.sh(ns, ["ip", "link", "set", dev, "up"])
+            # real packets for tbf and for the receiver's per-packet timestamps
+            self.sh(ns, ["ethtool", "-K", dev, "tso", "off", "gso", "off", "gro", "off"],
+                    check=False)
+        for ns in (self.ns_snd, self.ns_rtr, self.ns_rcv):
+            self.sh(ns, ["ip", "link", "set", "lo", "up"])
+        self.sh(self.ns_snd, ["ip", "route", "add", "default", "via", RTR_S_IP])
+        self.sh(self.ns_rcv, ["ip", "route", "add", "default", "via", RTR_D_IP])
+        self.sh(self.ns_rtr, ["sysctl", "-qw", "net.ipv4.ip_forward=1"])
+
+        # bottleneck: tbf on the router's egress towards the receiver
+        self.buffer_bytes = buffer_bytes
+        self.sh(self.ns_rtr, ["tc", "qdisc", "add", "dev", self.bottleneck_dev, "root",
+                              "handle", "1:", "tbf"] + tbf_args(rate_mbps, buffer_bytes))
+
+        # propagation delay (user space: the kernel has no netem) and its NFQUEUE rules
+        self.nfq_proc = delay.start(self, rtts_ms, default_rtt_ms)
+        delay.add_rules(self, len(rtts_ms), loss)
+
+    def set_rate(self, rate_mbps: float) -> None:
+        """Changes the bottleneck rate now (tc qdisc change keeps the queued packets).
+
+        A long-lived ``tc -batch -`` inside the router takes the commands, so a change costs
+        a pipe write instead of a fork/exec of ``ip netns exec tc`` (5-15 ms here, and
+        variable). Each change is followed by a ``qdisc show`` whose output line tells us
+        the change is done, which is what the lateness log records.
+        """
+        cmd = " ".join(["qdisc", "change", "dev", self.bottleneck_dev, "root", "handle", "1:",
+                        "tbf"] + tbf_args(rate_mbps, self.buffer_bytes))
+        if self._tc is None:
+            self._tc = self.spawn(self.ns_rtr, ["stdbuf", "-oL", "tc", "-batch", "-"],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=open(self.out_dir / "tc_batch.stderr", "w"),
+                                  text=True, bufsize=1)
+        try:
+            self._tc.stdin.write(cmd + "\n" + f"qdisc show dev {self.bottleneck_dev}\n")
+            self._tc.stdin.flush()
+            line = self._tc.stdout.readline()
+        except (BrokenPipeError, OSError) as e:
+            raise EmulationError(f"tc batch died: {e}") from e
+        if not line.startswith("qdisc tbf"):
+            raise EmulationError(f"tc qdisc change failed ({cmd}): "
+                                 f"{(self.out_dir / 'tc_batch.stderr').read_text()}")
+
+    def ping(self, count: int = 5, interval: float = 0.2) -> dict[str, float] | None:
+        if shutil.which("ping") is None:
+            return None
+        # one unmeasured ping first: it resolves ARP on both hops
+        self.sh(self.ns_snd, ["ping", "-n", "-q", "-c", "1", "-W", "2", RCV_IP], check=False)
+        p = self.sh(self.ns_snd, ["ping", "-n", "-q", "-c", str(count), "-i", str(interval),
+                                  "-W", "2", RCV_IP], check=False)
+        m = re.search(r"= ([\d.]+)/([\d.]+)/([\d.]+)/([\d.]+) ms", p.stdout)
+        if not m:
+            return None
+        return {"min_ms": float(m.group(1)), "avg_ms": float(m.group(2)),
+                "max_ms": float(m.group(3)), "mdev_ms": float(m.group(4))}
+
+    def qdisc_stats(self) -> str:
+        return self.sh(self.ns_rtr, ["tc", "-s", "qdisc", "show", "dev", self.bottleneck_dev],
+                       check=False).stdout
+
+    # -- teardown
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            procs = list(self.procs)
+        for p in procs:
+            terminate(p)
+        for ns in (self.ns_snd, self.ns_rtr, self.ns_rcv):
+            cleanup_namespace(ns)
+
+    def __enter__(self) -> "EmulatedLink":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def cleanup_namespace(ns: str) -> None:
+    """Kills whatever still runs in ns, then deletes it (with its veths, qdiscs, rules)."""
+    p = run(["ip", "netns", "pids", ns], check=False)
+    pids = [int(x) for x in p.stdout.split()] if p.returncode == 0 else []
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        alive = []
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sig)
+                alive.append(pid)
+        if not alive:
+            break
+        deadline = time.monotonic() + 2.0
+        while time.monotonic() < deadline:
+            pids = [pid for pid in alive if _pid_alive(pid)]
+            if not pids:
+                break
+            time.sleep(0.05)
+    run(["ip", "netns", "del", ns], check=False)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with contextlib.suppress(OSError):
+        with open(f"/proc/{pid}/stat") as f:
+            if f.read().split(") ")[-1].startswith("Z"):
+                return False
+    return True
+
+
+def list_leftovers(prefix: str = PREFIX_BASE) -> dict[str, list[str]]:
+    nss = [line.split()[0] for line in run(["ip", "netns", "list"], check=False).stdout.splitlines()
+           if line.strip().startswith(prefix)]
+    links = []
+    for line in run(["ip", "-o", "link", "show"], check=False).stdout.splitlines():
+        m = re.match(r"\d+: ([^:@]+)", line)
+        if m and m.group(1).startswith(prefix):
+            links.append(m.group(1))
+    return {"namespaces": nss, "links": links}
+
+
+def cleanup_leftovers(prefix: str = PREFIX_BASE) -> dict[str, list[str]]:
+    """Removes every namespace and root-namespace link whose name starts with prefix."""
+    found = list_leftovers(prefix)
+    for ns in found["namespaces"]:
+        cleanup_namespace(ns)
+    for dev in found["links"]:
+        run(["ip", "link", "del", dev], check=False)
+    return found

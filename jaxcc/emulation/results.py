@@ -1,0 +1,298 @@
+"""Results of emulation runs: per-flow statistics, records in the results.json contract, plots.
+
+A record (one per scenario x controller) has the simulator's fields (``jaxcc.evaluate``):
+throughput, utilization, p95 one-way and queueing delay, loss, Jain's index and Ankh's number,
+with per-flow detail and what only emulation has (idle RTT, the rate changes' lateness, the
+delay tool's health). Jain's index is ``jaxcc.metrics``'s one definition: over the last
+``metrics.JAIN_LAST_S`` (20) seconds of a multi-flow run, among the flows active for at least a
+quarter of that window, each flow's goodput there from its time series; 1.0 for a single flow.
+"""
+from __future__ import annotations
+
+import contextlib
+import csv
+import json
+import math
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from jaxcc import metrics
+from jaxcc.emulation.spec import mean_capacity_mbps
+
+
+def read_json(path: Path) -> dict[str, Any] | None:
+    """The JSON object in path, or None when it is missing or not JSON."""
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def _p(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    v = sorted(values)
+    return v[min(len(v) - 1, max(0, int(math.ceil(q * len(v))) - 1))]
+
+
+def collect_flow(fl: Any) -> dict[str, Any]:
+    """Per-flow metrics in the contract's units (+ a timeseries for plots)."""
+    fwd_prop = fl.rtt_ms / 2
+    if fl.kind == "iperf3":
+        cj = read_json(fl.dir / "iperf3_client.json") or {}
+        end = cj.get("end", {})
+        if not end:
+            return {"error": cj.get("error", "iperf3 produced no result")}
+        recv = end.get("sum_received", {})
+        sent = end.get("sum_sent", {})
+        rtts = []
+        series = []
+        for iv in cj.get("intervals", []):
+            s = iv.get("sum", {})
+            series.append((s.get("end", 0.0), s.get("bits_per_second", 0.0) / 1e6))
+            for st in iv.get("streams", []):
+                if st.get("rtt"):
+                    rtts.append(st["rtt"] / 1000.0)
+        p95_rtt = _p(rtts, 0.95)
+        # TCP gives RTT samples (smoothed, 0.1 s intervals) rather than one-way delays; the
+        # one-way estimate removes the reverse path's propagation delay (its queue is empty).
+        p95_owd = max(p95_rtt - fl.rtt_ms / 2, 0.0) if p95_rtt is not None else None
+        sent_pkts = max(sent.get("bytes", 0) / 1448.0, 1.0)
+        return {"throughput_mbps": recv.get("bits_per_second", 0.0) / 1e6,
+                "sender_mbps": sent.get("bits_per_second", 0.0) / 1e6,
+                "p95_rtt_ms": p95_rtt, "p50_rtt_ms": _p(rtts, 0.5),
+                "p95_owd_ms": p95_owd,
+                "p95_qdelay_ms": max(p95_owd - fwd_prop, 0.0) if p95_owd is not None else None,
+                "loss": min(sent.get("retransmits", 0) / sent_pkts, 1.0),
+                "retransmits": sent.get("retransmits"), "owd_is_estimate": True,
+                "series": series}
+    snd = read_json(fl.dir / "sender.json") or {}
+    rcv = read_json(fl.dir / "receiver.json") or {}
+    if not snd and not rcv:
+        return {"error": "no summary from sender or receiver (see stderr files)"}
+    out: dict[str, Any] = {}
+    if fl.kind == "probe":
+        # goodput over the flow's sending time (acked bytes), as jaxcc-sender reports it; the
+        # receiver's figure divides by first..last arrival, which includes the queue drain
+        out["throughput_mbps"] = snd.get("throughput_mbps", rcv.get("throughput_mbps"))
+        out["receiver_throughput_mbps"] = rcv.get("throughput_mbps")
+        out["p95_owd_ms"] = rcv.get("p95_owd_ms")
+        out["p50_owd_ms"] = rcv.get("p50_owd_ms")
+        out["loss"] = snd.get("loss", rcv.get("loss"))
+        out["p95_rtt_ms"] = snd.get("p95_rtt_ms")
+        out["p50_rtt_ms"] = snd.get("p50_rtt_ms")
+        out["sent"], out["acked"] = snd.get("sent"), snd.get("acked")
+    else:
+        # the datapath's own summaries: sender first (it sees ACKs: loss, RTT, OWD echoed by
+        # the receiver), receiver as a fallback; the raw summaries are kept alongside
+        for k in ("throughput_mbps", "p50_owd_ms", "p95_owd_ms", "p95_qdelay_ms", "loss",
+                  "p50_rtt_ms", "p95_rtt_ms", "min_rtt_ms", "sent", "acked", "lost"):
+            v = snd.get(k, rcv.get(k))
+            if v is not None:
+                out[k] = v
+        out["receiver_throughput_mbps"] = rcv.get("throughput_mbps")
+        out["sender_summary"], out["receiver_summary"] = snd, rcv
+    if out.get("p95_owd_ms") is not None and out.get("p95_qdelay_ms") is None:
+        out["p95_qdelay_ms"] = max(out["p95_owd_ms"] - fwd_prop, 0.0)
+    out["series"] = _read_series(fl.dir / "sender.csv")
+    return out
+
+
+def _read_series(path: Path) -> list[tuple[float, float]]:
+    """(t_s, Mbit/s) from a per-interval sender CSV; best effort on unknown column names."""
+    try:
+        with open(path) as f:
+            rows = list(csv.DictReader(f))
+    except OSError:
+        return []
+    if not rows:
+        return []
+    cols = rows[0].keys()
+    tcol = next((c for c in cols if c.lower() in ("t_s", "t", "time_s", "time")), None)
+    if tcol is None:
+        return []
+    if "acked_bytes" in cols:         # udp_probe: per-second byte counts
+        prev = 0.0
+        out = []
+        for r in rows:
+            t = float(r[tcol])
+            out.append((t, float(r["acked_bytes"]) * 8 / max(t - prev, 1e-9) / 1e6))
+            prev = t
+        return out
+    rcol = next((c for c in cols if "deliver" in c.lower() and "mbps" in c.lower()), None) or \
+        next((c for c in cols if "throughput" in c.lower() or "goodput" in c.lower()), None) or \
+        next((c for c in cols if "rate" in c.lower() and "mbps" in c.lower()), None)
+    if rcol is None:
+        return []
+    out = []
+    for r in rows:
+        with contextlib.suppress(ValueError, TypeError):
+            out.append((float(r[tcol]), float(r[rcol])))
+    # thin a per-packet log to at most ~2000 points for the plot
+    step = max(1, len(out) // 2000)
+    return out[::step]
+
+
+def window_goodput_mbps(flow: dict[str, Any], window: tuple[float, float]) -> tuple[float, float] | None:
+    """A flow's goodput (Mbit/s) and active time (s) inside ``window`` (absolute seconds).
+
+    The flow's ``series`` holds (t_s from the flow's start, Mbit/s over the interval ending
+    then); the goodput is the bytes of those intervals inside the window over the flow's active
+    time there ([start_s, stop_s] inside the window). None when the flow has no series.
+    """
+    lo, hi = max(window[0], flow["start_s"]), min(window[1], flow["stop_s"])
+    active = max(hi - lo, 0.0)
+    series = flow.get("series") or []
+    if not series:
+        return None
+    mbit, prev = 0.0, 0.0
+    for t, mbps in series:
+        a, b = max(flow["start_s"] + prev, lo), min(flow["start_s"] + t, hi)
+        if b > a:
+            mbit += mbps * (b - a)
+        prev = t
+    return (mbit / active if active > 0 else 0.0), active
+
+
+def jain(per_flow: list[dict[str, Any]], duration_s: float) -> tuple[float, str, list[float] | None]:
+    """Jain's index of a run (metrics.jain_window / jain_of_active), its note and its window."""
+    if len(per_flow) == 1:
+        return 1.0, "single flow", None
+    window = metrics.jain_window(duration_s)
+    tputs, active, whole = [], [], []
+    for f in per_flow:
+        got = window_goodput_mbps(f, window)
+        if got is None:   # no time series: the whole run's goodput stands for the window's
+            whole.append(f["flow"])
+            got = (f.get("throughput_mbps") or 0.0,
+                   max(min(window[1], f["stop_s"]) - max(window[0], f["start_s"]), 0.0))
+        tputs.append(got[0])
+        active.append(got[1])
+    value, flows = metrics.jain_of_active(tputs, active, window[1] - window[0])
+    note = metrics.jain_note(window, flows)
+    if whole:
+        note += f"; whole-run goodput for flows without a time series: {whole}"
+    return value, note, list(window)
+
+
+def make_record(name: str, duration_s: float, controllers: list[str], flows: list[Any], sched,
+                idle, sched_log, emulator: str = "netns-tbf-nfqueue") -> dict[str, Any]:
+    """One results.json record (the shared contract) from finished flows (runner.FlowRun)."""
+    per_flow = []
+    for fl in flows:
+        r = dict(fl.result)
+        r.update({"flow": fl.index, "controller": fl.controller, "rtt_ms": fl.rtt_ms,
+                  "start_s": fl.start_s, "stop_s": fl.stop_s, "impl": fl.kind})
+        per_flow.append(r)
+    t_lo = min(f.start_s for f in flows)
+    t_hi = max(f.stop_s for f in flows)
+    vol = [(f.get("throughput_mbps") or 0.0) * (f["stop_s"] - f["start_s"]) for f in per_flow]
+    total = sum(vol) / max(t_hi - t_lo, 1e-9)
+    cap = mean_capacity_mbps(sched, t_lo, t_hi)
+
+    def wmean(key):
+        vals = [(v, f.get(key)) for v, f in zip(vol, per_flow) if f.get(key) is not None]
+        if not vals:
+            return None
+        w = sum(v for v, _ in vals)
+        if w <= 0:
+            return sum(x for _, x in vals) / len(vals)
+        return sum(v * x for v, x in vals) / w
+
+    jain_value, jain_note, jain_window = jain(per_flow, duration_s)
+    ctrls = sorted(set(controllers))
+    rec = {"scenario": name,
+           "controller": ctrls[0] if len(ctrls) == 1 else "+".join(controllers),
+           "throughput_mbps": total, "utilization": total / cap if cap > 0 else None,
+           "p95_owd_ms": wmean("p95_owd_ms"), "p95_qdelay_ms": wmean("p95_qdelay_ms"),
+           "loss": wmean("loss"), "jain": jain_value, "ankh": None,  # fill_ankh, once all ran
+           "jain_note": jain_note, "jain_window_s": jain_window,
+           "per_flow": per_flow, "emulator": emulator,
+           "idle_rtt_ms": idle, "capacity_mbps": cap,
+           "schedule_changes": sched_log}
+    return rec
+
+
+def fill_ankh(records: list[dict[str, Any]]) -> None:
+    """Ankh's number (jaxcc.metrics.ankh, Pareto eq. 10) for records of ONE scenario: its
+    delay term is relative to the largest p95 one-way delay among the schemes compared."""
+    d = [r["p95_owd_ms"] for r in records if r.get("p95_owd_ms") is not None]
+    d_max = max(d) if d else 0.0
+    for r in records:
+        if d_max > 0 and r.get("capacity_mbps") and r.get("p95_owd_ms") is not None:
+            r["ankh"] = float(metrics.ankh(r["throughput_mbps"], r["capacity_mbps"],
+                                           r["p95_owd_ms"], d_max, r.get("loss") or 0.0))
+
+
+def write_results(out: Path, records: list[dict[str, Any]], meta: dict[str, Any] | None = None) -> None:
+    """OUT/results.json ({"results": records, "meta": ...}), replaced atomically."""
+    out.mkdir(parents=True, exist_ok=True)
+    tmp = out / "results.json.tmp"
+    with open(tmp, "w") as f:
+        json.dump({"results": records, "meta": {**RESULTS_META, **(meta or {})}}, f, indent=1,
+                  default=str)
+    os.replace(tmp, out / "results.json")
+
+
+RESULTS_META = {"jain": f"over the last {metrics.JAIN_LAST_S:g} s of multi-flow scenarios "
+                        "(jaxcc.metrics.jain_window), each flow's goodput there"}
+
+
+def make_plots(records: list[dict[str, Any]], out_dir: Path) -> list[str]:
+    """Per record a throughput-over-time plot (with the capacity), and one delay/throughput scatter."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return []
+    files = []
+    for rec in records:
+        fig, ax = plt.subplots(figsize=(8, 4))
+        for f in rec["per_flow"]:
+            s = f.get("series") or []
+            if s:
+                ax.plot([f["start_s"] + t for t, _ in s], [m for _, m in s],
+                        label=f"flow {f['flow']} {f['controller']}")
+        sched = rec.get("capacity_schedule") or []
+        if sched:
+            xs, ys = [], []
+            for i, (t, r) in enumerate(sched):
+                t_end = sched[i + 1][0] if i + 1 < len(sched) else rec.get("duration_s", t + 1)
+                xs += [t, t_end]
+                ys += [r, r]
+            ax.plot(xs, ys, "k--", lw=1, label="capacity")
+        ax.set_xlabel("time (s)")
+        ax.set_ylabel("throughput (Mbit/s)")
+        ax.set_title(f"{rec['scenario']} / {rec['controller']}")
+        ax.legend(fontsize=7)
+        name = out_dir / f"throughput_{safe_name(rec['scenario'])}__{safe_name(rec['controller'])}.png"
+        fig.tight_layout()
+        fig.savefig(name, dpi=100)
+        plt.close(fig)
+        files.append(str(name))
+    fig, ax = plt.subplots(figsize=(6, 4.5))
+    for rec in records:
+        if rec.get("p95_owd_ms") is None:
+            continue
+        ax.scatter(rec["p95_owd_ms"], rec["throughput_mbps"])
+        ax.annotate(f"{rec['controller']}\n{rec['scenario']}", (rec["p95_owd_ms"],
+                    rec["throughput_mbps"]), fontsize=6)
+    ax.set_xlabel("p95 one-way delay (ms)")
+    ax.set_ylabel("goodput (Mbit/s)")
+    ax.invert_xaxis()  # convention: better (lower delay) to the right
+    ax.set_title("throughput vs p95 delay (emulation)")
+    fig.tight_layout()
+    name = out_dir / "throughput_vs_delay.png"
+    fig.savefig(name, dpi=100)
+    plt.close(fig)
+    files.append(str(name))
+    return files
+
+
+def safe_name(s: str) -> str:
+    """s as a file-name fragment."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", s).strip("_")[:80]

@@ -1,0 +1,244 @@
+"""Running one scenario on a fresh netns link: servers, clients, rate changes, per-flow stats.
+
+Each flow runs as one of three kinds (``flow_kind``): the datapath's ``jaxcc-sender`` /
+``jaxcc-receiver`` (bbr, fixed:MBPS, policy:FILE), ``iperf3 -C cubic|bbr`` (kernel:*;
+the real baselines and cross traffic), or ``udp_probe`` (fixed rates only: the harness's self
+test, or when the datapath is not built). Rate changes and flow starts fire against absolute
+deadlines from one start time, never chained sleeps, and the lateness of every change is
+recorded (``schedule_changes`` in the record).
+"""
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from jaxcc.controllers import parse_controller
+from jaxcc.emulation import results
+from jaxcc.emulation.delay import health_warnings
+from jaxcc.emulation.host import (DATAPATH_BUILD, TCP_PORT_BASE, TOOLS_BUILD, UDP_PORT_BASE,
+                                  EmulationError, check_requirements, receiver_binary,
+                                  sender_binary, terminate)
+from jaxcc.emulation.netns import RCV_IP, EmulatedLink
+from jaxcc.emulation.spec import assign_controllers, rate_schedule, refuse_sim_only
+from jaxcc.scenarios import Scenario
+
+
+@dataclasses.dataclass
+class FlowRun:
+    index: int
+    controller: str
+    rtt_ms: float
+    start_s: float
+    stop_s: float
+    dir: Path
+    kind: str = ""                     # "jaxcc" | "probe" | "iperf3"
+    procs: dict[str, subprocess.Popen] = dataclasses.field(default_factory=dict)
+    started_at: float | None = None    # monotonic time the client was launched
+    result: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
+def flow_kind(controller: str, impl: str = "auto") -> str:
+    """How a flow runs: "iperf3" (kernel:*), "jaxcc" (datapath binaries) or "probe"
+    (udp_probe, fixed rates only: the harness self-test, or when the datapath is not built).
+    impl="probe" forces the probe for fixed:* flows."""
+    refuse_sim_only(controller, f"controller {controller}")
+    if controller.startswith("kernel:"):
+        try:
+            parse_controller(controller)
+        except ValueError as e:
+            raise EmulationError(str(e)) from e
+        return "iperf3"
+    if impl == "probe" and controller.startswith("fixed:"):
+        return "probe"
+    if sender_binary() is not None and receiver_binary() is not None:
+        return "jaxcc"
+    if controller.startswith("fixed:") and impl != "jaxcc":
+        # The real datapath is not built: the self-test probe can do a fixed rate.
+        return "probe"
+    raise EmulationError(f"controller {controller} needs {DATAPATH_BUILD}/jaxcc-sender and "
+                         "jaxcc-receiver: build them with datapath/build.sh")
+
+
+class Runner:
+    """Runs one scenario with one controller assignment on a fresh EmulatedLink."""
+
+    def __init__(self, spec: Scenario, controllers: list[str], out_dir: Path,
+                 prefix: str | None = None, trace_bin_s: float = 0.1, ping: bool = True,
+                 verbose: bool = False, lead_s: float = 0.5, impl: str = "auto",
+                 nice: int | None = -10):
+        self.spec = spec
+        self.controllers = controllers        # one per flow
+        self.out_dir = out_dir
+        self.prefix = prefix
+        self.trace_bin_s = trace_bin_s
+        self.do_ping = ping
+        self.verbose = verbose
+        self.lead_s = lead_s
+        self.impl = impl
+        # Senders and receivers run at nice -10 so that, on a small machine shared with
+        # other jobs, they (and the packet processing done in their context) keep up.
+        self.nice = nice
+
+    def run(self) -> dict[str, Any]:
+        spec, link_spec = self.spec, self.spec.link
+        dur = spec.duration_s
+        sched = rate_schedule(spec, self.trace_bin_s)
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        flows = [FlowRun(i, c, f.rtt_ms, f.start_s, f.stop_s, self.out_dir / f"flow{i}")
+                 for i, (f, c) in enumerate(zip(spec.flows, self.controllers))]
+        for fl in flows:
+            fl.kind = flow_kind(fl.controller, self.impl)
+            fl.dir.mkdir(parents=True, exist_ok=True)
+        check_requirements(need_iperf3=any(f.kind == "iperf3" for f in flows))
+
+        with EmulatedLink(self.prefix, self.out_dir, self.verbose) as link:
+            link.setup([f.rtt_ms for f in spec.flows], sched[0][1], int(link_spec.buffer_bytes),
+                       link_spec.loss)
+            self._first_rate = sched[0][1]
+            idle = link.ping() if self.do_ping else None
+            for fl in flows:
+                self._start_server(link, fl, dur)
+            t0 = time.monotonic() + self.lead_s
+            events: list[tuple[float, str, Any]] = [(t0 + t, "rate", r) for t, r in sched[1:]]
+            events += [(t0 + fl.start_s, "flow", fl) for fl in flows]
+            events.sort(key=lambda e: (e[0], e[1] != "rate"))
+            self._run_events(link, events, t0)
+            # wait for the clients (with a margin), then for the servers: iperf3 and
+            # jaxcc-receiver stop on their own; udp_probe writes its summary on SIGTERM.
+            end = t0 + dur + 15.0
+            for fl in flows:
+                p = fl.procs.get("client")
+                if p is not None:
+                    try:
+                        p.wait(timeout=max(end - time.monotonic(), 0.1))
+                    except subprocess.TimeoutExpired:
+                        terminate(p)
+                    fl.result["client_rc"] = p.returncode
+            for fl in flows:
+                p = fl.procs.get("server")
+                if p is None:
+                    continue
+                grace = 0.3 if fl.kind == "probe" else max(end - time.monotonic(), 0.1)
+                try:
+                    p.wait(timeout=grace)
+                except subprocess.TimeoutExpired:
+                    terminate(p)
+                fl.result["server_rc"] = p.returncode
+            qstats = link.qdisc_stats()
+        (self.out_dir / "qdisc_stats.txt").write_text(qstats)
+        for fl in flows:
+            fl.result.update(results.collect_flow(fl))
+        rec = results.make_record(spec.name, dur, self.controllers, flows, sched, idle,
+                                  link.schedule_log)
+        rec["delay_tool"] = results.read_json(self.out_dir / "nfq_delay_stats.json")
+        warn = health_warnings(rec["delay_tool"])
+        if warn:
+            rec["warnings"] = warn
+            print(f"[emulate] warning: {'; '.join(warn)}", file=sys.stderr)
+        return rec
+
+    def _start_server(self, link: EmulatedLink, fl: FlowRun, dur: float) -> None:
+        if fl.kind == "iperf3":
+            port = TCP_PORT_BASE + fl.index
+            p = link.spawn(link.ns_rcv, ["iperf3", "-s", "-1", "-p", port, "-B", RCV_IP, "-J",
+                                         "--logfile", fl.dir / "iperf3_server.json"],
+                           nice=self.nice)
+            fl.procs["server"] = p
+            _wait_listening(link, port, "tcp")
+            return
+        port = UDP_PORT_BASE + fl.index
+        # the receiver stops on its own a little after the flow's last packet can arrive
+        rdur = fl.stop_s + self.lead_s + 2 * fl.rtt_ms / 1000 + 1.5
+        if fl.kind == "jaxcc":
+            cmd = [receiver_binary(), f"--port={port}", f"--bind={RCV_IP}",
+                   f"--duration={rdur:.3f}", f"--log={fl.dir / 'receiver.csv'}",
+                   f"--summary={fl.dir / 'receiver.json'}"]
+        else:
+            cmd = [TOOLS_BUILD / "udp_probe", "recv", f"--port={port}", f"--bind={RCV_IP}",
+                   f"--duration={rdur:.3f}", f"--summary={fl.dir / 'receiver.json'}"]
+        fl.procs["server"] = link.spawn(link.ns_rcv, cmd, nice=self.nice,
+                                        stderr=open(fl.dir / "receiver.stderr", "w"))
+        _wait_listening(link, port, "udp")
+
+    def _start_client(self, link: EmulatedLink, fl: FlowRun) -> None:
+        dur = fl.stop_s - fl.start_s
+        if fl.kind == "iperf3":
+            cmd = ["iperf3", "-c", RCV_IP, "-p", TCP_PORT_BASE + fl.index, "-t", f"{dur:.3f}",
+                   "-C", fl.controller.split(":", 1)[1], "-i", "0.1", "-J",
+                   "--logfile", fl.dir / "iperf3_client.json"]
+        elif fl.kind == "jaxcc":
+            # --rtt-hint-ms: the path RTT a policy assumes before its first sample, as the
+            # simulator's policy senders know the link's (e.g. aurora_v1's 10-packet start).
+            cmd = [sender_binary(), f"--controller={fl.controller}", f"--dest={RCV_IP}",
+                   f"--port={UDP_PORT_BASE + fl.index}", f"--duration={dur:.3f}",
+                   f"--flow-id={fl.index}", "--drain=1.0", f"--rtt-hint-ms={fl.rtt_ms:g}",
+                   f"--log={fl.dir / 'sender.csv'}", f"--summary={fl.dir / 'sender.json'}"]
+        else:
+            rate = float(fl.controller.split(":", 1)[1])
+            cmd = [TOOLS_BUILD / "udp_probe", "send", f"--dest={RCV_IP}",
+                   f"--port={UDP_PORT_BASE + fl.index}", f"--rate={rate}",
+                   f"--duration={dur:.3f}", f"--log={fl.dir / 'sender.csv'}",
+                   f"--summary={fl.dir / 'sender.json'}"]
+        fl.started_at = time.monotonic()
+        fl.procs["client"] = link.spawn(link.ns_snd, cmd, nice=self.nice,
+                                        stderr=open(fl.dir / "sender.stderr", "w"))
+
+    def _run_events(self, link: EmulatedLink, events, t0: float) -> None:
+        """Fires rate changes and flow starts at absolute deadlines (no drift from sleeps)."""
+        if any(kind == "rate" for _, kind, _ in events):
+            link.set_rate(self._first_rate)   # starts the tc batch process before t0
+        for deadline, kind, arg in events:
+            _sleep_until(deadline)
+            if kind == "rate":
+                a = time.monotonic()
+                wall = time.time()
+                link.set_rate(arg)
+                b = time.monotonic()
+                link.schedule_log.append({"t_s": deadline - t0, "mbps": arg,
+                                          "issued_late_ms": (a - deadline) * 1e3,
+                                          "done_late_ms": (b - deadline) * 1e3,
+                                          "wall_deadline_s": wall - (a - deadline)})
+            else:
+                self._start_client(link, arg)
+
+
+def _sleep_until(t: float) -> None:
+    while True:
+        d = t - time.monotonic()
+        if d <= 0:
+            return
+        time.sleep(min(d, 0.5) if d > 0.002 else d)
+
+
+def _wait_listening(link: EmulatedLink, port: int, proto: str, timeout: float = 5.0) -> None:
+    flag = "-ltn" if proto == "tcp" else "-lun"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        out = link.sh(link.ns_rcv, ["ss", "-H", flag, f"sport = :{port}"], check=False).stdout
+        if out.strip():
+            return
+        time.sleep(0.05)
+    raise EmulationError(f"server on {proto} port {port} did not start (see its stderr)")
+
+
+def run_experiments(specs: list[Scenario], controllers: list[str | None], out: Path,
+                    **kw) -> list[dict[str, Any]]:
+    """Every scenario x controller on its own fresh link; OUT/results.json after each run."""
+    records = []
+    for spec in specs:
+        for ctrl in controllers:
+            flows_ctrl = assign_controllers(spec, ctrl)
+            sub = out / "runs" / f"{results.safe_name(spec.name)}__{results.safe_name(ctrl or 'spec')}"
+            print(f"[emulate] {spec.name} x {ctrl or 'scenario controllers'} -> {sub}",
+                  file=sys.stderr)
+            rec = Runner(spec, flows_ctrl, sub, **kw).run()
+            rec["duration_s"] = spec.duration_s
+            rec["capacity_schedule"] = rate_schedule(spec, kw.get("trace_bin_s", 0.1))
+            records.append(rec)
+            results.fill_ankh([r for r in records if r["scenario"] == spec.name])
+            results.write_results(out, records)
+    return records

@@ -1,0 +1,203 @@
+"""Scenarios, controllers and link-rate schedules as the emulation needs them.
+
+Scenarios are parsed and validated by ``jaxcc.scenarios`` (the one spec parser; its traces are
+found as it finds them) and controller names by ``jaxcc.controllers``; this module adds only what
+is particular to emulation:
+
+* ``BUILTIN_SCENARIOS``: three small links for the harness itself (``emu/*``);
+* the refusal of simulator-only controllers (``cubic``, ``copa``, ``oracle``: the C++ sender
+  has none of them) and of buffers below one packet;
+* ``rate_schedule``: the link's capacity as the ``tc qdisc change`` steps of the tbf
+  bottleneck, coarser than the simulator's (see its docstring).
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from jaxcc import scenarios
+from jaxcc.controllers import parse_controller
+from jaxcc.emulation.host import EmulationError
+from jaxcc.sim import trace as sim_trace
+
+MSS = 1500                    # bytes of one IP packet (the simulator's packet)
+MIN_RATE_MBPS = 0.01          # tbf cannot do 0; trace gaps get this
+SIM_ONLY_KINDS = ("cubic", "copa", "oracle")  # jaxcc.controllers kinds with no C++ sender
+
+# Small built-in scenarios for the harness itself (used when jaxcc.scenarios does not know the
+# name), in the scenario spec of jaxcc.scenarios.
+BUILTIN_SCENARIOS: dict[str, dict[str, Any]] = {
+    "emu/fixed12": {"name": "emu/fixed12", "duration_s": 20.0,
+                    "link": {"bandwidth_mbps": 12.0, "buffer_bytes": 375000, "loss": 0.0},
+                    "flows": [{"rtt_ms": 40.0, "start_s": 0.0, "stop_s": 20.0,
+                               "controller": "bbr"}]},
+    "emu/step": {"name": "emu/step", "duration_s": 20.0,
+                 "link": {"schedule": [[0, 12.0], [5, 6.0], [10, 24.0], [15, 12.0]],
+                          "buffer_bytes": 150000, "loss": 0.0},
+                 "flows": [{"rtt_ms": 40.0, "start_s": 0.0, "stop_s": 20.0,
+                            "controller": "bbr"}]},
+    "emu/two_flows": {"name": "emu/two_flows", "duration_s": 30.0,
+                      "link": {"bandwidth_mbps": 24.0, "buffer_bytes": 300000, "loss": 0.0},
+                      "flows": [{"rtt_ms": 40.0, "start_s": 0.0, "stop_s": 30.0,
+                                 "controller": "bbr"},
+                                {"rtt_ms": 80.0, "start_s": 10.0, "stop_s": 30.0,
+                                 "controller": "kernel:cubic"}]},
+}
+
+
+def as_scenario(spec: scenarios.Scenario | dict[str, Any]) -> scenarios.Scenario:
+    """A validated scenario for emulation from a Scenario or a spec dict.
+
+    Raises:
+      EmulationError: the jaxcc.scenarios message for an invalid spec, or a buffer below one
+        packet (tbf drops every frame larger than its limit).
+    """
+    if not isinstance(spec, scenarios.Scenario):
+        try:
+            spec = scenarios.parse_scenario(spec, source=str(spec.get("name", "scenario"))
+                                            if isinstance(spec, dict) else "scenario")
+        except ValueError as e:
+            raise EmulationError(str(e)) from e
+    if spec.link.buffer_bytes < MSS:
+        raise EmulationError(f"{spec.name}.link.buffer_bytes: must be >= {MSS} (one packet) in "
+                             f"emulation, got {spec.link.buffer_bytes:g}")
+    return spec
+
+
+def load(name: str | None = None, path: str | None = None) -> scenarios.Scenario:
+    """A named scenario (jaxcc.scenarios or emu/*) or a scenario file, validated."""
+    try:
+        if path is not None:
+            return as_scenario(scenarios.load_scenario(path))
+        if name in BUILTIN_SCENARIOS:
+            return as_scenario(BUILTIN_SCENARIOS[name])
+        return as_scenario(scenarios.get_scenario(str(name)))
+    except (ValueError, OSError) as e:
+        unknown = path is None and name not in scenarios.list_scenarios()
+        extra = f" (emulation built-ins: {sorted(BUILTIN_SCENARIOS)})" if unknown else ""
+        raise EmulationError(f"{e}{extra}") from e
+
+
+def load_suite(name: str) -> list[scenarios.Scenario]:
+    """The scenarios of a jaxcc.scenarios suite, validated for emulation."""
+    try:
+        return [as_scenario(s) for s in scenarios.get_suite(name)]
+    except ValueError as e:
+        raise EmulationError(str(e)) from e
+
+
+def is_kernel(controller: str) -> bool:
+    """True for kernel:* controllers (Linux TCP through iperf3; cross traffic in a spec)."""
+    return controller.strip().startswith("kernel:")
+
+
+def refuse_sim_only(controller: str, label: str) -> None:
+    """EmulationError naming ``label`` when ``controller`` exists only in the simulator."""
+    if controller.strip() in SIM_ONLY_KINDS:
+        raise EmulationError(f"{label} runs only in the simulator (python -m jaxcc.evaluate); "
+                             "in emulation use kernel:cubic (iperf3), bbr, fixed:MBPS or policy:FILE")
+
+
+def validate_controller(c: str | None) -> None:
+    """Checks a --controller entry (jaxcc.controllers names) and refuses simulator-only ones."""
+    if c is None:
+        return
+    try:
+        parse_controller(c, field="--controller")
+    except ValueError as e:
+        raise EmulationError(str(e)) from e
+    refuse_sim_only(c, f"--controller={c}")
+
+
+def assign_controllers(spec: scenarios.Scenario, controller: str | None) -> list[str]:
+    """Controllers per flow. A given controller replaces every flow's, except flows whose own
+    controller is kernel:* (those are cross traffic and stay as written)."""
+    own = [f.controller for f in spec.flows]
+    if controller is None:
+        return own
+    return [c if is_kernel(c) and len(own) > 1 else controller for c in own]
+
+
+# ----------------------------------------------------------------------------- rate schedules
+
+def rate_schedule(spec: scenarios.Scenario, trace_bin_s: float = 0.1) -> list[tuple[float, float]]:
+    """The link's capacity as tbf steps [(t_s, mbps), ...] from t=0, merged where equal.
+
+    Constant, step and random links come from ``LinkSpec.capacity`` (random forms drawn with
+    seed 0, as the evaluator's first seed, so every controller sees the same link); a trace
+    (``jaxcc.sim.trace.read_mahimahi``) is binned at ``trace_bin_s`` (default 100 ms, coarser
+    than the simulator's 10 ms, whatever the spec's ``trace_bin_ms``), counting each delivery
+    opportunity at its time in each lap as mm-link does (``trace_to_schedule``). Every
+    ``tc qdisc change`` refills tbf's bucket, so very frequent changes would add up to one
+    bucket (>= 2 packets) of extra capacity per change: schedules with segments shorter than
+    a bin (Poisson's 10 ms slots) are averaged per bin. Rates below MIN_RATE_MBPS (tbf cannot
+    do 0) are raised to it.
+
+    Raises:
+      EmulationError: the trace file cannot be read.
+    """
+    link, duration_s = spec.link, spec.duration_s
+    if link.trace is not None:
+        try:
+            stamps = sim_trace.read_mahimahi(link.trace)
+        except ValueError as e:
+            raise EmulationError(str(e)) from e
+        sched = trace_to_schedule(stamps.tolist(), duration_s, trace_bin_s)
+    else:
+        cap = link.capacity(seed=0, duration_s=duration_s)
+        sched = [(float(t), float(r) * 8 / 1e6) for t, r in zip(cap.times, cap.rates)]
+        if link.random_steps is not None or link.poisson is not None:
+            sched = [(t, r) for t, r in sched if t < duration_s]
+    return coarsen(sched, duration_s, trace_bin_s)
+
+
+def coarsen(sched: list[tuple[float, float]], duration_s: float,
+            bin_s: float) -> list[tuple[float, float]]:
+    """Averages a schedule with segments shorter than bin_s per bin; floors and merges rates."""
+    seg = [b[0] - a[0] for a, b in zip(sched, sched[1:]) if b[0] < duration_s]
+    if seg and min(seg) < bin_s - 1e-9:   # e.g. Poisson 10 ms slots: average per bin
+        sched = [(i * bin_s, mean_capacity_mbps(sched, i * bin_s, (i + 1) * bin_s))
+                 for i in range(int(math.ceil(duration_s / bin_s)))]
+    out: list[tuple[float, float]] = []
+    for t, r in sched:
+        r = max(r, MIN_RATE_MBPS)
+        if t >= duration_s and out:
+            break
+        if out and abs(out[-1][1] - r) < 1e-9:
+            continue
+        out.append((t, r))
+    return out
+
+
+def trace_to_schedule(ts_ms: list[int], duration_s: float,
+                      bin_s: float = 0.1) -> list[tuple[float, float]]:
+    """Bins delivery opportunities into a rate schedule; the trace loops at its last stamp.
+
+    Lap k delivers at k * period + stamp, as mm-link replays a trace, binned on absolute time
+    (the simulator's ``links.from_trace`` folds the last stamp onto time 0 of every lap and bins
+    within a lap; the emulation keeps its own binning, so its links stay as they were measured).
+    """
+    period_ms = max(ts_ms[-1], 1)
+    bin_ms = bin_s * 1000.0
+    n_bins = int(math.ceil(duration_s / bin_s))
+    counts = [0] * n_bins
+    loops = int(math.ceil(duration_s * 1000.0 / period_ms)) + 1
+    for k in range(loops):
+        base = k * period_ms
+        for t in ts_ms:
+            b = int((base + t) // bin_ms)
+            if b >= n_bins:
+                break
+            counts[b] += 1
+    return [(i * bin_s, c * MSS * 8 / bin_s / 1e6) for i, c in enumerate(counts)]
+
+
+def mean_capacity_mbps(sched: list[tuple[float, float]], t0: float, t1: float) -> float:
+    """Mean rate of a step schedule over [t0, t1] (the last step lasts for ever)."""
+    total = 0.0
+    for i, (t, r) in enumerate(sched):
+        end = sched[i + 1][0] if i + 1 < len(sched) else math.inf
+        lo, hi = max(t, t0), min(end, t1)
+        if hi > lo:
+            total += r * (hi - lo)
+    return total / max(t1 - t0, 1e-9)

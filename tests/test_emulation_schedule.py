@@ -1,0 +1,124 @@
+"""The emulated link's tbf rate schedule is the same as before the emulation package reused
+jaxcc.scenarios and jaxcc.sim.trace (issue 11, §2): for every named scenario and the harness's
+own emu/* links, ``jaxcc.emulation.spec.rate_schedule`` equals, value for value, what the old
+``jaxcc/emulate.py`` (its own spec parser, trace reader and binning; copied below as the
+reference, from commit d6f8728) computed.  Trace scenarios need the cellular traces
+(``$JAXCC_TRACES``) and skip, saying so, without them.
+"""
+from __future__ import annotations
+
+import math
+import os
+
+import pytest
+
+from jaxcc import scenarios
+from jaxcc.emulation import spec as emu_spec
+
+MSS = 1500
+MIN_RATE_MBPS = 0.01
+
+
+# ----------------------------------------------------------------------------- the old code (reference)
+
+def _old_schedule_of(scenario: scenarios.Scenario, duration: float, trace_bin_s: float):
+    """Old normalize_spec (random forms drawn once, seed 0) followed by old bandwidth_schedule."""
+    link = scenario.to_dict()["link"]
+    if link.get("random_steps") is not None or link.get("poisson") is not None:
+        cap = scenario.link.capacity(seed=0, duration_s=duration)
+        link = {"schedule": [[float(t), float(r) * 8 / 1e6]
+                             for t, r in zip(cap.times, cap.rates) if t < duration],
+                "buffer_bytes": link["buffer_bytes"], "loss": link.get("loss", 0.0)}
+    return _old_bandwidth_schedule(link, duration, trace_bin_s)
+
+
+def _old_bandwidth_schedule(link, duration_s, trace_bin_s=0.1):
+    if link.get("bandwidth_mbps") is not None:
+        sched = [(0.0, float(link["bandwidth_mbps"]))]
+    elif link.get("schedule") is not None:
+        sched = sorted((float(t), float(r)) for t, r in link["schedule"])
+        if sched[0][0] > 0:
+            sched.insert(0, (0.0, sched[0][1]))
+    else:
+        with open(link["trace"]) as f:
+            ts = [int(line) for line in f if line.strip()]
+        sched = _old_trace_to_schedule(ts, duration_s, trace_bin_s)
+    seg = [b[0] - a[0] for a, b in zip(sched, sched[1:]) if b[0] < duration_s]
+    if seg and min(seg) < trace_bin_s - 1e-9:
+        sched = [(i * trace_bin_s, _old_mean(sched, i * trace_bin_s, (i + 1) * trace_bin_s))
+                 for i in range(int(math.ceil(duration_s / trace_bin_s)))]
+    out = []
+    for t, r in sched:
+        r = max(r, MIN_RATE_MBPS)
+        if t >= duration_s and out:
+            break
+        if out and abs(out[-1][1] - r) < 1e-9:
+            continue
+        out.append((t, r))
+    return out
+
+
+def _old_trace_to_schedule(ts_ms, duration_s, bin_s=0.1):
+    period_ms = max(ts_ms[-1], 1)
+    bin_ms = bin_s * 1000.0
+    n_bins = int(math.ceil(duration_s / bin_s))
+    counts = [0] * n_bins
+    loops = int(math.ceil(duration_s * 1000.0 / period_ms)) + 1
+    for k in range(loops):
+        base = k * period_ms
+        for t in ts_ms:
+            b = int((base + t) // bin_ms)
+            if b >= n_bins:
+                break
+            counts[b] += 1
+    return [(i * bin_s, c * MSS * 8 / bin_s / 1e6) for i, c in enumerate(counts)]
+
+
+def _old_mean(sched, t0, t1):
+    total = 0.0
+    for i, (t, r) in enumerate(sched):
+        end = sched[i + 1][0] if i + 1 < len(sched) else math.inf
+        lo, hi = max(t, t0), min(end, t1)
+        if hi > lo:
+            total += r * (hi - lo)
+    return total / max(t1 - t0, 1e-9)
+
+
+# ----------------------------------------------------------------------------- the comparison
+
+def _load(name):
+    try:
+        return emu_spec.load(name=name)
+    except emu_spec.EmulationError as e:
+        if "not found" in str(e) and "trace" in str(e):
+            pytest.skip(f"{name}: needs the cellular traces ($JAXCC_TRACES): {e}")
+        raise
+
+
+NAMES = scenarios.list_scenarios() + sorted(emu_spec.BUILTIN_SCENARIOS)
+
+
+@pytest.mark.parametrize("bin_ms", [100.0, 50.0, 10.0])
+@pytest.mark.parametrize("name", NAMES)
+def test_rate_schedule_is_the_old_one(name, bin_ms):
+    sc = _load(name)
+    new = emu_spec.rate_schedule(sc, bin_ms / 1000.0)
+    old = _old_schedule_of(sc, sc.duration_s, bin_ms / 1000.0)
+    assert new == old      # exact: the same tbf rates at the same times
+
+
+def test_trace_scenarios_were_compared():
+    """Not every trace scenario may skip where the traces are: the comparison must cover them."""
+    if not os.environ.get("JAXCC_TRACES"):
+        pytest.skip("JAXCC_TRACES not set")
+    sc = _load("pareto/lte")
+    assert sc.link.trace is not None
+    assert len(emu_spec.rate_schedule(sc)) > 10
+
+
+def test_random_links_are_drawn_with_seed_0():
+    sc = _load("aurora/random16-32")
+    cap = sc.link.capacity(seed=0, duration_s=sc.duration_s)
+    sched = emu_spec.rate_schedule(sc)
+    assert [t for t, _ in sched] == [float(t) for t in cap.times if t < sc.duration_s]
+    assert sched[0][1] == pytest.approx(cap.rates[0] / 125_000.0)
