@@ -147,13 +147,14 @@ def make_controller(name: str, spec: dict, sender: Sender, default_empty=None) -
         def boundary(_):
             active = m.active > 0
             run = jax.tree.map(lambda a, b: jnp.where(active, a, b), mi_lib.running_update(s.run, m), s.run)
-            x, own = sender.observe(s.own, m, run, rtt0)
-            hist = push(s.hist, x)
-            own = sender.decide(own, hist, run, rtt0)
             on = active[0]
-            return SenderState(own=jax.tree.map(lambda a, b: jnp.where(on, a, b), own, s.own),
-                               hist=jnp.where(on, hist, s.hist), tick=jnp.zeros((), jnp.int32),
-                               m=mi_lib.mi_zero(1), run=run, started=s.started)
+            keep = lambda new, old: jax.tree.map(lambda a, b: jnp.where(on, a, b), new, old)  # noqa: E731
+            x, own = sender.observe(s.own, m, run, rtt0)
+            own = keep(own, s.own)
+            hist = jnp.where(on, push(s.hist, x), s.hist)
+            own = keep(sender.decide(own, hist, run, rtt0), own)
+            return SenderState(own=own, hist=hist, tick=jnp.zeros((), jnp.int32), m=mi_lib.mi_zero(1), run=run,
+                               started=s.started)
 
         def inside(_):
             return s._replace(tick=n, m=m)
