@@ -45,7 +45,7 @@ def test_policy_controller_matches_env_rollout(tmp_path):
 
 def test_unknown_feature_set_is_rejected(tmp_path):
     """A file whose feature set has no simulator sender is refused with one line naming the set
-    and the supported ones; every supported set builds."""
+    and the supported ones; an aurora_v1 file builds."""
     spec, tensors = policyfile.make_random_policy("mlp", 0, features="orca_v9")
     path = str(tmp_path / "a.safetensors")
     policyfile.save(path, spec, tensors)

@@ -256,10 +256,12 @@ def _numbers(x):
 def test_vectors_command_and_committed_vectors_are_current(tmp_path):
     """The committed tests/vectors (read by the C++ tests) must be what the current Python
     code writes; otherwise a change in jaxcc/envs features or in apply() would leave the
-    datapath checked against stale numbers. Fix: python -m jaxcc.policyfile --write-vectors tests/vectors"""
+    datapath checked against stale numbers. Fix: python -m jaxcc.parity_vectors --out tests/vectors"""
     import pathlib
 
-    assert pf.main(["--write-vectors", str(tmp_path)]) == 0
+    from jaxcc import parity_vectors
+
+    assert parity_vectors.main(["--out", str(tmp_path)]) == 0
     d = json.loads((tmp_path / "lstm.json").read_text())
     spec, t = pf.load(tmp_path / d["policy"])
     c = d["cases"][0]
