@@ -160,3 +160,26 @@ def test_policy_file_runs_every_feature_set_in_the_simulator(tmp_path):
     for name, r in got.items():
         assert r["throughput_mbps"] > 0.01, (name, r["throughput_mbps"])
         assert np.isfinite(r["p95_owd_ms"]), name
+
+
+# What each layer may import (a fresh interpreter, so earlier imports in this process hide nothing).
+_RUNNER = "import jaxcc.sim.runner"
+_SENDERS = "import jaxcc.senders as s; [s.resolve(n) for n in ('bbr', 'cubic', 'copa', 'oracle', 'fixed:5')]"
+
+
+@pytest.mark.parametrize("code,allowed", [
+    (_RUNNER, ("jaxcc.sim",)),
+    (_SENDERS, ("jaxcc.sim", "jaxcc.envs", "jaxcc.senders", "jaxcc.policyfile", "jaxcc.controllers", "jaxcc.baselines")),
+])
+def test_layers_import_nothing_above_them(code, allowed):
+    """The runner reaches no controller (its caller passes ``resolve``); the senders and every
+    baseline they resolve sit below the agents, scenarios and evaluation."""
+    import subprocess
+    import sys
+
+    show = "; import sys; print(' '.join(m for m in sys.modules if m.startswith('jaxcc.')))"
+    out = subprocess.run([sys.executable, "-c", code + show], capture_output=True, text=True, check=True,
+                         cwd=pathlib.Path(__file__).parent.parent).stdout.split()
+    assert out, "nothing imported?"
+    above = [m for m in out if not m.startswith(allowed)]
+    assert not above, f"{code!r} imports {above}"

@@ -56,7 +56,7 @@ class Scenario(Protocol):
     flows: Sequence[FlowSpec]
 
 
-Resolve = Callable[[str], "tuple[ctl.Controller, np.ndarray]"]
+Resolve = Callable[[str], tuple[ctl.Controller, np.ndarray]]
 
 
 @dataclasses.dataclass
