@@ -716,7 +716,8 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 spec, tensors = make_random_policy(a.random, a.seed)
         except ValueError as e:
-            print(f"error: {e}", file=sys.stderr)
+            sets = "" if a.random in FEATURE_POLICIES else f", or a feature set ({', '.join(FEATURE_POLICIES)})"
+            print(f"error: --random: {e}{sets}", file=sys.stderr)
             return 2
         save(a.out, spec, tensors)
         print(a.out)
