@@ -155,7 +155,8 @@ def run_evaluation(scenarios: Sequence[Scenario], entries: Sequence[ControllerEn
     Returns ``{"results": [record, ...], "series": {(scenario, label): time_series of seed 0},
     "runs": {(scenario, label): [per-run metrics]}}``.
     """
-    from jaxcc.sim import runner  # jax is imported only when something is simulated
+    from jaxcc import senders  # jax is imported only when something is simulated
+    from jaxcc.sim import runner
 
     if seeds < 1:
         raise ValueError(f"--seeds must be >= 1, got {seeds}")
@@ -172,7 +173,7 @@ def run_evaluation(scenarios: Sequence[Scenario], entries: Sequence[ControllerEn
                 items.append(runner.Item(run_sc, seed, label))
                 keys.append((sc.name, label, seed))
     kw = {} if ticks_per_rtt is None else {"ticks_per_rtt": int(ticks_per_rtt)}
-    batches = runner.build_batches(items, **kw)
+    batches = runner.build_batches(items, resolve=senders.resolve, **kw)
     key_of = {id(it): k for it, k in zip(items, keys)}
     per_run: dict[tuple[str, str], list[dict]] = defaultdict(list)
     series: dict[tuple[str, str], dict] = {}

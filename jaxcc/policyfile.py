@@ -5,8 +5,15 @@ A policy file is a safetensors file: float32 little-endian tensors plus a
 The spec says how to compute features, which layers to run, and how to turn
 the network output into a sending rate or congestion window. The C++ loader in
 ``datapath/src/policy.cc`` implements exactly the same rules; the two are held
-together by test vectors written by ``python -m jaxcc.policyfile
---write-vectors tests/vectors``.
+together by test vectors written by ``python -m jaxcc.parity_vectors --out
+tests/vectors`` (``jaxcc.parity_vectors``).
+
+Random policies (tests, and the MOCC/DeepCC files ``policy:FILE`` runs until their
+trainers exist)::
+
+    python -m jaxcc.policyfile --random=q_values --out=FILE   # a network of that kind
+    python -m jaxcc.policyfile --random=mocc_v1 --out=FILE    # one that fits a feature set
+    python -m jaxcc.policyfile --check=FILE                   # validate, print the spec
 
 Spec (version 1)::
 
@@ -61,7 +68,6 @@ stop or flood a flow. Rate-only actions leave the window untouched and
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import math
 import os
@@ -89,7 +95,7 @@ MAX_HEADER_BYTES = 16 * 1024 * 1024
 
 __all__ = [
     "save", "load", "validate", "apply", "forward", "map_action", "make_random_policy",
-    "expected_tensor_shapes", "write_vectors",
+    "make_feature_policy", "expected_tensor_shapes",
 ]
 
 
@@ -643,381 +649,76 @@ def make_random_policy(kind: str, key, *, history: int | None = None, obs_dim: i
     return spec, tensors
 
 
-# --------------------------------------------------------------------------- shared test vectors
+# Feature set -> (its environment, the random network kind shaped like its paper's).
+FEATURE_POLICIES = {"aurora_v1": ("aurora", "mlp"), "pareto_v1": ("pareto", "lstm"),
+                    "eagle_v1": ("eagle", "lstm2_discrete"), "mocc_v1": ("mocc", "q_values"),
+                    "deepcc_v1": ("deepcc", "conv1d_goal")}
 
 
-def _f32_list(a) -> list:
-    return np.asarray(a, dtype=np.float32).astype(np.float64).tolist()
+def make_feature_policy(name: str, key) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """A random policy that fits feature set ``name`` as its environment exports it.
 
+    The spec's ``features`` block and ``mi_rtts`` are the environment's
+    (``jaxcc.envs.export_features_spec``), the network is ``FEATURE_POLICIES[name]``'s kind with
+    the environment's history, observation size, goal size and number of actions, and the
+    action block is the one the feature set needs (Eagle: its rate multipliers; MOCC: its cwnd
+    deltas in bytes; DeepCC: an absolute rate up to its bound; Aurora and Pareto: the kind's).
+    So every sender accepts it: ``jaxcc.senders`` in the simulator and the C++ datapath.
 
-def write_vectors(out_dir: str | os.PathLike, n_cases: int = 4, seed: int = 0) -> list[str]:
-    """Writes policy files + expected outputs that the C++ tests check against.
+    Args:
+      name: one of ``FEATURE_POLICIES``.
+      key: a ``jax.random`` key or an int seed.
 
-    For each random kind: ``<kind>.safetensors`` and ``<kind>.json`` with
-    ``cases`` of {obs [T][D], goal [G], net_out [..], output, rate_in, cwnd_in,
-    rate, cwnd}. Feature vectors (monitor-interval stats -> features) are added
-    by ``jaxcc.envs`` feature functions when they exist (see
-    ``_write_feature_vectors``).
-
-    Returns:
-        the list of files written.
+    Raises:
+      ValueError: ``name`` is not a known feature set.
     """
-    import jax
-    import jax.numpy as jnp
-
-    out_dir = os.fspath(out_dir)
-    os.makedirs(out_dir, exist_ok=True)
-    rng = np.random.default_rng(seed)
-    written = []
-    for k_i, kind in enumerate(("mlp", "lstm", "lstm2_discrete", "conv1d_goal", "q_values")):
-        spec, tensors = make_random_policy(kind, seed * 100 + k_i + 1)
-        pol = os.path.join(out_dir, f"{kind}.safetensors")
-        save(pol, spec, tensors)
-        T, D, G = spec["features"]["history"], spec["features"]["obs_dim"], spec["goal_dim"]
-        jt = {k: jnp.asarray(v) for k, v in tensors.items()}
-        # One compilation per kind (eager lax.scan would compile on every call).
-        both = jax.jit(lambda t, o, g, spec=spec: (forward(spec, t, o, g), apply(spec, t, o, g)))
-        cases = []
-        for _ in range(n_cases):
-            obs = rng.normal(0.0, 1.0, size=(T, D)).astype(np.float32)
-            goal = rng.dirichlet(np.ones(G)).astype(np.float32) if G > 0 else None
-            net, out = both(jt, obs, goal)
-            rate_in = np.float32(rng.uniform(0.5, 50.0) * BYTES_PER_MBIT)
-            cwnd_in = np.float32(rng.uniform(4, 200) * MSS)
-            rate, cwnd = map_action(spec, out, rate_in, cwnd_in)
-            cases.append({
-                "obs": _f32_list(obs), "goal": _f32_list(goal) if goal is not None else [],
-                "net_out": _f32_list(net),
-                "output": int(out) if np.ndim(out) == 0 else _f32_list(out),
-                "rate_in": float(rate_in), "cwnd_in": float(cwnd_in),
-                "rate": float(rate), "cwnd": float(cwnd),
-            })
-        vec = os.path.join(out_dir, f"{kind}.json")
-        with open(vec, "w") as f:
-            json.dump({"policy": f"{kind}.safetensors", "kind": kind, "cases": cases}, f, indent=1)
-        written += [pol, vec]
-    written += _write_feature_vectors(out_dir, rng)
-    with open(os.path.join(out_dir, "README.md"), "w") as f:
-        f.write("Generated by `python -m jaxcc.policyfile --write-vectors tests/vectors`; do not edit.\n"
-                "Read by datapath/tests/vectors_test.cc (forward pass + action mapping: <kind>.json) and\n"
-                "datapath/tests/features_test.cc (per-packet events -> MI stats -> features -> policy:\n"
-                "features_<set>.json; for eagle_v1, mocc_v1 and deepcc_v1 the sender's whole decision loop:\n"
-                "start, first decision on the empty history, rate and cwnd after every MI, from the\n"
-                "environments' own observe/apply_action). C++ and Python must agree to 1e-5 relative.\n")
-    return written
-
-
-def _random_mi_events(rng: np.random.Generator, n_mi: int, no_ack: tuple[int, ...] = (3,)) -> list[dict]:
-    """Per-packet events for a sequence of MIs, with the edge cases the features special-case:
-    MIs without any ACK (``no_ack``; MI 0 among them: no RTT seen yet), one with a single ACK,
-    losses, and a queue that builds then drains."""
-    mis = []
-    base_rtt = rng.uniform(0.02, 0.1)
-    queue = 0.0
-    for i in range(n_mi):
-        dur = float(rng.uniform(0.5, 2.0) * base_rtt)
-        if i in no_ack:
-            n_ack = 0
-        elif i == 4:
-            n_ack = 1
-        else:
-            n_ack = int(rng.integers(2, 40))
-        queue = max(0.0, queue + rng.normal(0.004 if i < n_mi // 2 else -0.006, 0.003))
-        t = np.sort(rng.uniform(0.0, dur, size=n_ack))
-        slope = rng.normal(0.0, 0.05)
-        samples = [[float(rng.choice([1500.0, 1472.0, 1000.0])), float(base_rtt + queue + slope * ti + abs(rng.normal(0, 1e-4))),
-                    float(ti)] for ti in t]
-        lost = float(rng.integers(0, 4) * 1500.0) if i % 3 == 2 else 0.0
-        sent = float(sum(w for w, _, _ in samples) * rng.uniform(0.8, 1.3) + rng.integers(0, 3) * 1500.0)
-        mis.append({"duration": dur, "sent": sent, "lost": lost, "samples": samples})
-    return mis
-
-
-def _write_feature_vectors(out_dir: str, rng: np.random.Generator) -> list[str]:
-    """Feature-parity vectors: per-packet events -> MI statistics -> features -> policy output.
-
-    For each feature set implemented in both jaxcc/envs and the datapath, writes
-    ``features_<name>.json`` (+ a matching random policy ``features_<name>.safetensors``).
-    Python accumulates the events with ``jaxcc.envs.mi.mi_add_sample`` (the per-packet
-    update) in float64, then runs the environment's own feature function; the C++ test feeds
-    the same events through its MonitorStats/FeatureFn/Policy and compares.
-    """
-    try:
-        import jax
-        import jax.numpy as jnp
-
-        from jaxcc.envs import aurora, mi as mi_lib, pareto
-        from jaxcc.envs.registry import export_features_spec
-    except ImportError as e:  # envs not available: nothing to write
-        print(f"note: feature vectors skipped ({e})", file=sys.stderr)
-        return []
-    written = []
-    for name, env_name, kind, obs_dim in (("aurora_v1", "aurora", "mlp", 3), ("pareto_v1", "pareto", "lstm", 5)):
-        feats_spec = export_features_spec(env_name)
-        T = int(feats_spec["history"])
-        spec, tensors = make_random_policy(kind, int(rng.integers(1 << 30)), history=T, obs_dim=obs_dim,
-                                           features=name)
-        mi_rtts = feats_spec.pop("mi_rtts", spec["mi_rtts"])
-        spec["features"] = dict(feats_spec, history=T, obs_dim=obs_dim)
-        spec["mi_rtts"] = float(mi_rtts)
-        spec["algorithm"] = "random"
-        pol = os.path.join(out_dir, f"features_{name}.safetensors")
-        save(pol, spec, tensors)
-        jt = {k: jnp.asarray(v) for k, v in tensors.items()}
-        events = _random_mi_events(rng, 12)
-        out_mis = []
-        with jax.enable_x64(True):
-            f64 = jnp.float64
-            add_sample = jax.jit(mi_lib.mi_add_sample)  # compiled once, then per-packet calls are cheap
-            run = mi_lib.running_zero(1, f64)
-            pflow = pareto.ParetoFlow(started=jnp.zeros(1, bool), rtt=jnp.zeros(1, f64), R=jnp.zeros(1, f64),
-                                      l=jnp.zeros(1, f64), d_ms=jnp.zeros(1, f64), dD=jnp.zeros(1, f64),
-                                      exp_delay=jnp.zeros(1, bool), prev_delayed=jnp.zeros(1, bool))
-            pp = pareto.ParetoParams()
-            feats_rows = []
-            for ev in events:
-                m = _event_mi(add_sample, ev)
-                run = mi_lib.running_update(run, m)
-                if name == "aurora_v1":
-                    f = aurora.features(m, run)[0]
-                else:
-                    min_rtt = mi_lib.known_min_rtt(run, jnp.zeros(1, f64))
-                    sig, (rtt, R, l) = pareto.signals(pflow, m, min_rtt, pp)
-                    exp_now = pflow.exp_delay | sig.delayed
-                    f = pareto.features(sig, exp_now, pp)[0]
-                    pflow = pareto.ParetoFlow(started=jnp.ones(1, bool), rtt=rtt, R=R, l=l, d_ms=sig.d_ms, dD=sig.dD,
-                                              exp_delay=exp_now, prev_delayed=sig.delayed)
-                feats_rows.append(np.asarray(f, np.float64))
-                out_mis.append(dict(ev, features=[float(x) for x in np.asarray(f, np.float64)],
-                                    rtt_mean=float(mi_lib.rtt_mean(m)[0]), rtt_slope=float(mi_lib.rtt_slope(m)[0]),
-                                    loss_rate=float(mi_lib.loss_rate(m)[0])))
-        # Policy over the sliding window (float32, as the simulator runs it).
-        empty = np.asarray(spec["features"].get("empty", [0.0] * obs_dim), np.float32)
-        window = np.tile(empty, (T, 1))
-        rate = np.float32(5.0 * BYTES_PER_MBIT)
-        both = jax.jit(lambda t, o, spec=spec: (forward(spec, t, o), apply(spec, t, o)))
-        for rec, f in zip(out_mis, feats_rows):
-            window = np.concatenate([window[1:], np.asarray(f, np.float32)[None]], axis=0)
-            net, out = both(jt, window)
-            rec["net_out"] = _f32_list(net)
-            rec["output"] = _f32_list(out)
-            rec["rate_in"] = float(rate)
-            rate, _ = map_action(spec, out, rate, 1e30)
-            rate = np.float32(rate)
-            rec["rate"] = float(rate)
-        path = os.path.join(out_dir, f"features_{name}.json")
-        with open(path, "w") as fh:
-            json.dump({"policy": os.path.basename(pol), "features": name, "mis": out_mis}, fh, indent=1)
-        written += [pol, path]
-    return written + _write_paper_vectors(out_dir, rng)
-
-
-# Feature sets whose paper adds rules around the policy (its start, its window, what the next
-# features remember of the action): (set, environment, random policy kind).
-_PAPER_SETS = (("eagle_v1", "eagle", "lstm2_discrete"), ("mocc_v1", "mocc", "q_values"),
-               ("deepcc_v1", "deepcc", "conv1d_goal"))
-# The sender's defaults before a feature set's Start (jaxcc-sender: --init-mbps 1, no window;
-# 10 packets of 1472 bytes for window actions).
-_SENDER_RATE = 1.0 * BYTES_PER_MBIT
-_SENDER_NO_CWND = 1e30
-
-
-def nearest_rank_p95(rtts) -> float:
-    """The MI's 95th-percentile RTT over per-packet samples, nearest rank (ceil(0.95 n)-th
-    smallest): DeepCC's delay_t in a per-packet datapath (``deepcc_v1``'s ``delay_p95``)."""
-    v = sorted(float(r) for r in rtts)
-    if not v:
-        return 0.0
-    return v[min(max(int(math.ceil(95.0 / 100.0 * len(v))), 1), len(v)) - 1]
-
-
-def _write_paper_vectors(out_dir: str, rng: np.random.Generator) -> list[str]:
-    """Vectors for ``_PAPER_SETS``: the whole decision loop of the sender, with the environment's
-    own code on the Python side.  A sender-side start (the env's reset rate/cwnd), a first
-    decision on the empty history (``env.apply_action``, as the env acts at reset), then per MI:
-    per-packet events -> ``mi_add_sample`` -> ``env.observe`` (features) -> the policy ->
-    ``env.apply_action`` (rate and cwnd).  The C++ test runs FeatureFn::Start, Compute and
-    Decide (Policy::MapAction + FeatureFn::AfterAction) on the same events.
-
-    The link's propagation RTT, which the environments fall back on before the first RTT
-    sample, is ``rtt_guess`` (MI 0 has no ACK, so it is used); for DeepCC the MI's delay_t is
-    the nearest-rank p95 of the packets' RTTs (``delay_p95`` of the spec; the env's per-tick
-    ``rtt_max`` is that statistic for its <= 20 samples per MI).  Of a few random policies the
-    first whose decisions cover the set's branches is kept (Eagle: an increase and a decrease
-    while delayed, so both counters move).
-    """
-    written = []
-    for name, env_name, kind in _PAPER_SETS:
-        seeds = [int(rng.integers(1 << 30)) for _ in range(8)]
-        goal_seed, event_seed = int(rng.integers(1 << 30)), int(rng.integers(1 << 30))
-        vec = None
-        for seed in seeds:
-            spec, tensors, vec = _paper_vector(name, env_name, kind, seed, goal_seed, event_seed)
-            if _covers_branches(name, vec):
-                break
-        pol = os.path.join(out_dir, f"features_{name}.safetensors")
-        save(pol, spec, tensors)
-        path = os.path.join(out_dir, f"features_{name}.json")
-        with open(path, "w") as fh:
-            json.dump(dict(policy=os.path.basename(pol), features=name, **vec), fh, indent=1)
-        written += [pol, path]
-    return written
-
-
-def _covers_branches(name: str, vec: dict) -> bool:
-    if name != "eagle_v1":
-        return True
-    delayed = [m["output"] for m in vec["mis"] if m["features"][2] * 1000.0 >= 4.0]
-    return any(a in (0, 1) for a in delayed) and any(a in (3, 4) for a in delayed)
-
-
-def _paper_vector(name: str, env_name: str, kind: str, seed: int, goal_seed: int, event_seed: int):
-    """(spec, tensors, vector dict) of one random policy of ``kind`` on ``env_name``'s set."""
-    import types
-
-    import jax
-    import jax.numpy as jnp
-
-    from jaxcc.envs import base as env_base
-    from jaxcc.envs import mi as mi_lib
+    if name not in FEATURE_POLICIES:
+        raise ValueError(f"unknown feature set {name!r} (known: {', '.join(FEATURE_POLICIES)})")
     from jaxcc.envs.registry import export_features_spec, make_env
 
+    env_name, kind = FEATURE_POLICIES[name]
     feats_spec = export_features_spec(env_name)
     mi_rtts = float(feats_spec.pop("mi_rtts"))
     T, D = int(feats_spec["history"]), int(feats_spec["obs_dim"])
-    env, p = make_env(env_name, num_flows=1)
+    env, _ = make_env(env_name, num_flows=1)
     G = int(env.config.goal_dim)
-    spec, tensors = make_random_policy(kind, seed, history=T, obs_dim=D, goal_dim=G, features=name,
+    spec, tensors = make_random_policy(kind, key, history=T, obs_dim=D, goal_dim=G, features=name,
                                        n_actions=int(env.action_spec().get("n", 5)))
     bounds = {"min_mbps": DEFAULT_MIN_MBPS, "max_mbps": DEFAULT_MAX_MBPS}
     if name == "eagle_v1":
         spec["action"] = dict(type="rate_table", multipliers=list(feats_spec["multipliers"]), **bounds)
     elif name == "mocc_v1":
         spec["action"] = dict(type="cwnd_table", deltas=[d * MSS for d in feats_spec["cwnd_deltas_pkts"]], **bounds)
-    else:
+    elif name == "deepcc_v1":
         spec["action"] = dict(type="rate_absolute", bound_mbps=float(feats_spec["bound_mbps"]), **bounds)
     spec["features"] = dict(feats_spec)
     spec["mi_rtts"] = mi_rtts
     spec["algorithm"] = "random"
     validate(spec, tensors)
-    g_rng = np.random.default_rng(goal_seed)
-    goal = g_rng.dirichlet(np.ones(G)).astype(np.float32) if G > 0 else None
-    events = _random_mi_events(np.random.default_rng(event_seed), 16, no_ack=(0, 3))
-    rtt_guess = events[0]["duration"] / mi_rtts  # the sender's: its first MI / mi_rtts
-    jt = {k: jnp.asarray(v) for k, v in tensors.items()}
-    head = spec["head"]
-    policy = _jitted_policy(json.dumps(spec, sort_keys=True))
-
-    def env_action(out):
-        if name == "deepcc_v1":  # the env's a in [0, 1]: the head output normalised
-            u = (float(np.asarray(out).reshape(-1)[0]) - head["low"]) / (head["high"] - head["low"])
-            return np.array([u], np.float64)
-        return np.asarray(out, np.int32).reshape((1,))
-
-    def rec_out(net, out):
-        return {"net_out": _f32_list(net), "output": int(out) if np.ndim(out) == 0 else _f32_list(out)}
-
-    with jax.enable_x64(True):
-        f64 = jnp.float64
-        add_sample = _jitted_add_sample()
-        run = mi_lib.running_zero(1, f64)
-        paper = jax.tree.map(lambda x: x.astype(f64) if jnp.issubdtype(x.dtype, jnp.floating) else x,
-                             env.init_paper(None, p))
-        link = types.SimpleNamespace(rtt=jnp.full((1,), rtt_guess, f64))
-        goal_j = jnp.asarray(goal if goal is not None else np.zeros(0), f64).reshape((1, G))
-
-        def state(rate, cwnd, run, paper):
-            return types.SimpleNamespace(rate=jnp.full((1,), rate, f64), cwnd=jnp.full((1,), cwnd, f64), run=run,
-                                         paper=paper, link=link, goal=goal_j)
-
-        def act(out, rate, cwnd, run, paper):
-            r, c, paper = env.apply_action(state(rate, cwnd, run, paper), env_action(out), p)
-            return float(jnp.clip(r, env_base.MIN_RATE, env_base.MAX_RATE)[0]), float(c[0]), paper
-
-        # The start: the env's reset rate/cwnd where the paper fixes them, else the sender's.
-        if name == "eagle_v1":
-            rate, cwnd = float(p.init_rate_mbps) * BYTES_PER_MBIT, float(p.init_cwnd_pkts) * MSS
-        elif name == "mocc_v1":
-            rate, cwnd = _SENDER_RATE, float(p.init_cwnd_pkts) * MSS
-        else:
-            rate, cwnd = _SENDER_RATE, _SENDER_NO_CWND
-        window = np.tile(np.asarray(spec["features"].get("empty", [0.0] * D), np.float32), (T, 1))
-        net, out = policy(jt, window, goal)
-        start = {"rate_in": rate, "cwnd_in": cwnd, **rec_out(net, out)}
-        rate, cwnd, paper = act(out, rate, cwnd, run, paper)
-        start.update(rate=rate, cwnd=cwnd)
-        out_mis = []
-        for ev in events:
-            m = _event_mi(add_sample, ev)
-            run = mi_lib.running_update(run, m)
-            rec = dict(ev, rtt_mean=float(mi_lib.rtt_mean(m)[0]), rtt_slope=float(mi_lib.rtt_slope(m)[0]),
-                       loss_rate=float(mi_lib.loss_rate(m)[0]))
-            if name == "deepcc_v1" and ev["samples"]:
-                rec["rtt_p95"] = nearest_rank_p95(r for _, r, _ in ev["samples"])
-                m = m.replace(rtt_max=jnp.array([rec["rtt_p95"]], f64))
-            lmi = env_base.LinkMI(cap_bytes=jnp.asarray(ev["sent"], f64), queue_end=jnp.zeros((), f64))
-            so = env.observe(state(rate, cwnd, run, paper), paper, m, run, lmi, p)
-            paper = so.paper
-            f = np.asarray(so.features[0], np.float64)
-            window = np.concatenate([window[1:], f.astype(np.float32)[None]], axis=0)
-            net, out = policy(jt, window, goal)
-            rec.update(features=[float(x) for x in f], rate_in=rate, cwnd_in=cwnd, **rec_out(net, out))
-            rate, cwnd, paper = act(out, rate, cwnd, run, paper)
-            rec.update(rate=rate, cwnd=cwnd)
-            out_mis.append(rec)
-    vec = {"goal": _f32_list(goal) if goal is not None else [], "rtt_guess": rtt_guess, "start": start,
-           "mis": out_mis}
-    return spec, tensors, vec
-
-
-@functools.lru_cache(maxsize=None)
-def _jitted_policy(spec_json: str):
-    """``(forward, apply)`` of a spec, compiled once per architecture (tensors are arguments)."""
-    import jax
-
-    spec = json.loads(spec_json)
-    return jax.jit(lambda t, o, g: (forward(spec, t, o, g), apply(spec, t, o, g)))
-
-
-def _event_mi(add_sample, ev: dict):
-    """One MI's statistics (float64; call under ``jax.enable_x64``) from a ``_random_mi_events``
-    record: its per-packet samples through ``add_sample`` (``mi_add_sample``), then its totals."""
-    import jax.numpy as jnp
-
-    from jaxcc.envs import mi as mi_lib
-
-    f64 = jnp.float64
-    m = mi_lib.mi_zero(1, f64)
-    for w, r, t in ev["samples"]:
-        m = add_sample(m, jnp.array([w], f64), jnp.array([r], f64), jnp.array([t], f64))
-    return m.replace(duration=jnp.array([ev["duration"]], f64), active=jnp.array([ev["duration"]], f64),
-                     sent=jnp.array([ev["sent"]], f64), lost=jnp.array([ev["lost"]], f64))
-
-
-@functools.lru_cache(maxsize=None)
-def _jitted_add_sample():
-    import jax
-
-    from jaxcc.envs import mi as mi_lib
-
-    return jax.jit(mi_lib.mi_add_sample)
+    return spec, tensors
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m jaxcc.policyfile", description=__doc__.split("\n")[0])
-    p.add_argument("--write-vectors", metavar="DIR", help="write the shared C++/Python test vectors into DIR")
-    p.add_argument("--random", metavar="KIND", help="write a random policy of KIND to --out")
+    p.add_argument("--random", metavar="KIND", help="write a random policy to --out: a network kind ("
+                   "mlp, lstm, lstm2_discrete, conv1d_goal, q_values) or a feature set it must fit ("
+                   + ", ".join(FEATURE_POLICIES) + ")")
     p.add_argument("--out", metavar="FILE", help="output file for --random")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--check", metavar="FILE", help="load and validate FILE, print its spec")
     a = p.parse_args(argv)
-    if a.write_vectors:
-        for path in write_vectors(a.write_vectors, seed=a.seed):
-            print(path)
     if a.random:
         if not a.out:
             p.error("--random needs --out")
-        spec, tensors = make_random_policy(a.random, a.seed)
+        try:
+            if a.random in FEATURE_POLICIES:
+                spec, tensors = make_feature_policy(a.random, a.seed)
+            else:
+                spec, tensors = make_random_policy(a.random, a.seed)
+        except ValueError as e:
+            sets = "" if a.random in FEATURE_POLICIES else f", or a feature set ({', '.join(FEATURE_POLICIES)})"
+            print(f"error: --random: {e}{sets}", file=sys.stderr)
+            return 2
         save(a.out, spec, tensors)
         print(a.out)
     if a.check:
@@ -1027,7 +728,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {e}", file=sys.stderr)
             return 2
         print(json.dumps(spec, indent=1, sort_keys=True))
-    if not (a.write_vectors or a.random or a.check):
+    if not (a.random or a.check):
         p.print_help()
     return 0
 

@@ -201,10 +201,8 @@ def test_shipped_policy_in_the_simulator():
     if not os.path.exists(path):
         pytest.skip("no shipped Aurora policy")
     from jaxcc import evaluate as ev
-    from jaxcc import policy as pol
     from jaxcc.scenarios import get_scenario
 
-    pol._BUILDERS.setdefault("aurora_v1", ap.sim_controller)
     rep = ev.run_evaluation([get_scenario("aurora/bw8"), get_scenario("aurora/loss2")],
                             ev.controller_entries(["cubic", f"policy:{path}"]), progress=False, keep_series=False)
     r = {(x["scenario"], x["controller"].split(":")[0]): x for x in rep["results"]}

@@ -161,25 +161,6 @@ def test_export_reload_gives_identical_actions(tmp_path):
     assert len(np.unique(np.asarray(file_a))) > 1
 
 
-def test_sim_controller_reads_the_bdp_window(tmp_path):
-    """The file's bw_window_steps sets the BDP window; a file without it (trained before the window
-    existed) keeps the whole connection's max; an out-of-range value is refused by name."""
-    from jaxcc.envs import eagle as eagle_env
-
-    spec = ec.policy_spec(4, 5, hidden=8, features=eagle_env.export_features_spec())
-    assert spec["features"]["bw_window_steps"] == 4
-    params = ec.init_params(jax.random.PRNGKey(0), 5, 8)
-    path = str(tmp_path / "e.safetensors")
-    ec.export({"agent": {"actor": params}}, spec, path)
-    spec, tensors = policyfile.load(path)
-    ec.sim_controller(spec, tensors)  # accepted
-    old = dict(spec, features={k: v for k, v in spec["features"].items() if k != "bw_window_steps"})
-    ec.sim_controller(old, tensors)
-    for bad in (17, 2.5, -1):
-        with pytest.raises(ValueError, match="bw_window_steps"):
-            ec.sim_controller(dict(spec, features=dict(spec["features"], bw_window_steps=bad)), tensors)
-
-
 def test_config_matches_the_paper():
     c = _config("eagle")
     assert c.algo == "eagle_cem" and c.env.name == "eagle"

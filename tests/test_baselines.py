@@ -11,7 +11,9 @@ import numpy as np
 import pytest
 
 from jaxcc import metrics
-from jaxcc.baselines import base, bbr, cubic, registry
+from jaxcc import senders
+from jaxcc.baselines import bbr, cubic
+from jaxcc.sim import controller as sim_controller
 from jaxcc.scenarios import get_scenario, parse_scenario
 from jaxcc.sim import core, runner
 from jaxcc.sim.core import MSS
@@ -27,9 +29,9 @@ def _scenario(name, mbps, rtt_ms, buffer_bytes, duration, controller, n=1, gap=0
 
 def _scan(controller_name: str, sc):
     """Run one single-controller link and return (TickOut, controller states, actions) per tick."""
-    b = runner.build_batches([runner.Item(sc)])[0]
+    b = runner.build_batches([runner.Item(sc)], resolve=senders.resolve)[0]
     p = jax.tree.map(lambda x: jnp.asarray(x[0]), b.params)
-    ctrl, cp = registry.resolve(controller_name)
+    ctrl, cp = senders.resolve(controller_name)
     cps = jnp.asarray(np.tile(cp, (p.rtt.shape[0], 1)))
     init = jax.vmap(ctrl.init)(cps)
 
@@ -39,7 +41,7 @@ def _scan(controller_name: str, sc):
         cs = runner._where_flow(active, cs, init)
         act = jax.vmap(ctrl.act)(cs, cps)
         sim, out = core.step(p, sim, act.rate, act.cwnd)
-        cs = jax.vmap(ctrl.update)(cs, base.tick_obs(out, p.dt), cps)
+        cs = jax.vmap(ctrl.update)(cs, sim_controller.tick_obs(out, p.dt), cps)
         return (sim, cs), (out, cs, act)
 
     run = jax.jit(lambda: jax.lax.scan(body, (core.init_state(p, b.ring_len), init), None, length=b.num_ticks)[1])
@@ -50,9 +52,9 @@ def _scan(controller_name: str, sc):
 
 
 def test_registry_exports_both():
-    c, cp = registry.resolve("bbr")
-    assert c is bbr.BBR and c.name == "bbr" and cp.shape == (base.CPARAM_DIM,)
-    c, cp = registry.resolve("cubic")
+    c, cp = senders.resolve("bbr")
+    assert c is bbr.BBR and c.name == "bbr" and cp.shape == (sim_controller.CPARAM_DIM,)
+    c, cp = senders.resolve("cubic")
     assert c is cubic.CUBIC and c.name == "cubic"
 
 
@@ -79,11 +81,11 @@ def test_cubic_formulas():
 
 
 def test_controllers_jit_and_vmap():
-    obs = base.TickObs(now=jnp.full((3,), 0.1), dt=jnp.full((3,), 0.005), active=jnp.ones((3,), bool),
+    obs = sim_controller.TickObs(now=jnp.full((3,), 0.1), dt=jnp.full((3,), 0.005), active=jnp.ones((3,), bool),
                        acked=jnp.full((3,), 3000.0), lost=jnp.zeros((3,)), rtt_wsum=jnp.full((3,), 3000.0 * 0.04),
                        sent=jnp.full((3,), 1500.0), inflight=jnp.full((3,), 9000.0), capacity=jnp.full((3,), 1.5e6),
                        n_active=jnp.full((3,), 1))
-    cps = jnp.zeros((3, base.CPARAM_DIM))
+    cps = jnp.zeros((3, sim_controller.CPARAM_DIM))
     for c in (bbr.BBR, cubic.CUBIC):
         s = jax.vmap(c.init)(cps)
         s = jax.jit(jax.vmap(c.update))(s, obs, cps)
@@ -174,7 +176,7 @@ def test_cubic_sawtooth(cubic_run):
 def deep_buffer_runs():
     # 12 Mbit/s, 40 ms, buffer = 4 BDP (240 KB = 160 ms), 15 s; one batch, one compile.
     items = [runner.Item(_scenario("deep", 12, 40, 240_000, 15.0, c), 0, c) for c in ("bbr", "cubic")]
-    (b,) = runner.build_batches(items)
+    (b,) = runner.build_batches(items, resolve=senders.resolve)
     sim, traj, rates = runner.run_batch(b)
     return {it.label: (metrics.evaluate_trace(metrics.from_batch(traj, rates, b, i)),
                        jax.tree.map(lambda x: x[i], sim)) for i, it in enumerate(b.items)}
@@ -285,7 +287,7 @@ def test_pareto_fixed50_at_16_ticks_per_rtt():
     # queue is asserted from then on.
     from jaxcc.sim import runner
     batch = runner.build_batches([runner.Item(get_scenario("pareto/fixed50").with_controller("bbr"))],
-                                 ticks_per_rtt=16)[0]
+                                 resolve=senders.resolve, ticks_per_rtt=16)[0]
     _, traj, _ = runner.run_batch(batch)
     after = np.asarray(traj.time[0]) >= 12.0
     qdelay_ms = np.asarray(traj.qdelay[0])[after] * 1e3

@@ -17,7 +17,9 @@ from test_baselines import (
 )
 
 from jaxcc import metrics
-from jaxcc.baselines import base, copa, registry
+from jaxcc import senders
+from jaxcc.baselines import copa
+from jaxcc.sim import controller as sim_controller
 from jaxcc.controllers import SIM_KINDS, ControllerSpec, parse_controller
 from jaxcc.scenarios import parse_scenario
 from jaxcc.sim import runner
@@ -40,13 +42,13 @@ def _scenario(name, controller, n=1, gap=0.0, loss=0.0, buffer_bytes=BUFFER):
 def _obs(now, acked_pkts, rtt, *, inflight_pkts=100.0, sent_pkts=0.0, lost_pkts=0.0, dt=0.005):
     f = jnp.float32
     acked = acked_pkts * MSS
-    return base.TickObs(now=f(now), dt=f(dt), active=jnp.bool_(True), acked=f(acked), lost=f(lost_pkts * MSS),
+    return sim_controller.TickObs(now=f(now), dt=f(dt), active=jnp.bool_(True), acked=f(acked), lost=f(lost_pkts * MSS),
                         rtt_wsum=f(acked * rtt), sent=f(sent_pkts * MSS), inflight=f(inflight_pkts * MSS),
                         capacity=f(1.5e6), n_active=jnp.int32(1))
 
 
 def _feed(s, steps):
-    cp = jnp.zeros((base.CPARAM_DIM,))
+    cp = jnp.zeros((sim_controller.CPARAM_DIM,))
     out = []
     for o in steps:
         s = copa.copa_update(s, o, cp)
@@ -62,9 +64,9 @@ def test_name_parses_and_resolves_everywhere():
     assert "copa" in SIM_KINDS
     with pytest.raises(ValueError, match="copa"):  # the list of allowed names mentions it
         parse_controller("copa2")
-    c, cp = registry.resolve("copa")
+    c, cp = senders.resolve("copa")
     assert c is copa.COPA and c.name == "copa"
-    assert cp.shape == (base.CPARAM_DIM,) and not cp.any()
+    assert cp.shape == (sim_controller.CPARAM_DIM,) and not cp.any()
     sc = _scenario("named", "copa")
     assert [f.controller for f in sc.flows] == ["copa"]
     from jaxcc import evaluate
@@ -101,7 +103,7 @@ def test_windowed_min_follows_win_minmax():
 
 
 def test_update_rule_target_rate_and_standing_rtt():
-    s0 = copa.copa_init(jnp.zeros((base.CPARAM_DIM,)))._replace(slow_start=jnp.bool_(False), cwnd=jnp.float32(20 * MSS))
+    s0 = copa.copa_init(jnp.zeros((sim_controller.CPARAM_DIM,)))._replace(slow_start=jnp.bool_(False), cwnd=jnp.float32(20 * MSS))
     s1, s2, s3, s4 = _feed(s0, [
         _obs(0.10, 4, 0.040),  # first sample: d_q = 0, the target is infinite -> increase
         _obs(0.20, 4, 0.050),  # 0.1 s later (> srtt/2): RTTstanding = 50 ms, d_q = 10 ms
@@ -124,16 +126,16 @@ def test_update_rule_target_rate_and_standing_rtt():
     assert float(s4.rtt_standing) == pytest.approx(0.042) and float(s4.d_q) == pytest.approx(0.002, abs=1e-6)
     assert bool(s4.increase) and pkt(s4) == pytest.approx(20.0, rel=1e-5)
     # Pacing at 2·cwnd/RTTstanding, window-limited by cwnd.
-    a = copa.copa_act(s4, jnp.zeros((base.CPARAM_DIM,)))
+    a = copa.copa_act(s4, jnp.zeros((sim_controller.CPARAM_DIM,)))
     assert float(a.rate) == pytest.approx(2 * float(s4.cwnd) / 0.042, rel=1e-5)
     assert float(a.cwnd) == float(s4.cwnd)
     # Before any RTT sample: unpaced, 10 packets.
-    a0 = copa.copa_act(copa.copa_init(jnp.zeros((base.CPARAM_DIM,))), jnp.zeros((base.CPARAM_DIM,)))
+    a0 = copa.copa_act(copa.copa_init(jnp.zeros((sim_controller.CPARAM_DIM,))), jnp.zeros((sim_controller.CPARAM_DIM,)))
     assert float(a0.rate) >= 1e29 and float(a0.cwnd) == 10 * MSS
 
 
 def test_slow_start_doubles_then_exits_once():
-    s0 = copa.copa_init(jnp.zeros((base.CPARAM_DIM,)))
+    s0 = copa.copa_init(jnp.zeros((sim_controller.CPARAM_DIM,)))
     s1, s2, s3 = _feed(s0, [_obs(0.10, 10, 0.040), _obs(0.20, 10, 0.060), _obs(0.30, 10, 0.040)])
     assert bool(s1.slow_start) and float(s1.cwnd) == pytest.approx(20 * MSS)  # cwnd += acked
     # d_q = 20 ms: λ_t = 100 pkt/s < λ = 20/0.06 = 333 pkt/s -> slow start ends, cwnd decreases.
@@ -145,7 +147,7 @@ def test_slow_start_doubles_then_exits_once():
 
 def test_velocity_doubles_after_three_rtts_and_resets_on_a_turn():
     # inflight == sent: every tick with ACKs ends a window (round).
-    s = copa.copa_init(jnp.zeros((base.CPARAM_DIM,)))._replace(slow_start=jnp.bool_(False), cwnd=jnp.float32(100 * MSS))
+    s = copa.copa_init(jnp.zeros((sim_controller.CPARAM_DIM,)))._replace(slow_start=jnp.bool_(False), cwnd=jnp.float32(100 * MSS))
     up = [_obs(0.05 * (i + 1), 5, 0.040, inflight_pkts=5, sent_pkts=5) for i in range(5)]
     down = [_obs(0.30 + 0.05 * i, 5, 0.080, inflight_pkts=5, sent_pkts=5) for i in range(5)]
     states = _feed(s, up + down)
@@ -170,11 +172,11 @@ def test_velocity_bound_from_the_authors_code():
 
 def test_jit_vmap_matches_per_flow():
     n = 3
-    obs = base.TickObs(now=jnp.full((n,), 0.1), dt=jnp.full((n,), 0.005), active=jnp.ones((n,), bool),
+    obs = sim_controller.TickObs(now=jnp.full((n,), 0.1), dt=jnp.full((n,), 0.005), active=jnp.ones((n,), bool),
                        acked=jnp.array([3000.0, 0.0, 9000.0]), lost=jnp.array([0.0, 1500.0, 0.0]),
                        rtt_wsum=jnp.array([3000.0 * 0.04, 0.0, 9000.0 * 0.06]), sent=jnp.full((n,), 1500.0),
                        inflight=jnp.full((n,), 9000.0), capacity=jnp.full((n,), 1.5e6), n_active=jnp.full((n,), 3))
-    cps = jnp.zeros((n, base.CPARAM_DIM))
+    cps = jnp.zeros((n, sim_controller.CPARAM_DIM))
     s = jax.vmap(copa.copa_init)(cps)
     s = jax.jit(jax.vmap(copa.copa_update))(s, obs, cps)
     s = jax.jit(jax.vmap(copa.copa_update))(s, obs._replace(now=obs.now + 0.1, rtt_wsum=obs.acked * 0.08), cps)
@@ -200,7 +202,7 @@ def link_runs():
              runner.Item(_scenario("one", "cubic"), 0, "cubic"),
              runner.Item(_scenario("two", "copa", n=2, gap=3.0), 0, "copa2"),
              runner.Item(_scenario("lossy", "copa", loss=0.02, buffer_bytes=10 * 1500), 0, "lossy")]
-    (b,) = runner.build_batches(items)
+    (b,) = runner.build_batches(items, resolve=senders.resolve)
     _, traj, rates = runner.run_batch(b)
     out = {}
     for i, it in enumerate(b.items):

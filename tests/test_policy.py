@@ -7,9 +7,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxcc import policyfile, scenarios
+import pytest
+
+from jaxcc import policyfile, scenarios, senders
 from jaxcc.agents import env_adapter, networks
-from jaxcc.baselines import registry
 from jaxcc.envs.rollout import rollout
 from jaxcc.sim import runner
 
@@ -30,11 +31,11 @@ def test_policy_controller_matches_env_rollout(tmp_path):
     _, _, _, info, _ = jax.jit(lambda k: rollout(se.env, p, k, pol, n))(jax.random.PRNGKey(0))
     env_rates = np.asarray(info["rate"][:, 0])
 
-    ctrl, cparam = registry.resolve(f"policy:{path}")
+    ctrl, cparam = senders.resolve(f"policy:{path}")
     assert ctrl.name == f"policy:{os.path.abspath(path)}" and cparam.shape == (4,)
     sc = scenarios.get_scenario("pareto/fixed50")
     sc = dataclasses.replace(sc, duration_s=n * 0.18 + 0.01).with_controller(f"policy:{path}")
-    _, _, rates = runner.run_batch(runner.build_batches([runner.Item(sc)])[0])
+    _, _, rates = runner.run_batch(runner.build_batches([runner.Item(sc)], resolve=senders.resolve)[0])
     mi_ticks = int(round(spec["mi_rtts"] * spec["features"]["ticks_per_rtt"]))
     sim_rates = rates[0, ::mi_ticks, 0][:n]
     # Same features and network; only float rounding of dt and sum order differ.
@@ -43,12 +44,17 @@ def test_policy_controller_matches_env_rollout(tmp_path):
 
 
 def test_unknown_feature_set_is_rejected(tmp_path):
-    spec, tensors = policyfile.make_random_policy("mlp", 0)
+    """A file whose feature set has no simulator sender is refused with one line naming the set
+    and the supported ones; an aurora_v1 file builds."""
+    spec, tensors = policyfile.make_random_policy("mlp", 0, features="orca_v9")
     path = str(tmp_path / "a.safetensors")
     policyfile.save(path, spec, tensors)
-    try:
-        registry.resolve(f"policy:{path}")
-    except ValueError as e:
-        assert "aurora_v1" in str(e)
-    else:  # another helper may add aurora_v1 support; then it must at least build
-        pass
+    with pytest.raises(ValueError, match="feature set 'orca_v9'") as e:
+        senders.resolve(f"policy:{path}")
+    msg = str(e.value)
+    assert "\n" not in msg
+    assert "supported: aurora_v1, deepcc_v1, eagle_v1, mocc_v1, pareto_v1" in msg
+    spec, tensors = policyfile.make_random_policy("mlp", 0)  # aurora_v1: accepted
+    policyfile.save(path, spec, tensors)
+    ctrl, _ = senders.resolve(f"policy:{path}")
+    assert ctrl.name == f"policy:{os.path.abspath(path)}"

@@ -256,10 +256,12 @@ def _numbers(x):
 def test_vectors_command_and_committed_vectors_are_current(tmp_path):
     """The committed tests/vectors (read by the C++ tests) must be what the current Python
     code writes; otherwise a change in jaxcc/envs features or in apply() would leave the
-    datapath checked against stale numbers. Fix: python -m jaxcc.policyfile --write-vectors tests/vectors"""
+    datapath checked against stale numbers. Fix: python -m jaxcc.parity_vectors --out tests/vectors"""
     import pathlib
 
-    assert pf.main(["--write-vectors", str(tmp_path)]) == 0
+    from jaxcc import parity_vectors
+
+    assert parity_vectors.main(["--out", str(tmp_path)]) == 0
     d = json.loads((tmp_path / "lstm.json").read_text())
     spec, t = pf.load(tmp_path / d["policy"])
     c = d["cases"][0]
@@ -273,3 +275,19 @@ def test_vectors_command_and_committed_vectors_are_current(tmp_path):
         b = _numbers(json.loads((tmp_path / name).read_text()))
         assert len(a) == len(b), f"{name}: structure changed; regenerate tests/vectors"
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6, err_msg=f"{name} is stale; regenerate tests/vectors")
+
+
+def test_random_command_writes_kinds_and_feature_sets(tmp_path, capsys):
+    """``python -m jaxcc.policyfile --random=KIND|SET``: a network kind, or a policy fitting a
+    feature set as its environment exports it (``make_feature_policy``); anything else is refused."""
+    out = str(tmp_path / "p.safetensors")
+    assert pf.main(["--random", "q_values", "--out", out]) == 0
+    assert pf.load(out)[0]["features"] == {"name": "mocc_v1", "history": 10, "obs_dim": 5}
+    assert pf.main(["--random", "mocc_v1", "--out", out]) == 0
+    spec = pf.load(out)[0]
+    assert spec["features"]["obs_dim"] == 4 and spec["goal_dim"] == 3 and spec["head"]["n"] == 7
+    assert spec["action"]["deltas"] == [d * 1500 for d in spec["features"]["cwnd_deltas_pkts"]]
+    capsys.readouterr()
+    assert pf.main(["--random", "nope", "--out", out]) == 2
+    err = capsys.readouterr().err
+    assert "'nope'" in err and "mocc_v1" in err and "q_values" in err

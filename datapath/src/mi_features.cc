@@ -74,9 +74,10 @@ std::vector<float> EmptyFrom(const json& f, std::vector<float> def) {
   return out;
 }
 
+// Python twin: jaxcc/senders/aurora_v1.py (the simulator's policy:FILE sender), over
 // jaxcc/envs/aurora.py `features`: (latency gradient, latency ratio, sending ratio).
-// Start: init_pkts_per_rtt (10) packets per RTT, the simulator's policy:FILE sender
-// (jaxcc/agents/aurora_ppo.py `sim_controller`; the env's 0.3-1.5 x bandwidth is unknowable).
+// Start: init_pkts_per_rtt (10) packets per RTT, as the simulator's sender starts (the env's
+// 0.3-1.5 x bandwidth is unknowable).
 class AuroraFeatures : public FeatureFn {
  public:
   explicit AuroraFeatures(const json& f)
@@ -107,9 +108,9 @@ inline double Ewma(double prev, double now, double gain, bool first) {
   return first ? now : gain * now + (1.0 - gain) * prev;
 }
 
-// jaxcc/envs/pareto.py `signals` + `features`:
+// Python twin: jaxcc/senders/pareto_v1.py, over jaxcc/envs/pareto.py `signals` + `features`:
 // [delay flag, dR/20, (dD/dT)/5, dL/dT, X]; stateful across MIs (EWMAs, previous step).
-// Start: the env's init_pkts_per_rtt packets per init_rtt_s (jaxcc/policy.py `_pareto_v1`).
+// Start: the env's init_pkts_per_rtt packets per init_rtt_s, as the simulator's sender starts.
 class ParetoFeatures : public FeatureFn {
  public:
   explicit ParetoFeatures(const json& f)
@@ -164,8 +165,8 @@ class ParetoFeatures : public FeatureFn {
 };
 
 
-// jaxcc/envs/eagle.py `EagleEnv.observe` (features) and `EagleEnv.apply_action` / `cwnd_for`
-// (window), from the Eagle paper (INFOCOM 2020, /work/shared/seeds/003_1b0ba895724da0d2.txt),
+// Python twin: jaxcc/senders/eagle_v1.py, over jaxcc/envs/eagle.py `EagleEnv.observe`
+// (features) and `EagleEnv.apply_action` / `cwnd_for` (window), from the Eagle paper (INFOCOM 2020, /work/shared/seeds/003_1b0ba895724da0d2.txt),
 // §III-B:
 //   "States": per step (3 RTTs, "Each time step lasts for three RTTs"), the last four stacked:
 //     0. delay flag: the flow has experienced delay (queuing delay >= delay_thresh_ms) before;
@@ -281,7 +282,8 @@ class EagleFeatures : public FeatureFn {
   int last_action_ = 2;  // the environment's initial last action: hold
 };
 
-// jaxcc/envs/mocc.py `MoccEnv.observe` (features) and `MoccEnv.apply_action` (window): MOCC
+// Python twin: jaxcc/senders/mocc_v1.py, over jaxcc/envs/mocc.py `MoccEnv.observe` (features)
+// and `MoccEnv.apply_action` (window): MOCC
 // (IWQoS 2021, /work/shared/seeds/002_d7dc697112d5ee48.txt) §IV-A state
 // [Delay, ACK rate, sending rate, cwnd], normalised as the environment does:
 //   0. MI mean RTT / timeout, timeout = max(timeout_min_s, timeout_rtts x min RTT) (the min RTT
@@ -376,7 +378,8 @@ class MoccFeatures : public FeatureFn {
   double cwnd_ = 0, acked_sum_ = 0, time_sum_ = 0, max_ack_ = 0, steps_ = 0;
 };
 
-// jaxcc/envs/deepcc.py `DeepccEnv.observe` and `action_to_rate`: DeepCC (IEEE/ACM ToN 2022,
+// Python twin: jaxcc/senders/deepcc_v1.py, over jaxcc/envs/deepcc.py `DeepccEnv.observe` and
+// `action_to_rate`: DeepCC (IEEE/ACM ToN 2022,
 // /work/shared/seeds/004_056c79b7ea61caf6.txt) §IV-B state s_t and eq. 1 measurement m_t:
 //   0. s1 last action (fraction of bound); 1. s2 EWMA RTT / min RTT (1 before any sample);
 //   2. s3 sending rate / bound; 3. s4 (MI mean RTT - min RTT) / min RTT (0 without a sample);

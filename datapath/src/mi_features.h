@@ -1,9 +1,10 @@
-// Monitor-interval features, the C++ twin of the feature functions in jaxcc/envs.
+// Monitor-interval features, the C++ twin of the simulator's senders in jaxcc/senders (one
+// module per feature set, over the feature functions in jaxcc/envs).
 //
 // A policy file names its feature set (spec.features.name); the sender builds the matching
 // FeatureFn and feeds it one finished MI at a time. Parity with Python is checked by the
 // shared vectors tests/vectors/features_*.json (per-packet events -> MI statistics ->
-// features -> policy output -> rate/cwnd), written by `python -m jaxcc.policyfile --write-vectors`.
+// features -> policy output -> rate/cwnd), written by `python -m jaxcc.parity_vectors`.
 //
 // Feature sets: aurora_v1 (jaxcc/envs/aurora.py), pareto_v1 (pareto.py), eagle_v1 (eagle.py),
 // mocc_v1 (mocc.py), deepcc_v1 (deepcc.py). A feature set is also where a paper's rules

@@ -1,5 +1,5 @@
 // Feature parity with jaxcc/envs: per-packet events -> MonitorStats -> FeatureFn -> policy,
-// against tests/vectors/features_*.json written by `python -m jaxcc.policyfile --write-vectors`.
+// against tests/vectors/features_*.json written by `python -m jaxcc.parity_vectors`.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -27,7 +27,7 @@ class Features : public ::testing::TestWithParam<std::string> {};
 // features and the action block's rate from the recorded rate_in.
 TEST_P(Features, MatchEnvsAndPolicy) {
   std::ifstream f(kDir + "/features_" + GetParam() + ".json");
-  ASSERT_TRUE(f) << "missing vectors; run: python -m jaxcc.policyfile --write-vectors tests/vectors";
+  ASSERT_TRUE(f) << "missing vectors; run: python -m jaxcc.parity_vectors --out tests/vectors";
   const json v = json::parse(f);
   jaxcc::Policy p = jaxcc::Policy::LoadFile(kDir + "/" + v["policy"].get<std::string>());
   ASSERT_EQ(p.feature_name(), GetParam());
@@ -135,7 +135,7 @@ TEST(Features, PaperSetsCheckTheirPolicy) {
   EXPECT_THROW(jaxcc::MakeFeatureFn("deepcc_v1", R"({"bound_mbps": 0})"), jaxcc::PolicyError);
 }
 
-// Starts of the simulator's senders (jaxcc.policy / the agents' sim_controller).
+// Starts of the simulator's senders (jaxcc/senders/{aurora,pareto,eagle}_v1.py).
 TEST(Features, StartWhereTheSimulatorDoes) {
   double rate = 1.0, cwnd = 1e30;
   auto aurora = jaxcc::MakeFeatureFn("aurora_v1", "{}");

@@ -1,5 +1,5 @@
 // The C++ forward pass and action mapping against vectors written by Python
-// (`python -m jaxcc.policyfile --write-vectors tests/vectors`).
+// (`python -m jaxcc.parity_vectors --out tests/vectors`).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -23,7 +23,7 @@ class Vectors : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(Vectors, MatchesPython) {
   std::ifstream f(kDir + "/" + GetParam() + ".json");
-  ASSERT_TRUE(f) << "missing vectors; run: python -m jaxcc.policyfile --write-vectors tests/vectors";
+  ASSERT_TRUE(f) << "missing vectors; run: python -m jaxcc.parity_vectors --out tests/vectors";
   json v = json::parse(f);
   jaxcc::Policy p = jaxcc::Policy::LoadFile(kDir + "/" + v["policy"].get<std::string>());
   ASSERT_GT(v["cases"].size(), 0u);

@@ -2,7 +2,7 @@
 
 Read top to bottom: networks → GAE → clipped objective → ``make_train`` (collect with
 ``lax.scan`` over thousands of vmapped links, then epochs × minibatches of Adam) → export →
-the in-simulator sender for ``policy:FILE`` → benchmark and evaluation CLI::
+benchmark and evaluation CLI (``policy:FILE`` runs in the simulator with ``jaxcc.senders.aurora_v1``)::
 
     python -m jaxcc.train --config=aurora                      # train (checkpoints, resume, export)
     python -m jaxcc.agents.aurora_ppo --bench --sizes=64,1024  # env steps/s of the whole loop
@@ -52,7 +52,6 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jaxcc import policy as jaxcc_policy
 from jaxcc import policyfile
 from jaxcc.agents import pipeline
 
@@ -397,78 +396,6 @@ def export(state, spec: dict, path: str) -> str:
     return path
 
 
-# ----------------------------------------------------------------------------- in-simulator sender
-
-
-def sim_controller(spec: dict, tensors: dict, init_pkts_per_rtt: float = 10.0):
-    """``(init, act, update)`` of a per-tick simulator sender running an exported Aurora policy
-    (feature set ``aurora_v1``) — the builder ``jaxcc.policy`` needs for ``policy:FILE``.
-
-    It does what the environment does: accumulate the MI's statistics from the flow's own
-    delayed feedback (``jaxcc.envs.mi``), every ``mi_rtts`` RTTs compute the three features with
-    ``jaxcc.envs.aurora.features``, push them into the [10, 3] window, run the network and apply
-    x(1+αa) / x/(1−αa).  The first rate is ``init_pkts_per_rtt`` packets per min RTT (the env
-    instead draws 0.3–1.5 × the bandwidth, which a real sender cannot know).
-    """
-    from typing import NamedTuple as _NT
-
-    from jaxcc.baselines.base import rate_only
-    from jaxcc.envs import aurora as aurora_env
-    from jaxcc.envs import base as env_base
-    from jaxcc.envs import mi as mi_lib
-
-    feats = spec["features"]
-    T, D, mi_ticks = jaxcc_policy.spec_window(spec)
-    tpr = int(feats.get("ticks_per_rtt", 8))
-    empty = jnp.asarray(feats.get("empty", list(aurora_env.EMPTY_FEATURES)), jnp.float32)
-    ten = {k: jnp.asarray(v) for k, v in tensors.items()}
-
-    class S(_NT):
-        rate: jax.Array
-        tick: jax.Array
-        m: Any
-        run: Any
-        hist: jax.Array
-        started: jax.Array
-
-    def decide(hist, rate):
-        out = policyfile.apply(spec, ten, hist)
-        return policyfile.map_action(spec, out, rate, jnp.inf)[0].astype(jnp.float32)
-
-    def init(cparam):
-        hist = jnp.broadcast_to(empty, (T, D)).astype(jnp.float32)
-        return S(rate=jnp.zeros((), jnp.float32), tick=jnp.zeros((), jnp.int32), m=mi_lib.mi_zero(1),
-                 run=mi_lib.running_zero(1), hist=hist, started=jnp.zeros((), bool))
-
-    def act(s, cparam):
-        return rate_only(s.rate)
-
-    def update(s, obs, cparam):
-        # First tick: the rate of the first MI is the initial rate with the first action applied
-        # (the env takes its first action on the empty history at reset).
-        r0 = jnp.clip(init_pkts_per_rtt * 1500.0 / (obs.dt * tpr), env_base.MIN_RATE, env_base.MAX_RATE)
-        rate = jax.lax.cond(s.started, lambda: s.rate, lambda: decide(s.hist, r0))
-        s = s._replace(rate=rate, started=jnp.ones((), bool))
-        m = mi_lib.mi_add_tick(s.m, jaxcc_policy.mi_tick(obs), obs.dt)
-        n = s.tick + 1
-
-        def boundary(_):
-            active = m.active > 0
-            run = jax.tree.map(lambda a, b: jnp.where(active, a, b), mi_lib.running_update(s.run, m), s.run)
-            x = aurora_env.features(m, run)[0]
-            hist = jnp.where(active[0], jnp.concatenate([s.hist[1:], x[None].astype(jnp.float32)], 0), s.hist)
-            rate = jnp.where(active[0], decide(hist, s.rate), s.rate)
-            return S(rate=rate, tick=jnp.zeros((), jnp.int32), m=mi_lib.mi_zero(1), run=run, hist=hist,
-                     started=s.started)
-
-        def inside(_):
-            return s._replace(tick=n, m=m)
-
-        return jax.lax.cond(n >= mi_ticks, boundary, inside, None)
-
-    return init, act, update
-
-
 # ----------------------------------------------------------------------------- benchmark
 
 
@@ -533,14 +460,10 @@ def evaluate_policy_file(path: str, suites=("aurora-bw", "aurora-loss"), baselin
     runs per random link (Fig. 7: at least five).  The policy acts with its mean action, as
     PCC-RL's deployed agent does (``stochastic=False``).
 
-    Registers this module's ``sim_controller`` for the ``aurora_v1`` feature set in
-    ``jaxcc.policy`` if that registry does not have one yet.
     """
     from jaxcc import evaluate as ev
-    from jaxcc import policy as pol
     from jaxcc.scenarios import get_scenario, get_suite
 
-    pol._BUILDERS.setdefault("aurora_v1", sim_controller)
     scs = [sc for su in suites if su for sc in get_suite(su)] + [get_scenario(n) for n in scenarios if n]
     if duration_s > 0:
         scs = [with_duration(sc, duration_s) for sc in scs]

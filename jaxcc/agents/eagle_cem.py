@@ -49,7 +49,6 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jaxcc import policy as jaxcc_policy
 from jaxcc import policyfile
 from jaxcc.agents import pipeline
 from jaxcc.baselines.bbr import FULL_BW_THRESH, HIGH_GAIN
@@ -442,94 +441,6 @@ def make_train(config, mesh=None) -> Trainer:
                    update=update, rollout=rollout, env_steps_per_update=E * S * A, env=env, env_params=env_params)
 
 
-# ----------------------------------------------------------------------------- in-simulator sender
-
-
-def sim_controller(spec: dict, tensors: dict):
-    """``(init, act, update)`` of a per-tick simulator sender running an exported Eagle policy
-    (feature set ``eagle_v1``) — the builder ``jaxcc.policy`` needs for ``policy:FILE``.
-
-    It reuses the ``eagle`` environment's own code for everything but the network: MI statistics
-    (``jaxcc.envs.mi``), ``EagleEnv.observe`` for the features and ``EagleEnv.apply_action`` for
-    the rate and the BDP-based cwnd, so the sender behaves in a scenario as in training: start at
-    300 kbit/s with 10 packets, act every 3 RTTs on the last four feature vectors (argmax).
-    """
-    import types
-
-    from jaxcc import envs
-    from jaxcc.baselines.base import Action
-    from jaxcc.envs import eagle as eagle_env
-    from jaxcc.envs import mi as mi_lib
-
-    feats = spec["features"]
-    T, D, mi_ticks = jaxcc_policy.spec_window(spec)
-    tpr = int(feats.get("ticks_per_rtt", 8))
-    env, p = envs.make_env("eagle", history=T, num_flows=1)
-    # The file's own start, cwnd floor, delay threshold and EWMA gain where it states them
-    # (what the C++ sender reads too); the env's defaults otherwise.
-    over = ("init_rate_mbps", "init_cwnd_pkts", "min_cwnd_pkts", "delay_thresh_ms", "ewma_gain")
-    p = p.replace(**{k: jnp.asarray(float(feats[k]), jnp.float32) for k in over if k in feats})
-    # A file without "bw_window_steps" predates the windowed BDP estimate: the whole connection's max.
-    w = feats.get("bw_window_steps", 0)
-    if not (isinstance(w, (int, float)) and float(w).is_integer() and 0 <= w <= eagle_env.MAX_BW_WINDOW):
-        raise ValueError(f"policy features: 'bw_window_steps'={w!r} must be an integer in [0, {eagle_env.MAX_BW_WINDOW}]")
-    p = p.replace(bw_window_steps=jnp.asarray(int(w), jnp.int32))
-    empty = jnp.asarray(feats.get("empty", [0.0] * D), jnp.float32)
-    ten = {k: jnp.asarray(v) for k, v in tensors.items()}
-
-    class S(NamedTuple):
-        rate: jax.Array  # [1]
-        cwnd: jax.Array  # [1]
-        tick: jax.Array
-        m: Any
-        run: Any
-        paper: Any
-        hist: jax.Array
-
-    def act_on(hist, rate, run, paper):
-        a = policyfile.apply(spec, ten, hist).reshape((1,))
-        st = types.SimpleNamespace(rate=rate, run=run, paper=paper)
-        return env.apply_action(st, a, p)  # (rate, cwnd, paper)
-
-    def init(cparam):
-        hist = jnp.broadcast_to(empty, (T, D)).astype(jnp.float32)
-        run = mi_lib.running_zero(1)
-        paper = env.init_paper(None, p)
-        rate0 = jnp.full((1,), p.init_rate_mbps * 125000.0, jnp.float32)
-        rate, cwnd, paper = act_on(hist, rate0, run, paper)  # the env's first action, on the empty window
-        return S(rate=rate.astype(jnp.float32), cwnd=cwnd.astype(jnp.float32), tick=jnp.zeros((), jnp.int32),
-                 m=mi_lib.mi_zero(1), run=run, paper=paper, hist=hist)
-
-    def act(s, cparam):
-        return Action(rate=s.rate[0], cwnd=s.cwnd[0])
-
-    def update(s, obs, cparam):
-        m = mi_lib.mi_add_tick(s.m, jaxcc_policy.mi_tick(obs), obs.dt)
-        n = s.tick + 1
-
-        def boundary(_):
-            active = m.active > 0
-            run = jax.tree.map(lambda a, b: jnp.where(active, a, b), mi_lib.running_update(s.run, m), s.run)
-            link = types.SimpleNamespace(rtt=jnp.full((1,), obs.dt * tpr))
-            out = env.observe(types.SimpleNamespace(link=link, cwnd=s.cwnd, rate=s.rate), s.paper, m, run, None, p)
-            paper = jax.tree.map(lambda a, b: jnp.where(active, a, b), out.paper, s.paper)
-            x = out.features[0].astype(jnp.float32)
-            hist = jnp.where(active[0], jnp.concatenate([s.hist[1:], x[None]], 0), s.hist)
-            rate, cwnd, paper2 = act_on(hist, s.rate, run, paper)
-            rate = jnp.where(active, jnp.clip(rate, 0.01 * 125000.0, 1e5 * 125000.0), s.rate)
-            cwnd = jnp.where(active, cwnd, s.cwnd)
-            paper = jax.tree.map(lambda a, b: jnp.where(active, a, b), paper2, paper)
-            return S(rate=rate.astype(jnp.float32), cwnd=cwnd.astype(jnp.float32), tick=jnp.zeros((), jnp.int32),
-                     m=mi_lib.mi_zero(1), run=run, paper=paper, hist=hist)
-
-        def inside(_):
-            return s._replace(tick=n, m=m)
-
-        return jax.lax.cond(n >= mi_ticks, boundary, inside, None)
-
-    return init, act, update
-
-
 # ----------------------------------------------------------------------------- export
 
 
@@ -546,14 +457,10 @@ def export(state, spec: dict, path: str) -> str:
 def evaluate_policy_files(paths, buffers_bdp=(1.0, 2.0, 4.0), baselines=("bbr", "cubic"), duration_s: float = 30.0):
     """Exported Eagle policies next to ``baselines`` on a 10 Mbit/s, 100 ms link (§V, Fig. 7),
     one scenario per buffer size (in BDPs), in the simulator (``jaxcc.evaluate``).
-
-    Registers this module's ``sim_controller`` for ``eagle_v1`` in ``jaxcc.policy`` if absent.
     """
     from jaxcc import evaluate as ev
-    from jaxcc import policy as pol
     from jaxcc.scenarios import parse_scenario
 
-    pol._BUILDERS.setdefault("eagle_v1", sim_controller)
     bdp = 10 * 125000.0 * 0.1
     scs = [parse_scenario({"name": f"eagle/10mbps-100ms-buf{b:g}bdp", "duration_s": float(duration_s),
                            "link": {"bandwidth_mbps": 10, "buffer_bytes": int(b * bdp), "loss": 0.0},

@@ -67,7 +67,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from jaxcc.baselines.base import Action, Controller, TickObs
+from jaxcc.sim.controller import Action, Controller, TickObs
 from jaxcc.sim import core as _core
 from jaxcc.sim.core import MSS
 

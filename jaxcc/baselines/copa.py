@@ -100,7 +100,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from jaxcc.baselines.base import Action, Controller, TickObs
+from jaxcc.sim.controller import Action, Controller, TickObs
 from jaxcc.sim.core import BIG, MSS
 
 # δ = 0.5 in the default mode; the standing queue is 1/δ packets per flow.

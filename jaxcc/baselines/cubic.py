@@ -48,7 +48,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from jaxcc.baselines.base import Action, Controller, TickObs
+from jaxcc.sim.controller import Action, Controller, TickObs
 from jaxcc.sim.core import BIG, MSS
 
 # RFC 9438 §5.1: "C SHOULD be set to 0.4" (packets/s³) — with β = 0.7 this makes CUBIC as fast as

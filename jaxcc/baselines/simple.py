@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
-from jaxcc.baselines.base import Controller, TickObs, rate_only
+from jaxcc.sim.controller import Controller, TickObs, rate_only
 from jaxcc.sim.links import MBPS
 
 

@@ -8,6 +8,11 @@ Each flow slot has a controller id into a static tuple of ``Controller``s; every
 the tuple is stepped for every flow and the flow's own is selected (``jnp.take_along_axis``), so
 mixed links (a learned flow next to ``cubic``) cost one compile.  A flow's controller state is
 reset to ``init`` after every tick in which the flow was idle, so it starts fresh when it starts.
+
+The runner knows no controller names: ``build_batches`` takes a ``resolve`` callable from its
+caller (``jaxcc.senders.resolve``: name -> ``(Controller, cparam)``), and a scenario is anything
+with the fields ``Scenario`` below lists (``jaxcc.scenarios.Scenario`` is one).  So nothing here
+imports above ``jaxcc.sim``.
 """
 
 from __future__ import annotations
@@ -15,15 +20,43 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections import defaultdict
-from typing import Sequence
+from typing import Callable, Protocol, Sequence
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxcc.baselines import base, registry
-from jaxcc.scenarios import Scenario
+from jaxcc.sim import controller as ctl
 from jaxcc.sim import core, links
+
+
+class FlowSpec(Protocol):
+    """One flow of a scenario, as the runner reads it."""
+
+    rtt_ms: float
+    start_s: float
+    stop_s: float
+    controller: str  # a name ``resolve`` understands
+
+
+class LinkSpec(Protocol):
+    """A scenario's bottleneck, as the runner reads it."""
+
+    buffer_bytes: float
+    loss: float
+
+    def capacity(self, *, seed: int, duration_s: float) -> links.Schedule: ...
+
+
+class Scenario(Protocol):
+    """What the runner needs of a scenario (``jaxcc.scenarios.Scenario`` has it)."""
+
+    duration_s: float
+    link: LinkSpec
+    flows: Sequence[FlowSpec]
+
+
+Resolve = Callable[[str], tuple[ctl.Controller, np.ndarray]]
 
 
 @dataclasses.dataclass
@@ -41,7 +74,7 @@ class Batch:
     params: core.LinkParams  # leaves [B, ...]
     ctrl_ids: np.ndarray  # [B, F] int32
     cparams: np.ndarray  # [B, F, CPARAM_DIM]
-    controllers: tuple[base.Controller, ...]
+    controllers: tuple[ctl.Controller, ...]
     num_ticks: int
     ring_len: int
     schedules: list[links.Schedule]
@@ -56,9 +89,17 @@ def _item_link(item: Item, ticks_per_rtt: int):
     return sched, rtts, dt
 
 
-def build_batches(items: Sequence[Item], *, ticks_per_rtt: int = links.DEFAULT_TICKS_PER_RTT,
+def build_batches(items: Sequence[Item], *, resolve: Resolve, ticks_per_rtt: int = links.DEFAULT_TICKS_PER_RTT,
                   max_ring: int = links.DEFAULT_MAX_RING) -> list[Batch]:
-    """Group items by tick count and pad each group into one batch."""
+    """Group items by tick count and pad each group into one batch.
+
+    Args:
+      items: the simulations.
+      resolve: a flow's controller name -> ``(Controller, cparam [CPARAM_DIM])``
+        (``jaxcc.senders.resolve``); controllers are told apart by their ``name``.
+      ticks_per_rtt: ticks per smallest flow RTT of each item.
+      max_ring: cap on the feedback ring length.
+    """
     prepared = []
     for it in items:
         sched, rtts, dt = _item_link(it, ticks_per_rtt)
@@ -73,7 +114,7 @@ def build_batches(items: Sequence[Item], *, ticks_per_rtt: int = links.DEFAULT_T
         f = max(len(g[2]) for g in group)
         ring = max(links.ring_len_for(g[1], g[0].scenario.link.buffer_bytes, g[2], g[3], max_ring) for g in group)
         names: list[str] = []
-        ctrls: list[base.Controller] = []
+        ctrls: list[ctl.Controller] = []
         params, ids, cps = [], [], []
         for it, sched, rtts, dt, _ in group:
             sc = it.scenario
@@ -81,9 +122,9 @@ def build_batches(items: Sequence[Item], *, ticks_per_rtt: int = links.DEFAULT_T
                 sched, sc.link.buffer_bytes, sc.link.loss, rtts, [fl.start_s for fl in sc.flows],
                 [fl.stop_s for fl in sc.flows], num_segments=k, num_flows=f, dt=dt))
             row_ids = np.zeros((f,), np.int32)
-            row_cp = np.zeros((f, base.CPARAM_DIM), np.float32)
+            row_cp = np.zeros((f, ctl.CPARAM_DIM), np.float32)
             for j, fl in enumerate(sc.flows):
-                ctrl, cparam = registry.resolve(fl.controller)
+                ctrl, cparam = resolve(fl.controller)
                 if ctrl.name not in names:
                     names.append(ctrl.name)
                     ctrls.append(ctrl)
@@ -105,7 +146,7 @@ def _where_flow(mask: jax.Array, a, b):
     return jax.tree.map(sel, a, b)
 
 
-def make_run(controllers: tuple[base.Controller, ...], num_ticks: int, ring_len: int):
+def make_run(controllers: tuple[ctl.Controller, ...], num_ticks: int, ring_len: int):
     """A pure ``run(params, ctrl_ids, cparams) -> (final SimState, TickOut trajectory, rates)``
     for one link; vmap it for a batch."""
 
@@ -120,7 +161,7 @@ def make_run(controllers: tuple[base.Controller, ...], num_ticks: int, ring_len:
             rate = jnp.take_along_axis(rates, ctrl_ids[None], axis=0)[0]
             cwnd = jnp.take_along_axis(cwnds, ctrl_ids[None], axis=0)[0]
             sim, out = core.step(p, sim, rate, cwnd)
-            obs = base.tick_obs(out, p.dt)
+            obs = ctl.tick_obs(out, p.dt)
             cstates = tuple(jax.vmap(c.update)(cs, obs, cparams) for c, cs in zip(controllers, cstates))
             # A flow idle during this tick starts its next tick from a fresh state, so a flow that
             # starts (or restarts) does so from ``init``, not from updates it saw while idle.

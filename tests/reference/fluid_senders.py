@@ -35,7 +35,7 @@ from typing import NamedTuple
 
 import jax.numpy as jnp
 
-from jaxcc.baselines.base import Action, Controller, TickObs
+from jaxcc.sim.controller import Action, Controller, TickObs
 from jaxcc.baselines.simple import FIXED  # noqa: F401  (the constant-rate sender)
 from jaxcc.sim.core import BIG, MSS
 

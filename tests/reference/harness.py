@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxcc.baselines.base import CPARAM_DIM
+from jaxcc.sim.controller import CPARAM_DIM
 from jaxcc.sim import links, runner
 
 from reference import fluid_senders, packet_sim

@@ -1,0 +1,81 @@
+"""Simulator senders: every controller name the simulator runs, and exported policies.
+
+``resolve(name) -> (Controller, cparam)`` turns a controller name (``jaxcc.controllers``: bbr,
+cubic, copa, oracle, fixed:MBPS, policy:FILE) into the in-simulator controller and its per-flow
+parameter vector; the runner (``jaxcc.sim.runner.build_batches``) takes it from its caller.
+
+``policy_controller(path)`` runs an exported policy file (``--controller=policy:FILE``): one
+module per feature set, each the simulator twin of its section in
+``datapath/src/mi_features.cc`` and built from its environment's own code (``jaxcc.envs``), so
+a policy meets in a scenario the features, network and action rules it was trained with:
+
+    aurora_v1  Aurora (PPO): latency gradient/ratio, sending ratio; x(1+αa) or x/(1−αa)
+    pareto_v1  Pareto (TD3 + LSTM): delay flag, dR, dD/dT, dL/dT, excess; rate·(1+a)
+    eagle_v1   Eagle (CEM + BBR teacher): five rate multipliers and a BDP-based cwnd
+    mocc_v1    MOCC (preference-conditioned): cwnd deltas, init-cwnd, paced window
+    deepcc_v1  DeepCC (goal-conditioned): an absolute rate in [0, bound]
+
+The per-tick plumbing they share (MI accumulation, the feature window, the first decision) is
+``jaxcc.senders.common``; the parity vectors (``tests/vectors/features_*_v1.json``) hold each
+module to the environments and to the C++ datapath (``tests/test_senders.py``).
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from jaxcc import policyfile
+from jaxcc.controllers import parse_controller
+from jaxcc.senders import aurora_v1, deepcc_v1, eagle_v1, mocc_v1, pareto_v1
+from jaxcc.sim.controller import CPARAM_DIM, Controller
+
+FEATURE_SETS = {m.NAME: m for m in (aurora_v1, pareto_v1, eagle_v1, mocc_v1, deepcc_v1)}
+
+
+def policy_controller(path: str) -> tuple[Controller, np.ndarray]:
+    """A simulator controller that runs the exported policy ``path``, named ``policy:ABSPATH``.
+
+    Raises:
+      ValueError: the file is not a valid policy, or its feature set has no sender here.
+    """
+    spec, tensors = policyfile.load(path)
+    fname = spec["features"]["name"]
+    if fname not in FEATURE_SETS:
+        raise ValueError(f"policy {path!r}: feature set {fname!r} has no simulator sender "
+                         f"(supported: {', '.join(sorted(FEATURE_SETS))})")
+    ctrl = FEATURE_SETS[fname].controller(f"policy:{os.path.abspath(path)}", spec, tensors)
+    return ctrl, np.zeros((CPARAM_DIM,), np.float32)
+
+
+def resolve(name: str) -> tuple[Controller, np.ndarray]:
+    """The in-simulator ``Controller`` of a controller name and its cparam ``[CPARAM_DIM]``.
+
+    Raises:
+      ValueError: the name is not valid, or names a controller that runs only in emulation.
+    """
+    spec = parse_controller(name, allow_kernel=False)
+    cparam = np.zeros((CPARAM_DIM,), np.float32)
+    if spec.kind == "fixed":
+        from jaxcc.baselines.simple import FIXED
+        cparam[0] = spec.fixed_mbps
+        return FIXED, cparam
+    if spec.kind == "oracle":
+        from jaxcc.baselines.simple import ORACLE
+        return ORACLE, cparam
+    if spec.kind == "bbr":
+        from jaxcc.baselines.bbr import BBR
+        return BBR, cparam
+    if spec.kind == "cubic":
+        from jaxcc.baselines.cubic import CUBIC
+        return CUBIC, cparam
+    if spec.kind == "copa":
+        from jaxcc.baselines.copa import COPA
+        return COPA, cparam
+    if spec.kind == "policy":
+        return policy_controller(spec.arg)
+    raise ValueError(f"controller {name!r} cannot run in the simulator")
+
+
+__all__ = ["FEATURE_SETS", "policy_controller", "resolve"]

@@ -1,0 +1,164 @@
+"""What every simulator sender of an exported policy shares: the monitor interval (MI) clock,
+the feature window, and the ``Controller`` they run as.
+
+A feature set's module (``aurora_v1``, ``eagle_v1``, ...) describes its sender as a ``Sender``:
+five pure functions over its own state ``own`` (rate, cwnd, the paper's per-flow memory), each
+over one flow (leaves ``[1]`` or scalars, the environment's per-flow code run with one flow):
+
+    own = start(rtt0)                        # before the first decision (rtt0 None: unknown yet)
+    own = decide(own, hist, run, rtt0)       # the policy on the window, then the paper's action rules
+    x, own = observe(own, m, run, rtt0)      # one MI's statistics -> its feature vector [D]
+    action = act(own)                        # what the flow sends during a tick
+
+``rtt0`` is the fallback min RTT before any RTT sample (the environments use the flow's
+propagation RTT; the datapath ``--rtt-hint-ms``).  In the simulator it is ``dt · ticks_per_rtt``:
+the runner makes a tick ``ticks_per_rtt``-th of the link's smallest propagation RTT, and
+``ticks_per_rtt`` is the spec's (what the policy was trained at; a scenario simulated at another
+resolution stretches the MI and this RTT by the ratio).
+
+``make_controller`` wraps a ``Sender`` into the per-tick ``Controller`` protocol exactly as the
+environment steps (``jaxcc.envs.base.MultiFlowEnv.step_env``): every tick's feedback is
+accumulated into the MI with the environment's ``mi.mi_add_tick``; every ``mi_rtts ·
+ticks_per_rtt`` ticks the running statistics are updated, the features computed, pushed into
+the ``[T, D]`` window (oldest first, padded with ``features.empty``) and the policy decides.  An
+MI in which the flow was never active changes nothing but the clock.  The first decision is
+taken on the empty window (the environments act once at reset, before any feedback): at
+``init``, or, for a sender whose start needs the link's RTT (``needs_rtt_to_start``), at the end
+of the first tick, which reveals it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from jaxcc.envs import mi as mi_lib
+from jaxcc.sim.controller import Action, Controller, TickObs
+
+
+class Sender(NamedTuple):
+    """A feature set's sender as pure functions over its own state (see the module docstring)."""
+
+    start: Callable[[Any], Any]
+    decide: Callable[[Any, jax.Array, mi_lib.RunningStats, Any], Any]
+    observe: Callable[[Any, mi_lib.MIStats, mi_lib.RunningStats, Any], tuple[jax.Array, Any]]
+    act: Callable[[Any], Action]
+    needs_rtt_to_start: bool = False
+
+
+class SenderState(NamedTuple):
+    """A sender's per-flow state in the simulator."""
+
+    own: Any  # the feature set's state (rate, cwnd, paper memory)
+    hist: jax.Array  # [T, D] feature window, oldest first
+    tick: jax.Array  # ticks into the current MI
+    m: mi_lib.MIStats  # the current MI's statistics ([1] leaves)
+    run: mi_lib.RunningStats  # statistics across MIs ([1] leaves)
+    started: jax.Array  # the first decision was taken
+
+
+class MITick(NamedTuple):
+    """The ``TickOut`` fields ``mi.mi_add_tick`` reads, for one flow ([1] leaves)."""
+
+    acked: jax.Array
+    lost: jax.Array
+    rtt_wsum: jax.Array
+    sent: jax.Array
+    active: jax.Array
+
+
+def mi_tick(obs: TickObs) -> MITick:
+    """One flow's tick observation in the shape ``jaxcc.envs.mi.mi_add_tick`` accumulates."""
+    one = lambda x: jnp.reshape(x, (1,))  # noqa: E731
+    return MITick(one(obs.acked), one(obs.lost), one(obs.rtt_wsum), one(obs.sent), one(obs.active))
+
+
+def ticks_per_rtt(spec: dict) -> int:
+    """Simulator ticks per min RTT the policy was trained at (``features.ticks_per_rtt``, default 8)."""
+    return int(spec["features"].get("ticks_per_rtt", 8))
+
+
+def spec_window(spec: dict) -> tuple[int, int, int]:
+    """(history T, observation size D, ticks per monitor interval) of an exported policy spec."""
+    feats = spec["features"]
+    return int(feats["history"]), int(feats["obs_dim"]), int(round(float(spec["mi_rtts"]) * ticks_per_rtt(spec)))
+
+
+def empty_window(spec: dict, default=None) -> jax.Array:
+    """The ``[T, D]`` window before any MI: ``features.empty`` (else ``default``, else zeros) per step."""
+    T, D, _ = spec_window(spec)
+    empty = spec["features"].get("empty", [0.0] * D if default is None else list(default))
+    return jnp.broadcast_to(jnp.asarray(empty, jnp.float32), (T, D)).astype(jnp.float32)
+
+
+def push(hist: jax.Array, x: jax.Array) -> jax.Array:
+    """The window with its oldest step dropped and ``x`` [D] appended as the newest."""
+    return jnp.concatenate([hist[1:], x[None].astype(jnp.float32)], 0)
+
+
+def policy_goal(spec: dict, goal=None) -> jax.Array | None:
+    """The goal/preference vector fed to a policy with ``goal_dim`` G > 0: ``goal`` if given,
+    else 1/G each — the datapath sender's default without ``--goal``.  None when G is 0."""
+    G = int(spec.get("goal_dim", 0))
+    if G == 0:
+        if goal is not None and len(goal):
+            raise ValueError(f"goal: the policy takes no goal (goal_dim 0), got {list(goal)}")
+        return None
+    g = [1.0 / G] * G if goal is None else [float(v) for v in goal]
+    if len(g) != G:
+        raise ValueError(f"goal: the policy needs {G} values (goal_dim), got {len(g)}")
+    return jnp.asarray(g, jnp.float32)
+
+
+def tensors_as_arrays(tensors: dict) -> dict:
+    return {k: jnp.asarray(v) for k, v in tensors.items()}
+
+
+def make_controller(name: str, spec: dict, sender: Sender, default_empty=None) -> Controller:
+    """The per-tick ``Controller`` that runs ``sender`` (see the module docstring)."""
+    T, D, mi_ticks = spec_window(spec)
+    tpr = ticks_per_rtt(spec)
+
+    def first_decision(hist, rtt0):
+        return sender.decide(sender.start(rtt0), hist, mi_lib.running_zero(1), rtt0)
+
+    def init(cparam):
+        hist = empty_window(spec, default_empty)
+        if sender.needs_rtt_to_start:
+            own, started = sender.start(None), jnp.zeros((), bool)
+        else:
+            own, started = first_decision(hist, None), jnp.ones((), bool)
+        return SenderState(own=own, hist=hist, tick=jnp.zeros((), jnp.int32), m=mi_lib.mi_zero(1),
+                           run=mi_lib.running_zero(1), started=started)
+
+    def act(s: SenderState, cparam):
+        return sender.act(s.own)
+
+    def update(s: SenderState, obs: TickObs, cparam):
+        rtt0 = obs.dt * tpr  # the link's min propagation RTT (the env's fallback before a sample)
+        if sender.needs_rtt_to_start:
+            own = jax.lax.cond(s.started, lambda: s.own, lambda: first_decision(s.hist, rtt0))
+            s = s._replace(own=own, started=jnp.ones((), bool))
+        m = mi_lib.mi_add_tick(s.m, mi_tick(obs), obs.dt)
+        n = s.tick + 1
+
+        def boundary(_):
+            active = m.active > 0
+            run = jax.tree.map(lambda a, b: jnp.where(active, a, b), mi_lib.running_update(s.run, m), s.run)
+            on = active[0]
+            keep = lambda new, old: jax.tree.map(lambda a, b: jnp.where(on, a, b), new, old)  # noqa: E731
+            x, own = sender.observe(s.own, m, run, rtt0)
+            own = keep(own, s.own)
+            hist = jnp.where(on, push(s.hist, x), s.hist)
+            own = keep(sender.decide(own, hist, run, rtt0), own)
+            return SenderState(own=own, hist=hist, tick=jnp.zeros((), jnp.int32), m=mi_lib.mi_zero(1), run=run,
+                               started=s.started)
+
+        def inside(_):
+            return s._replace(tick=n, m=m)
+
+        return jax.lax.cond(n >= mi_ticks, boundary, inside, None)
+
+    return Controller(name, init, act, update)

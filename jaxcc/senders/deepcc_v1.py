@@ -1,0 +1,100 @@
+"""``deepcc_v1``: the simulator sender of an exported DeepCC policy (IEEE/ACM ToN 2022), goal-conditioned.
+
+Twin of ``DeepccFeatures`` in ``datapath/src/mi_features.cc``.  Every ``mi_rtts`` (½) RTT the
+state s_t of §IV-B and the measurement m_t of eq. 1 ([last action, EWMA RTT / min RTT, sending
+rate / bound, queuing delay / min RTT, throughput / max, delay_t / min RTT, loss]) from
+``DeepccEnv.observe`` (``jaxcc.envs.deepcc``); the network on the 16-step window and the goal
+(``jaxcc.policyfile.apply``, the ``concat_goal`` layer); the head's output normalised to
+u ∈ [0, 1] and sent at u · ``bound_mbps`` (``DeepccEnv.apply_action``, the action block's
+``rate_absolute``).  delay_t is the MI's largest per-tick RTT sample, the nearest-rank 95th
+percentile of its at most 20 samples, as in training.
+
+Goal g (throughput, delay, loss weights): the policy's goal input, 1/3 each unless given
+(``controller(..., goal=)``) — what the datapath sender feeds without ``--goal``.
+
+Start: the first decision on the empty window (the environment acts at reset), before any tick.
+"""
+
+from __future__ import annotations
+
+import types
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from jaxcc import envs, policyfile
+from jaxcc.envs import base as env_base
+from jaxcc.envs import deepcc
+from jaxcc.senders import common
+from jaxcc.sim.controller import Controller, rate_only
+from jaxcc.sim.core import BIG
+
+NAME = "deepcc_v1"
+SENDER_INIT_RATE = 1.0 * 125000.0  # bytes/s before the first decision (jaxcc-sender --init-mbps 1)
+
+
+class Own(NamedTuple):
+    rate: jax.Array  # [1] bytes/s
+    paper: Any  # deepcc.DeepccFlow ([1] leaves)
+
+
+def env_and_params(spec: dict):
+    """The ``deepcc`` environment (one flow, the file's history) and its parameters with the file's
+    EWMA gain and bound; checks that the policy's head, action block and goal fit the feature set.
+
+    Raises:
+      ValueError: naming the field that does not fit.
+    """
+    feats = spec["features"]
+    bound = float(feats.get("bound_mbps", deepcc.BOUND_MBPS))
+    if not bound > 0:
+        raise ValueError(f"policy features: 'bound_mbps'={bound} must be > 0")
+    head, action = spec["head"], spec["action"]
+    if head["type"] not in ("continuous", "gaussian_mean"):
+        raise ValueError(f"deepcc_v1: head must be continuous or gaussian_mean (a rate in [0, bound]), got {head['type']}")
+    if action["type"] != "rate_absolute" or abs(float(action.get("bound_mbps", 0.0)) - bound) > 1e-9 * bound:
+        raise ValueError(f"deepcc_v1: action must be rate_absolute with bound_mbps {bound} (features.bound_mbps), "
+                         f"got {action['type']} {action.get('bound_mbps')}")
+    goal = feats.get("goal")
+    n_goal = len(goal) if isinstance(goal, list) else 3
+    if int(spec.get("goal_dim", 0)) != n_goal:
+        raise ValueError(f"deepcc_v1: goal_dim must be {n_goal} (one weight per objective), got {spec.get('goal_dim')}")
+    env, p = envs.make_env("deepcc", history=int(feats["history"]), num_flows=1)
+    p = p.replace(bound_mbps=jnp.asarray(bound, jnp.float32))
+    if "ewma_gain" in feats:
+        p = p.replace(ewma_gain=jnp.asarray(float(feats["ewma_gain"]), jnp.float32))
+    return env, p
+
+
+def sender(spec: dict, tensors: dict, goal=None) -> common.Sender:
+    """The ``deepcc_v1`` sender of a policy with goal ``goal`` (default 1/G each)."""
+    env, p = env_and_params(spec)
+    g = common.policy_goal(spec, goal)
+    ten = common.tensors_as_arrays(tensors)
+    lo, hi = float(spec["head"]["low"]), float(spec["head"]["high"])
+
+    def start(rtt0):
+        return Own(rate=jnp.full((1,), SENDER_INIT_RATE, jnp.float32), paper=env.init_paper(None, p))
+
+    def decide(own: Own, hist, run, rtt0):
+        u = (policyfile.apply(spec, ten, hist, g).reshape(-1)[:1] - lo) / (hi - lo)  # the env's a in [0, 1]
+        st = types.SimpleNamespace(cwnd=jnp.full((1,), BIG, jnp.float32), paper=own.paper)
+        rate, _, paper = env.apply_action(st, u, p)
+        rate = jnp.clip(rate, env_base.MIN_RATE, env_base.MAX_RATE)
+        return Own(rate=rate.astype(jnp.float32), paper=paper)
+
+    def observe(own: Own, m, run, rtt0):
+        st = types.SimpleNamespace(link=types.SimpleNamespace(rtt=jnp.full((1,), rtt0)), goal=g[None], rate=own.rate)
+        out = env.observe(st, own.paper, m, run, None, p)
+        return out.features[0], own._replace(paper=out.paper)
+
+    def act(own: Own):
+        return rate_only(own.rate[0])
+
+    return common.Sender(start=start, decide=decide, observe=observe, act=act)
+
+
+def controller(name: str, spec: dict, tensors: dict, goal=None) -> Controller:
+    """The per-tick simulator ``Controller`` running the policy (``jaxcc.senders.common``)."""
+    return common.make_controller(name, spec, sender(spec, tensors, goal))

@@ -1,0 +1,117 @@
+"""``mocc_v1``: the simulator sender of an exported MOCC policy (IWQoS 2021), preference-conditioned.
+
+Twin of ``MoccFeatures`` in ``datapath/src/mi_features.cc``.  Every ``mi_rtts`` RTTs the state
+of §IV-A, [Delay, ACK rate, sending rate, cwnd] normalised as the ``mocc`` environment does, from
+``MoccEnv.observe`` (``jaxcc.envs.mocc``); the network on the window and the preference
+(``jaxcc.policyfile.apply``, the ``concat_goal`` layer; argmax of the Q-values); then §IV-A's
+window action, cwnd += ``cwnd_deltas_pkts[a]`` packets (at least ``min_cwnd_pkts``), overridden
+at step ``init_step`` by §IV-B's init-cwnd b × F(mean ACK rate) packets, and paced at
+``pacing_gain`` · cwnd / min RTT — ``MoccEnv.apply_action`` with the file's table and numbers.
+
+Preference ω: the policy's goal input, 1/3 each unless given (``controller(..., goal=)``) — what
+the datapath sender feeds without ``--goal``.
+
+Start: a window of ``init_cwnd_pkts`` (10) packets, and the first decision on the empty window
+(the environment acts at reset).  Its pacing needs the min RTT, which the simulator reveals with
+the first tick, so that decision is taken at the end of the first tick; during it the flow
+sends the initial window at the datapath sender's initial 1 Mbit/s.
+"""
+
+from __future__ import annotations
+
+import types
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from jaxcc import envs, policyfile
+from jaxcc.envs import base as env_base
+from jaxcc.envs import mi as mi_lib
+from jaxcc.envs import mocc
+from jaxcc.senders import common
+from jaxcc.sim.controller import Action, Controller
+from jaxcc.sim.core import MSS
+
+NAME = "mocc_v1"
+SENDER_INIT_RATE = 1.0 * 125000.0  # bytes/s before the first decision (jaxcc-sender --init-mbps 1)
+SPEC_PARAMS = ("timeout_min_s", "timeout_rtts", "init_cwnd_pkts", "min_cwnd_pkts", "b", "pacing_gain")
+
+
+class Own(NamedTuple):
+    rate: jax.Array  # [1] bytes/s
+    cwnd: jax.Array  # [1] bytes
+    paper: Any  # mocc.MoccFlow ([1] leaves)
+
+
+def env_and_params(spec: dict):
+    """The ``mocc`` environment (one flow, the file's history) and its parameters with the file's
+    numbers; checks that the policy's head, action table and goal fit the feature set.
+
+    Raises:
+      ValueError: naming the field that does not fit.
+    """
+    feats = spec["features"]
+    deltas = [float(d) for d in feats.get("cwnd_deltas_pkts", mocc.CWND_DELTAS_PKTS)]
+    head, action = spec["head"], spec["action"]
+    if head["type"] not in ("discrete", "q_values") or int(head["n"]) != len(deltas):
+        raise ValueError(f"mocc_v1: head must be discrete or q_values over {len(deltas)} actions "
+                         f"(features.cwnd_deltas_pkts), got {head['type']} n={head.get('n')}")
+    want = [d * policyfile.MSS for d in deltas]
+    got = [float(d) for d in action.get("deltas", [])] if action["type"] == "cwnd_table" else None
+    if got is None or len(got) != len(want) or any(abs(a - b) > 1e-6 * max(abs(a), abs(b)) + 1e-9
+                                                   for a, b in zip(got, want)):
+        raise ValueError(f"mocc_v1: action must be cwnd_table with deltas {want} bytes (features.cwnd_deltas_pkts "
+                         f"x 1500), got {action['type']} {got}")
+    n_obj = len(feats.get("objectives", mocc.OBJECTIVES))
+    if int(spec.get("goal_dim", 0)) != n_obj:
+        raise ValueError(f"mocc_v1: goal_dim must be {n_obj} (one preference per objective), got {spec.get('goal_dim')}")
+    bw_set = [float(x) for x in feats.get("bw_set_mbps", mocc.BW_SET_MBPS)]
+    if any(b <= a for a, b in zip(bw_set, bw_set[1:])):
+        raise ValueError(f"policy features: 'bw_set_mbps' must be increasing, got {bw_set}")
+    init_step = feats.get("init_step", 2)
+    if not (isinstance(init_step, (int, float)) and float(init_step).is_integer() and init_step >= 0):
+        raise ValueError(f"policy features: 'init_step'={init_step!r} must be an integer >= 0")
+    env, p = envs.make_env("mocc", history=int(feats["history"]), num_flows=1)
+    p = p.replace(**{k: jnp.asarray(float(feats[k]), jnp.float32) for k in SPEC_PARAMS if k in feats})
+    p = p.replace(bw_set_mbps=jnp.asarray(bw_set, jnp.float32), init_step=jnp.asarray(int(init_step), jnp.int32))
+    return env, p, jnp.asarray(deltas, jnp.float32)
+
+
+def sender(spec: dict, tensors: dict, goal=None) -> common.Sender:
+    """The ``mocc_v1`` sender of a policy with preference ``goal`` (default 1/G each)."""
+    env, p, deltas = env_and_params(spec)
+    g = common.policy_goal(spec, goal)
+    ten = common.tensors_as_arrays(tensors)
+
+    def start(rtt0):
+        return Own(rate=jnp.full((1,), SENDER_INIT_RATE, jnp.float32),
+                   cwnd=jnp.full((1,), p.init_cwnd_pkts * MSS, jnp.float32), paper=env.init_paper(None, p))
+
+    def decide(own: Own, hist, run, rtt0):
+        # MoccEnv.apply_action, with the file's delta table.
+        a = policyfile.apply(spec, ten, hist, g).reshape((1,))
+        fl = own.paper
+        cwnd = jnp.maximum(own.cwnd + deltas[a] * MSS, p.min_cwnd_pkts * MSS)
+        ack_rate = fl.acked_sum / jnp.maximum(fl.time_sum, 1e-9)
+        cwnd = jnp.where(fl.steps == p.init_step, mocc.init_cwnd(ack_rate, p.bw_set_mbps, p.b) * MSS, cwnd)
+        rate = mocc.pacing_rate(cwnd, mi_lib.known_min_rtt(run, rtt0), p)
+        rate = jnp.clip(rate, env_base.MIN_RATE, env_base.MAX_RATE)
+        return Own(rate=rate.astype(jnp.float32), cwnd=cwnd.astype(jnp.float32), paper=fl)
+
+    def observe(own: Own, m, run, rtt0):
+        # The link's capacity feeds only MOCC's reward and Algorithm 1, never the features.
+        st = types.SimpleNamespace(link=types.SimpleNamespace(rtt=jnp.full((1,), rtt0)), cwnd=own.cwnd, rate=own.rate)
+        no_link = env_base.LinkMI(cap_bytes=jnp.zeros((), jnp.float32), queue_end=jnp.zeros((), jnp.float32))
+        out = env.observe(st, own.paper, m, run, no_link, p)
+        return out.features[0], own._replace(paper=out.paper)
+
+    def act(own: Own):
+        return Action(rate=own.rate[0], cwnd=own.cwnd[0])
+
+    return common.Sender(start=start, decide=decide, observe=observe, act=act, needs_rtt_to_start=True)
+
+
+def controller(name: str, spec: dict, tensors: dict, goal=None) -> Controller:
+    """The per-tick simulator ``Controller`` running the policy (``jaxcc.senders.common``)."""
+    return common.make_controller(name, spec, sender(spec, tensors, goal))

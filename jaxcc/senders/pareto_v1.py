@@ -1,0 +1,84 @@
+"""``pareto_v1``: the simulator sender of an exported Pareto policy (TD3 + LSTM, staged).
+
+Twin of ``ParetoFeatures`` in ``datapath/src/mi_features.cc``.  It does what the ``pareto``
+environment does (``jaxcc.envs.pareto``): every ``mi_rtts`` RTTs the signals (EWMAs of RTT,
+delivery rate and loss; queuing delay d) from ``pareto.signals`` and the five features
+[delay flag, dR/20, (dD/dT)/5, dL/dT, X] from ``pareto.features``, stateful across MIs; the
+network (``jaxcc.policyfile.apply``) and the action block rate·(1 + a)
+(``policyfile.map_action``).  The scalings the file states (``scale_dR``, ``scale_dD``,
+``d_min_ms``, ``ewma_gain``, ``d_floor_ms``, ``l_floor``) replace the environment's defaults.
+
+Start: the environment's ``init_pkts_per_rtt`` packets per ``init_rtt_s`` (both in the file's
+features), with the first action already applied (the environment acts on the empty window at
+reset).  The next rate multiplies the rate in force, which is what was actually sent.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from jaxcc import policyfile
+from jaxcc.envs import base as env_base
+from jaxcc.envs import mi as mi_lib
+from jaxcc.envs import pareto
+from jaxcc.senders import common
+from jaxcc.sim.controller import Controller, rate_only
+
+NAME = "pareto_v1"
+# The environment parameters a file may state (the datapath reads the same keys).
+SPEC_PARAMS = ("scale_dR", "scale_dD", "d_min_ms", "ewma_gain", "d_floor_ms", "l_floor")
+
+
+class Own(NamedTuple):
+    rate: jax.Array  # bytes/s, scalar
+    paper: pareto.ParetoFlow  # the environment's per-flow memory ([1] leaves)
+
+
+def params(spec: dict) -> pareto.ParetoParams:
+    """The environment's parameters with the file's scalings."""
+    feats = spec["features"]
+    p = env_base.params_as_arrays(pareto.ParetoParams(), ("stage",))
+    over = {k: float(feats[k]) for k in SPEC_PARAMS if k in feats}
+    return p.replace(**{k: jnp.asarray(v, jnp.float32) for k, v in over.items()})
+
+
+def sender(spec: dict, tensors: dict) -> common.Sender:
+    """The ``pareto_v1`` sender of a policy (see the module docstring)."""
+    feats = spec["features"]
+    p = params(spec)
+    init_rtt = float(feats.get("init_rtt_s", 0.09))
+    init_rate = float(feats.get("init_pkts_per_rtt", 10.0)) * 1500.0 / init_rtt
+    ten = common.tensors_as_arrays(tensors)
+
+    def start(rtt0):
+        z = jnp.zeros((1,), jnp.float32)
+        b = jnp.zeros((1,), bool)
+        paper = pareto.ParetoFlow(started=b, rtt=z, R=z, l=z, d_ms=z, dD=z, exp_delay=b, prev_delayed=b)
+        return Own(rate=jnp.clip(jnp.float32(init_rate), env_base.MIN_RATE, env_base.MAX_RATE), paper=paper)
+
+    def decide(own: Own, hist, run, rtt0):
+        out = policyfile.apply(spec, ten, hist)
+        new_rate, _ = policyfile.map_action(spec, out, own.rate, jnp.inf)
+        return own._replace(rate=new_rate.astype(jnp.float32))
+
+    def observe(own: Own, m, run, rtt0):
+        min_rtt = mi_lib.known_min_rtt(run, rtt0)
+        sig, (rtt, R, l) = pareto.signals(own.paper, m, min_rtt, p)
+        exp_now = own.paper.exp_delay | sig.delayed
+        x = pareto.features(sig, exp_now, p)[0]
+        paper = pareto.ParetoFlow(started=jnp.ones_like(own.paper.started), rtt=rtt, R=R, l=l, d_ms=sig.d_ms,
+                                  dD=sig.dD, exp_delay=exp_now, prev_delayed=sig.delayed)
+        return x, own._replace(paper=paper)
+
+    def act(own: Own):
+        return rate_only(own.rate)
+
+    return common.Sender(start=start, decide=decide, observe=observe, act=act)
+
+
+def controller(name: str, spec: dict, tensors: dict) -> Controller:
+    """The per-tick simulator ``Controller`` running the policy (``jaxcc.senders.common``)."""
+    return common.make_controller(name, spec, sender(spec, tensors))
