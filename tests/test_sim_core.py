@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxcc import senders
 from jaxcc.scenarios import parse_scenario
 from jaxcc.sim import core, links, runner
 
@@ -255,7 +256,7 @@ def _compiled_run(mbps: float, ticks_per_rtt: int = links.DEFAULT_TICKS_PER_RTT)
                          "link": {"bandwidth_mbps": mbps, "buffer_bytes": 2 * bdp, "loss": 0.01},
                          "flows": [{"rtt_ms": rtt_ms, "controller": "bbr"},
                                    {"rtt_ms": 2 * rtt_ms, "start_s": 0.5, "controller": "cubic"}]})
-    (batch,) = runner.build_batches([runner.Item(sc)], ticks_per_rtt=ticks_per_rtt)
+    (batch,) = runner.build_batches([runner.Item(sc)], resolve=senders.resolve, ticks_per_rtt=ticks_per_rtt)
     run = jax.jit(jax.vmap(runner.make_run(batch.controllers, batch.num_ticks, batch.ring_len)))
     lowered = run.lower(jax.tree.map(jnp.asarray, batch.params), jnp.asarray(batch.ctrl_ids),
                         jnp.asarray(batch.cparams))
