@@ -21,7 +21,6 @@ def get_config() -> ml_collections.ConfigDict:
 
     c.env = ml_collections.ConfigDict()
     c.env.name = "pareto"
-    c.env.source = "envs"  # jaxcc.envs.make_env('pareto' / 'pareto-fairness')
     c.env.overrides = ml_collections.ConfigDict()  # EnvConfig overrides passed to make_env (e.g. history=8)
 
     # Algorithm 2: each stage adds one fixed-size segment to the shared buffer.

@@ -11,7 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxcc import policyfile
+from jaxcc import export, policyfile
 from jaxcc.agents import aurora_ppo as ap
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -104,9 +104,9 @@ def test_export_reload_gives_identical_actions(tmp_path):
     # Make the mean head non-trivial so clipping and the sign of the action both matter.
     params["actor"]["mean"]["kernel"] = params["actor"]["mean"]["kernel"] * 2000.0
     path = str(tmp_path / "aurora.safetensors")
-    ap.export({"agent": params}, spec, path)
+    export.export_state({"agent": params}, spec, path, algo="aurora_ppo", stage_label="Aurora")
     spec2, tensors = policyfile.load(path)
-    assert spec2["algorithm"] == "aurora" and spec2["head"]["type"] == "gaussian_mean"
+    assert spec2["algorithm"] == "aurora" and spec2["head"]["type"] == "gaussian_mean" and spec2["stage"] == "Aurora"
     assert spec2["action"] == {"type": "aurora", "alpha": 0.025, "min_mbps": 0.01, "max_mbps": 100000.0}
     obs = jax.random.normal(jax.random.PRNGKey(4), (64, 10, 3)) * jnp.array([0.05, 0.5, 1.0]) + jnp.array([0, 1, 1])
     train_a = jnp.clip(jax.vmap(lambda w: ap.actor_mean(spec, params["actor"], w))(obs), -10, 10)
@@ -145,16 +145,6 @@ def test_env_params_from_config():
         c.env.params.no_such_field = 1.0
     with pytest.raises(ValueError, match="no_such_field"):
         ap.make_env(c)
-
-
-def test_with_duration_stretches_the_test():
-    from jaxcc.scenarios import get_scenario
-
-    sc = ap.with_duration(get_scenario("aurora/bw8"), 120.0)
-    assert sc.duration_s == 120.0 and all(f.stop_s == 120.0 for f in sc.flows)
-    assert sc.link.bandwidth_mbps == 8 and sc.flows[0].rtt_ms == 60.0
-    fig7 = ap.with_duration(get_scenario("aurora/random16-32"), 120.0)
-    assert len(fig7.link.capacity(seed=0, duration_s=120.0).times) == 24  # a new rate every 5 s
 
 
 # ----------------------------------------------------------------------------- training

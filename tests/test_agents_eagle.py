@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxcc import policyfile
+from jaxcc import export, policyfile
 from jaxcc.agents import eagle_cem as ec
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -148,7 +148,7 @@ def test_export_reload_gives_identical_actions(tmp_path):
     params = ec.init_params(jax.random.PRNGKey(2), 5, 64)
     params["logits"]["kernel"] = params["logits"]["kernel"] * 300.0  # spread the argmax over actions
     path = str(tmp_path / "eagle.safetensors")
-    ec.export({"agent": {"actor": params}}, spec, path)
+    export.export_state({"agent": {"actor": params}}, spec, path, algo="eagle_cem")
     spec2, tensors = policyfile.load(path)
     assert [l["type"] for l in spec2["layers"]] == ["lstm", "lstm", "last_step", "dense"]
     assert spec2["head"] == {"type": "discrete", "n": 5}
@@ -170,7 +170,7 @@ def test_sim_controller_reads_the_bdp_window(tmp_path):
     assert spec["features"]["bw_window_steps"] == 4
     params = ec.init_params(jax.random.PRNGKey(0), 5, 8)
     path = str(tmp_path / "e.safetensors")
-    ec.export({"agent": {"actor": params}}, spec, path)
+    export.export_state({"agent": {"actor": params}}, spec, path, algo="eagle_cem")
     spec, tensors = policyfile.load(path)
     ec.sim_controller(spec, tensors)  # accepted
     old = dict(spec, features={k: v for k, v in spec["features"].items() if k != "bw_window_steps"})

@@ -10,7 +10,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxcc import checkpointing, policyfile
-from jaxcc.agents import networks, pareto_td3
+from jaxcc.agents.pareto import networks
+from jaxcc.agents.pareto import td3 as pareto_td3
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

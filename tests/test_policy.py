@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxcc import policyfile, scenarios
-from jaxcc.agents import env_adapter, networks
+from jaxcc.agents.pareto import env_adapter, networks
 from jaxcc.baselines import registry
 from jaxcc.envs.rollout import rollout
 from jaxcc.sim import runner

@@ -1,8 +1,12 @@
 """Eagle: the cross-entropy method with a synthesized BBR teacher (Emara, Li, Chen; INFOCOM 2020).
 
 Read top to bottom: network (a policy-file spec, so export is exact) → the cross-entropy pieces
-(elite selection, loss) → the synthesized BBR teacher → Algorithm 2's schedule → ``make_train``
-→ export.
+(elite selection, loss) → the synthesized BBR teacher → Algorithm 2's schedule → ``make_train``.
+Training, export and evaluation are the shared commands::
+
+    python -m jaxcc.train --config=eagle
+    python -m jaxcc.evaluate --suite=eagle --controller=bbr,cubic,policy:checkpoints/eagle/eagle.safetensors \
+        --out=runs/eagle   # §V: 10 Mbit/s, 100 ms at 1, 2, 4 BDP buffers and the Verizon LTE trace
 
 From the paper (seeds/003, §IV-B to §IV-D):
 
@@ -105,9 +109,8 @@ def init_params(key, obs_dim: int, hidden: int = 64, n_actions: int = 5) -> dict
     }
 
 
-def flat(params: dict) -> dict:
-    """``{layer: {tensor: x}}`` → ``{"layer.tensor": x}``."""
-    return {f"{layer}.{name}": v for layer, d in params.items() for name, v in d.items()}
+flat = pipeline.flat  # {layer: {tensor: x}} → {"layer.tensor": x}
+actor_tensors = pipeline.actor_tensors  # the policy file's tensors of a state's actor (jaxcc.export)
 
 
 def logits_fn(spec: dict, params: dict, window):
@@ -528,67 +531,3 @@ def sim_controller(spec: dict, tensors: dict):
         return jax.lax.cond(n >= mi_ticks, boundary, inside, None)
 
     return init, act, update
-
-
-# ----------------------------------------------------------------------------- export
-
-
-def export(state, spec: dict, path: str) -> str:
-    """Write the actor of a training state as a policy file (the spec training evaluated)."""
-    tensors = {k: np.asarray(v, np.float32) for k, v in flat(jax.device_get(state["agent"]["actor"])).items()}
-    policyfile.save(path, spec, tensors)
-    return path
-
-
-# ----------------------------------------------------------------------------- CLI
-
-
-def evaluate_policy_files(paths, buffers_bdp=(1.0, 2.0, 4.0), baselines=("bbr", "cubic"), duration_s: float = 30.0):
-    """Exported Eagle policies next to ``baselines`` on a 10 Mbit/s, 100 ms link (§V, Fig. 7),
-    one scenario per buffer size (in BDPs), in the simulator (``jaxcc.evaluate``).
-
-    Registers this module's ``sim_controller`` for ``eagle_v1`` in ``jaxcc.policy`` if absent.
-    """
-    from jaxcc import evaluate as ev
-    from jaxcc import policy as pol
-    from jaxcc.scenarios import parse_scenario
-
-    pol._BUILDERS.setdefault("eagle_v1", sim_controller)
-    bdp = 10 * 125000.0 * 0.1
-    scs = [parse_scenario({"name": f"eagle/10mbps-100ms-buf{b:g}bdp", "duration_s": float(duration_s),
-                           "link": {"bandwidth_mbps": 10, "buffer_bytes": int(b * bdp), "loss": 0.0},
-                           "flows": [{"rtt_ms": 100.0, "controller": "bbr"}]}) for b in buffers_bdp]
-    entries = ev.controller_entries(list(baselines) + [f"policy:{p}" for p in paths])
-    rep = ev.run_evaluation(scs, entries, progress=False, keep_series=False)
-    rows = []
-    for r in rep["results"]:
-        lab = r["controller"] if not r["controller"].startswith("policy:") else "eagle:" + r["controller"][7:]
-        rows.append({k: r[k] for k in ("scenario", "throughput_mbps", "utilization", "p95_owd_ms", "p95_qdelay_ms",
-                                       "loss")} | {"controller": lab})
-    return rows
-
-
-def main(argv=None):
-    import argparse
-    import json
-
-    ap = argparse.ArgumentParser(prog="python -m jaxcc.agents.eagle_cem", description=__doc__.split("\n")[0])
-    ap.add_argument("--eval", default="", metavar="FILES", help="comma-separated exported policies to evaluate")
-    ap.add_argument("--buffers", default="1,2,4", help="buffer sizes in BDPs of the 10 Mbit/s, 100 ms link")
-    ap.add_argument("--out", default="", help="write the rows as JSON here")
-    a = ap.parse_args(argv)
-    if not a.eval:
-        ap.print_help()
-        return 0
-    rows = evaluate_policy_files(a.eval.split(","), tuple(float(b) for b in a.buffers.split(",")))
-    for r in rows:
-        print(f"{r['scenario']:30s} {r['controller'][-40:]:40s} thr {r['throughput_mbps']:7.2f} Mbit/s  "
-              f"p95 owd {r['p95_owd_ms']:8.1f} ms  p95 qdelay {r['p95_qdelay_ms']:8.1f} ms  loss {r['loss']:.4f}")
-    if a.out:
-        with open(a.out, "w") as f:
-            json.dump({"results": rows}, f, indent=1)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
