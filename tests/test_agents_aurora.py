@@ -93,6 +93,15 @@ def test_gaussian_log_prob_and_entropy():
     lp = ap.gaussian_log_prob(jnp.array(1.0), jnp.array(0.0), jnp.array(math.log(2.0)))
     assert float(lp) == pytest.approx(-0.125 - math.log(2.0) - 0.5 * math.log(2 * math.pi), rel=1e-6)
     assert float(ap.gaussian_entropy(jnp.array(0.0))) == pytest.approx(0.5 * math.log(2 * math.pi * math.e))
+    # The closed forms are distrax's Normal (to float rounding: see the comment above them).
+    mu, log_std = jnp.array([0.3, -1.2, 4.0]), jnp.array(-0.7)
+    a = jnp.array([0.1, -0.2, 5.5])
+    pi = ap.gaussian(mu, log_std)
+    np.testing.assert_allclose(ap.gaussian_log_prob(a, mu, log_std), pi.log_prob(a), rtol=1e-6)
+    np.testing.assert_allclose(ap.gaussian_entropy(log_std), pi.entropy(), rtol=1e-6)
+    # Sampling is μ + σ·n with n the key's standard normals, bit for bit (what training always drew).
+    key = jax.random.PRNGKey(9)
+    np.testing.assert_array_equal(pi.sample(seed=key), mu + jnp.exp(log_std) * jax.random.normal(key, mu.shape))
 
 
 # ----------------------------------------------------------------------------- export

@@ -45,6 +45,8 @@ import functools
 import math
 from typing import Any, Callable
 
+import chex
+import distrax
 import jax
 import jax.numpy as jnp
 import optax
@@ -120,12 +122,25 @@ def critic_value(critic: dict, window: jax.Array) -> jax.Array:
     return (h @ critic["out"]["kernel"] + critic["out"]["bias"])[0]
 
 
+def gaussian(mean, log_std) -> distrax.Normal:
+    """The policy π(·|s) = N(μ(s), σ²) with the state-independent σ = exp(log_std) (PPO1's
+    ``DiagGaussianPdType``; one scalar action)."""
+    return distrax.Normal(loc=mean, scale=jnp.exp(log_std))
+
+
+# log π and the entropy are written in log σ on purpose: distrax's ``Normal.log_prob`` and
+# ``entropy`` take log(exp(log σ)), which differs from log σ in the last bit.  That changed a
+# seeded run (aurora_smoke: policy tensors off by up to 1e-5 after 16 updates, and growing), so
+# the sampling goes through distrax (bit-identical) and these two stay in closed form.
+
+
 def gaussian_log_prob(a, mean, log_std):
-    """log N(a; μ, σ²) for a scalar action."""
+    """log N(a; μ, σ²) for a scalar action (equals ``gaussian(mean, log_std).log_prob(a)``)."""
     return -0.5 * jnp.square((a - mean) / jnp.exp(log_std)) - log_std - 0.5 * LOG_2PI
 
 
 def gaussian_entropy(log_std):
+    """H[N(μ, σ²)] = ½ log(2πe) + log σ (equals ``gaussian(μ, log_std).entropy()``)."""
     return log_std + 0.5 * (1.0 + LOG_2PI)
 
 
@@ -284,7 +299,7 @@ def make_train(config, mesh=None) -> Trainer:
             st, obs, ep_ret = carry
             k_a, k_e = jax.random.split(k)
             mu, log_std, v = policy(params, obs)  # [E, A]
-            a = mu + jnp.exp(log_std) * jax.random.normal(k_a, mu.shape)
+            a = gaussian(mu, log_std).sample(seed=k_a)
             logp = gaussian_log_prob(a, mu, log_std)
             obs2, st, r, term, trunc, info = v_step(jax.random.split(k_e, E), st,
                                                     jnp.clip(a, -clip_a, clip_a)[..., None], env_params)
@@ -321,6 +336,8 @@ def make_train(config, mesh=None) -> Trainer:
         key, k_col, k_perm = jax.random.split(state["key"], 3)
         env_s, traj, cm = collect(params, state["env"], k_col)
         _, _, last_v = policy(params, env_s["obs"])
+        chex.assert_shape([traj["reward"], traj["value"], traj["done"], traj["boot"], traj["action"]],
+                          (S, E, n_agents))
         adv, target = compute_gae(traj["reward"], traj["value"], traj["done"], last_v, float(p.gamma),
                                   float(p.gae_lambda), traj["boot"])
         data = {"obs": traj["obs"], "action": traj["action"], "log_prob": traj["log_prob"], "value": traj["value"],
@@ -370,7 +387,7 @@ def make_train(config, mesh=None) -> Trainer:
             st, obs = carry
             k_a, k_e = jax.random.split(k)
             mu, log_std, _ = policy(params, obs)
-            a = mu if deterministic else mu + jnp.exp(log_std) * jax.random.normal(k_a, mu.shape)
+            a = mu if deterministic else gaussian(mu, log_std).sample(seed=k_a)
             obs, st, r, *_ = v_step(jax.random.split(k_e, num_envs), st, jnp.clip(a, -clip_a, clip_a)[..., None],
                                     env_params)
             return (st, obs), jnp.mean(r)

@@ -48,6 +48,8 @@ import functools
 import math
 from typing import Any, Callable, NamedTuple
 
+import chex
+import distrax
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -135,11 +137,15 @@ def elite_mask(returns: jax.Array, n_elite: int = N_ELITE) -> jax.Array:
     return rank < n_elite
 
 
+def policy(logits: jax.Array) -> distrax.Categorical:
+    """π(·|s): the categorical distribution over the five rate actions."""
+    return distrax.Categorical(logits=logits)
+
+
 def ce_loss(logits: jax.Array, actions: jax.Array, weights: jax.Array) -> jax.Array:
     """Cross-entropy of the policy against the elite actions: −Σ w·log π(a|s) / Σ w."""
-    logp = jax.nn.log_softmax(logits, axis=-1)
-    lp = jnp.take_along_axis(logp, actions[..., None].astype(jnp.int32), axis=-1)[..., 0]
-    w = weights.astype(logp.dtype)
+    lp = policy(logits).log_prob(actions.astype(jnp.int32))
+    w = weights.astype(lp.dtype)
     return -jnp.sum(w * lp) / jnp.maximum(jnp.sum(w), 1.0)
 
 
@@ -371,6 +377,8 @@ def make_train(config, mesh=None) -> Trainer:
             st, obs, ts, to, emerg = carry
             k_a, k_u, k_e = jax.random.split(k, 3)
             logits = logits_of(actor, obs)
+            # Sampled from the raw logits, as always: distrax's Categorical samples from the
+            # log-softmax-normalised logits, the same distribution but not the same bits.
             pol = jnp.argmax(logits, -1) if mode == "greedy" else jax.random.categorical(k_a, logits)
             t_a = teacher_action(ts, to, multipliers)
             emerg = jnp.where(emergency(ts, to, float(c.emergency_rtt_ratio)), emerg + 1, 0)  # lines 7–9
@@ -398,6 +406,7 @@ def make_train(config, mesh=None) -> Trainer:
         key, k_roll = jax.random.split(state["key"])
         sched = state["sched"]
         traj = rollout(state["agent"]["actor"], sched, k_roll)
+        chex.assert_shape([traj["reward"], traj["action"], traj["teacher"]], (S, E, A))
         returns = jnp.sum(traj["reward"], axis=0)  # [E, A]
         # Line 15: the elites are the best 3 of each group of 5 episodes.
         elite = elite_mask(returns.reshape((G, GROUP, A))).reshape((E, A))
