@@ -64,7 +64,7 @@ def get_config() -> ml_collections.ConfigDict:
     c.td3.expert_threshold = -2.0
     c.td3.reward_scale = 0.1  # rewards in [-50, 50] -> [-5, 5] for the critics
 
-    # Snapshot selection (jaxcc/agents/pareto_td3.py docstring): the stage's policy is its best
+    # Snapshot selection (jaxcc/agents/pareto/td3.py docstring): the stage's policy is its best
     # validated actor, not its last one.
     c.select = ml_collections.ConfigDict({"enabled": True, "links_per_stage": 8, "every_chunks": 2})
 

@@ -172,7 +172,7 @@ def test_smoke_training_improves_over_random_policy_and_resumes_exactly(tmp_path
     assert summary["resumed"] and summary["final_update"] == cfg.num_updates
     exported = os.path.join(work, "stages", "Aurora.safetensors")
     spec, tensors = policyfile.load(exported)
-    assert spec["algorithm"] == "aurora" and spec["features"]["name"] == "aurora_v1"
+    assert spec["algorithm"] == "aurora" and spec["features"]["name"] == "aurora_v1" and spec["stage"] == "Aurora"
 
     tr = ap.make_train(cfg)
     init = jax.jit(tr.init)(jax.random.PRNGKey(int(cfg.seed)))

@@ -1,6 +1,7 @@
 """Checkpoint -> policy file: the exported actor reproduces the training actor exactly."""
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -8,6 +9,7 @@ import sys
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from jaxcc import checkpointing, policyfile
 from jaxcc.agents.pareto import networks
@@ -16,8 +18,8 @@ from jaxcc.agents.pareto import td3 as pareto_td3
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def smoke_config():
-    spec = importlib.util.spec_from_file_location("smoke", os.path.join(REPO, "configs", "pareto_smoke.py"))
+def smoke_config(name: str = "pareto_smoke"):
+    spec = importlib.util.spec_from_file_location(f"smoke_{name}", os.path.join(REPO, "configs", f"{name}.py"))
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod.get_config()
@@ -47,3 +49,26 @@ def test_export_errors_are_clear(tmp_path):
     r = subprocess.run([sys.executable, "-m", "jaxcc.export", f"--checkpoint={tmp_path}", f"--out={tmp_path}/x"],
                        capture_output=True, text=True, cwd=REPO)
     assert r.returncode == 2 and "not a jaxcc checkpoint" in r.stderr
+
+
+@pytest.mark.parametrize("config,algorithm,label", [("aurora_smoke", "aurora", "Aurora"), ("eagle_smoke", "eagle", "Eagle")])
+def test_every_algorithm_exports_with_its_stage_label(tmp_path, config, algorithm, label):
+    """Aurora and Eagle runs go through the one export path, so their files carry the stage label
+    like Pareto's; ``jaxcc.export`` of the run and ``jaxcc.evaluate --checkpoint`` find the same file."""
+    from jaxcc import evaluate, export, train
+
+    cfg = smoke_config(config)
+    with cfg.unlocked():
+        cfg.num_updates = cfg.chunk_updates  # one chunk is enough for the file
+    work = tmp_path / "run"
+    train.train(cfg, str(work), progress=False, log=False)
+    path = work / "stages" / f"{label}.safetensors"
+    spec, tensors = policyfile.load(path)
+    assert spec["stage"] == label and spec["algorithm"] == algorithm
+    with open(work / "stages" / label / "meta.json") as f:
+        assert json.load(f)["algo"] == str(cfg.algo)
+    # The checkpoint's own export (stage checkpoint -> file) writes the same bytes.
+    out = tmp_path / "again.safetensors"
+    assert export.main([f"--checkpoint={work}", f"--out={out}"]) == 0
+    assert out.read_bytes() == path.read_bytes()
+    assert evaluate.checkpoint_entries(str(work)) == [evaluate.ControllerEntry(label, f"policy:{path}")]
