@@ -236,6 +236,9 @@ _strong = pipeline.strong
 def make_train(config, mesh=None) -> Trainer:
     """Build the PPO trainer (see ``configs/aurora.py``).
 
+    ``mesh`` is part of the agents' contract; this trainer adds no sharding constraints of its own
+    (``jaxcc.train`` shards the state's leading environment axis).
+
     State (a dict, everything an exact resume needs): ``agent`` {actor, critic, log_std, opt},
     ``env`` {state, obs, ep_return} with a leading [num_envs] axis, ``key``, ``counters``.
     """
@@ -273,12 +276,6 @@ def make_train(config, mesh=None) -> Trainer:
 
     v_reset = jax.vmap(env.reset, in_axes=(0, None))
     v_step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
-
-    def data_sharded(x):
-        if mesh is None or mesh.devices.size == 1:
-            return x
-        from jax.sharding import NamedSharding, PartitionSpec as P
-        return jax.lax.with_sharding_constraint(x, NamedSharding(mesh, P("data")))
 
     # ------------------------------------------------------------------ init
     def init(key):

@@ -325,6 +325,9 @@ _strong = pipeline.strong
 def make_train(config, mesh=None) -> Trainer:
     """Build the CEM trainer (see ``configs/eagle.py``).
 
+    ``mesh`` is part of the agents' contract; this trainer adds no sharding constraints of its own
+    (``jaxcc.train`` shards the state's leading environment axis).
+
     State: ``agent`` {actor, opt}, ``sched`` (Algorithm 2's knobs), ``env`` (per-lane
     bookkeeping; every batch starts fresh episodes), ``key``, ``counters``.
     """
@@ -362,10 +365,10 @@ def make_train(config, mesh=None) -> Trainer:
                         "env": {"last_return": jnp.zeros((E, A), jnp.float32)}, "key": k_r,
                         "counters": {"update": jnp.zeros((), jnp.int32), "env_steps": jnp.zeros((), jnp.int32)}})
 
-    def rollout(actor, sched, key, mode: str = "train", env_params_=None):
+    def rollout(actor, sched, key, mode: str = "train"):
         """One batch of E episodes of S steps (Algorithm 2 lines 5–14).  ``mode``: 'train' (the
         teacher schedule), 'teacher' (teacher only), 'policy' (sampled, no teacher), 'greedy'."""
-        ep = env_params if env_params_ is None else env_params_
+        ep = env_params
         k_reset, k_run = jax.random.split(key)
         obs, st = v_reset(jax.random.split(k_reset, E), ep)
         shape = (E, A)

@@ -262,10 +262,77 @@ def make_train(config, mesh=None) -> Trainer:
                 "has_prev": jnp.zeros((E, f), bool), "expert": jnp.zeros((E, f), jnp.float32),
                 "ep_return": jnp.zeros((E, f), jnp.float32)}
 
-    # ------------------------------------------------------------------ snapshot selection (see module docstring)
     def _select_reset(actor):
+        """``state["select"]``: the stage's best validated actor so far (snapshot selection, below)."""
         return {"actor": actor, "score": jnp.asarray(jnp.inf, jnp.float32), "update": jnp.asarray(-1, jnp.int32)}
 
+    def init(key):
+        key = jnp.asarray(key)
+        k_agent, k_env, k_run = jax.random.split(key, 3)
+        agent = init_agent(k_agent)
+        state = {
+            "agent": agent,
+            "buffer": replay.init(example_transition(), segment_sizes),
+            "env": init_env(0, k_env),
+            "key": k_run,
+            "hp": _hp(config),
+            "select": _select_reset(agent["actor"]),
+            "counters": {"update": jnp.zeros((), jnp.int32), "grad_step": jnp.zeros((), jnp.int32),
+                         "env_steps": jnp.zeros((), jnp.int32), "stage": jnp.zeros((), jnp.int32),
+                         "stage_update": jnp.zeros((), jnp.int32)},
+        }
+        return _strong(state)
+
+    def enter_stage(state, stage_idx: int):
+        key, k_env = jax.random.split(state["key"])
+        c = dict(state["counters"])
+        c["stage"] = jnp.asarray(stage_idx, jnp.int32)
+        c["stage_update"] = jnp.zeros((), jnp.int32)
+        return _strong({**state, "env": init_env(stage_idx, k_env), "key": key, "counters": c,
+                        "select": _select_reset(state["agent"]["actor"])})
+
+    # ------------------------------------------------------------------ collect (play, store)
+    def make_collect(stage_idx: int):
+        _, step = env_adapter.windowed(senvs[stage_idx])
+        f = senvs[stage_idx].num_flows
+
+        def env_step(carry, _):
+            agent, buf, env, key, hp = carry
+            key, k_noise, k_step = jax.random.split(key, 3)
+            obs = data_sharded(env["obs"])
+            a_pi = actor_b(agent["actor"], obs.reshape(E * f, T, D)).reshape(E, f)
+            noise = jax.random.normal(k_noise, (E, f)) * hp["expl_noise"] * HALF
+            a = jnp.clip(a_pi + noise, LO, HI)
+            use_exp = env["has_prev"] & (env["prev_reward"] < hp["expert_threshold"]) & use_expert
+            a = jnp.where(use_exp, env["expert"], a)
+            keys = jax.random.split(k_step, E)
+            nobs, nst, r, term, trunc, valid, final, expert = jax.vmap(step)(keys, env["state"], a)
+            done = term | trunc
+            tr = {"obs": obs, "action": a, "reward": r * hp["reward_scale"], "next_obs": final,
+                  "done": term.astype(jnp.float32)}
+            tr = jax.tree.map(lambda x: x.reshape((E * f,) + x.shape[2:]), tr)
+            buf = replay.add(buf, tr, valid.reshape(-1), stage_idx, new_priority_max=bool(config.replay.new_priority_max))
+            ep_ret = env["ep_return"] + jnp.where(valid, r, 0.0)
+            fin = done & valid
+            m = {"reward": jnp.sum(jnp.where(valid, r, 0.0)), "valid": jnp.sum(valid),
+                 "expert": jnp.sum(use_exp & valid), "ep_return_sum": jnp.sum(jnp.where(fin, ep_ret, 0.0)),
+                 "ep_count": jnp.sum(fin)}
+            env = {"state": nst, "obs": nobs, "prev_reward": r, "has_prev": valid & ~done,
+                   "expert": expert, "ep_return": jnp.where(done, 0.0, ep_ret)}
+            return (agent, buf, env, key, hp), m
+
+        return env_step
+
+    # ------------------------------------------------------------------ learn (Algorithm 3, lines 6–13)
+    learn_kw = dict(batch_size=B, shard=data_sharded, actor_b=actor_b, critic_b=critic_b, opt=opt,
+                    policy_delay=delay, nan_step=nan_at * grad_steps if nan_at >= 0 else None)
+
+    def td3_step(carry, _):
+        agent, buf, key, hp, gstep = carry
+        agent, buf, key, m = learn_step(agent, buf, key, hp, gstep, **learn_kw)
+        return (agent, buf, key, hp, gstep + 1), m
+
+    # ------------------------------------------------------------------ snapshot selection (see module docstring)
     def val_episode(actor_params, key, j: int):
         """One deterministic episode (no noise, no expert) of stage ``j``'s training distribution.
         Returns ((1 − utilization) + p95 queue / buffer + loss) / 3 + (1 − Jain), lower is better:
@@ -318,75 +385,6 @@ def make_train(config, mesh=None) -> Trainer:
             return state
         best = state["select"]["actor"]
         return _strong({**state, "agent": {**state["agent"], "actor": best, "actor_t": best}})
-
-    def init(key):
-        return _strong(_init(key))
-
-    def _init(key):
-        key = jnp.asarray(key)
-        k_agent, k_env, k_run = jax.random.split(key, 3)
-        agent = init_agent(k_agent)
-        state = {
-            "agent": agent,
-            "buffer": replay.init(example_transition(), segment_sizes),
-            "env": init_env(0, k_env),
-            "key": k_run,
-            "hp": _hp(config),
-            "select": _select_reset(agent["actor"]),
-            "counters": {"update": jnp.zeros((), jnp.int32), "grad_step": jnp.zeros((), jnp.int32),
-                         "env_steps": jnp.zeros((), jnp.int32), "stage": jnp.zeros((), jnp.int32),
-                         "stage_update": jnp.zeros((), jnp.int32)},
-        }
-        return state
-
-    def enter_stage(state, stage_idx: int):
-        key, k_env = jax.random.split(state["key"])
-        c = dict(state["counters"])
-        c["stage"] = jnp.asarray(stage_idx, jnp.int32)
-        c["stage_update"] = jnp.zeros((), jnp.int32)
-        return _strong({**state, "env": init_env(stage_idx, k_env), "key": key, "counters": c,
-                        "select": _select_reset(state["agent"]["actor"])})
-
-    # ------------------------------------------------------------------ collect (play, store)
-    def make_collect(stage_idx: int):
-        _, step = env_adapter.windowed(senvs[stage_idx])
-        f = senvs[stage_idx].num_flows
-
-        def env_step(carry, _):
-            agent, buf, env, key, hp = carry
-            key, k_noise, k_step = jax.random.split(key, 3)
-            obs = data_sharded(env["obs"])
-            a_pi = actor_b(agent["actor"], obs.reshape(E * f, T, D)).reshape(E, f)
-            noise = jax.random.normal(k_noise, (E, f)) * hp["expl_noise"] * HALF
-            a = jnp.clip(a_pi + noise, LO, HI)
-            use_exp = env["has_prev"] & (env["prev_reward"] < hp["expert_threshold"]) & use_expert
-            a = jnp.where(use_exp, env["expert"], a)
-            keys = jax.random.split(k_step, E)
-            nobs, nst, r, term, trunc, valid, final, expert = jax.vmap(step)(keys, env["state"], a)
-            done = term | trunc
-            tr = {"obs": obs, "action": a, "reward": r * hp["reward_scale"], "next_obs": final,
-                  "done": term.astype(jnp.float32)}
-            tr = jax.tree.map(lambda x: x.reshape((E * f,) + x.shape[2:]), tr)
-            buf = replay.add(buf, tr, valid.reshape(-1), stage_idx, new_priority_max=bool(config.replay.new_priority_max))
-            ep_ret = env["ep_return"] + jnp.where(valid, r, 0.0)
-            fin = done & valid
-            m = {"reward": jnp.sum(jnp.where(valid, r, 0.0)), "valid": jnp.sum(valid),
-                 "expert": jnp.sum(use_exp & valid), "ep_return_sum": jnp.sum(jnp.where(fin, ep_ret, 0.0)),
-                 "ep_count": jnp.sum(fin)}
-            env = {"state": nst, "obs": nobs, "prev_reward": r, "has_prev": valid & ~done,
-                   "expert": expert, "ep_return": jnp.where(done, 0.0, ep_ret)}
-            return (agent, buf, env, key, hp), m
-
-        return env_step
-
-    # ------------------------------------------------------------------ learn (Algorithm 3, lines 6–13)
-    learn_kw = dict(batch_size=B, shard=data_sharded, actor_b=actor_b, critic_b=critic_b, opt=opt,
-                    policy_delay=delay, nan_step=nan_at * grad_steps if nan_at >= 0 else None)
-
-    def td3_step(carry, _):
-        agent, buf, key, hp, gstep = carry
-        agent, buf, key, m = learn_step(agent, buf, key, hp, gstep, **learn_kw)
-        return (agent, buf, key, hp, gstep + 1), m
 
     # ------------------------------------------------------------------ one update, one chunk
     def make_update(stage_idx: int):
