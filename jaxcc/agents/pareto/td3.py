@@ -1,7 +1,9 @@
 """Pareto: TD3 with LSTM actor/critics, segmented prioritized replay, BBR expert, staged training.
 
-Reads top to bottom like PureJaxRL.  ``make_train(config)`` returns a ``Trainer`` of pure
-functions; ``jaxcc.train`` drives them from a thin Python loop (logging, checkpoints, progress).
+Reads top to bottom like PureJaxRL: the pure TD3 step (``td3_update``; ``learn_step`` adds the
+prioritized sampling around it), then ``make_train(config)``, which returns a ``Trainer`` of pure
+functions (init → collect → learn → update → snapshot selection → chunk); ``jaxcc.train`` drives
+them from a thin Python loop (logging, checkpoints, progress).
 
 * Algorithm 3 (TD3 for a prioritized buffer).  One *update* plays ``rollout_len`` steps on every
   link in parallel (each step is one monitor interval of ``mi_rtts`` RTTs for every flow), stores
@@ -12,8 +14,8 @@ functions; ``jaxcc.train`` drives them from a thin Python loop (logging, checkpo
   target updates with τ (eq. 8) on the delayed steps, and new priorities (eq. 9).  β starts at
   0.4 and grows by 0.001 per gradient step to 1.
 * Expert demonstrations (Algorithm 3 lines 3–4): when a flow's previous step earned a reward
-  below ``expert_threshold``, its next action is BBR's (``info["expert_action"]``); the share of
-  expert actions is logged.
+  below ``expert_threshold``, its next action is BBR's (the MI-level BBR of ``expert``, run
+  beside every flow by ``env_adapter``); the share of expert actions is logged.
 * Algorithm 2 (staged): bootstrap → advance → fairness.  Each stage owns one fixed-size segment
   of the shared buffer (``replay.add`` writes only there; older segments are frozen and still
   sampled).  The fairness stage runs two flows per link with one shared policy and one shared
