@@ -43,6 +43,11 @@ def test_export_roundtrip_exact(tmp_path):
     train_a = jax.jit(jax.vmap(lambda o: networks.actor_apply(tr.actor_spec, state["agent"]["actor"], o)))(obs)
     file_a = jax.jit(jax.vmap(lambda o: policyfile.apply(spec, {k: jnp.asarray(v) for k, v in tensors.items()}, o)[0]))(obs)
     np.testing.assert_array_equal(np.asarray(train_a), np.asarray(file_a))
+    # evaluate --checkpoint: a stage checkpoint without its file is exported on the spot, same bytes.
+    from jaxcc import export
+    got = export.checkpoint_policies(str(tmp_path / "run"))
+    assert got == [("Pareto-Fair", str(stage_dir) + ".safetensors")]
+    assert (tmp_path / "run" / "stages" / "Pareto-Fair.safetensors").read_bytes() == out.read_bytes()
 
 
 def test_export_errors_are_clear(tmp_path):
