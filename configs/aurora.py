@@ -1,7 +1,7 @@
 """Aurora (Jay et al., ICML 2019): PPO, MLP 32→16 tanh, k = 10 MIs, α = 0.025, γ = 0.99.
 
     python -m jaxcc.train --config=aurora
-    python -m jaxcc.agents.aurora_ppo --bench --sizes=64,256,1024
+    python -m jaxcc.bench --train=aurora --sizes=64,256,1024
 
 Paper / PCC-RL ``stable_solve.py`` (stable-baselines PPO1 defaults) where given; "decided"
 marks our choices.

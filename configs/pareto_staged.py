@@ -21,7 +21,6 @@ def get_config() -> ml_collections.ConfigDict:
 
     c.env = ml_collections.ConfigDict()
     c.env.name = "pareto"
-    c.env.source = "envs"  # jaxcc.envs.make_env('pareto' / 'pareto-fairness')
     c.env.overrides = ml_collections.ConfigDict()  # EnvConfig overrides passed to make_env (e.g. history=8)
 
     # Algorithm 2: each stage adds one fixed-size segment to the shared buffer.
@@ -65,7 +64,7 @@ def get_config() -> ml_collections.ConfigDict:
     c.td3.expert_threshold = -2.0
     c.td3.reward_scale = 0.1  # rewards in [-50, 50] -> [-5, 5] for the critics
 
-    # Snapshot selection (jaxcc/agents/pareto_td3.py docstring): the stage's policy is its best
+    # Snapshot selection (jaxcc/agents/pareto/td3.py docstring): the stage's policy is its best
     # validated actor, not its last one.
     c.select = ml_collections.ConfigDict({"enabled": True, "links_per_stage": 8, "every_chunks": 2})
 

@@ -11,6 +11,12 @@ actions through Aurora's rate rule x(1+αa) / x/(1−αa).  With ``--mode=env`` 
 
 Also measured: the same workload on 1 Mbit/s and on 1 Gbit/s links — a fluid model's cost must
 not depend on the link rate.  Timings exclude compilation (one warm-up call per size).
+
+    python -m jaxcc.bench --train=aurora --sizes=1,64,1024,4096 --out=bench_cpu.json
+
+``--train=CONFIG`` times the whole training loop of ``configs/CONFIG.py`` instead: environment
+steps per second of ``--updates`` updates per call (for PPO: collect, GAE and the epochs), with
+``num_envs`` set to each size (default: the config's).
 """
 
 from __future__ import annotations
@@ -32,6 +38,8 @@ flags.DEFINE_list("sizes", ["1", "16", "256", "1024", "4096", "16384"], "Numbers
 flags.DEFINE_integer("decisions", 100, "Decisions per link per timed call.")
 flags.DEFINE_integer("repeats", 3, "Timed calls per size (the best is reported).")
 flags.DEFINE_enum("mode", "auto", ["auto", "env", "sim"], "Drive the Aurora env or the bare simulator.")
+flags.DEFINE_string("train", None, "time the training loop of configs/NAME.py (e.g. aurora) instead of the simulator")
+flags.DEFINE_integer("updates", 2, "--train: updates per timed call")
 
 TICKS_PER_RTT = links.DEFAULT_TICKS_PER_RTT
 MI_TICKS = TICKS_PER_RTT // 2  # Aurora: one decision every ½ RTT
@@ -116,8 +124,83 @@ def _time(fn, repeats):
     return best
 
 
+def load_config(name: str):
+    """``configs/NAME.py`` of the repository (or a path to a config file) → its ``get_config()``."""
+    import importlib.util
+
+    path = name if os.path.isfile(name) else os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                                            "configs", f"{name}.py")
+    if not os.path.isfile(path):
+        raise ValueError(f"--train: no config {name!r} (configs/NAME.py or a path to a config file)")
+    spec = importlib.util.spec_from_file_location(f"_bench_config_{os.path.basename(path)[:-3]}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.get_config()
+
+
+def bench_training(config, updates: int = 2, sizes=None, repeats: int = 2) -> list[dict]:
+    """Environment steps (MIs) per second of the agent's whole training loop (``run_chunk`` of
+    ``updates`` updates), compilation excluded (one warm-up call per size).  Also per CPU-second
+    of this process (all its threads), which is the fairer figure on a shared machine.
+
+    ``config.num_envs`` is set to each size; a PPO config's ``ppo.num_minibatches`` shrinks to
+    keep minibatches of at least 256 samples (and a divisor of the batch).  The agent's trainer
+    must say how many env steps an update takes (``env_steps_per_update``: Aurora, Eagle).
+    """
+    from jaxcc import agents
+
+    rows = []
+    for n in sizes or [int(config.num_envs)]:
+        cfg = config.copy_and_resolve_references()
+        with cfg.unlocked():
+            cfg.num_envs = int(n)
+            cfg.chunk_updates = int(updates)
+            cfg.num_updates = int(updates)
+            if "ppo" in cfg:
+                per = n * cfg.ppo.num_steps
+                cfg.ppo.num_minibatches = max(1, min(int(config.ppo.num_minibatches), per // 256))
+                while per % cfg.ppo.num_minibatches:
+                    cfg.ppo.num_minibatches -= 1
+        tr = agents.make_train(cfg)
+        if not hasattr(tr, "env_steps_per_update"):
+            raise ValueError(f"--train: config.algo={cfg.algo!r} does not report env_steps_per_update")
+        state = jax.jit(tr.init)(jax.random.PRNGKey(0))
+        run = jax.jit(tr.run_chunk, static_argnums=1)
+        t0 = time.perf_counter()
+        state, _ = jax.block_until_ready(run(state, 0))
+        t_first = time.perf_counter() - t0
+        best, best_cpu = float("inf"), float("inf")
+        for _ in range(repeats):
+            t0, c0 = time.perf_counter(), time.process_time()
+            state, m = jax.block_until_ready(run(state, 0))
+            best = min(best, time.perf_counter() - t0)
+            best_cpu = min(best_cpu, time.process_time() - c0)
+        steps = updates * tr.env_steps_per_update
+        rows.append({"num_envs": n, "num_steps": int(cfg.ppo.num_steps) if "ppo" in cfg else None,
+                     "updates": updates, "seconds": best, "env_steps_per_s": steps / best, "cpu_seconds": best_cpu,
+                     "env_steps_per_cpu_s": steps / max(best_cpu, 1e-9), "first_call_s": t_first})
+        print(f"links={n:6d}  MIs/update={tr.env_steps_per_update:8d}  env-steps/s={steps / best:12,.0f}  "
+              f"per CPU-second={steps / max(best_cpu, 1e-9):12,.0f}  (first call incl. compile {t_first:.1f} s)",
+              flush=True)
+    return rows
+
+
+def main_train(name: str):
+    config = load_config(name)
+    sizes = [int(s) for s in FLAGS.sizes] if FLAGS["sizes"].present else None
+    rows = bench_training(config, FLAGS.updates, sizes)
+    result = {"config": name, "rows": rows, "reference_sb3_ppo_packet_sim_1core_steps_per_s": 650,
+              "device": str(jax.devices()[0]), "cpu_count": os.cpu_count(), "machine": platform.machine(),
+              "jax": jax.__version__}
+    with open(FLAGS.out, "w") as fh:
+        json.dump(result, fh, indent=2)
+    print(f"wrote {FLAGS.out}")
+
+
 def main(argv):
     del argv
+    if FLAGS.train:
+        return main_train(FLAGS.train)
     mode, nd = FLAGS.mode, FLAGS.decisions
     make = lambda n: make_sim_rollout(n, nd)  # noqa: E731
     if mode in ("auto", "env"):

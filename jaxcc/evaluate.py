@@ -4,6 +4,8 @@
     python -m jaxcc.evaluate --scenario=pareto/fixed50,pareto/shared2 --controller=bbr --out=runs/x
     python -m jaxcc.evaluate --scenario-file=my_link.json --out=runs/y     # the flows' own controllers
     python -m jaxcc.evaluate --checkpoint=RUN --controller=bbr,cubic --suite=pareto --bars=pareto --out=runs/z
+    python -m jaxcc.evaluate --suite=aurora-bw,aurora-loss --duration=120 \
+        --controller=cubic,policy:checkpoints/aurora/aurora.safetensors --out=runs/aurora   # Aurora §4.1, 2 min
 
 Every controller runs on every scenario; ``--controller`` replaces the flows' own controllers
 (``Scenario.with_controller``), without it each flow keeps its own, so mixed links work.  All
@@ -20,9 +22,12 @@ Ankh's number uses, per scenario, ``d_max`` = the largest p95 one-way delay amon
 controllers of that scenario in this run (``ankh_d_max_ms`` in each record).  Jain's index of a
 multi-flow scenario is taken over its last 20 s (``jain_note``); a single flow reports 1.0.
 
+``--suite`` takes one suite or a comma-separated list; ``--duration=S`` runs every scenario for
+S seconds instead of its own length (``with_duration``; e.g. the Aurora paper's two-minute tests).
+
 Controllers are *labels* mapped to controller names by ``controller_entries``;
 ``--checkpoint=DIR`` adds one entry per exported policy (``policy:FILE``) of a training run
-(``jaxcc.agents.eval_hooks``), labelled with its stage name.
+(``jaxcc.export.checkpoint_policies``), labelled with its stage name.
 """
 
 from __future__ import annotations
@@ -40,7 +45,7 @@ import numpy as np
 
 from jaxcc import metrics
 from jaxcc.controllers import parse_controller
-from jaxcc.scenarios import SUITES, Scenario, get_scenario, get_suite, list_scenarios, load_scenario
+from jaxcc.scenarios import SUITES, Scenario, get_scenario, get_suite, list_scenarios, load_scenario, parse_scenario
 
 OWN = "own"  # label of runs that keep each flow's own controller
 JAIN_LAST_S = metrics.JAIN_LAST_S  # one Jain window for simulator and emulation (metrics.jain_window)
@@ -75,20 +80,19 @@ def controller_entries(spec: str | Sequence[str] | None) -> list[ControllerEntry
 
 def checkpoint_entries(path: str, taken: Sequence[str] = ()) -> list[ControllerEntry]:
     """One ``policy:FILE`` entry per exported policy of a training checkpoint (``--checkpoint``)."""
-    try:
-        from jaxcc.agents.eval_hooks import checkpoint_entries as _entries
-    except ImportError as e:  # pragma: no cover - the agents package ships with the project
-        raise ValueError(f"--checkpoint needs jaxcc.agents.eval_hooks ({e})") from None
+    from jaxcc.export import checkpoint_policies
+
     out = []
-    for e in _entries(path):
-        label = e.label if e.label not in taken else f"{e.label}@{os.path.basename(os.path.normpath(path))}"
-        out.append(ControllerEntry(label, e.name))
+    for label, f in checkpoint_policies(path):
+        if label in taken:
+            label = f"{label}@{os.path.basename(os.path.normpath(path))}"
+        out.append(ControllerEntry(label, f"policy:{f}"))
     return out
 
 
 def resolve_scenarios(*, suite: str | None = None, scenario: str | None = None,
                       scenario_file: str | Sequence[str] | None = None) -> tuple[list[Scenario], str]:
-    """Exactly one of ``suite``, ``scenario`` (comma-separated names) or ``scenario_file``.
+    """Exactly one of ``suite``, ``scenario`` (comma-separated names each) or ``scenario_file``.
 
     Returns the scenarios and a short description of the source.
     """
@@ -97,7 +101,8 @@ def resolve_scenarios(*, suite: str | None = None, scenario: str | None = None,
         raise ValueError(f"give exactly one of --suite, --scenario, --scenario-file (got {given or 'none'}); "
                          f"suites: {', '.join(sorted(SUITES))}")
     if suite:
-        return get_suite(suite), f"suite {suite}"
+        names = [n.strip() for n in suite.split(",") if n.strip()]
+        return [sc for n in names for sc in get_suite(n)], f"suite {','.join(names)}"
     if scenario:
         names = [n.strip() for n in scenario.split(",") if n.strip()]
         unknown = [n for n in names if n not in list_scenarios()]
@@ -111,6 +116,24 @@ def resolve_scenarios(*, suite: str | None = None, scenario: str | None = None,
             raise ValueError(f"--scenario-file: {f!r} does not exist")
         scs.append(load_scenario(f, allow_kernel=False))
     return scs, f"files {','.join(files)}"
+
+
+def with_duration(sc: Scenario, duration_s: float) -> Scenario:
+    """The scenario run for ``duration_s`` seconds instead (``--duration``).
+
+    Flows that ran to the end still do; flows that stop earlier keep their stop time (capped at
+    the new length); random capacity forms draw their segments for the new length.
+    """
+    if not duration_s > 0:
+        raise ValueError(f"--duration must be > 0 seconds, got {duration_s}")
+    d = sc.to_dict()
+    old = float(d["duration_s"])
+    d["duration_s"] = float(duration_s)
+    for f in d["flows"]:
+        if f["stop_s"] >= old:
+            f["stop_s"] = float(duration_s)
+        f["stop_s"] = min(f["stop_s"], float(duration_s))
+    return parse_scenario(d, source=sc.name)
 
 
 def _is_random(sc: Scenario) -> bool:
@@ -291,6 +314,8 @@ def main(flag_values=None, argv: Sequence[str] = ()) -> int:
         raise ValueError(f"--seeds must be >= 1, got {FLAGS.seeds}")
     scenarios, source = resolve_scenarios(suite=FLAGS.suite, scenario=FLAGS.scenario,
                                           scenario_file=FLAGS.scenario_file)
+    if FLAGS.duration is not None:
+        scenarios = [with_duration(sc, FLAGS.duration) for sc in scenarios]
     if not FLAGS.out:
         raise ValueError("--out: give the output folder for results.json and plots")
     if FLAGS.bars:
@@ -305,6 +330,7 @@ def main(flag_values=None, argv: Sequence[str] = ()) -> int:
     meta = {"command": " ".join(["python -m jaxcc.evaluate"] + list(argv)),
             "source": source, "controllers": [e.label for e in entries], "seeds": FLAGS.seeds,
             "ticks_per_rtt": FLAGS.ticks_per_rtt or "simulator default",
+            "duration_s": FLAGS.duration or "each scenario's own",
             "wall_s": round(time.time() - t0, 1),
             "ankh": "((1 - R/C) + d95/d_max + loss)/3, d_max = max p95 one-way delay over this run's controllers per scenario",
             "jain": f"over the last {JAIN_LAST_S:g} s of multi-flow scenarios"}
@@ -328,7 +354,8 @@ def define_flags(flag_values=None):
     fv = flag_values if flag_values is not None else flags.FLAGS
     flags.DEFINE_string("controller", None, "comma-separated controllers: bbr, cubic, oracle, fixed:MBPS, policy:FILE "
                         "(default: each flow's own controller)", flag_values=fv)
-    flags.DEFINE_string("suite", None, f"a scenario suite: {', '.join(sorted(SUITES))}", flag_values=fv)
+    flags.DEFINE_string("suite", None, f"a scenario suite or a comma-separated list: {', '.join(sorted(SUITES))}",
+                        flag_values=fv)
     flags.DEFINE_string("scenario", None, "comma-separated named scenarios (e.g. pareto/fixed50)", flag_values=fv)
     flags.DEFINE_string("scenario_file", None, "comma-separated scenario spec JSON files", flag_values=fv)
     flags.DEFINE_alias("scenario-file", "scenario_file", flag_values=fv)
@@ -336,6 +363,8 @@ def define_flags(flag_values=None):
                         "adds one controller per exported policy (with or without --controller)", flag_values=fv)
     flags.DEFINE_integer("seeds", 1, "runs per scenario × controller (random links draw a new link per seed)",
                          flag_values=fv)
+    flags.DEFINE_float("duration", None, "seconds per scenario instead of each scenario's own length (flows that "
+                       "ran to the end still do; e.g. 120 for the Aurora paper's two-minute tests)", flag_values=fv)
     flags.DEFINE_integer("ticks_per_rtt", None, "simulator ticks per smallest flow RTT (default: the simulator's, 8). "
                          "16 removes most tick-rounding artifacts of the classic baselines; exported policies "
                          "assume the resolution they were trained at", flag_values=fv)

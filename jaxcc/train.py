@@ -356,12 +356,9 @@ def _finish_stage(trainer, st, state, workdir, config, is_main):
             "algo": str(config.algo), "env_source": trainer.env_source}
     checkpointing.save_stage(path, state, meta, trainer.actor_spec)
     if is_main and bool(config.get("export_stages", True)):
-        from jaxcc import agents, export
-        mod = agents.get_agent(str(config.algo))
-        if hasattr(mod, "export"):
-            mod.export(state, trainer.actor_spec, path + ".safetensors")
-        else:
-            export.export_state(state, trainer.actor_spec, path + ".safetensors", stage_label=st.label)
+        from jaxcc import export
+        export.export_state(state, trainer.actor_spec, path + ".safetensors", algo=str(config.algo),
+                            stage_label=st.label)
 
 
 # ----------------------------------------------------------------------------- CLI

@@ -11,7 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxcc import policyfile
+from jaxcc import export, policyfile
 from jaxcc.agents import aurora_ppo as ap
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -93,6 +93,15 @@ def test_gaussian_log_prob_and_entropy():
     lp = ap.gaussian_log_prob(jnp.array(1.0), jnp.array(0.0), jnp.array(math.log(2.0)))
     assert float(lp) == pytest.approx(-0.125 - math.log(2.0) - 0.5 * math.log(2 * math.pi), rel=1e-6)
     assert float(ap.gaussian_entropy(jnp.array(0.0))) == pytest.approx(0.5 * math.log(2 * math.pi * math.e))
+    # The closed forms are distrax's Normal (to float rounding: see the comment above them).
+    mu, log_std = jnp.array([0.3, -1.2, 4.0]), jnp.array(-0.7)
+    a = jnp.array([0.1, -0.2, 5.5])
+    pi = ap.gaussian(mu, log_std)
+    np.testing.assert_allclose(ap.gaussian_log_prob(a, mu, log_std), pi.log_prob(a), rtol=1e-6)
+    np.testing.assert_allclose(ap.gaussian_entropy(log_std), pi.entropy(), rtol=1e-6)
+    # Sampling is μ + σ·n with n the key's standard normals, bit for bit (what training always drew).
+    key = jax.random.PRNGKey(9)
+    np.testing.assert_array_equal(pi.sample(seed=key), mu + jnp.exp(log_std) * jax.random.normal(key, mu.shape))
 
 
 # ----------------------------------------------------------------------------- export
@@ -104,9 +113,9 @@ def test_export_reload_gives_identical_actions(tmp_path):
     # Make the mean head non-trivial so clipping and the sign of the action both matter.
     params["actor"]["mean"]["kernel"] = params["actor"]["mean"]["kernel"] * 2000.0
     path = str(tmp_path / "aurora.safetensors")
-    ap.export({"agent": params}, spec, path)
+    export.export_state({"agent": params}, spec, path, algo="aurora_ppo", stage_label="Aurora")
     spec2, tensors = policyfile.load(path)
-    assert spec2["algorithm"] == "aurora" and spec2["head"]["type"] == "gaussian_mean"
+    assert spec2["algorithm"] == "aurora" and spec2["head"]["type"] == "gaussian_mean" and spec2["stage"] == "Aurora"
     assert spec2["action"] == {"type": "aurora", "alpha": 0.025, "min_mbps": 0.01, "max_mbps": 100000.0}
     obs = jax.random.normal(jax.random.PRNGKey(4), (64, 10, 3)) * jnp.array([0.05, 0.5, 1.0]) + jnp.array([0, 1, 1])
     train_a = jnp.clip(jax.vmap(lambda w: ap.actor_mean(spec, params["actor"], w))(obs), -10, 10)
@@ -147,16 +156,6 @@ def test_env_params_from_config():
         ap.make_env(c)
 
 
-def test_with_duration_stretches_the_test():
-    from jaxcc.scenarios import get_scenario
-
-    sc = ap.with_duration(get_scenario("aurora/bw8"), 120.0)
-    assert sc.duration_s == 120.0 and all(f.stop_s == 120.0 for f in sc.flows)
-    assert sc.link.bandwidth_mbps == 8 and sc.flows[0].rtt_ms == 60.0
-    fig7 = ap.with_duration(get_scenario("aurora/random16-32"), 120.0)
-    assert len(fig7.link.capacity(seed=0, duration_s=120.0).times) == 24  # a new rate every 5 s
-
-
 # ----------------------------------------------------------------------------- training
 
 
@@ -173,7 +172,7 @@ def test_smoke_training_improves_over_random_policy_and_resumes_exactly(tmp_path
     assert summary["resumed"] and summary["final_update"] == cfg.num_updates
     exported = os.path.join(work, "stages", "Aurora.safetensors")
     spec, tensors = policyfile.load(exported)
-    assert spec["algorithm"] == "aurora" and spec["features"]["name"] == "aurora_v1"
+    assert spec["algorithm"] == "aurora" and spec["features"]["name"] == "aurora_v1" and spec["stage"] == "Aurora"
 
     tr = ap.make_train(cfg)
     init = jax.jit(tr.init)(jax.random.PRNGKey(int(cfg.seed)))

@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxcc import policyfile
+from jaxcc import export, policyfile
 from jaxcc.agents import eagle_cem as ec
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -148,7 +148,7 @@ def test_export_reload_gives_identical_actions(tmp_path):
     params = ec.init_params(jax.random.PRNGKey(2), 5, 64)
     params["logits"]["kernel"] = params["logits"]["kernel"] * 300.0  # spread the argmax over actions
     path = str(tmp_path / "eagle.safetensors")
-    ec.export({"agent": {"actor": params}}, spec, path)
+    export.export_state({"agent": {"actor": params}}, spec, path, algo="eagle_cem")
     spec2, tensors = policyfile.load(path)
     assert [l["type"] for l in spec2["layers"]] == ["lstm", "lstm", "last_step", "dense"]
     assert spec2["head"] == {"type": "discrete", "n": 5}

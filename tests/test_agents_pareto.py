@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxcc import policyfile
-from jaxcc.agents import expert, networks
+from jaxcc.agents.pareto import expert, networks
 
 
 def test_actor_is_a_valid_policy_and_in_range():

@@ -4,7 +4,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxcc.agents import replay
+from jaxcc.agents.pareto import replay
 
 
 def _ex():

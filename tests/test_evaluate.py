@@ -60,6 +60,34 @@ def test_resolve_scenarios_errors(tmp_path):
     assert [s.name for s in scs] == ["pareto/fixed50", "pareto/shared2"] and "pareto/fixed50" in src
 
 
+def test_suites_list_in_order():
+    from jaxcc.scenarios import SUITES
+
+    scs, src = evaluate.resolve_scenarios(suite="aurora-bw,aurora-loss")
+    assert [s.name for s in scs] == list(SUITES["aurora-bw"]) + list(SUITES["aurora-loss"])
+    assert src == "suite aurora-bw,aurora-loss"
+    with pytest.raises(ValueError, match="unknown suite 'nope'"):
+        evaluate.resolve_scenarios(suite="aurora-bw,nope")
+
+
+def test_with_duration_stretches_the_test():
+    from jaxcc.scenarios import get_scenario
+
+    sc = evaluate.with_duration(get_scenario("aurora/bw8"), 120.0)
+    assert sc.duration_s == 120.0 and all(f.stop_s == 120.0 for f in sc.flows)
+    assert sc.link.bandwidth_mbps == 8 and sc.flows[0].rtt_ms == 60.0
+    fig7 = evaluate.with_duration(get_scenario("aurora/random16-32"), 120.0)
+    assert len(fig7.link.capacity(seed=0, duration_s=120.0).times) == 24  # a new rate every 5 s
+    # A flow that stops before the end keeps its stop time; one past the new end is cut.
+    two = evaluate.with_duration(evaluate.load_scenario({**TINY, "flows": [
+        {"rtt_ms": 40, "controller": "cubic", "stop_s": 2.0}, {"rtt_ms": 40, "controller": "bbr"}]}), 10.0)
+    assert [f.stop_s for f in two.flows] == [2.0, 10.0]
+    short = evaluate.with_duration(two, 1.5)
+    assert [f.stop_s for f in short.flows] == [1.5, 1.5]
+    with pytest.raises(ValueError, match="--duration must be > 0"):
+        evaluate.with_duration(sc, 0.0)
+
+
 def test_format_table():
     rec = {"scenario": "s", "controller": "bbr", "throughput_mbps": 47.871, "utilization": 0.957, "p95_owd_ms": 116.0,
            "p95_qdelay_ms": 71.0, "loss": 0.017, "jain": 1.0, "ankh": 0.3533}
@@ -133,6 +161,7 @@ def test_cli_own_controllers_mixed_link(tmp_path):
     (["--suite=pareto", "stray"], "unexpected arguments"),
     (["--scenario=pareto/fixed50", "--checkpoint=/nonexistent-jaxcc-run"], "no stage checkpoints"),
     (["--scenario=pareto/fixed50", "--bars=eagle"], "unknown bar set 'eagle'; expected one of pareto"),
+    (["--scenario=pareto/fixed50", "--duration=-5"], "--duration must be > 0 seconds"),
 ])
 def test_cli_errors_name_the_problem(tmp_path, capsys, args, message):
     if message is None:  # absl rejects --noout for a string flag

@@ -1,6 +1,7 @@
 """Checkpoint -> policy file: the exported actor reproduces the training actor exactly."""
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -8,15 +9,17 @@ import sys
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from jaxcc import checkpointing, policyfile
-from jaxcc.agents import networks, pareto_td3
+from jaxcc.agents.pareto import networks
+from jaxcc.agents.pareto import td3 as pareto_td3
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def smoke_config():
-    spec = importlib.util.spec_from_file_location("smoke", os.path.join(REPO, "configs", "pareto_smoke.py"))
+def smoke_config(name: str = "pareto_smoke"):
+    spec = importlib.util.spec_from_file_location(f"smoke_{name}", os.path.join(REPO, "configs", f"{name}.py"))
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod.get_config()
@@ -40,9 +43,37 @@ def test_export_roundtrip_exact(tmp_path):
     train_a = jax.jit(jax.vmap(lambda o: networks.actor_apply(tr.actor_spec, state["agent"]["actor"], o)))(obs)
     file_a = jax.jit(jax.vmap(lambda o: policyfile.apply(spec, {k: jnp.asarray(v) for k, v in tensors.items()}, o)[0]))(obs)
     np.testing.assert_array_equal(np.asarray(train_a), np.asarray(file_a))
+    # evaluate --checkpoint: a stage checkpoint without its file is exported on the spot, same bytes.
+    from jaxcc import export
+    got = export.checkpoint_policies(str(tmp_path / "run"))
+    assert got == [("Pareto-Fair", str(stage_dir) + ".safetensors")]
+    assert (tmp_path / "run" / "stages" / "Pareto-Fair.safetensors").read_bytes() == out.read_bytes()
 
 
 def test_export_errors_are_clear(tmp_path):
     r = subprocess.run([sys.executable, "-m", "jaxcc.export", f"--checkpoint={tmp_path}", f"--out={tmp_path}/x"],
                        capture_output=True, text=True, cwd=REPO)
     assert r.returncode == 2 and "not a jaxcc checkpoint" in r.stderr
+
+
+@pytest.mark.parametrize("config,algorithm,label", [("aurora_smoke", "aurora", "Aurora"), ("eagle_smoke", "eagle", "Eagle")])
+def test_every_algorithm_exports_with_its_stage_label(tmp_path, config, algorithm, label):
+    """Aurora and Eagle runs go through the one export path, so their files carry the stage label
+    like Pareto's; ``jaxcc.export`` of the run and ``jaxcc.evaluate --checkpoint`` find the same file."""
+    from jaxcc import evaluate, export, train
+
+    cfg = smoke_config(config)
+    with cfg.unlocked():
+        cfg.num_updates = cfg.chunk_updates  # one chunk is enough for the file
+    work = tmp_path / "run"
+    train.train(cfg, str(work), progress=False, log=False)
+    path = work / "stages" / f"{label}.safetensors"
+    spec, tensors = policyfile.load(path)
+    assert spec["stage"] == label and spec["algorithm"] == algorithm
+    with open(work / "stages" / label / "meta.json") as f:
+        assert json.load(f)["algo"] == str(cfg.algo)
+    # The checkpoint's own export (stage checkpoint -> file) writes the same bytes.
+    out = tmp_path / "again.safetensors"
+    assert export.main([f"--checkpoint={work}", f"--out={out}"]) == 0
+    assert out.read_bytes() == path.read_bytes()
+    assert evaluate.checkpoint_entries(str(work)) == [evaluate.ControllerEntry(label, f"policy:{path}")]

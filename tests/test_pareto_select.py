@@ -6,7 +6,7 @@ import os
 import jax
 import numpy as np
 
-from jaxcc.agents import pareto_td3
+from jaxcc.agents.pareto import td3 as pareto_td3
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from jaxcc import policyfile, scenarios, senders
-from jaxcc.agents import env_adapter, networks
+from jaxcc.agents.pareto import env_adapter, networks
 from jaxcc.envs.rollout import rollout
 from jaxcc.sim import runner
 

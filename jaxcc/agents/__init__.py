@@ -1,30 +1,41 @@
-"""Agents: one module per algorithm, ``jaxcc.agents.<config.algo>``.
+"""Agents: the training algorithms, one module per ``config.algo`` (``ALGOS``).
 
-Each module exposes ``make_train(config, mesh=None) -> Trainer`` (``init``, ``enter_stage``,
-``run_chunk``, ``template``, ``stages``, ``actor_spec``; see ``pareto_td3.Trainer``) and may
-expose ``export(state, spec, path)`` (default: ``jaxcc.export.export_state``).
+An agent module holds its algorithm and nothing else: networks, losses, the update and
+``make_train``.  It never imports ``evaluate``, ``train``, ``scenarios``, ``senders`` or
+``emulation``; evaluation, export and the training loop live above it and call it.
+
+What an agent module provides:
+
+* ``make_train(config, mesh=None) -> pipeline.Trainer`` — the pure pieces of a staged run
+  (``init``, ``enter_stage``, ``run_chunk``, ``template``, ``stages``, ``actor_spec``, ...) that
+  ``jaxcc.train`` drives;
+* ``actor_tensors(state) -> {name: float32 array}`` — the actor of a (live or restored) training
+  state as the policy file's flat tensors.  ``jaxcc.export.export_state`` writes them with
+  ``trainer.actor_spec`` and the stage's label: the one export path for every algorithm.
 """
 
 from __future__ import annotations
 
 import importlib
-import pkgutil
+
+# config.algo -> module.  The names are stored in every run's config.json and stage meta.json,
+# so a renamed module keeps its old name here.
+ALGOS = {
+    "aurora_ppo": "jaxcc.agents.aurora_ppo",
+    "eagle_cem": "jaxcc.agents.eagle_cem",
+    "pareto_td3": "jaxcc.agents.pareto.td3",
+}
 
 
 def list_algos() -> list[str]:
-    import jaxcc.agents as pkg
-
-    skip = {"networks", "replay", "env_adapter", "expert", "eval_hooks", "pipeline"}
-    return sorted(m.name for m in pkgutil.iter_modules(pkg.__path__) if m.name not in skip and not m.name.startswith("_"))
+    return sorted(ALGOS)
 
 
 def get_agent(name: str):
-    if name not in list_algos():
+    """The module of ``config.algo`` ``name`` (see the module docstring for what it provides)."""
+    if name not in ALGOS:
         raise ValueError(f"unknown config.algo {name!r}; known: {', '.join(list_algos())}")
-    mod = importlib.import_module(f"jaxcc.agents.{name}")
-    if not hasattr(mod, "make_train"):
-        raise ValueError(f"config.algo {name!r}: jaxcc.agents.{name} has no make_train(config)")
-    return mod
+    return importlib.import_module(ALGOS[name])
 
 
 def make_train(config, mesh=None):

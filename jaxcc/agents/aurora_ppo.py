@@ -1,13 +1,13 @@
 """Aurora: PPO on the fluid network model (Jay et al., ICML 2019), in the PureJaxRL shape.
 
 Read top to bottom: networks → GAE → clipped objective → ``make_train`` (collect with
-``lax.scan`` over thousands of vmapped links, then epochs × minibatches of Adam) → export →
-benchmark and evaluation CLI (``policy:FILE`` runs in the simulator with ``jaxcc.senders.aurora_v1``)::
+``lax.scan`` over thousands of vmapped links, then epochs × minibatches of Adam).  Training,
+export, evaluation and the benchmark are the shared commands::
 
-    python -m jaxcc.train --config=aurora                      # train (checkpoints, resume, export)
-    python -m jaxcc.agents.aurora_ppo --bench --sizes=64,1024  # env steps/s of the whole loop
-    python -m jaxcc.agents.aurora_ppo --eval=checkpoints/aurora/aurora.safetensors  # §4.1 sweeps
-    python -m jaxcc.agents.aurora_ppo --eval=FILE --suites=aurora-figs --baselines=cubic,bbr --seeds=5  # Fig. 2, 7
+    python -m jaxcc.train --config=aurora              # train (checkpoints, resume, export)
+    python -m jaxcc.bench --train=aurora --sizes=64,1024  # env steps/s of the whole loop
+    python -m jaxcc.evaluate --suite=aurora-bw,aurora-loss \
+        --controller=cubic,policy:checkpoints/aurora/aurora.safetensors --out=runs/aurora  # §4.1 sweeps
 
 From the paper (seeds/001: §2.2, §3.1, §3.3, §5, Table 1) and its code (PCC-RL
 ``stable_solve.py``: stable-baselines PPO1 with its defaults):
@@ -42,14 +42,13 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 import math
-import time
 from typing import Any, Callable
 
+import chex
+import distrax
 import jax
 import jax.numpy as jnp
-import numpy as np
 import optax
 
 from jaxcc import policyfile
@@ -102,9 +101,10 @@ def init_agent_params(key, in_dim: int, hidden=(32, 16), log_std_init: float = 0
     return {"actor": actor, "critic": critic, "log_std": jnp.full((1,), log_std_init, jnp.float32)}
 
 
-def flat(params: dict) -> dict:
-    """``{layer: {tensor: x}}`` → ``{"layer.tensor": x}`` (policy-file tensor names)."""
-    return {f"{layer}.{name}": v for layer, d in params.items() for name, v in d.items()}
+flat = pipeline.flat  # {layer: {tensor: x}} → {"layer.tensor": x} (policy-file tensor names)
+
+
+actor_tensors = pipeline.actor_tensors  # the policy file's tensors of a state's actor (jaxcc.export)
 
 
 def actor_mean(spec: dict, actor: dict, window: jax.Array) -> jax.Array:
@@ -121,12 +121,25 @@ def critic_value(critic: dict, window: jax.Array) -> jax.Array:
     return (h @ critic["out"]["kernel"] + critic["out"]["bias"])[0]
 
 
+def gaussian(mean, log_std) -> distrax.Normal:
+    """The policy π(·|s) = N(μ(s), σ²) with the state-independent σ = exp(log_std) (PPO1's
+    ``DiagGaussianPdType``; one scalar action)."""
+    return distrax.Normal(loc=mean, scale=jnp.exp(log_std))
+
+
+# log π and the entropy are written in log σ on purpose: distrax's ``Normal.log_prob`` and
+# ``entropy`` take log(exp(log σ)), which differs from log σ in the last bit.  That changed a
+# seeded run (aurora_smoke: policy tensors off by up to 1e-5 after 16 updates, and growing), so
+# the sampling goes through distrax (bit-identical) and these two stay in closed form.
+
+
 def gaussian_log_prob(a, mean, log_std):
-    """log N(a; μ, σ²) for a scalar action."""
+    """log N(a; μ, σ²) for a scalar action (equals ``gaussian(mean, log_std).log_prob(a)``)."""
     return -0.5 * jnp.square((a - mean) / jnp.exp(log_std)) - log_std - 0.5 * LOG_2PI
 
 
 def gaussian_entropy(log_std):
+    """H[N(μ, σ²)] = ½ log(2πe) + log σ (equals ``gaussian(μ, log_std).entropy()``)."""
     return log_std + 0.5 * (1.0 + LOG_2PI)
 
 
@@ -222,6 +235,9 @@ _strong = pipeline.strong
 def make_train(config, mesh=None) -> Trainer:
     """Build the PPO trainer (see ``configs/aurora.py``).
 
+    ``mesh`` is part of the agents' contract; this trainer adds no sharding constraints of its own
+    (``jaxcc.train`` shards the state's leading environment axis).
+
     State (a dict, everything an exact resume needs): ``agent`` {actor, critic, log_std, opt},
     ``env`` {state, obs, ep_return} with a leading [num_envs] axis, ``key``, ``counters``.
     """
@@ -260,12 +276,6 @@ def make_train(config, mesh=None) -> Trainer:
     v_reset = jax.vmap(env.reset, in_axes=(0, None))
     v_step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
 
-    def data_sharded(x):
-        if mesh is None or mesh.devices.size == 1:
-            return x
-        from jax.sharding import NamedSharding, PartitionSpec as P
-        return jax.lax.with_sharding_constraint(x, NamedSharding(mesh, P("data")))
-
     # ------------------------------------------------------------------ init
     def init(key):
         key = jnp.asarray(key)
@@ -285,7 +295,7 @@ def make_train(config, mesh=None) -> Trainer:
             st, obs, ep_ret = carry
             k_a, k_e = jax.random.split(k)
             mu, log_std, v = policy(params, obs)  # [E, A]
-            a = mu + jnp.exp(log_std) * jax.random.normal(k_a, mu.shape)
+            a = gaussian(mu, log_std).sample(seed=k_a)
             logp = gaussian_log_prob(a, mu, log_std)
             obs2, st, r, term, trunc, info = v_step(jax.random.split(k_e, E), st,
                                                     jnp.clip(a, -clip_a, clip_a)[..., None], env_params)
@@ -322,6 +332,8 @@ def make_train(config, mesh=None) -> Trainer:
         key, k_col, k_perm = jax.random.split(state["key"], 3)
         env_s, traj, cm = collect(params, state["env"], k_col)
         _, _, last_v = policy(params, env_s["obs"])
+        chex.assert_shape([traj["reward"], traj["value"], traj["done"], traj["boot"], traj["action"]],
+                          (S, E, n_agents))
         adv, target = compute_gae(traj["reward"], traj["value"], traj["done"], last_v, float(p.gamma),
                                   float(p.gae_lambda), traj["boot"])
         data = {"obs": traj["obs"], "action": traj["action"], "log_prob": traj["log_prob"], "value": traj["value"],
@@ -371,7 +383,7 @@ def make_train(config, mesh=None) -> Trainer:
             st, obs = carry
             k_a, k_e = jax.random.split(k)
             mu, log_std, _ = policy(params, obs)
-            a = mu if deterministic else mu + jnp.exp(log_std) * jax.random.normal(k_a, mu.shape)
+            a = mu if deterministic else gaussian(mu, log_std).sample(seed=k_a)
             obs, st, r, *_ = v_step(jax.random.split(k_e, num_envs), st, jnp.clip(a, -clip_a, clip_a)[..., None],
                                     env_params)
             return (st, obs), jnp.mean(r)
@@ -384,149 +396,3 @@ def make_train(config, mesh=None) -> Trainer:
                    enter_stage=lambda s, i: s, run_chunk=run_chunk, template=template, env_source="jaxcc.envs",
                    update=update, evaluate=evaluate, env_steps_per_update=E * S * n_agents, env=env,
                    env_params=env_params)
-
-
-# ----------------------------------------------------------------------------- export
-
-
-def export(state, spec: dict, path: str) -> str:
-    """Write the actor of a training state as a policy file."""
-    tensors = {k: np.asarray(v, np.float32) for k, v in flat(jax.device_get(state["agent"]["actor"])).items()}
-    policyfile.save(path, spec, tensors)
-    return path
-
-
-# ----------------------------------------------------------------------------- benchmark
-
-
-def bench(config, updates: int = 2, sizes=None, repeats: int = 2) -> list[dict]:
-    """Environment steps (MIs) per second of the whole training loop — collect, GAE and the PPO
-    epochs — with compilation excluded (one warm-up call per size).  Also per CPU-second of this
-    process (all its threads), which is the fairer figure on a shared machine."""
-    rows = []
-    for n in sizes or [int(config.num_envs)]:
-        cfg = config.copy_and_resolve_references()
-        with cfg.unlocked():
-            cfg.num_envs = int(n)
-            cfg.chunk_updates = int(updates)
-            cfg.num_updates = int(updates)
-            per = n * cfg.ppo.num_steps
-            cfg.ppo.num_minibatches = max(1, min(int(config.ppo.num_minibatches), per // 256))
-            while per % cfg.ppo.num_minibatches:
-                cfg.ppo.num_minibatches -= 1
-        tr = make_train(cfg)
-        state = jax.jit(tr.init)(jax.random.PRNGKey(0))
-        run = jax.jit(tr.run_chunk)
-        t0 = time.perf_counter()
-        state, _ = jax.block_until_ready(run(state))
-        t_first = time.perf_counter() - t0
-        best, best_cpu = float("inf"), float("inf")
-        for _ in range(repeats):
-            t0, c0 = time.perf_counter(), time.process_time()
-            state, m = jax.block_until_ready(run(state))
-            best = min(best, time.perf_counter() - t0)
-            best_cpu = min(best_cpu, time.process_time() - c0)
-        steps = updates * tr.env_steps_per_update
-        rows.append({"num_envs": n, "num_steps": int(cfg.ppo.num_steps), "updates": updates, "seconds": best,
-                     "env_steps_per_s": steps / best, "cpu_seconds": best_cpu,
-                     "env_steps_per_cpu_s": steps / max(best_cpu, 1e-9), "first_call_s": t_first})
-        print(f"links={n:6d}  MIs/update={tr.env_steps_per_update:8d}  env-steps/s={steps / best:12,.0f}  "
-              f"per CPU-second={steps / max(best_cpu, 1e-9):12,.0f}  (first call incl. compile {t_first:.1f} s)",
-              flush=True)
-    return rows
-
-
-def with_duration(sc, duration_s: float):
-    """The scenario run for ``duration_s`` seconds instead (flows that ran to the end still do;
-    random capacity forms draw their segments for the new length)."""
-    from jaxcc.scenarios import parse_scenario
-
-    d = sc.to_dict()
-    old = float(d["duration_s"])
-    d["duration_s"] = float(duration_s)
-    for f in d["flows"]:
-        if f["stop_s"] >= old:
-            f["stop_s"] = float(duration_s)
-        f["stop_s"] = min(f["stop_s"], float(duration_s))
-    return parse_scenario(d, source=sc.name)
-
-
-def evaluate_policy_file(path: str, suites=("aurora-bw", "aurora-loss"), baselines=("cubic",), *, seeds: int = 1,
-                         duration_s: float = 0.0, scenarios=()) -> list[dict]:
-    """§4.1 sweeps in the simulator (``jaxcc.evaluate``): the exported policy next to ``baselines``.
-
-    ``suites`` and ``scenarios`` name what to run; ``duration_s`` > 0 replaces every scenario's
-    length (the paper runs each test for two minutes; the named sweeps last 30 s); ``seeds``
-    runs per random link (Fig. 7: at least five).  The policy acts with its mean action, as
-    PCC-RL's deployed agent does (``stochastic=False``).
-
-    """
-    from jaxcc import evaluate as ev
-    from jaxcc.scenarios import get_scenario, get_suite
-
-    scs = [sc for su in suites if su for sc in get_suite(su)] + [get_scenario(n) for n in scenarios if n]
-    if duration_s > 0:
-        scs = [with_duration(sc, duration_s) for sc in scs]
-    rep = ev.run_evaluation(scs, ev.controller_entries(list(baselines) + [f"policy:{path}"]), seeds=seeds,
-                            progress=False, keep_series=False)
-    rows = []
-    for r in rep["results"]:
-        lab = "aurora" if r["controller"].startswith("policy:") else r["controller"]
-        rows.append({k: r[k] for k in ("scenario", "throughput_mbps", "utilization", "p95_owd_ms", "p95_qdelay_ms",
-                                       "mean_owd_ms", "loss", "duration_s", "runs")} | {"controller": lab})
-    return rows
-
-
-def main(argv=None):
-    import argparse
-    import os
-    import platform
-
-    ap = argparse.ArgumentParser(prog="python -m jaxcc.agents.aurora_ppo", description=__doc__.split("\n")[0])
-    ap.add_argument("--bench", action="store_true", help="time the whole PPO training loop (env steps/s)")
-    ap.add_argument("--config", default="aurora", help="configs/NAME.py")
-    ap.add_argument("--sizes", default="", help="comma-separated numbers of links (default: the config's)")
-    ap.add_argument("--updates", type=int, default=2, help="PPO iterations per timed call")
-    ap.add_argument("--eval", default="", metavar="FILE", help="evaluate an exported policy on the §4.1 sweeps")
-    ap.add_argument("--suites", default="aurora-bw,aurora-loss", help="suites for --eval (comma-separated; "
-                    "aurora-figs: the Fig. 2 and Fig. 7 links)")
-    ap.add_argument("--scenarios", default="", help="more named scenarios for --eval (comma-separated)")
-    ap.add_argument("--baselines", default="cubic", help="controllers next to the policy for --eval (e.g. cubic,bbr)")
-    ap.add_argument("--seeds", type=int, default=1, help="--eval: runs per random link (Fig. 7: 5)")
-    ap.add_argument("--duration", type=float, default=0.0,
-                    help="--eval: seconds per test instead of the scenarios' own (the paper ran 120)")
-    ap.add_argument("--out", default="", help="write the rows as JSON here")
-    a = ap.parse_args(argv)
-    if a.eval:
-        rows = evaluate_policy_file(a.eval, tuple(a.suites.split(",")), tuple(b for b in a.baselines.split(",") if b),
-                                    seeds=a.seeds, duration_s=a.duration, scenarios=tuple(a.scenarios.split(",")))
-        for r in rows:
-            print(f"{r['scenario']:20s} {r['controller']:7s} thr {r['throughput_mbps']:8.2f} Mbit/s  "
-                  f"util {r['utilization']:.3f}  mean owd {r['mean_owd_ms']:8.1f} ms  p95 owd {r['p95_owd_ms']:8.1f} ms  "
-                  f"p95 qdelay {r['p95_qdelay_ms']:8.1f} ms  loss {r['loss']:.4f}")
-        if a.out:
-            with open(a.out, "w") as f:
-                json.dump({"results": rows}, f, indent=1)
-        return 0
-    if not a.bench:
-        ap.print_help()
-        return 0
-    from jaxcc import train as train_mod
-    from ml_collections import config_flags
-
-    path = train_mod.resolve_config_path(a.config)
-    config = config_flags.config_flags._LoadConfigModule("c", path).get_config()
-    sizes = [int(s) for s in a.sizes.split(",") if s] or None
-    rows = bench(config, a.updates, sizes)
-    result = {"rows": rows, "reference_sb3_ppo_packet_sim_1core_steps_per_s": 650,
-              "device": str(jax.devices()[0]), "cpu_count": os.cpu_count(), "machine": platform.machine(),
-              "jax": jax.__version__}
-    if a.out:
-        with open(a.out, "w") as f:
-            json.dump(result, f, indent=2)
-    print(json.dumps(result))
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,8 +1,12 @@
 """Eagle: the cross-entropy method with a synthesized BBR teacher (Emara, Li, Chen; INFOCOM 2020).
 
 Read top to bottom: network (a policy-file spec, so export is exact) → the cross-entropy pieces
-(elite selection, loss) → the synthesized BBR teacher → Algorithm 2's schedule → ``make_train``
-→ export.
+(elite selection, loss) → the synthesized BBR teacher → Algorithm 2's schedule → ``make_train``.
+Training, export and evaluation are the shared commands::
+
+    python -m jaxcc.train --config=eagle
+    python -m jaxcc.evaluate --suite=eagle --controller=bbr,cubic,policy:checkpoints/eagle/eagle.safetensors \
+        --out=runs/eagle   # §V: 10 Mbit/s, 100 ms at 1, 2, 4 BDP buffers and the Verizon LTE trace
 
 From the paper (seeds/003, §IV-B to §IV-D):
 
@@ -44,6 +48,8 @@ import functools
 import math
 from typing import Any, Callable, NamedTuple
 
+import chex
+import distrax
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -104,9 +110,8 @@ def init_params(key, obs_dim: int, hidden: int = 64, n_actions: int = 5) -> dict
     }
 
 
-def flat(params: dict) -> dict:
-    """``{layer: {tensor: x}}`` → ``{"layer.tensor": x}``."""
-    return {f"{layer}.{name}": v for layer, d in params.items() for name, v in d.items()}
+flat = pipeline.flat  # {layer: {tensor: x}} → {"layer.tensor": x}
+actor_tensors = pipeline.actor_tensors  # the policy file's tensors of a state's actor (jaxcc.export)
 
 
 def logits_fn(spec: dict, params: dict, window):
@@ -131,11 +136,15 @@ def elite_mask(returns: jax.Array, n_elite: int = N_ELITE) -> jax.Array:
     return rank < n_elite
 
 
+def policy(logits: jax.Array) -> distrax.Categorical:
+    """π(·|s): the categorical distribution over the five rate actions."""
+    return distrax.Categorical(logits=logits)
+
+
 def ce_loss(logits: jax.Array, actions: jax.Array, weights: jax.Array) -> jax.Array:
     """Cross-entropy of the policy against the elite actions: −Σ w·log π(a|s) / Σ w."""
-    logp = jax.nn.log_softmax(logits, axis=-1)
-    lp = jnp.take_along_axis(logp, actions[..., None].astype(jnp.int32), axis=-1)[..., 0]
-    w = weights.astype(logp.dtype)
+    lp = policy(logits).log_prob(actions.astype(jnp.int32))
+    w = weights.astype(lp.dtype)
     return -jnp.sum(w * lp) / jnp.maximum(jnp.sum(w), 1.0)
 
 
@@ -315,6 +324,9 @@ _strong = pipeline.strong
 def make_train(config, mesh=None) -> Trainer:
     """Build the CEM trainer (see ``configs/eagle.py``).
 
+    ``mesh`` is part of the agents' contract; this trainer adds no sharding constraints of its own
+    (``jaxcc.train`` shards the state's leading environment axis).
+
     State: ``agent`` {actor, opt}, ``sched`` (Algorithm 2's knobs), ``env`` (per-lane
     bookkeeping; every batch starts fresh episodes), ``key``, ``counters``.
     """
@@ -352,10 +364,10 @@ def make_train(config, mesh=None) -> Trainer:
                         "env": {"last_return": jnp.zeros((E, A), jnp.float32)}, "key": k_r,
                         "counters": {"update": jnp.zeros((), jnp.int32), "env_steps": jnp.zeros((), jnp.int32)}})
 
-    def rollout(actor, sched, key, mode: str = "train", env_params_=None):
+    def rollout(actor, sched, key, mode: str = "train"):
         """One batch of E episodes of S steps (Algorithm 2 lines 5–14).  ``mode``: 'train' (the
         teacher schedule), 'teacher' (teacher only), 'policy' (sampled, no teacher), 'greedy'."""
-        ep = env_params if env_params_ is None else env_params_
+        ep = env_params
         k_reset, k_run = jax.random.split(key)
         obs, st = v_reset(jax.random.split(k_reset, E), ep)
         shape = (E, A)
@@ -367,6 +379,8 @@ def make_train(config, mesh=None) -> Trainer:
             st, obs, ts, to, emerg = carry
             k_a, k_u, k_e = jax.random.split(k, 3)
             logits = logits_of(actor, obs)
+            # Sampled from the raw logits, as always: distrax's Categorical samples from the
+            # log-softmax-normalised logits, the same distribution but not the same bits.
             pol = jnp.argmax(logits, -1) if mode == "greedy" else jax.random.categorical(k_a, logits)
             t_a = teacher_action(ts, to, multipliers)
             emerg = jnp.where(emergency(ts, to, float(c.emergency_rtt_ratio)), emerg + 1, 0)  # lines 7–9
@@ -394,6 +408,7 @@ def make_train(config, mesh=None) -> Trainer:
         key, k_roll = jax.random.split(state["key"])
         sched = state["sched"]
         traj = rollout(state["agent"]["actor"], sched, k_roll)
+        chex.assert_shape([traj["reward"], traj["action"], traj["teacher"]], (S, E, A))
         returns = jnp.sum(traj["reward"], axis=0)  # [E, A]
         # Line 15: the elites are the best 3 of each group of 5 episodes.
         elite = elite_mask(returns.reshape((G, GROUP, A))).reshape((E, A))
@@ -439,63 +454,3 @@ def make_train(config, mesh=None) -> Trainer:
     return Trainer(config=config, stages=[stage], chunk_updates=chunk, actor_spec=spec, init=init,
                    enter_stage=lambda s, i: s, run_chunk=run_chunk, template=template, env_source="jaxcc.envs",
                    update=update, rollout=rollout, env_steps_per_update=E * S * A, env=env, env_params=env_params)
-
-
-# ----------------------------------------------------------------------------- export
-
-
-def export(state, spec: dict, path: str) -> str:
-    """Write the actor of a training state as a policy file (the spec training evaluated)."""
-    tensors = {k: np.asarray(v, np.float32) for k, v in flat(jax.device_get(state["agent"]["actor"])).items()}
-    policyfile.save(path, spec, tensors)
-    return path
-
-
-# ----------------------------------------------------------------------------- CLI
-
-
-def evaluate_policy_files(paths, buffers_bdp=(1.0, 2.0, 4.0), baselines=("bbr", "cubic"), duration_s: float = 30.0):
-    """Exported Eagle policies next to ``baselines`` on a 10 Mbit/s, 100 ms link (§V, Fig. 7),
-    one scenario per buffer size (in BDPs), in the simulator (``jaxcc.evaluate``).
-    """
-    from jaxcc import evaluate as ev
-    from jaxcc.scenarios import parse_scenario
-
-    bdp = 10 * 125000.0 * 0.1
-    scs = [parse_scenario({"name": f"eagle/10mbps-100ms-buf{b:g}bdp", "duration_s": float(duration_s),
-                           "link": {"bandwidth_mbps": 10, "buffer_bytes": int(b * bdp), "loss": 0.0},
-                           "flows": [{"rtt_ms": 100.0, "controller": "bbr"}]}) for b in buffers_bdp]
-    entries = ev.controller_entries(list(baselines) + [f"policy:{p}" for p in paths])
-    rep = ev.run_evaluation(scs, entries, progress=False, keep_series=False)
-    rows = []
-    for r in rep["results"]:
-        lab = r["controller"] if not r["controller"].startswith("policy:") else "eagle:" + r["controller"][7:]
-        rows.append({k: r[k] for k in ("scenario", "throughput_mbps", "utilization", "p95_owd_ms", "p95_qdelay_ms",
-                                       "loss")} | {"controller": lab})
-    return rows
-
-
-def main(argv=None):
-    import argparse
-    import json
-
-    ap = argparse.ArgumentParser(prog="python -m jaxcc.agents.eagle_cem", description=__doc__.split("\n")[0])
-    ap.add_argument("--eval", default="", metavar="FILES", help="comma-separated exported policies to evaluate")
-    ap.add_argument("--buffers", default="1,2,4", help="buffer sizes in BDPs of the 10 Mbit/s, 100 ms link")
-    ap.add_argument("--out", default="", help="write the rows as JSON here")
-    a = ap.parse_args(argv)
-    if not a.eval:
-        ap.print_help()
-        return 0
-    rows = evaluate_policy_files(a.eval.split(","), tuple(float(b) for b in a.buffers.split(",")))
-    for r in rows:
-        print(f"{r['scenario']:30s} {r['controller'][-40:]:40s} thr {r['throughput_mbps']:7.2f} Mbit/s  "
-              f"p95 owd {r['p95_owd_ms']:8.1f} ms  p95 qdelay {r['p95_qdelay_ms']:8.1f} ms  loss {r['loss']:.4f}")
-    if a.out:
-        with open(a.out, "w") as f:
-            json.dump({"results": rows}, f, indent=1)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -7,6 +7,7 @@ from typing import Any, Callable
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,3 +41,16 @@ class Trainer:
 def strong(tree):
     """Drop weak types so a state from ``init`` and one from ``run_chunk`` share one compiled shape."""
     return jax.tree.map(lambda x: jnp.asarray(x, dtype=jnp.asarray(x).dtype) + jnp.zeros((), jnp.asarray(x).dtype), tree)
+
+
+def flat(params: dict) -> dict:
+    """``{layer: {tensor: x}}`` → ``{"layer.tensor": x}`` (the policy file's tensor names)."""
+    return {f"{layer}.{name}": v for layer, d in params.items() for name, v in d.items()}
+
+
+def actor_tensors(state) -> dict[str, np.ndarray]:
+    """The policy-file tensors of ``state["agent"]["actor"]`` (live or restored), float32 numpy.
+
+    Every agent keeps its actor there as ``{layer: {tensor: array}}`` named after the policy
+    file's layers, so this is each agent's ``actor_tensors``."""
+    return {k: np.asarray(v, np.float32) for k, v in flat(jax.device_get(state["agent"]["actor"])).items()}

@@ -1,7 +1,9 @@
 """Pareto: TD3 with LSTM actor/critics, segmented prioritized replay, BBR expert, staged training.
 
-Reads top to bottom like PureJaxRL.  ``make_train(config)`` returns a ``Trainer`` of pure
-functions; ``jaxcc.train`` drives them from a thin Python loop (logging, checkpoints, progress).
+Reads top to bottom like PureJaxRL: the pure TD3 step (``td3_update``; ``learn_step`` adds the
+prioritized sampling around it), then ``make_train(config)``, which returns a ``Trainer`` of pure
+functions (init → collect → learn → update → snapshot selection → chunk); ``jaxcc.train`` drives
+them from a thin Python loop (logging, checkpoints, progress).
 
 * Algorithm 3 (TD3 for a prioritized buffer).  One *update* plays ``rollout_len`` steps on every
   link in parallel (each step is one monitor interval of ``mi_rtts`` RTTs for every flow), stores
@@ -12,8 +14,8 @@ functions; ``jaxcc.train`` drives them from a thin Python loop (logging, checkpo
   target updates with τ (eq. 8) on the delayed steps, and new priorities (eq. 9).  β starts at
   0.4 and grows by 0.001 per gradient step to 1.
 * Expert demonstrations (Algorithm 3 lines 3–4): when a flow's previous step earned a reward
-  below ``expert_threshold``, its next action is BBR's (``info["expert_action"]``); the share of
-  expert actions is logged.
+  below ``expert_threshold``, its next action is BBR's (the MI-level BBR of ``expert``, run
+  beside every flow by ``env_adapter``); the share of expert actions is logged.
 * Algorithm 2 (staged): bootstrap → advance → fairness.  Each stage owns one fixed-size segment
   of the shared buffer (``replay.add`` writes only there; older segments are frozen and still
   sampled).  The fairness stage runs two flows per link with one shared policy and one shared
@@ -40,13 +42,15 @@ sizes, number of links) are static.
 from __future__ import annotations
 
 import functools
+from typing import Callable
 
+import chex
 import jax
 import jax.numpy as jnp
-import numpy as np
 import optax
 
-from jaxcc.agents import env_adapter, networks, pipeline, replay
+from jaxcc.agents import pipeline
+from jaxcc.agents.pareto import env_adapter, networks, replay
 
 STAGE_LABELS = {"bootstrap": "Pareto-Bootstrap", "advance": "Pareto-Advance", "fairness": "Pareto-Fair"}
 HP_KEYS = ("gamma", "tau", "lr_actor", "lr_critic", "policy_noise", "noise_clip", "expl_noise", "alpha",
@@ -61,6 +65,122 @@ def _hp(config) -> dict:
     return {k: jnp.asarray(float(t[k]), jnp.float32) for k in HP_KEYS}
 
 
+# ----------------------------------------------------------------------------- the TD3 step (Algorithm 3, lines 6–13)
+
+LO, HI = networks.A_LOW, networks.A_HIGH  # the action range [-0.7, 2] (§III)
+HALF = 0.5 * (HI - LO)  # noise scales (``policy_noise``, ``noise_clip``, ``expl_noise``) are in units of it
+
+
+def td3_update(agent: dict, batch: dict, w: jax.Array, noise: jax.Array, hp: dict, gstep: jax.Array, *,
+               actor_b: Callable, critic_b: Callable, opt: optax.GradientTransformation, policy_delay: int,
+               nan_step: int | None = None):
+    """One TD3 gradient step on a sampled batch (Algorithm 3 lines 8–12, eqs. 3–8).
+
+    * eq. (3), target policy smoothing: ``ã = clip(π_θ'(s') + clip(σ·n, −c, c), low, high)``
+      with ``n = noise`` (standard normal, [B]), ``σ = policy_noise·HALF``, ``c = noise_clip·HALF``;
+      ``y = r + γ (1 − done) min(Q_φ'1(s', ã), Q_φ'2(s', ã))`` (no gradient).
+    * eq. (4) weighted as eq. (7): the critics minimise ``mean_i w_i · ½[(Q1 − y)² + (Q2 − y)²]``.
+    * eq. (5), every ``policy_delay`` steps (``gstep % policy_delay == 0``): the actor minimises
+      ``mean_i w_i · (−Q_1(s, π_θ(s)))`` through the *updated* first critic, and the targets move
+      by eq. (8), ``θ' ← τθ + (1 − τ)θ'`` (all three target networks).  On the other steps the
+      actor and the targets are unchanged.
+    * Parameters step by ``p ← p − lr · u``, ``u`` the optimiser's direction (``opt``: global-norm
+      clip then Adam's scaling; the learning rates are ``hp`` leaves so a sweep needs no recompile).
+
+    Args:
+      agent: ``actor``, ``critic1``, ``critic2``, their targets ``*_t``, ``opt_actor``, ``opt_critic``.
+      batch: ``obs`` [B, T, D], ``action`` [B], ``reward`` [B], ``next_obs`` [B, T, D], ``done`` [B].
+      w: importance weights [B] (eq. 6, from ``replay.sample``).
+      noise: standard-normal draws [B] for the target smoothing.
+      hp: ``state["hp"]`` (``gamma``, ``tau``, ``lr_actor``, ``lr_critic``, ``policy_noise``, ``noise_clip``).
+      gstep: the gradient step's index (int32), which decides the delayed actor update.
+      actor_b, critic_b: the batched networks, ``actor_b(params, obs) -> [B]`` and
+        ``critic_b(params, obs, action) -> [B]``.
+      nan_step: test hook — at this ``gstep`` the critic loss and ``critic1`` become NaN.
+
+    Returns:
+      (agent, per-sample critic loss δ_i [B], per-sample actor loss J_i [B], metrics) — δ and J
+      feed the new priorities (eq. 9, ``replay.pareto_priority``).
+    """
+    chex.assert_rank(batch["obs"], 3)
+    chex.assert_shape([batch["action"], batch["reward"], batch["done"], w, noise], (batch["obs"].shape[0],))
+    # eq. (3): target with clipped smoothing noise ε ~ N(0, σ).
+    eps = jnp.clip(noise * hp["policy_noise"] * HALF, -hp["noise_clip"] * HALF, hp["noise_clip"] * HALF)
+    a2 = jnp.clip(actor_b(agent["actor_t"], batch["next_obs"]) + eps, LO, HI)
+    q_t = jnp.minimum(critic_b(agent["critic1_t"], batch["next_obs"], a2),
+                      critic_b(agent["critic2_t"], batch["next_obs"], a2))
+    y = jax.lax.stop_gradient(batch["reward"] + hp["gamma"] * (1.0 - batch["done"]) * q_t)
+
+    # eq. (4) weighted by eq. (6) as in eq. (7).
+    def critic_loss(cs):
+        q1 = critic_b(cs[0], batch["obs"], batch["action"])
+        q2 = critic_b(cs[1], batch["obs"], batch["action"])
+        per = 0.5 * (jnp.square(q1 - y) + jnp.square(q2 - y))
+        return jnp.mean(w * per), (per, q1)
+
+    (c_loss, (c_per, q1)), c_grads = jax.value_and_grad(critic_loss, has_aux=True)(
+        (agent["critic1"], agent["critic2"]))
+    if nan_step is not None:  # test hook: poison the loss at one update to exercise the NaN guard
+        c_loss = c_loss + jnp.where(gstep == nan_step, jnp.nan, 0.0)
+    upd, opt_c = opt.update(c_grads, agent["opt_critic"])
+    c1, c2 = jax.tree.map(lambda p, u: p - hp["lr_critic"] * u, (agent["critic1"], agent["critic2"]), upd)
+    if nan_step is not None:
+        c1 = jax.tree.map(lambda p: p + jnp.where(gstep == nan_step, jnp.nan, 0.0), c1)
+    agent = {**agent, "critic1": c1, "critic2": c2, "opt_critic": opt_c}
+
+    # eq. (5): deterministic policy gradient through Q1, every `policy_delay` steps.
+    def actor_loss(ap):
+        per = -critic_b(agent["critic1"], batch["obs"], actor_b(ap, batch["obs"]))
+        return jnp.mean(w * per), per
+
+    def do_actor(agent):
+        (a_loss, a_per), g = jax.value_and_grad(actor_loss, has_aux=True)(agent["actor"])
+        u, opt_a = opt.update(g, agent["opt_actor"])
+        ap = jax.tree.map(lambda p, uu: p - hp["lr_actor"] * uu, agent["actor"], u)
+        tau = hp["tau"]
+        soft = lambda tp, p: jax.tree.map(lambda x, y: tau * y + (1.0 - tau) * x, tp, p)  # noqa: E731  eq. (8)
+        agent = {**agent, "actor": ap, "opt_actor": opt_a, "actor_t": soft(agent["actor_t"], ap),
+                 "critic1_t": soft(agent["critic1_t"], agent["critic1"]),
+                 "critic2_t": soft(agent["critic2_t"], agent["critic2"])}
+        return agent, a_loss, a_per
+
+    def skip_actor(agent):
+        a_loss, a_per = actor_loss(agent["actor"])
+        return agent, a_loss, a_per
+
+    agent, a_loss, a_per = jax.lax.cond(jnp.mod(gstep, policy_delay) == 0, do_actor, skip_actor, agent)
+    return agent, c_per, a_per, {"critic_loss": c_loss, "actor_loss": a_loss, "q": jnp.mean(q1)}
+
+
+def learn_step(agent: dict, buf: replay.ReplayState, key: jax.Array, hp: dict, gstep: jax.Array, *,
+               batch_size: int, shard: Callable = lambda x: x, **update_kw):
+    """Sample, update, re-prioritise: one gradient step of Algorithm 3 (lines 6–13).
+
+    β = min(1, beta0 + beta_inc · gstep); a stratified batch with ``P(i) ∝ p_i^α`` and
+    importance weights ``w_i = (N·P(i))^{−β} / max_j w_j`` (eq. 6, ``replay.sample``);
+    ``td3_update`` (``update_kw``: its keyword arguments); then the sampled slots get the new
+    priorities ``tanh(δ_i / c + J_i) + 1 + ζ`` (eq. 9, ``replay.pareto_priority``).
+
+    Returns:
+      (agent, buffer, key, metrics).
+    """
+    key, k_s, k_n = jax.random.split(key, 3)
+    beta = jnp.minimum(1.0, hp["beta0"] + hp["beta_inc"] * gstep.astype(jnp.float32))
+    b, idx, w, _ = replay.sample(buf, k_s, batch_size, hp["alpha"], beta)
+    b = jax.tree.map(shard, b)
+    w = shard(w)
+    noise = jax.random.normal(k_n, (batch_size,))
+    agent, c_per, a_per, m = td3_update(agent, b, w, noise, hp, gstep, **update_kw)
+    # eq. (9): p_i <- tanh(δ_i / c + J_i) + 1 + ζ.
+    prio = replay.pareto_priority(c_per, a_per, hp["prio_c"], hp["prio_zeta"])
+    buf = replay.update_priorities(buf, idx, prio)
+    m = {**m, "beta": beta, "priority": jnp.mean(prio), "is_weight": jnp.mean(w)}
+    return agent, buf, key, m
+
+
+# ----------------------------------------------------------------------------- make_train
+
+
 def make_train(config, mesh=None) -> Trainer:
     """Build the staged Pareto trainer from a config (see ``configs/pareto_staged.py``)."""
     t = config.td3
@@ -73,8 +193,7 @@ def make_train(config, mesh=None) -> Trainer:
     stage_cfgs = [config.stages[n] for n in stage_names]
     env_over = dict(config.env.overrides) if "overrides" in config.env else {}
     # A stage may override static env fields of its own (``stages.fairness.env_overrides.max_steps``).
-    senvs = [env_adapter.make_stage_env(n, prefer=config.env.source,
-                                        overrides={**env_over, **dict(s.get("env_overrides", {}))})
+    senvs = [env_adapter.make_stage_env(n, overrides={**env_over, **dict(s.get("env_overrides", {}))})
              for n, s in zip(stage_names, stage_cfgs)]
     T, D = senvs[0].history, senvs[0].obs_dim
     for se in senvs:
@@ -94,8 +213,6 @@ def make_train(config, mesh=None) -> Trainer:
                                features=senvs[0].feature_info)
     segment_sizes = [int(s.buffer_segment) for s in stage_cfgs]
     opt = optax.chain(optax.clip_by_global_norm(float(t.max_grad_norm)), optax.scale_by_adam())
-    lo, hi = networks.A_LOW, networks.A_HIGH
-    half = 0.5 * (hi - lo)
     rollout = int(config.rollout_len)
     grad_steps = int(t.grad_steps)
     delay = int(t.policy_delay)
@@ -139,7 +256,7 @@ def make_train(config, mesh=None) -> Trainer:
                 "next_obs": z, "done": jnp.zeros((), jnp.float32)}
 
     def init_env(stage_idx: int, key):
-        reset, _, _ = env_adapter.windowed(senvs[stage_idx])
+        reset, _ = env_adapter.windowed(senvs[stage_idx])
         keys = jax.random.split(key, E)
         obs, st = jax.vmap(reset)(keys)
         f = senvs[stage_idx].num_flows
@@ -147,10 +264,77 @@ def make_train(config, mesh=None) -> Trainer:
                 "has_prev": jnp.zeros((E, f), bool), "expert": jnp.zeros((E, f), jnp.float32),
                 "ep_return": jnp.zeros((E, f), jnp.float32)}
 
-    # ------------------------------------------------------------------ snapshot selection (see module docstring)
     def _select_reset(actor):
+        """``state["select"]``: the stage's best validated actor so far (snapshot selection, below)."""
         return {"actor": actor, "score": jnp.asarray(jnp.inf, jnp.float32), "update": jnp.asarray(-1, jnp.int32)}
 
+    def init(key):
+        key = jnp.asarray(key)
+        k_agent, k_env, k_run = jax.random.split(key, 3)
+        agent = init_agent(k_agent)
+        state = {
+            "agent": agent,
+            "buffer": replay.init(example_transition(), segment_sizes),
+            "env": init_env(0, k_env),
+            "key": k_run,
+            "hp": _hp(config),
+            "select": _select_reset(agent["actor"]),
+            "counters": {"update": jnp.zeros((), jnp.int32), "grad_step": jnp.zeros((), jnp.int32),
+                         "env_steps": jnp.zeros((), jnp.int32), "stage": jnp.zeros((), jnp.int32),
+                         "stage_update": jnp.zeros((), jnp.int32)},
+        }
+        return _strong(state)
+
+    def enter_stage(state, stage_idx: int):
+        key, k_env = jax.random.split(state["key"])
+        c = dict(state["counters"])
+        c["stage"] = jnp.asarray(stage_idx, jnp.int32)
+        c["stage_update"] = jnp.zeros((), jnp.int32)
+        return _strong({**state, "env": init_env(stage_idx, k_env), "key": key, "counters": c,
+                        "select": _select_reset(state["agent"]["actor"])})
+
+    # ------------------------------------------------------------------ collect (play, store)
+    def make_collect(stage_idx: int):
+        _, step = env_adapter.windowed(senvs[stage_idx])
+        f = senvs[stage_idx].num_flows
+
+        def env_step(carry, _):
+            agent, buf, env, key, hp = carry
+            key, k_noise, k_step = jax.random.split(key, 3)
+            obs = data_sharded(env["obs"])
+            a_pi = actor_b(agent["actor"], obs.reshape(E * f, T, D)).reshape(E, f)
+            noise = jax.random.normal(k_noise, (E, f)) * hp["expl_noise"] * HALF
+            a = jnp.clip(a_pi + noise, LO, HI)
+            use_exp = env["has_prev"] & (env["prev_reward"] < hp["expert_threshold"]) & use_expert
+            a = jnp.where(use_exp, env["expert"], a)
+            keys = jax.random.split(k_step, E)
+            nobs, nst, r, term, trunc, valid, final, expert = jax.vmap(step)(keys, env["state"], a)
+            done = term | trunc
+            tr = {"obs": obs, "action": a, "reward": r * hp["reward_scale"], "next_obs": final,
+                  "done": term.astype(jnp.float32)}
+            tr = jax.tree.map(lambda x: x.reshape((E * f,) + x.shape[2:]), tr)
+            buf = replay.add(buf, tr, valid.reshape(-1), stage_idx, new_priority_max=bool(config.replay.new_priority_max))
+            ep_ret = env["ep_return"] + jnp.where(valid, r, 0.0)
+            fin = done & valid
+            m = {"reward": jnp.sum(jnp.where(valid, r, 0.0)), "valid": jnp.sum(valid),
+                 "expert": jnp.sum(use_exp & valid), "ep_return_sum": jnp.sum(jnp.where(fin, ep_ret, 0.0)),
+                 "ep_count": jnp.sum(fin)}
+            env = {"state": nst, "obs": nobs, "prev_reward": r, "has_prev": valid & ~done,
+                   "expert": expert, "ep_return": jnp.where(done, 0.0, ep_ret)}
+            return (agent, buf, env, key, hp), m
+
+        return env_step
+
+    # ------------------------------------------------------------------ learn (Algorithm 3, lines 6–13)
+    learn_kw = dict(batch_size=B, shard=data_sharded, actor_b=actor_b, critic_b=critic_b, opt=opt,
+                    policy_delay=delay, nan_step=nan_at * grad_steps if nan_at >= 0 else None)
+
+    def td3_step(carry, _):
+        agent, buf, key, hp, gstep = carry
+        agent, buf, key, m = learn_step(agent, buf, key, hp, gstep, **learn_kw)
+        return (agent, buf, key, hp, gstep + 1), m
+
+    # ------------------------------------------------------------------ snapshot selection (see module docstring)
     def val_episode(actor_params, key, j: int):
         """One deterministic episode (no noise, no expert) of stage ``j``'s training distribution.
         Returns ((1 − utilization) + p95 queue / buffer + loss) / 3 + (1 − Jain), lower is better:
@@ -204,128 +388,6 @@ def make_train(config, mesh=None) -> Trainer:
         best = state["select"]["actor"]
         return _strong({**state, "agent": {**state["agent"], "actor": best, "actor_t": best}})
 
-    def init(key):
-        return _strong(_init(key))
-
-    def _init(key):
-        key = jnp.asarray(key)
-        k_agent, k_env, k_run = jax.random.split(key, 3)
-        agent = init_agent(k_agent)
-        state = {
-            "agent": agent,
-            "buffer": replay.init(example_transition(), segment_sizes),
-            "env": init_env(0, k_env),
-            "key": k_run,
-            "hp": _hp(config),
-            "select": _select_reset(agent["actor"]),
-            "counters": {"update": jnp.zeros((), jnp.int32), "grad_step": jnp.zeros((), jnp.int32),
-                         "env_steps": jnp.zeros((), jnp.int32), "stage": jnp.zeros((), jnp.int32),
-                         "stage_update": jnp.zeros((), jnp.int32)},
-        }
-        return state
-
-    def enter_stage(state, stage_idx: int):
-        key, k_env = jax.random.split(state["key"])
-        c = dict(state["counters"])
-        c["stage"] = jnp.asarray(stage_idx, jnp.int32)
-        c["stage_update"] = jnp.zeros((), jnp.int32)
-        return _strong({**state, "env": init_env(stage_idx, k_env), "key": key, "counters": c,
-                        "select": _select_reset(state["agent"]["actor"])})
-
-    # ------------------------------------------------------------------ collect (play, store)
-    def make_collect(stage_idx: int):
-        _, step, has_expert = env_adapter.windowed(senvs[stage_idx])
-        f = senvs[stage_idx].num_flows
-
-        def env_step(carry, _):
-            agent, buf, env, key, hp = carry
-            key, k_noise, k_step = jax.random.split(key, 3)
-            obs = data_sharded(env["obs"])
-            a_pi = actor_b(agent["actor"], obs.reshape(E * f, T, D)).reshape(E, f)
-            noise = jax.random.normal(k_noise, (E, f)) * hp["expl_noise"] * half
-            a = jnp.clip(a_pi + noise, lo, hi)
-            use_exp = env["has_prev"] & (env["prev_reward"] < hp["expert_threshold"]) & use_expert
-            a = jnp.where(use_exp, env["expert"], a)
-            keys = jax.random.split(k_step, E)
-            nobs, nst, r, term, trunc, valid, final, expert = jax.vmap(step)(keys, env["state"], a)
-            if not has_expert:
-                use_exp = jnp.zeros_like(use_exp)
-            done = term | trunc
-            tr = {"obs": obs, "action": a, "reward": r * hp["reward_scale"], "next_obs": final,
-                  "done": term.astype(jnp.float32)}
-            tr = jax.tree.map(lambda x: x.reshape((E * f,) + x.shape[2:]), tr)
-            buf = replay.add(buf, tr, valid.reshape(-1), stage_idx, new_priority_max=bool(config.replay.new_priority_max))
-            ep_ret = env["ep_return"] + jnp.where(valid, r, 0.0)
-            fin = done & valid
-            m = {"reward": jnp.sum(jnp.where(valid, r, 0.0)), "valid": jnp.sum(valid),
-                 "expert": jnp.sum(use_exp & valid), "ep_return_sum": jnp.sum(jnp.where(fin, ep_ret, 0.0)),
-                 "ep_count": jnp.sum(fin)}
-            env = {"state": nst, "obs": nobs, "prev_reward": r, "has_prev": valid & ~done,
-                   "expert": expert, "ep_return": jnp.where(done, 0.0, ep_ret)}
-            return (agent, buf, env, key, hp), m
-
-        return env_step
-
-    # ------------------------------------------------------------------ learn (Algorithm 3, lines 6–13)
-    def td3_step(carry, _):
-        agent, buf, key, hp, gstep = carry
-        key, k_s, k_n = jax.random.split(key, 3)
-        beta = jnp.minimum(1.0, hp["beta0"] + hp["beta_inc"] * gstep.astype(jnp.float32))
-        b, idx, w, _ = replay.sample(buf, k_s, B, hp["alpha"], beta)
-        b = jax.tree.map(data_sharded, b)
-        w = data_sharded(w)
-        # eq. (3): target with clipped smoothing noise ε ~ N(0, σ).
-        eps = jnp.clip(jax.random.normal(k_n, (B,)) * hp["policy_noise"] * half,
-                       -hp["noise_clip"] * half, hp["noise_clip"] * half)
-        a2 = jnp.clip(actor_b(agent["actor_t"], b["next_obs"]) + eps, lo, hi)
-        q_t = jnp.minimum(critic_b(agent["critic1_t"], b["next_obs"], a2), critic_b(agent["critic2_t"], b["next_obs"], a2))
-        y = jax.lax.stop_gradient(b["reward"] + hp["gamma"] * (1.0 - b["done"]) * q_t)
-
-        # eq. (4) weighted by eq. (6) as in eq. (7).
-        def critic_loss(cs):
-            q1 = critic_b(cs[0], b["obs"], b["action"])
-            q2 = critic_b(cs[1], b["obs"], b["action"])
-            per = 0.5 * (jnp.square(q1 - y) + jnp.square(q2 - y))
-            return jnp.mean(w * per), (per, q1)
-
-        (c_loss, (c_per, q1)), c_grads = jax.value_and_grad(critic_loss, has_aux=True)(
-            (agent["critic1"], agent["critic2"]))
-        if nan_at >= 0:  # test hook: poison the loss at one update to exercise the NaN guard
-            c_loss = c_loss + jnp.where(gstep == nan_at * grad_steps, jnp.nan, 0.0)
-        upd, opt_c = opt.update(c_grads, agent["opt_critic"])
-        c1, c2 = jax.tree.map(lambda p, u: p - hp["lr_critic"] * u, (agent["critic1"], agent["critic2"]), upd)
-        if nan_at >= 0:
-            c1 = jax.tree.map(lambda p: p + jnp.where(gstep == nan_at * grad_steps, jnp.nan, 0.0), c1)
-        agent = {**agent, "critic1": c1, "critic2": c2, "opt_critic": opt_c}
-
-        # eq. (5): deterministic policy gradient through Q1, every `policy_delay` steps.
-        def actor_loss(ap):
-            per = -critic_b(agent["critic1"], b["obs"], actor_b(ap, b["obs"]))
-            return jnp.mean(w * per), per
-
-        def do_actor(agent):
-            (a_loss, a_per), g = jax.value_and_grad(actor_loss, has_aux=True)(agent["actor"])
-            u, opt_a = opt.update(g, agent["opt_actor"])
-            ap = jax.tree.map(lambda p, uu: p - hp["lr_actor"] * uu, agent["actor"], u)
-            tau = hp["tau"]
-            soft = lambda tp, p: jax.tree.map(lambda x, y: tau * y + (1.0 - tau) * x, tp, p)  # noqa: E731  eq. (8)
-            agent = {**agent, "actor": ap, "opt_actor": opt_a, "actor_t": soft(agent["actor_t"], ap),
-                     "critic1_t": soft(agent["critic1_t"], agent["critic1"]),
-                     "critic2_t": soft(agent["critic2_t"], agent["critic2"])}
-            return agent, a_loss, a_per
-
-        def skip_actor(agent):
-            a_loss, a_per = actor_loss(agent["actor"])
-            return agent, a_loss, a_per
-
-        agent, a_loss, a_per = jax.lax.cond(jnp.mod(gstep, delay) == 0, do_actor, skip_actor, agent)
-        # eq. (9): p_i <- tanh(δ_i / c + J_i) + 1 + ζ.
-        prio = replay.pareto_priority(c_per, a_per, hp["prio_c"], hp["prio_zeta"])
-        buf = replay.update_priorities(buf, idx, prio)
-        m = {"critic_loss": c_loss, "actor_loss": a_loss, "q": jnp.mean(q1), "beta": beta,
-             "priority": jnp.mean(prio), "is_weight": jnp.mean(w)}
-        return (agent, buf, key, hp, gstep + 1), m
-
     # ------------------------------------------------------------------ one update, one chunk
     def make_update(stage_idx: int):
         collect = make_collect(stage_idx)
@@ -375,10 +437,8 @@ def make_train(config, mesh=None) -> Trainer:
         return jax.eval_shape(build, jax.random.PRNGKey(0))
 
     return Trainer(config=config, stages=stages, chunk_updates=chunk, actor_spec=spec, init=init,
-                   enter_stage=enter_stage, run_chunk=run_chunk, template=template, env_source=senvs[0].source,
+                   enter_stage=enter_stage, run_chunk=run_chunk, template=template, env_source="jaxcc.envs",
                    finish_stage=finish_stage)
 
 
-def actor_params(state) -> dict:
-    """The actor's parameters (numpy) from a (restored) training state."""
-    return jax.tree.map(np.asarray, state["agent"]["actor"])
+actor_tensors = pipeline.actor_tensors  # the policy file's tensors of a state's actor (jaxcc.export)

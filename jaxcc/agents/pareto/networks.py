@@ -85,14 +85,6 @@ def flatten(params: Params) -> dict[str, jax.Array]:
     return {f"{layer}.{name}": v for layer, d in params.items() for name, v in d.items()}
 
 
-def unflatten(tensors: dict[str, Any]) -> Params:
-    out: Params = {}
-    for k, v in tensors.items():
-        layer, name = k.rsplit(".", 1)
-        out.setdefault(layer, {})[name] = jnp.asarray(v)
-    return out
-
-
 def actor_apply(spec: dict, params: Params, obs_window: jax.Array) -> jax.Array:
     """Action ``a`` in [-0.7, 2] for one window ``[T, D]`` (vmap for batches)."""
     return policyfile.apply(spec, flatten(params), obs_window)[0]

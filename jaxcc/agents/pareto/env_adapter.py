@@ -1,0 +1,83 @@
+"""One place that turns "Pareto stage X" into a vmappable environment for the agent.
+
+Stages map onto ``jaxcc.envs.make_env``: bootstrap/advance are 'pareto' with ``params.stage``
+0/1, fairness is 'pareto-fairness' (two flows, the second starting 2 s later).  The adapter adds
+what the agent needs beyond the env's step: the BBR expert's action for every flow
+(``jaxcc.agents.pareto.expert``, fed with the env's ``info``), and the flat tuple the collect
+loop reads (``info["active"]`` as ``valid``, ``info["final_obs"]`` before an auto-reset).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+
+from jaxcc.agents.pareto import expert as expert_lib
+
+
+@dataclasses.dataclass(frozen=True)
+class StageEnv:
+    env: Any
+    params: Any
+    num_flows: int
+    history: int
+    obs_dim: int
+    mi_rtts: float
+    feature_info: dict  # the policy file's ``features`` block
+
+
+_ENVS_STAGE = {"bootstrap": ("pareto", 0), "advance": ("pareto", 1), "fairness": ("pareto-fairness", 2)}
+
+
+def make_stage_env(stage: str, *, overrides: dict | None = None) -> StageEnv:
+    """The Pareto training distribution of ``stage`` (bootstrap | advance | fairness)."""
+    from jaxcc.envs import export_features_spec, make_env
+
+    overrides = dict(overrides or {})
+    if stage not in _ENVS_STAGE:
+        raise ValueError(f"unknown Pareto stage {stage!r}; expected one of {sorted(_ENVS_STAGE)}")
+    name, idx = _ENVS_STAGE[stage]
+    env, params = make_env(name, **overrides)
+    params = params.replace(stage=jnp.asarray(idx, jnp.int32))
+    finfo = dict(export_features_spec(name, **overrides))
+    finfo["init_rtt_s"] = float(params.rtt_s)
+    finfo["init_pkts_per_rtt"] = float(params.init_pkts_per_rtt)
+    finfo["ticks_per_rtt"] = int(env.config.ticks_per_rtt)
+    obs, _ = jax.eval_shape(lambda k: env.reset(k, params), jax.random.PRNGKey(0))
+    f, t, d = obs.shape  # [F, T, D]: every flow's window of the last T monitor intervals
+    return StageEnv(env, params, int(f), int(t), int(d), float(env.config.mi_rtts), finfo)
+
+
+def windowed(se: StageEnv) -> tuple[Callable, Callable]:
+    """``reset(key) -> (obs [F,T,D], state)`` and ``step(key, state, a) -> (obs, state, r [F],
+    term [F], trunc [F], valid [F], final_obs [F,T,D], expert [F])``.
+
+    ``expert`` is the MI-level BBR's action for the next step (``jaxcc.agents.pareto.expert``,
+    updated from the env's ``delivery_rate``, ``rtt_mean`` and ``rate``; reset with the link).
+    The adapter's state is ``{"env": env state, "win": None, "expert": MI-BBR state}`` (``win``
+    is always None; the key stays so that checkpoints keep their tree structure).
+    """
+    env, params = se.env, se.params
+    f = se.num_flows
+
+    def reset(key):
+        obs, st = env.reset(key, params)
+        return obs.astype(jnp.float32), {"env": st, "win": None, "expert": expert_lib.init(f, se.mi_rtts)}
+
+    def step(key, st, a):
+        obs, env_st, r, term, trunc, info = env.step(key, st["env"], a, params)
+        r = jnp.broadcast_to(jnp.asarray(r, jnp.float32), (f,))
+        term = jnp.broadcast_to(term, (f,))
+        trunc = jnp.broadcast_to(trunc, (f,))
+        done_link = (term | trunc)[0]
+        valid = jnp.broadcast_to(info["active"], (f,))
+        ex = expert_lib.update(st["expert"], info["delivery_rate"], info["rtt_mean"], valid)
+        expert = expert_lib.action(ex, info["rate"])
+        ex = jax.tree.map(lambda a0, b: jnp.where(done_link, a0, b), expert_lib.init(f, se.mi_rtts), ex)
+        new = {"env": env_st, "win": None, "expert": ex}
+        return obs.astype(jnp.float32), new, r, term, trunc, valid, info["final_obs"].astype(jnp.float32), expert
+
+    return reset, step
