@@ -1,0 +1,112 @@
+"""The package's layers (README "Layout"): every import points down or sideways, never up, and
+no two modules import each other, directly or around a loop.
+
+The levels are written here by hand, from the design; the imports are read from the code
+(``ast``, function-local imports included), so a new upward import or cycle fails this test.
+"""
+
+import ast
+import os
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# Bottom to top.  A module may import modules of its own level or below.
+LEVELS = {
+    1: ("jaxcc.sim", "jaxcc.metrics", "jaxcc.controllers", "jaxcc.checkpointing", "jaxcc.plots", "jaxcc.jax_cache"),
+    2: ("jaxcc.baselines", "jaxcc.envs", "jaxcc.scenarios", "jaxcc.bars"),
+    3: ("jaxcc.policyfile",),
+    4: ("jaxcc.senders", "jaxcc.agents"),
+    5: ("jaxcc.evaluate", "jaxcc.export", "jaxcc.bench", "jaxcc.emulation", "jaxcc.parity_vectors"),
+    6: ("jaxcc.train", "jaxcc.emulate", "jaxcc.sim2real"),
+}
+
+
+def modules() -> dict[str, str]:
+    """jaxcc module name -> file, for every Python file of the package."""
+    out = {}
+    for root, _, files in os.walk(os.path.join(REPO, "jaxcc")):
+        for f in files:
+            if f.endswith(".py"):
+                path = os.path.join(root, f)
+                name = os.path.relpath(path, REPO)[:-3].replace(os.sep, ".")
+                out[name.removesuffix(".__init__")] = path
+    return out
+
+
+def imports(path: str, known: dict[str, str]) -> set[str]:
+    """The jaxcc modules a file imports (``from a import b`` counts ``a.b`` when that is a module)."""
+    out = set()
+    for node in ast.walk(ast.parse(open(path, encoding="utf-8").read(), path)):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            out.add(node.module)
+            out |= {f"{node.module}.{a.name}" for a in node.names}
+    return {m for m in out if m in known and m != "jaxcc"}
+
+
+def level(module: str) -> int:
+    for lv, prefixes in LEVELS.items():
+        if any(module == p or module.startswith(p + ".") for p in prefixes):
+            return lv
+    raise AssertionError(f"{module}: not placed in tests/test_layout.py LEVELS; add it to its level")
+
+
+def graph() -> dict[str, set[str]]:
+    known = modules()
+    return {m: imports(p, known) - {m} for m, p in known.items() if m != "jaxcc"}
+
+
+def test_every_module_has_a_level():
+    for m in graph():
+        level(m)
+
+
+def test_nothing_imports_upward():
+    up = sorted(f"{m} (level {level(m)}) imports {d} (level {level(d)})"
+                for m, deps in graph().items() for d in deps
+                # a package's __init__ may import its own modules
+                if level(d) > level(m) and not d.startswith(m + "."))
+    assert not up, "\n".join(up)
+
+
+def find_cycle(g: dict[str, set[str]]) -> list[str]:
+    """One import cycle of ``g`` (a list of modules, first == last), or [] when there is none.
+    A package importing its own submodules is not a cycle with them."""
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(m):
+        state[m] = 1
+        stack.append(m)
+        for d in sorted(g.get(m, ())):
+            if d.startswith(m + ".") or m.startswith(d + "."):
+                continue
+            if state.get(d) == 1:
+                return stack[stack.index(d):] + [d]
+            if d not in state:
+                c = visit(d)
+                if c:
+                    return c
+        stack.pop()
+        state[m] = 2
+        return []
+
+    for m in sorted(g):
+        if m not in state:
+            c = visit(m)
+            if c:
+                return c
+    return []
+
+
+def test_no_import_cycles():
+    c = find_cycle(graph())
+    assert not c, " -> ".join(c)
+
+
+def test_the_checks_can_fail():
+    """The cycle finder sees a loop of three; the level rule sees an upward import."""
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": set()}) == []
+    assert level("jaxcc.sim.runner") < level("jaxcc.senders.pareto_v1") < level("jaxcc.evaluate")
