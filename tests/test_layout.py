@@ -110,3 +110,46 @@ def test_the_checks_can_fail():
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": set()}) == []
     assert level("jaxcc.sim.runner") < level("jaxcc.senders.pareto_v1") < level("jaxcc.evaluate")
+
+
+def readme_layout_rows() -> list[tuple[str, str]]:
+    """(level, path cell) of each row of README.md's Layout table."""
+    text = open(os.path.join(REPO, "README.md"), encoding="utf-8").read()
+    table = text.split("## Layout", 1)[1].split("\n## ", 1)[0]
+    rows = [ln.split("|")[1:3] for ln in table.splitlines() if ln.startswith("| ") and "---" not in ln]
+    return [(lv.strip(), cell) for lv, cell in rows[1:]]  # rows[0] is the header
+
+
+def readme_paths_of(cell: str) -> list[str]:
+    """The paths a Layout cell names; ``jaxcc/x.py, y.py`` abbreviates ``jaxcc/y.py``."""
+    folder, out = "", []
+    for name in [c.strip("` ") for c in cell.split(",")]:
+        if "/" in name.rstrip("/"):
+            folder = name.rsplit("/", 1)[0] + "/" if not name.endswith("/") else ""
+            out.append(name)
+        else:
+            out.append(folder + name)
+    return out
+
+
+def readme_paths() -> list[str]:
+    return [p for _, cell in readme_layout_rows() for p in readme_paths_of(cell)]
+
+
+def test_readme_layout_matches_the_tree():
+    """The README's Layout table names only paths that exist, names every top-level module and
+    package of jaxcc, and gives each the level this test holds the code to."""
+    named = readme_paths()
+    missing = [p for p in named if not os.path.exists(os.path.join(REPO, p))]
+    assert not missing, f"README Layout names paths that do not exist: {missing}"
+    top = {m.split(".")[1] for m in graph() if m.count(".") >= 1}
+    unnamed = sorted(t for t in top if not any(p.rstrip("/") in (f"jaxcc/{t}", f"jaxcc/{t}.py") for p in named))
+    assert not unnamed, f"README Layout does not name jaxcc/{unnamed}"
+    g = graph()
+    for lv, cell in readme_layout_rows():
+        if lv.isdigit():
+            for name in readme_paths_of(cell):
+                mod = name.rstrip("/").removesuffix(".py").replace("/", ".")
+                if mod in g or any(m.startswith(mod + ".") for m in g):
+                    assert level(mod) == int(lv), f"README Layout puts {name} at level {lv}; the code's is {level(mod)}"
+
