@@ -372,6 +372,9 @@ def _main(argv):
 
     import jax
 
+    from jaxcc import jax_cache
+
+    jax_cache.enable_compilation_cache()  # before the first jit: a repeated run compiles nothing
     FLAGS = flags.FLAGS
     if FLAGS.distributed or os.environ.get("JAXCC_DISTRIBUTED") == "1":
         jax.distributed.initialize()
