@@ -138,9 +138,20 @@ if [ "$CACHE" = 1 ]; then
   MOUNT_CACHE="mount --bind '$CACHE_DIR/apt-archives' '$ROOT/var/cache/apt/archives'; mount --bind '$CACHE_DIR/pip' '$ROOT/root/.cache/pip'"
   rm -f "$ROOT/etc/apt/apt.conf.d/docker-clean"  # keep downloaded .debs in the (bound) cache
 fi
+# This machine's network plumbing, not the project's: proxies, and a CA bundle given to pip
+# here (a TLS-intercepting proxy's certificate) travel into the chroot; on a plain network
+# none is set and nothing is passed.
 PASS_ENV=()
 for v in http_proxy https_proxy no_proxy HTTP_PROXY HTTPS_PROXY NO_PROXY; do
-  [ -n "${!v:-}" ] && PASS_ENV+=("$v=${!v}")
+  if [ -n "${!v:-}" ]; then PASS_ENV+=("$v=${!v}"); fi
+done
+for v in PIP_CERT SSL_CERT_FILE REQUESTS_CA_BUNDLE; do
+  if [ -n "${!v:-}" ] && [ -f "${!v}" ]; then
+    mkdir -p "$ROOT/etc/host-ca"
+    cp -L "${!v}" "$ROOT/etc/host-ca/$v.crt"
+    PASS_ENV+=("$v=/etc/host-ca/$v.crt")
+    say "passing this machine's $v (${!v}) into the chroot"
+  fi
 done
 
 say "running $([ $QUICK = 1 ] && echo 'the quick subset' || echo 'make test') inside the chroot (output: $LOG)"
