@@ -13,8 +13,9 @@
 #   --quick         `make deps datapath bazel fuzz`, then `pytest -m emulation` (network
 #                   namespaces, tc, kernel CUBIC/BBR) and tests/test_train_cli.py: proves the
 #                   package list for the C++ build, Bazel, fuzzing and emulation in less time.
-# The chroot runs in its own mount namespace (/proc, /sys, /dev with /dev/pts and /dev/shm, a
-# tmpfs /run for /run/netns), so every mount goes away with it; the EXIT trap also unmounts
+# The chroot runs in its own mount namespace (its root bind-mounted on itself so that / is a
+# mount point, /proc, /sys, /dev with /dev/pts and /dev/shm, a tmpfs /run for /run/netns), so
+# every mount goes away with it; the EXIT trap also unmounts
 # anything left under the chroot and deletes it (unless --keep).  Needs root and debootstrap
 # (`apt-get install debootstrap`; a tool for this check only, so not in apt-packages.txt).
 #   --keep       keep the chroot afterwards (its path is printed; enter it with chroot)
@@ -157,6 +158,7 @@ done
 say "running $([ $QUICK = 1 ] && echo 'the quick subset' || echo 'make test') inside the chroot (output: $LOG)"
 set +e
 unshare --mount --propagation private -- bash -euc "
+  mount --bind '$ROOT' '$ROOT'  # the chroot's / a mount point: ip netns exec runs mount --make-rslave /
   mount -t proc proc '$ROOT/proc'
   mount -t sysfs sysfs '$ROOT/sys'
   mount --rbind /dev '$ROOT/dev'
