@@ -15,6 +15,7 @@ help:
 	@echo "make train   install jaxcc and run the main job (python -m jaxcc.train --config=$(CONFIG))"
 	@echo "make test    install everything and run the whole test suite (what .ci/run runs)"
 	@echo "make bench   simulator throughput benchmark -> bench.json"
+	@echo "setup/check_clean_system.sh [--quick]   (root) make test in a fresh Debian 12 chroot: proves setup/apt-packages.txt"
 
 sysdeps:  ## Debian packages listed in setup/apt-packages.txt (skipped without root/apt-get)
 	@bash setup/install_system_packages.sh
