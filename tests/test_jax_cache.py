@@ -74,3 +74,19 @@ def test_unwritable_folder_runs_uncached(tmp_path, capsys):
     blocker.write_text("not a folder")
     assert jax_cache.enable_compilation_cache({jax_cache.ENV: str(blocker / "sub")}) is None
     assert "compilation cache off" in capsys.readouterr().err
+
+
+def test_concurrent_runs_share_the_folder_under_a_lock(tmp_path):
+    """Two processes compiling the same programs at once into one folder: both succeed, JAX warns
+    of no unreadable entry, and reads/writes went through JAX's file lock (``.lockfile``)."""
+    d = tmp_path / "cache"
+    env = {k: v for k, v in os.environ.items() if k not in (jax_cache.ENV, "JAX_COMPILATION_CACHE_DIR")}
+    env.update({jax_cache.ENV: str(d), "JAX_PLATFORMS": "cpu"})
+    procs = [subprocess.Popen([sys.executable, "-c", SCRIPT], env=env, cwd=REPO, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    for p, (out, err) in zip(procs, outs):
+        assert p.returncode == 0, err[-3000:]
+        assert "compilation cache" not in err.lower(), err[-3000:]
+    assert (d / ".lockfile").exists() and len(_entries(d)) >= 1
+    assert _run({jax_cache.ENV: str(d)})["misses"] == 0  # what they wrote is whole and readable
