@@ -3,6 +3,10 @@
 # system packages, the network-namespace emulation tests and kernel CUBIC/BBR).
 PY ?= python3
 PIP_FLAGS ?= -q
+# Debian 12's python3 is "externally managed" (PEP 668): pip refuses to install outside a venv
+# unless told.  Outside a venv, install into /usr/local (root) or ~/.local like any pip user does;
+# inside a venv (make PY=.venv/bin/python ...) nothing is added.
+PIP_SYSTEM := $(shell $(PY) -c 'import os, sys, sysconfig; print("--break-system-packages" if sys.prefix == sys.base_prefix and os.path.exists(os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED")) else "")' 2>/dev/null)
 CONFIG ?= pareto_staged
 
 .PHONY: help deps sysdeps pydeps train baselines test pytest datapath bazel fuzz bench clean
@@ -11,12 +15,14 @@ help:
 	@echo "make train   install jaxcc and run the main job (python -m jaxcc.train --config=$(CONFIG))"
 	@echo "make test    install everything and run the whole test suite (what .ci/run runs)"
 	@echo "make bench   simulator throughput benchmark -> bench.json"
+	@echo "setup/check_clean_system.sh [--quick]   (root) make test in a fresh Debian 12 chroot: proves setup/apt-packages.txt"
 
 sysdeps:  ## Debian packages listed in setup/apt-packages.txt (skipped without root/apt-get)
 	@bash setup/install_system_packages.sh
 
 pydeps:  ## the Python package with its test extras (CPU jax by default; `pip install -e .[gpu]` for CUDA)
-	$(PY) -m pip install $(PIP_FLAGS) -e '.[test]'
+	@$(PY) -m pip --version >/dev/null 2>&1 || bash setup/install_system_packages.sh python3-pip
+	$(PY) -m pip install $(PIP_FLAGS) $(PIP_SYSTEM) -e '.[test]'
 
 deps: sysdeps pydeps
 
@@ -33,8 +39,8 @@ datapath: sysdeps  ## C++ sender/receiver/policy library (CMake) and their Googl
 bazel: sysdeps  ## the same C++ targets through Bazel (Debian's bazel-bootstrap, offline)
 	bash datapath/bazel_check.sh
 
-fuzz: datapath
-	bash datapath/fuzz/run.sh --short
+fuzz: datapath  ## libFuzzer, 60 s per target; fails on a crash or too few executed inputs
+	bash datapath/fuzz/run.sh --ci
 
 pytest: pydeps
 	$(PY) -m pytest -q -p no:cacheprovider tests

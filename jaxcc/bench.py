@@ -199,6 +199,8 @@ def main_train(name: str):
 
 def main(argv):
     del argv
+    from jaxcc import jax_cache
+    jax_cache.enable_compilation_cache()  # before the first jit (the benchmark times warm runs only)
     if FLAGS.train:
         return main_train(FLAGS.train)
     mode, nd = FLAGS.mode, FLAGS.decisions

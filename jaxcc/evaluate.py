@@ -393,6 +393,8 @@ def run_cli(argv: Sequence[str]) -> int:
     if len(rest) > 1:
         print(f"error: unexpected arguments {rest[1:]} (flags look like --suite=pareto)", file=sys.stderr)
         return 2
+    from jaxcc import jax_cache
+    jax_cache.enable_compilation_cache()  # before the first jit: a repeated command compiles nothing
     try:
         return main(fv, argv[1:])
     except ValueError as e:

@@ -17,6 +17,7 @@ Devices: the environment lanes and minibatches are sharded over every device on 
 
 from __future__ import annotations
 
+import difflib
 import glob
 import json
 import os
@@ -332,8 +333,8 @@ def train(config, workdir: str, *, run_name: str = "run", progress: bool = True,
                 if stop_after_chunks is not None and chunks_run >= stop_after_chunks:
                     summary["stopped"] = True
                     return summary
-            summary["stages"][st.label] = os.path.join(workdir, "stages", st.label)
             chunk_idx, need_enter = 0, True
+        summary.update(stage_outputs(workdir, [s.label for s in trainer.stages]))
         summary["final_update"] = int(state["counters"]["update"])
         summary["wall_s"] = time.time() - t_start
         summary["env_source"] = trainer.env_source
@@ -346,6 +347,14 @@ def train(config, workdir: str, *, run_name: str = "run", progress: bool = True,
             bar.close()
         logger.close()
         ckpts.close()
+
+
+def stage_outputs(workdir: str, labels: list[str]) -> dict:
+    """``stages``: every stage's checkpoint folder (also those finished before a resume), in stage
+    order; ``policies``: the exported policy file of each stage that has one."""
+    stages = {label: os.path.join(workdir, "stages", label) for label in labels}
+    return {"stages": stages,
+            "policies": {k: p + ".safetensors" for k, p in stages.items() if os.path.isfile(p + ".safetensors")}}
 
 
 def _finish_stage(trainer, st, state, workdir, config, is_main):
@@ -363,12 +372,71 @@ def _finish_stage(trainer, st, state, workdir, config, is_main):
 
 # ----------------------------------------------------------------------------- CLI
 
+# What to evaluate a finished run on, by algorithm (``jaxcc.scenarios.SUITES``, ``jaxcc.bars``).
+EVAL_ARGS = {"pareto_td3": "--suite=pareto --bars=pareto", "aurora_ppo": "--suite=aurora-figs",
+             "eagle_cem": "--suite=eagle"}
+
+
+def next_steps(summary: dict, algo: str, name: str) -> str:
+    """The run's last words: where its policies are and the command that evaluates them."""
+    workdir = summary["workdir"]
+    if summary.get("stopped"):
+        return (f"[jaxcc.train] stopped as asked (--stop_after_chunks); run directory {workdir}\n"
+                f"resume: run the same command again")
+    lines = [f"[jaxcc.train] done: update {summary['final_update']} in {summary['wall_s']:.0f} s; "
+             f"run directory {workdir} (summary.json, metrics.jsonl, checkpoints/)"]
+    policies = summary.get("policies", {})
+    if policies:
+        lines.append("exported policies (one per stage):")
+        width = max(len(k) for k in policies)
+        lines += [f"  {k:<{width}}  {p}" for k, p in policies.items()]
+    else:
+        lines.append(f"no exported policies (export_stages is off); stage checkpoints: {workdir}/stages/")
+    out = os.path.join("results", os.path.basename(os.path.normpath(workdir)) or name)
+    lines += ["next: evaluate them beside BBR and CUBIC:",
+              f"  python -m jaxcc.evaluate --checkpoint={workdir} --controller=bbr,cubic "
+              f"{EVAL_ARGS.get(algo, '--suite=pareto')} --out={out}"]
+    return "\n".join(lines)
+
+
+def _config_keys(cfg_path: str) -> list[str] | None:
+    """Every leaf key of the config file (``a.b.c``), or ``None`` when it cannot be loaded here."""
+    from ml_collections import config_flags
+
+    try:
+        cfg = config_flags.config_flags._LoadConfigModule("c", cfg_path.partition(":")[0]).get_config()
+    except Exception:
+        return None
+    return all_keys(cfg)
+
+
+def unknown_override(argv: list[str], keys: list[str]) -> str | None:
+    """The one-line error for the first ``--config.KEY`` override naming no config field, else None."""
+    known = set(keys)
+    for a in argv[1:]:
+        pre = next((p for p in ("--config.", "--noconfig.") if a.startswith(p)), None)
+        if pre is None:
+            continue
+        name = a[len(pre):].split("=", 1)[0]
+        if "[" in name or name in known:  # list items: left to ml_collections
+            continue
+        close = difflib.get_close_matches(name, keys, n=1, cutoff=0.75)
+        if close:
+            return f"--config.{name}: no such config field; did you mean {close[0]}?"
+        parent = name.rpartition(".")[0]
+        near = [k for k in keys if parent and k.startswith(parent + ".")] or keys
+        return f"--config.{name}: no such config field; valid fields: " + ", ".join("config." + k for k in near)
+    return None
+
 
 def _main(argv):
     from absl import flags
 
     import jax
 
+    from jaxcc import jax_cache
+
+    jax_cache.enable_compilation_cache()  # before the first jit: a repeated run compiles nothing
     FLAGS = flags.FLAGS
     if FLAGS.distributed or os.environ.get("JAXCC_DISTRIBUTED") == "1":
         jax.distributed.initialize()
@@ -383,7 +451,7 @@ def _main(argv):
     except TrainingDiverged as e:
         print(f"[jaxcc.train] {e}", file=sys.stderr)
         return 3
-    print(json.dumps(summary, indent=1))
+    print(next_steps(summary, str(config.algo), name))
     return 0
 
 
@@ -405,18 +473,17 @@ def main(argv: list[str] | None = None) -> int:
         flags.DEFINE_bool("distributed", False, "call jax.distributed.initialize() (multi-host)")
         flags.DEFINE_integer("stop_after_chunks", None, "stop after N chunks (tests; resume continues)")
         flags.mark_flags_as_required(["config"])
+    cfg_path = next((a.split("=", 1)[1] for a in argv if a.startswith("--config=")), None)
+    keys = _config_keys(cfg_path) if cfg_path else None
+    bad = unknown_override(argv, keys) if keys else None
+    if bad:
+        print(f"error: {bad}", file=sys.stderr)
+        return 2
     try:
         flags.FLAGS(argv)
     except (flags.Error, AttributeError, KeyError, ValueError, TypeError) as e:
-        msg = f"{type(e).__name__}: {e}"
-        cfg_path = next((a.split("=", 1)[1] for a in argv if a.startswith("--config=")), None)
-        if cfg_path:
-            try:
-                cfg = config_flags.config_flags._LoadConfigModule("c", cfg_path.partition(":")[0]).get_config()
-                msg += "\nvalid keys: " + ", ".join("config." + k for k in all_keys(cfg))
-            except Exception:
-                pass
-        print(f"error: {msg}", file=sys.stderr)
+        msg = " ".join(str(e).split())  # one line (ml_collections' messages span several)
+        print(f"error: {msg if isinstance(e, flags.Error) else f'{type(e).__name__}: {msg}'}", file=sys.stderr)
         return 2
     return _main(argv)
 

@@ -58,3 +58,55 @@ def test_metric_rows_leave_out_optional_metrics_without_a_value():
     assert row == {"reward": 1.5, "val_best": 0.25}
     row = train._row({"reward": np.array([nan, 1.0])}, i=0)  # only the optional ones are dropped
     assert math.isnan(row["reward"])
+
+
+def test_config_field_typo_is_one_line_with_a_suggestion(tmp_path):
+    r = _run("--config=pareto_smoke", "--config.num_env=4", f"--workdir={tmp_path}")
+    assert r.returncode == 2
+    assert r.stderr == "error: --config.num_env: no such config field; did you mean num_envs?\n"
+    r = _run("--config=pareto_smoke", "--config.td3.gama=0.9", f"--workdir={tmp_path}")
+    assert r.returncode == 2 and r.stderr.strip().endswith("did you mean td3.gamma?")
+    assert not os.listdir(tmp_path)  # refused before anything ran
+
+
+def test_bad_override_value_is_one_line(tmp_path):
+    r = _run("--config=pareto_smoke", "--config.num_envs=abc", f"--workdir={tmp_path}")
+    assert r.returncode == 2
+    assert r.stderr.count("\n") == 1 and "--config.num_envs=abc" in r.stderr
+
+
+def test_unknown_override_checks_every_form():
+    keys = ["num_envs", "td3.gamma", "td3.tau", "export_stages"]
+    assert train.unknown_override(["prog", "--config.num_envs=4", "--config.td3.tau", "0.1"], keys) is None
+    assert train.unknown_override(["prog", "--noconfig.export_stage"], keys).endswith("did you mean export_stages?")
+    msg = train.unknown_override(["prog", "--config.zzz.q=1"], keys)
+    assert msg.startswith("--config.zzz.q: no such config field; valid fields: config.num_envs")
+    assert train.unknown_override(["prog", "--workdir=x", "--config=pareto_smoke"], keys) is None
+
+
+def test_run_ends_with_policies_and_the_evaluate_command(tmp_path):
+    """The last lines name each stage's policy file and a command `jaxcc.evaluate` accepts."""
+    from absl import flags
+
+    from jaxcc import evaluate
+
+    workdir = str(tmp_path / "run")
+    labels = ["Pareto-Bootstrap", "Pareto-Advance", "Pareto-Fair"]
+    os.makedirs(os.path.join(workdir, "stages"))
+    for label in labels[:2]:  # the last stage exported nothing: not listed
+        open(os.path.join(workdir, "stages", label + ".safetensors"), "wb").close()
+    summary = {"workdir": workdir, "resumed": False, "final_update": 12, "wall_s": 89.4,
+               **train.stage_outputs(workdir, labels)}
+    assert list(summary["stages"]) == labels and list(summary["policies"]) == labels[:2]
+    text = train.next_steps(summary, "pareto_td3", "pareto_smoke")
+    lines = text.splitlines()
+    assert lines[0].startswith(f"[jaxcc.train] done: update 12 in 89 s; run directory {workdir}")
+    listed = [l.split()[-1] for l in lines if l.endswith(".safetensors")]
+    assert listed == [summary["policies"][k] for k in labels[:2]] and all(os.path.isfile(p) for p in listed)
+    cmd = lines[-1].split()
+    assert cmd[:3] == ["python", "-m", "jaxcc.evaluate"]
+    fv = evaluate.define_flags(flags.FlagValues())
+    assert fv(["evaluate", *cmd[3:]]) == ["evaluate"]  # every flag exists and parses
+    assert fv.checkpoint == workdir and fv.suite == "pareto" and fv.bars == "pareto"
+    assert fv.controller == "bbr,cubic" and fv.out == os.path.join("results", "run")
+    assert "resume" in train.next_steps({"workdir": workdir, "stopped": True}, "pareto_td3", "x")

@@ -1,15 +1,44 @@
 #!/bin/bash
 # Fuzz the policy loader and the packet parsers with libFuzzer (clang, ASan+UBSan).
-#   datapath/fuzz/run.sh            CI-short: a few seconds per target
-#   datapath/fuzz/run.sh RUNS       at least RUNS inputs per target (e.g. 1000000)
-# Seeds: the policy files in tests/vectors and a few valid packets. Exits nonzero on a
-# crash; the reproducer is left as datapath/fuzz/crash-*.
+#   datapath/fuzz/run.sh              = --ci
+#   datapath/fuzz/run.sh --ci         CI budget (`make fuzz`): --seconds=60 for each target
+#   datapath/fuzz/run.sh --seconds=S  S seconds of fuzzing per target
+#   datapath/fuzz/run.sh --runs=N     exactly N inputs per target (a bare N means the same)
+# Fails (exit 1) on a crash, a sanitizer report or a leak -- the reproducer is left as
+# datapath/fuzz/crash-* -- and when a target executed fewer inputs than its budget implies:
+# N for --runs, and for a time budget S x the target's floor rate below.  A run that executes
+# only its seeds (or nothing) is a broken check, not a pass.  Bad arguments: exit 2.
+#
+# Why 60 s per target: on 2 shared cores fuzz_policy runs ~1.1e4 inputs/s and fuzz_packet
+# ~1e6/s, so 60 s is ~6e5 and ~6e7 inputs -- past the >= 1e5-inputs mark with room for a slower
+# machine -- and the whole step (build included) stays near 2.5 min of the ~12-min `make test`.
+# The floor rates (1.7e3/s and 1.7e4/s, about 6x and 60x below those) turn "the fuzzer ran
+# but hardly executed anything" into a failure: at 60 s, >= 1.02e5 and >= 1.02e6 inputs.
+# Seeds: the policy files in datapath/fuzz/seeds and a few valid packets.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
-ROOT=$(cd "$HERE/../.." && pwd)
 BUILD=${JAXCC_FUZZ_BUILD:-$HERE/../build-fuzz}
-RUNS=${1:-}
-command -v clang++ >/dev/null || { echo "fuzz: clang++ not installed (apt-get install clang)"; exit 1; }
+CI_SECONDS=60
+declare -A FLOOR_RATE=([policy]=1700 [packet]=17000)  # inputs/s below which a timed run fails
+
+usage_error() {
+  echo "fuzz/run.sh: $1 (known: --ci, --seconds=S, --runs=N, or N)" >&2
+  exit 2
+}
+is_count() { [[ "$1" =~ ^[1-9][0-9]*$ ]]; }
+[ $# -le 1 ] || usage_error "one argument at most, got $#: $*"
+ARG=${1:---ci}
+case "$ARG" in
+  --ci) SECONDS_BUDGET=$CI_SECONDS; RUNS= ;;
+  --seconds=*) SECONDS_BUDGET=${ARG#--seconds=}; RUNS=
+    is_count "$SECONDS_BUDGET" || usage_error "--seconds takes a positive whole number, got '$SECONDS_BUDGET'" ;;
+  --runs=*) RUNS=${ARG#--runs=}; SECONDS_BUDGET=
+    is_count "$RUNS" || usage_error "--runs takes a positive whole number, got '$RUNS'" ;;
+  *) is_count "$ARG" || usage_error "unknown argument '$ARG'"
+    RUNS=$ARG; SECONDS_BUDGET= ;;
+esac
+
+command -v clang++ >/dev/null || { echo "fuzz: clang++ not installed (apt-get install clang libclang-rt-14-dev)" >&2; exit 1; }
 CXX=clang++ cmake -S "$HERE/.." -B "$BUILD" -DJAXCC_FUZZ=ON -DJAXCC_TESTS=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$BUILD" -j2 --target fuzz_policy fuzz_packet >/dev/null
 
@@ -26,14 +55,31 @@ printf 'JXCD\x01\x01\x00\x00\x07\x00\x00\x00\x20\x00\x00\x00\x05\x00\x00\x00\x00
 
 cd "$HERE"
 for t in policy packet; do
-  if [ -n "$RUNS" ]; then LIMIT=(-runs="$RUNS"); else LIMIT=(-max_total_time=5); fi
+  if [ -n "$RUNS" ]; then
+    LIMIT=(-runs="$RUNS"); FLOOR=$RUNS; BUDGET="$RUNS inputs"
+  else
+    LIMIT=(-max_total_time="$SECONDS_BUDGET"); FLOOR=$((SECONDS_BUDGET * FLOOR_RATE[$t])); BUDGET="${SECONDS_BUDGET} s"
+  fi
   # -max_len: the seed policies are under 2 KB (8 KB leaves room to grow); packets <= 64 KB.
   ML=$([ $t = policy ] && echo 8192 || echo 70000)
-  "$BUILD/fuzz_$t" "${LIMIT[@]}" -max_len=$ML -rss_limit_mb=2048 -print_final_stats=1 \
-    "$CORPUS/$t" 2>&1 | tee "$BUILD/fuzz_$t.log" | grep -E "^(stat::number_of_executed_units|==[0-9]+==ERROR|SUMMARY)" || true
-  if grep -q "ERROR\|SUMMARY: .*Sanitizer\|deadly signal" "$BUILD/fuzz_$t.log"; then
-    echo "fuzz_$t: FAILED (see $BUILD/fuzz_$t.log)"
+  LOG=$BUILD/fuzz_$t.log
+  set +e
+  "$BUILD/fuzz_$t" "${LIMIT[@]}" -max_len=$ML -rss_limit_mb=2048 -print_final_stats=1 "$CORPUS/$t" >"$LOG" 2>&1
+  RC=$?
+  set -e
+  grep -E "^(==[0-9]+==ERROR|SUMMARY)" "$LOG" || true
+  UNITS=$(sed -n 's/^stat::number_of_executed_units: *\([0-9]*\)$/\1/p' "$LOG" | tail -n1)
+  if [ $RC -ne 0 ] || grep -q "ERROR\|SUMMARY: .*Sanitizer\|deadly signal" "$LOG"; then
+    echo "fuzz_$t: FAILED, exit status $RC (see $LOG; reproducer: $HERE/crash-*)"
     exit 1
   fi
-  echo "fuzz_$t: ok"
+  if [ -z "$UNITS" ]; then
+    echo "fuzz_$t: FAILED, no stat::number_of_executed_units in $LOG"
+    exit 1
+  fi
+  if [ "$UNITS" -lt "$FLOOR" ]; then
+    echo "fuzz_$t: FAILED, executed $UNITS inputs, fewer than the $FLOOR its budget ($BUDGET) implies (see $LOG)"
+    exit 1
+  fi
+  echo "fuzz_$t: ok, $UNITS inputs executed (budget $BUDGET, floor $FLOOR)"
 done
