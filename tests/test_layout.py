@@ -70,6 +70,17 @@ def test_nothing_imports_upward():
     assert not up, "\n".join(up)
 
 
+# An agent module holds its algorithm only (README "Layout"): beyond the level rule, it never
+# reaches the simulator's senders, the scenarios or the bars (evaluation's business).
+NOT_FOR_AGENTS = ("jaxcc.senders", "jaxcc.scenarios", "jaxcc.bars")
+
+
+def test_agents_hold_algorithms_only():
+    bad = sorted(f"{m} imports {d}" for m, deps in graph().items() if m.startswith("jaxcc.agents")
+                 for d in deps if any(d == x or d.startswith(x + ".") for x in NOT_FOR_AGENTS))
+    assert not bad, "\n".join(bad)
+
+
 def find_cycle(g: dict[str, set[str]]) -> list[str]:
     """One import cycle of ``g`` (a list of modules, first == last), or [] when there is none.
     A package importing its own submodules is not a cycle with them."""
@@ -110,6 +121,14 @@ def test_the_checks_can_fail():
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": set()}) == []
     assert level("jaxcc.sim.runner") < level("jaxcc.senders.pareto_v1") < level("jaxcc.evaluate")
+
+
+def test_imports_sees_both_forms(tmp_path):
+    """``import a.b`` and ``from a import b`` both count, inside functions too; names that are
+    not modules (``from jaxcc.sim.core import MSS``) do not."""
+    p = tmp_path / "m.py"
+    p.write_text("from jaxcc import evaluate as ev\nfrom jaxcc.sim.core import MSS\n\ndef f():\n    import jaxcc.train\n")
+    assert imports(str(p), modules()) == {"jaxcc.evaluate", "jaxcc.train", "jaxcc.sim.core"}
 
 
 def readme_layout_rows() -> list[tuple[str, str]]:
