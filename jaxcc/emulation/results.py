@@ -131,9 +131,26 @@ def _read_series(path: Path) -> list[tuple[float, float]]:
     for r in rows:
         with contextlib.suppress(ValueError, TypeError):
             out.append((float(r[tcol]), float(r[rcol])))
-    # thin a per-packet log to at most ~2000 points for the plot
-    step = max(1, len(out) // 2000)
-    return out[::step]
+    return thin_series(out)
+
+
+def thin_series(series: list[tuple[float, float]], max_points: int = 2000) -> list[tuple[float, float]]:
+    """At most ~``max_points`` (t_s, Mbit/s) points from a per-packet log, each the time-weighted
+    mean rate of the samples it replaces, so the bytes of every kept interval (what
+    ``window_goodput_mbps`` integrates for Jain) are the bytes of the intervals it covers."""
+    step = max(1, len(series) // max_points)
+    if step == 1:
+        return series
+    out, prev = [], 0.0
+    for i in range(0, len(series), step):
+        chunk = series[i:i + step]
+        mbit, t0 = 0.0, prev
+        for t, mbps in chunk:
+            mbit += mbps * max(t - prev, 0.0)
+            prev = t
+        span = prev - t0
+        out.append((prev, mbit / span if span > 0 else chunk[-1][1]))
+    return out
 
 
 def window_goodput_mbps(flow: dict[str, Any], window: tuple[float, float]) -> tuple[float, float] | None:
