@@ -40,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--scenario", action="append", default=[],
                    help="named scenario (jaxcc.scenarios or emu/*); repeatable or comma list")
     g.add_argument("--scenario-file", action="append", default=[], help="scenario JSON file")
-    g.add_argument("--suite", default=None, help="a jaxcc.scenarios suite (get_suite)")
+    g.add_argument("--suite", default=None, help="a jaxcc.scenarios suite, or a comma-separated list of them")
     ap.add_argument("--controller", default=None,
                     help="comma list: policy:FILE, bbr, fixed:MBPS, kernel:cubic, kernel:bbr; "
                          "default: the scenario's own flow controllers")

@@ -276,26 +276,13 @@ def format_table(records: Sequence[dict]) -> str:
     return "\n".join(lines)
 
 
-def _json_safe(x):
-    if isinstance(x, dict):
-        return {k: _json_safe(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_json_safe(v) for v in x]
-    if isinstance(x, (np.floating, float)):
-        x = float(x)
-        return None if math.isnan(x) or math.isinf(x) else x
-    if isinstance(x, np.integer):
-        return int(x)
-    return x
-
-
 def write_results(report: dict, out_dir: str, meta: dict | None = None) -> str:
     """Write ``out_dir/results.json`` (the contract's records plus ``meta``); returns its path."""
     os.makedirs(out_dir, exist_ok=True)
     path = os.path.join(out_dir, "results.json")
-    doc = {"results": _json_safe(report["results"])}
+    doc = {"results": metrics.json_safe(report["results"])}
     if meta:
-        doc["meta"] = _json_safe(meta)
+        doc["meta"] = metrics.json_safe(meta)
     with open(path, "w", encoding="utf-8") as fh:
         json.dump(doc, fh, indent=1)
     return path

@@ -336,3 +336,19 @@ def time_series(tr: Trace, bin_s: float = 0.5) -> dict:
     thr = np.where(active > 0, acked / np.maximum(width, 1e-12)[:, None], np.nan) / MBPS
     return {"t": 0.5 * (edges[:-1] + edges[1:]), "throughput_mbps": thr,
             "capacity_mbps": cap / np.maximum(cnt, 1) / MBPS}
+
+
+def json_safe(x):
+    """``x`` (records, meta) as strict JSON values: NumPy scalars as Python numbers, NaN and ±inf
+    (a metric that does not exist for a run) as ``None``.  ``results.json`` of evaluation and of
+    emulation both go through it."""
+    if isinstance(x, dict):
+        return {k: json_safe(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [json_safe(v) for v in x]
+    if isinstance(x, (np.floating, float)):
+        x = float(x)
+        return None if math.isnan(x) or math.isinf(x) else x
+    if isinstance(x, np.integer):
+        return int(x)
+    return x

@@ -62,7 +62,7 @@ for arg in "$@"; do
     --downlink=*) DOWNLINK="${arg#*=}" ;;
     --nice=*) NICE="${arg#*=}" ;;
     --dry-run) DRY=1 ;;
-    -h|--help) sed -n '2,41p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
     *) echo "mahimahi_run.sh: unknown argument $arg" >&2; exit 2 ;;
   esac
 done

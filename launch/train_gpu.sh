@@ -9,7 +9,6 @@ CONFIG="${CONFIG:-pareto_staged}"
 SEED="${SEED:-0}"
 NUM_ENVS="${NUM_ENVS:-1024}"
 export XLA_PYTHON_CLIENT_PREALLOCATE="${XLA_PYTHON_CLIENT_PREALLOCATE:-false}"
-export JAX_COMPILATION_CACHE_DIR="${JAX_COMPILATION_CACHE_DIR:-$HOME/.cache/jaxcc-xla}"
 python -c 'import jax; d = jax.devices(); print(f"[train_gpu] {len(d)} device(s): {d[0].device_kind}")'
 exec python -m jaxcc.train --config="$CONFIG" --seed="$SEED" \
   --config.num_envs="$NUM_ENVS" --config.td3.batch_size="${BATCH:-1024}" --config.td3.grad_steps="${GRAD_STEPS:-32}" \

@@ -12,7 +12,6 @@ cd "$(dirname "$0")/.."
 CONFIG="${CONFIG:-pareto_staged}"
 SEED="${SEED:-0}"
 WORKDIR="${WORKDIR:?set WORKDIR to a directory every host can write (e.g. gs://bucket/runs/pareto)}"
-export JAX_COMPILATION_CACHE_DIR="${JAX_COMPILATION_CACHE_DIR:-$HOME/.cache/jaxcc-xla}"
 exec python -m jaxcc.train --distributed --config="$CONFIG" --seed="$SEED" --workdir="$WORKDIR" --no_progress \
   --config.num_envs="${NUM_ENVS:-4096}" --config.td3.batch_size="${BATCH:-4096}" \
   --config.td3.grad_steps="${GRAD_STEPS:-32}" "$@"

@@ -64,13 +64,20 @@ chmod 755 "$ROOT"  # a system's root folder (mktemp's 0700 would lock out apt's 
 LOG=$ROOT.log
 T0=$(date +%s)
 
+INNER_PID=
 cleanup() {
   local rc=$?
+  if [ -n "$INNER_PID" ]; then  # interrupted: end the chroot's processes first
+    kill -TERM -- "-$INNER_PID" 2>/dev/null || true
+    sleep 2
+    kill -KILL -- "-$INNER_PID" 2>/dev/null || true
+    wait "$INNER_PID" 2>/dev/null || true
+  fi
   # Mounts live in the unshared namespace and die with it; this is the belt to those braces.
   local m
-  for m in $(awk -v r="$ROOT/" 'index($2, r) == 1 {print $2}' /proc/mounts | sort -r); do
-    umount -l "$m" 2>/dev/null || true
-  done
+  while IFS= read -r m; do  # /proc/mounts writes a space as \040
+    umount -l "$(printf '%b' "$m")" 2>/dev/null || true
+  done < <(awk -v r="$ROOT/" 'index($2, r) == 1 {print $2}' /proc/mounts | sort -r)
   if [ "$KEEP" = 1 ]; then
     echo "check_clean_system: kept the chroot at $ROOT (enter: chroot $ROOT /bin/bash; remove: rm -rf --one-file-system $ROOT)"
   else
@@ -133,10 +140,8 @@ fi
 EOF
 chmod +x "$ROOT/root/check.sh"
 
-MOUNT_CACHE=""
 if [ "$CACHE" = 1 ]; then
   mkdir -p "$ROOT/root/.cache/pip"
-  MOUNT_CACHE="mount --bind '$CACHE_DIR/apt-archives' '$ROOT/var/cache/apt/archives'; mount --bind '$CACHE_DIR/pip' '$ROOT/root/.cache/pip'"
   rm -f "$ROOT/etc/apt/apt.conf.d/docker-clean"  # keep downloaded .debs in the (bound) cache
 fi
 # This machine's network plumbing, not the project's: proxies, and a CA bundle given to pip
@@ -156,19 +161,32 @@ for v in PIP_CERT SSL_CERT_FILE REQUESTS_CA_BUNDLE; do
 done
 
 say "running $([ $QUICK = 1 ] && echo 'the quick subset' || echo 'make test') inside the chroot (output: $LOG)"
+# The inner script gets ROOT and the environment as arguments (quoted by the shell, not pasted
+# into the command text), so a path or proxy URL with spaces or quotes cannot break it.
+INNER='
+  ROOT=$1; CACHE=$2; CACHE_DIR=$3; QUICK=$4; shift 4
+  mount --bind "$ROOT" "$ROOT"  # the chroot'"'"'s / a mount point: ip netns exec runs mount --make-rslave /
+  mount -t proc proc "$ROOT/proc"
+  mount -t sysfs sysfs "$ROOT/sys"
+  mount --rbind /dev "$ROOT/dev"
+  mount -t tmpfs -o mode=755 tmpfs "$ROOT/run"
+  mkdir -p "$ROOT/run/netns" "$ROOT/run/lock"
+  if [ "$CACHE" = 1 ]; then
+    mount --bind "$CACHE_DIR/apt-archives" "$ROOT/var/cache/apt/archives"
+    mount --bind "$CACHE_DIR/pip" "$ROOT/root/.cache/pip"
+  fi
+  exec chroot "$ROOT" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb QUICK="$QUICK" \
+    PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin "$@" /root/check.sh
+'
 set +e
-unshare --mount --propagation private -- bash -euc "
-  mount --bind '$ROOT' '$ROOT'  # the chroot's / a mount point: ip netns exec runs mount --make-rslave /
-  mount -t proc proc '$ROOT/proc'
-  mount -t sysfs sysfs '$ROOT/sys'
-  mount --rbind /dev '$ROOT/dev'
-  mount -t tmpfs -o mode=755 tmpfs '$ROOT/run'
-  mkdir -p '$ROOT/run/netns' '$ROOT/run/lock'
-  $MOUNT_CACHE
-  exec chroot '$ROOT' /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb QUICK=$QUICK \
-    PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin ${PASS_ENV[*]:-} /root/check.sh
-" 2>&1 | tee -a "$LOG"
-RC=${PIPESTATUS[0]}
+# In the background, so that a TERM/INT to this script reaches cleanup at once, which then
+# ends the chroot's processes (their own process group) before removing the chroot.
+setsid unshare --mount --propagation private -- bash -euc "$INNER" inner "$ROOT" "$CACHE" "$CACHE_DIR" "$QUICK" \
+  ${PASS_ENV[@]+"${PASS_ENV[@]}"} > >(tee -a "$LOG") 2>&1 &
+INNER_PID=$!
+wait "$INNER_PID"
+RC=$?
+INNER_PID=
 set -e
 
 echo

@@ -92,8 +92,9 @@ def test_spec_errors_are_clear():
 
 def test_scenarios_come_from_jaxcc_scenarios(tmp_path):
     """Named scenarios, spec files (trace paths relative to the file) and emu/* built-ins."""
-    assert spec.load(name="pareto/fixed50") == spec.as_scenario(
-        __import__("jaxcc.scenarios", fromlist=["x"]).get_scenario("pareto/fixed50"))
+    sc = spec.load(name="pareto/fixed50")  # Pareto's fixed link: 50 Mbit/s, 440 KB, 90 ms RTT
+    assert (sc.name, sc.link.bandwidth_mbps, sc.link.buffer_bytes, sc.link.loss) == ("pareto/fixed50", 50.0, 440_000, 0.0)
+    assert [f.rtt_ms for f in sc.flows] == [90.0] and spec.rate_schedule(sc) == [(0.0, 50.0)]
     (tmp_path / "t.trace").write_text("1\n")
     (tmp_path / "s.json").write_text(json.dumps({
         "name": "file", "duration_s": 2, "link": {"trace": "t.trace", "buffer_bytes": 3000},

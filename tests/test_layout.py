@@ -42,6 +42,8 @@ def imports(path: str, known: dict[str, str]) -> set[str]:
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             out.add(node.module)
             out |= {f"{node.module}.{a.name}" for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level > 0:
+            raise AssertionError(f"{path}:{node.lineno}: relative import; jaxcc imports by absolute name")
     return {m for m in out if m in known and m != "jaxcc"}
 
 

@@ -16,6 +16,7 @@ import re
 import shutil
 import stat
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -187,7 +188,7 @@ def test_mahimahi_random_loss(shared_dir):
 from jaxcc.emulation import mahimahi, spec  # noqa: E402
 from jaxcc.emulation.host import EmulationError  # noqa: E402
 
-EMULATE = ["python3", "-m", "jaxcc.emulate"]
+EMULATE = [sys.executable, "-m", "jaxcc.emulate"]
 
 
 def test_plan_takes_one_controller(tmp_path):
@@ -297,7 +298,8 @@ def fake_mm(shared_dir):
 
 def _script_in(fake, args, timeout=120):
     b, ns = fake
-    env = dict(os.environ, PATH=f"{b}{os.pathsep}{os.environ['PATH']}")
+    # PYTHON: the script's Python for planning and collecting is this one (a venv's too).
+    env = dict(os.environ, PATH=f"{b}{os.pathsep}{os.environ['PATH']}", PYTHON=sys.executable)
     return subprocess.run(["ip", "netns", "exec", ns, BASH, str(SCRIPT), f"--user={MM_USER}",
                            *args], env=env, capture_output=True, text=True, timeout=timeout)
 

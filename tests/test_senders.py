@@ -141,7 +141,9 @@ def test_resolve_names_every_simulator_controller(tmp_path):
 
 def test_policy_file_runs_every_feature_set_in_the_simulator(tmp_path):
     """``policy:FILE`` for random-weight files of all five sets, as ``python -m jaxcc.policyfile
-    --random=SET`` writes them: one evaluation, each flow sends and its rate follows the policy."""
+    --random=SET`` writes them, in one evaluation: the wiring end to end (file → sender →
+    runner → metrics), each flow sending with a finite delay.  What each sender decides is held
+    to the C++ twin's parity vectors by the tests above."""
     from jaxcc import evaluate, scenarios
 
     paths = []
@@ -173,7 +175,9 @@ _SENDERS = "import jaxcc.senders as s; [s.resolve(n) for n in ('bbr', 'cubic', '
 ])
 def test_layers_import_nothing_above_them(code, allowed):
     """The runner reaches no controller (its caller passes ``resolve``); the senders and every
-    baseline they resolve sit below the agents, scenarios and evaluation."""
+    baseline they resolve sit below the agents, scenarios and evaluation.  Unlike
+    ``tests/test_layout.py`` (the imports written in the code), this sees what is loaded at run
+    time, ``importlib`` included."""
     import subprocess
     import sys
 

@@ -17,9 +17,9 @@ from jaxcc.emulation.host import TCP_PORT_BASE, TOOLS_BUILD, UDP_PORT_BASE, Emul
 Q_DEFAULT_FWD, Q_DEFAULT_REV = 1000, 1001  # NFQUEUE numbers for traffic of no flow (ping)
 
 
-def queue_args(rtts_ms: list[float], default_rtt_ms: float | None = None) -> list[str]:
+def queue_args(rtts_ms: list[float]) -> list[str]:
     """nfq_delay's --queue=NUM:ONE_WAY_MS arguments for flows of these RTTs."""
-    default_rtt = default_rtt_ms if default_rtt_ms is not None else rtts_ms[0]
+    default_rtt = rtts_ms[0]
     qspecs = [f"--queue={Q_DEFAULT_FWD}:{default_rtt / 2:.4f}",
               f"--queue={Q_DEFAULT_REV}:{default_rtt / 2:.4f}"]
     for i, rtt in enumerate(rtts_ms):
@@ -27,12 +27,12 @@ def queue_args(rtts_ms: list[float], default_rtt_ms: float | None = None) -> lis
     return qspecs
 
 
-def start(link: Any, rtts_ms: list[float], default_rtt_ms: float | None = None) -> subprocess.Popen:
+def start(link: Any, rtts_ms: list[float]) -> subprocess.Popen:
     """Starts nfq_delay in the link's router namespace; returns once it has bound every queue.
 
     Its per-queue statistics go to OUT/nfq_delay_stats.json when it stops (``health_warnings``).
     """
-    nfq = link.spawn(link.ns_rtr, [TOOLS_BUILD / "nfq_delay", *queue_args(rtts_ms, default_rtt_ms),
+    nfq = link.spawn(link.ns_rtr, [TOOLS_BUILD / "nfq_delay", *queue_args(rtts_ms),
                                    "--rt=10", f"--stats={link.out_dir / 'nfq_delay_stats.json'}"],
                      stdout=subprocess.PIPE, text=True,
                      stderr=open(link.out_dir / "nfq_delay.stderr", "w"))

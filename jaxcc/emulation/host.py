@@ -19,7 +19,6 @@ DATAPATH_BUILD = REPO / "datapath" / "build"
 # tool -> Debian package, for the error message when it is missing
 REQUIRED_TOOLS = {"ip": "iproute2", "tc": "iproute2", "iptables": "iptables",
                   "ethtool": "ethtool"}
-OPTIONAL_TOOLS = {"iperf3": "iperf3", "ping": "iputils-ping"}
 
 
 class EmulationError(RuntimeError):

@@ -22,9 +22,8 @@ from typing import Any
 from jaxcc.emulation import results
 from jaxcc.emulation.host import EmulationError
 from jaxcc.emulation.runner import FlowRun
-from jaxcc.emulation.spec import MSS, assign_controllers, coarsen, rate_schedule, trace_to_schedule
+from jaxcc.emulation.spec import MSS, assign_controllers, rate_schedule, trace_schedule
 from jaxcc.scenarios import Scenario
-from jaxcc.sim import trace as sim_trace
 
 
 def write_trace(sched: list[tuple[float, float]], duration_s: float,
@@ -108,11 +107,7 @@ def collect(out: Path) -> dict[str, Any]:
     failed = [m for m in map(_failure, flows) if m]
     if failed:
         raise EmulationError("the Mahimahi run failed, no results written: " + "; ".join(failed))
-    try:
-        stamps = sim_trace.read_mahimahi(doc["trace"])
-    except ValueError as e:
-        raise EmulationError(str(e)) from e
-    sched = coarsen(trace_to_schedule(stamps.tolist(), spec["duration_s"]), spec["duration_s"], 0.1)
+    sched = trace_schedule(doc["trace"], spec["duration_s"], 0.1)
     rec = results.make_record(spec["name"], spec["duration_s"], ctrls, flows, sched, None, [],
                               emulator="mahimahi")
     rec["duration_s"] = spec["duration_s"]

@@ -115,7 +115,7 @@ class EmulatedLink:
 
     # -- setup
     def setup(self, rtts_ms: list[float], rate_mbps: float, buffer_bytes: int,
-              loss: float, default_rtt_ms: float | None = None) -> None:
+              loss: float) -> None:
         """Builds the three namespaces, the bottleneck and the delay of flows of these RTTs."""
         p = self.prefix
         for ns in (self.ns_snd, self.ns_rtr, self.ns_rcv):
@@ -146,7 +146,7 @@ class EmulatedLink:
                               "handle", "1:", "tbf"] + tbf_args(rate_mbps, buffer_bytes))
 
         # propagation delay (user space: the kernel has no netem) and its NFQUEUE rules
-        self.nfq_proc = delay.start(self, rtts_ms, default_rtt_ms)
+        self.nfq_proc = delay.start(self, rtts_ms)
         delay.add_rules(self, len(rtts_ms), loss)
 
     def set_rate(self, rate_mbps: float) -> None:

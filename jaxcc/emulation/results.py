@@ -249,8 +249,8 @@ def write_results(out: Path, records: list[dict[str, Any]], meta: dict[str, Any]
     out.mkdir(parents=True, exist_ok=True)
     tmp = out / "results.json.tmp"
     with open(tmp, "w") as f:
-        json.dump({"results": records, "meta": {**RESULTS_META, **(meta or {})}}, f, indent=1,
-                  default=str)
+        json.dump(metrics.json_safe({"results": records, "meta": {**RESULTS_META, **(meta or {})}}), f,
+                  indent=1, default=str, allow_nan=False)
     os.replace(tmp, out / "results.json")
 
 

@@ -78,10 +78,11 @@ def load(name: str | None = None, path: str | None = None) -> scenarios.Scenario
         raise EmulationError(f"{e}{extra}") from e
 
 
-def load_suite(name: str) -> list[scenarios.Scenario]:
-    """The scenarios of a jaxcc.scenarios suite, validated for emulation."""
+def load_suite(names: str) -> list[scenarios.Scenario]:
+    """The scenarios of one jaxcc.scenarios suite or a comma-separated list (as ``evaluate``
+    takes), validated for emulation."""
     try:
-        return [as_scenario(s) for s in scenarios.get_suite(name)]
+        return [as_scenario(s) for n in names.split(",") if n.strip() for s in scenarios.get_suite(n.strip())]
     except ValueError as e:
         raise EmulationError(str(e)) from e
 
@@ -138,17 +139,21 @@ def rate_schedule(spec: scenarios.Scenario, trace_bin_s: float = 0.1) -> list[tu
     """
     link, duration_s = spec.link, spec.duration_s
     if link.trace is not None:
-        try:
-            stamps = sim_trace.read_mahimahi(link.trace)
-        except ValueError as e:
-            raise EmulationError(str(e)) from e
-        sched = trace_to_schedule(stamps.tolist(), duration_s, trace_bin_s)
-    else:
-        cap = link.capacity(seed=0, duration_s=duration_s)
-        sched = [(float(t), float(r) * 8 / 1e6) for t, r in zip(cap.times, cap.rates)]
-        if link.random_steps is not None or link.poisson is not None:
-            sched = [(t, r) for t, r in sched if t < duration_s]
+        return trace_schedule(link.trace, duration_s, trace_bin_s)
+    cap = link.capacity(seed=0, duration_s=duration_s)
+    sched = [(float(t), float(r) * 8 / 1e6) for t, r in zip(cap.times, cap.rates)]
+    if link.random_steps is not None or link.poisson is not None:
+        sched = [(t, r) for t, r in sched if t < duration_s]
     return coarsen(sched, duration_s, trace_bin_s)
+
+
+def trace_schedule(path: str, duration_s: float, bin_s: float) -> list[tuple[float, float]]:
+    """The tbf rate schedule (s, Mbit/s) of a Mahimahi trace file, binned at ``bin_s``."""
+    try:
+        stamps = sim_trace.read_mahimahi(path)
+    except ValueError as e:
+        raise EmulationError(str(e)) from e
+    return coarsen(trace_to_schedule(stamps.tolist(), duration_s, bin_s), duration_s, bin_s)
 
 
 def coarsen(sched: list[tuple[float, float]], duration_s: float,
