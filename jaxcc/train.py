@@ -10,8 +10,10 @@ PureJaxRL shape: the agent's ``make_train(config)`` gives pure jitted functions 
 (``metrics.jsonl`` always, wandb when not disabled — offline unless credentials exist), saves
 orbax checkpoints, guards against NaN/inf, and shows a tqdm bar with ETA and current returns.
 
-Devices: the environment lanes and minibatches are sharded over every device on a 1-D mesh
-(``'data'``); parameters and the replay buffer are replicated.  On a multi-host TPU pod pass
+Devices: this loop places every run's environment lanes (the state's ``env`` leading axis)
+sharded over every device on a 1-D mesh (``'data'``) and replicates the rest.  Only Pareto's
+agent also shards inside its update (its lanes and minibatches, with the replay buffer
+replicated); Aurora and Eagle add no sharding constraints of their own.  On a multi-host TPU pod pass
 ``--distributed`` (or set ``JAXCC_DISTRIBUTED=1``) to call ``jax.distributed.initialize()``.
 """
 

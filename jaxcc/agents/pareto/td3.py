@@ -2,8 +2,9 @@
 
 Reads top to bottom like PureJaxRL: the pure TD3 step (``td3_update``; ``learn_step`` adds the
 prioritized sampling around it), then ``make_train(config)``, which returns a ``Trainer`` of pure
-functions (init → collect → learn → update → snapshot selection → chunk); ``jaxcc.train`` drives
-them from a thin Python loop (logging, checkpoints, progress).
+functions, in the order the code defines them (init → stage entry → collect → learn →
+snapshot selection → update → chunk); ``jaxcc.train`` drives them from a thin Python loop
+(logging, checkpoints, progress).
 
 * Algorithm 3 (TD3 for a prioritized buffer).  One *update* plays ``rollout_len`` steps on every
   link in parallel (each step is one monitor interval of ``mi_rtts`` RTTs for every flow), stores
