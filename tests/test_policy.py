@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from jaxcc import policyfile, scenarios, senders
+from jaxcc.agents import pipeline
 from jaxcc.agents.pareto import env_adapter, networks
 from jaxcc.envs.rollout import rollout
 from jaxcc.sim import runner
@@ -23,7 +24,7 @@ def test_policy_controller_matches_env_rollout(tmp_path):
     params["out"]["kernel"] = params["out"]["kernel"] * 20.0
     params["out"]["bias"] = params["out"]["bias"] * 0.0
     path = str(tmp_path / "p.safetensors")
-    policyfile.save(path, spec, {k: np.asarray(v) for k, v in networks.flatten(params).items()})
+    policyfile.save(path, spec, {k: np.asarray(v) for k, v in pipeline.flat(params).items()})
 
     n = 24
     p = se.params.replace(boot_mbps=jnp.asarray([50.0]))

@@ -101,15 +101,12 @@ def init_agent_params(key, in_dim: int, hidden=(32, 16), log_std_init: float = 0
     return {"actor": actor, "critic": critic, "log_std": jnp.full((1,), log_std_init, jnp.float32)}
 
 
-flat = pipeline.flat  # {layer: {tensor: x}} → {"layer.tensor": x} (policy-file tensor names)
-
-
 actor_tensors = pipeline.actor_tensors  # the policy file's tensors of a state's actor (jaxcc.export)
 
 
 def actor_mean(spec: dict, actor: dict, window: jax.Array) -> jax.Array:
     """μ(s) for one window [T, D]: the policy file's forward pass (before the head's clip)."""
-    return policyfile.forward(spec, flat(actor), window)[0]
+    return policyfile.forward(spec, pipeline.flat(actor), window)[0]
 
 
 def critic_value(critic: dict, window: jax.Array) -> jax.Array:

@@ -110,13 +110,12 @@ def init_params(key, obs_dim: int, hidden: int = 64, n_actions: int = 5) -> dict
     }
 
 
-flat = pipeline.flat  # {layer: {tensor: x}} → {"layer.tensor": x}
 actor_tensors = pipeline.actor_tensors  # the policy file's tensors of a state's actor (jaxcc.export)
 
 
 def logits_fn(spec: dict, params: dict, window):
     """Logits for one window [T, D] (vmap for batches): the exported file's own forward pass."""
-    return policyfile.forward(spec, flat(params), window)
+    return policyfile.forward(spec, pipeline.flat(params), window)
 
 
 # ----------------------------------------------------------------------------- cross-entropy
