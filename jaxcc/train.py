@@ -339,7 +339,6 @@ def train(config, workdir: str, *, run_name: str = "run", progress: bool = True,
         summary.update(stage_outputs(workdir, [s.label for s in trainer.stages]))
         summary["final_update"] = int(state["counters"]["update"])
         summary["wall_s"] = time.time() - t_start
-        summary["env_source"] = trainer.env_source
         if is_main:
             with open(os.path.join(workdir, "summary.json"), "w") as f:
                 json.dump(summary, f, indent=1)
@@ -364,12 +363,11 @@ def _finish_stage(trainer, st, state, workdir, config, is_main):
 
     path = os.path.join(workdir, "stages", st.label)
     meta = {"stage": st.index, "stage_name": st.name, "label": st.label, "update": int(state["counters"]["update"]),
-            "algo": str(config.algo), "env_source": trainer.env_source}
+            "algo": str(config.algo)}
     checkpointing.save_stage(path, state, meta, trainer.actor_spec)
     if is_main and bool(config.get("export_stages", True)):
         from jaxcc import export
-        export.export_state(state, trainer.actor_spec, path + ".safetensors", algo=str(config.algo),
-                            stage_label=st.label)
+        export.export_state(state, trainer.actor_spec, path + ".safetensors", stage_label=st.label)
 
 
 # ----------------------------------------------------------------------------- CLI

@@ -438,8 +438,6 @@ def make_train(config, mesh=None) -> Trainer:
         return jax.eval_shape(build, jax.random.PRNGKey(0))
 
     return Trainer(config=config, stages=stages, chunk_updates=chunk, actor_spec=spec, init=init,
-                   enter_stage=enter_stage, run_chunk=run_chunk, template=template, env_source="jaxcc.envs",
+                   enter_stage=enter_stage, run_chunk=run_chunk, template=template,
                    finish_stage=finish_stage)
 
-
-actor_tensors = pipeline.actor_tensors  # the policy file's tensors of a state's actor (jaxcc.export)
