@@ -257,7 +257,7 @@ def make_train(config, mesh=None) -> Trainer:
                 "next_obs": z, "done": jnp.zeros((), jnp.float32)}
 
     def init_env(stage_idx: int, key):
-        reset, _ = env_adapter.windowed(senvs[stage_idx])
+        reset, _ = env_adapter.stage_fns(senvs[stage_idx])
         keys = jax.random.split(key, E)
         obs, st = jax.vmap(reset)(keys)
         f = senvs[stage_idx].num_flows
@@ -296,7 +296,7 @@ def make_train(config, mesh=None) -> Trainer:
 
     # ------------------------------------------------------------------ collect (play, store)
     def make_collect(stage_idx: int):
-        _, step = env_adapter.windowed(senvs[stage_idx])
+        _, step = env_adapter.stage_fns(senvs[stage_idx])
         f = senvs[stage_idx].num_flows
 
         def env_step(carry, _):
