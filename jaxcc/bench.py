@@ -16,7 +16,9 @@ not depend on the link rate.  Timings exclude compilation (one warm-up call per 
 
 ``--train=CONFIG`` times the whole training loop of ``configs/CONFIG.py`` instead: environment
 steps per second of ``--updates`` updates per call (for PPO: collect, GAE and the epochs), with
-``num_envs`` set to each size (default: the config's).
+``num_envs`` set to each size (default: the config's).  ``CONFIG`` is what ``jaxcc.train
+--config`` takes (``jaxcc.configs_path``: a name, ``NAME:ARG`` or a path); a config that does not
+exist or whose agent the benchmark does not support is one ``error:`` line, exit status 2.
 """
 
 from __future__ import annotations
@@ -24,12 +26,14 @@ from __future__ import annotations
 import json
 import os
 import platform
+import sys
 import time
 
 import jax
 import jax.numpy as jnp
 from absl import app, flags
 
+from jaxcc import configs_path
 from jaxcc.sim import core, links
 
 FLAGS = flags.FLAGS
@@ -124,20 +128,6 @@ def _time(fn, repeats):
     return best
 
 
-def load_config(name: str):
-    """``configs/NAME.py`` of the repository (or a path to a config file) → its ``get_config()``."""
-    import importlib.util
-
-    path = name if os.path.isfile(name) else os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                                                            "configs", f"{name}.py")
-    if not os.path.isfile(path):
-        raise ValueError(f"--train: no config {name!r} (configs/NAME.py or a path to a config file)")
-    spec = importlib.util.spec_from_file_location(f"_bench_config_{os.path.basename(path)[:-3]}", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod.get_config()
-
-
 def bench_training(config, updates: int = 2, sizes=None, repeats: int = 2) -> list[dict]:
     """Environment steps (MIs) per second of the agent's whole training loop (``run_chunk`` of
     ``updates`` updates), compilation excluded (one warm-up call per size).  Also per CPU-second
@@ -163,7 +153,8 @@ def bench_training(config, updates: int = 2, sizes=None, repeats: int = 2) -> li
                     cfg.ppo.num_minibatches -= 1
         tr = agents.make_train(cfg)
         if not hasattr(tr, "env_steps_per_update"):
-            raise ValueError(f"--train: config.algo={cfg.algo!r} does not report env_steps_per_update")
+            raise ValueError(f"config.algo={cfg.algo!r} does not report env_steps_per_update "
+                             f"(the training benchmark supports Aurora and Eagle)")
         state = jax.jit(tr.init)(jax.random.PRNGKey(0))
         run = jax.jit(tr.run_chunk, static_argnums=1)
         t0 = time.perf_counter()
@@ -186,9 +177,13 @@ def bench_training(config, updates: int = 2, sizes=None, repeats: int = 2) -> li
 
 
 def main_train(name: str):
-    config = load_config(name)
+    """The training-loop benchmark of config ``name``; a bad config is one ``error:`` line, exit 2."""
     sizes = [int(s) for s in FLAGS.sizes] if FLAGS["sizes"].present else None
-    rows = bench_training(config, FLAGS.updates, sizes)
+    try:
+        rows = bench_training(configs_path.load_config(name), FLAGS.updates, sizes)
+    except ValueError as e:
+        print(f"error: --train={name}: {e}", file=sys.stderr)
+        return 2
     result = {"config": name, "rows": rows, "reference_sb3_ppo_packet_sim_1core_steps_per_s": 650,
               "device": str(jax.devices()[0]), "cpu_count": os.cpu_count(), "machine": platform.machine(),
               "jax": jax.__version__}

@@ -48,7 +48,6 @@ from jaxcc.controllers import parse_controller
 from jaxcc.scenarios import SUITES, Scenario, get_scenario, get_suite, list_scenarios, load_scenario, parse_scenario
 
 OWN = "own"  # label of runs that keep each flow's own controller
-JAIN_LAST_S = metrics.JAIN_LAST_S  # one Jain window for simulator and emulation (metrics.jain_window)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -212,7 +211,7 @@ def run_evaluation(scenarios: Sequence[Scenario], entries: Sequence[ControllerEn
         for i, it in enumerate(b.items):
             scen, label, seed = key_of[id(it)]
             tr = metrics.from_batch(traj, rates, b, i)
-            m = metrics.evaluate_trace(tr, jain_last_s=JAIN_LAST_S)
+            m = metrics.evaluate_trace(tr, jain_last_s=metrics.JAIN_LAST_S)
             m["seed"] = seed
             for pf, fl in zip(m["per_flow"], it.scenario.flows):
                 pf["controller"] = fl.controller
@@ -320,7 +319,7 @@ def main(flag_values=None, argv: Sequence[str] = ()) -> int:
             "duration_s": FLAGS.duration or "each scenario's own",
             "wall_s": round(time.time() - t0, 1),
             "ankh": "((1 - R/C) + d95/d_max + loss)/3, d_max = max p95 one-way delay over this run's controllers per scenario",
-            "jain": f"over the last {JAIN_LAST_S:g} s of multi-flow scenarios"}
+            "jain": f"over the last {metrics.JAIN_LAST_S:g} s of multi-flow scenarios"}
     if FLAGS.bars:
         verdicts = bars.check(FLAGS.bars, report["results"])
         print(bars.format_verdicts(verdicts))

@@ -1,8 +1,9 @@
 """``python -m jaxcc.export --checkpoint=DIR --out=FILE``: a training checkpoint -> policy file.
 
 The one export path for every algorithm (``config.algo``): the agent gives its actor's spec
-(``trainer.actor_spec``, also stored as a stage checkpoint's ``spec.json``) and its flat tensors
-(``actor_tensors(state)``, see ``jaxcc.agents``); this module writes the file, with the stage's
+(``trainer.actor_spec``, also stored as a stage checkpoint's ``spec.json``); its flat tensors
+are the state's actor (``jaxcc.agents.pipeline.actor_tensors``: every agent keeps its actor as
+``state["agent"]["actor"]`` named after the file's layers); this module writes the file, with the stage's
 label (``Pareto-Fair``, ``Aurora``, ``Eagle``, ...) as the spec's ``stage``.  ``jaxcc.train``
 calls ``export_state`` at the end of every stage.
 
@@ -29,23 +30,21 @@ import numpy as np
 
 # Pareto's stages in training order: the order of stage checkpoints whose meta.json is missing.
 PARETO_STAGE_ORDER = ("Pareto-Bootstrap", "Pareto-Advance", "Pareto-Fair")
-# config.algo of stage checkpoints written before meta.json named it (Pareto was the only agent).
-DEFAULT_ALGO = "pareto_td3"
 
 
-def export_state(state, spec: dict, out: str, *, algo: str, stage_label: str | None = None) -> str:
+def export_state(state, spec: dict, out: str, *, stage_label: str | None = None) -> str:
     """Write the actor of a training state (live or restored) as a policy file.
 
     Args:
       state: the training state (``state["agent"]["actor"]``).
       spec: the actor's policy-file spec (``trainer.actor_spec``).
       out: the ``.safetensors`` path to write.
-      algo: ``config.algo``; its agent module turns the state into tensors (``actor_tensors``).
       stage_label: written as the spec's ``stage`` (e.g. ``Pareto-Fair``).
     """
-    from jaxcc import agents, policyfile
+    from jaxcc import policyfile
+    from jaxcc.agents import pipeline
 
-    tensors = agents.get_agent(algo).actor_tensors(state)
+    tensors = pipeline.actor_tensors(state)
     spec = dict(spec)
     if stage_label:
         spec["stage"] = stage_label
@@ -79,12 +78,11 @@ def _stage_labels(stages_dir: str) -> list[str]:
     return [lab for _, lab in sorted(_stage_key(stages_dir, lab) for lab in labels)]
 
 
-def _find(ckpt: str) -> tuple[str, str, str | None, str]:
-    """(state dir, spec json path, stage label, config.algo) for any accepted checkpoint path."""
+def _find(ckpt: str) -> tuple[str, str, str | None]:
+    """(state dir, spec json path, stage label) for any accepted checkpoint path."""
     ckpt = os.path.abspath(ckpt)
     if os.path.isfile(os.path.join(ckpt, "spec.json")) and os.path.isdir(os.path.join(ckpt, "state")):
-        algo = _read_json(os.path.join(ckpt, "meta.json")).get("algo", DEFAULT_ALGO)
-        return os.path.join(ckpt, "state"), os.path.join(ckpt, "spec.json"), os.path.basename(ckpt), algo
+        return os.path.join(ckpt, "state"), os.path.join(ckpt, "spec.json"), os.path.basename(ckpt)
     labels = _stage_labels(os.path.join(ckpt, "stages"))
     if labels:  # the last finished stage
         return _find(os.path.join(ckpt, "stages", labels[-1]))
@@ -99,7 +97,7 @@ def _find(ckpt: str) -> tuple[str, str, str | None, str]:
         roll = os.path.join(roll, str(steps[0]))
     if os.path.isdir(os.path.join(roll, "state")):
         config_path = os.path.join(os.path.dirname(os.path.dirname(roll)), "config.json")
-        return os.path.join(roll, "state"), config_path, None, _read_json(config_path).get("algo", DEFAULT_ALGO)
+        return os.path.join(roll, "state"), config_path, None
     raise ValueError(f"{ckpt}: not a jaxcc checkpoint (expected a run workdir, a stages/<Label> dir "
                      f"or checkpoints/<n>)")
 
@@ -108,8 +106,9 @@ def load_checkpoint_actor(ckpt: str) -> tuple[dict, dict[str, np.ndarray], str |
     """(spec, tensors, stage label) of the actor stored in a checkpoint (``spec["stage"]`` is
     the label when there is one)."""
     from jaxcc import agents, checkpointing
+    from jaxcc.agents import pipeline
 
-    state_dir, spec_path, label, algo = _find(ckpt)
+    state_dir, spec_path, label = _find(ckpt)
     state = checkpointing.restore_untyped(state_dir)
     if spec_path.endswith("spec.json"):
         with open(spec_path) as f:
@@ -120,7 +119,7 @@ def load_checkpoint_actor(ckpt: str) -> tuple[dict, dict[str, np.ndarray], str |
         with open(spec_path) as f:
             cfg = ml_collections.ConfigDict(json.load(f))
         spec = agents.make_train(cfg).actor_spec
-    tensors = agents.get_agent(algo).actor_tensors(state)
+    tensors = pipeline.actor_tensors(state)
     if label:
         spec = {**spec, "stage": label}
     return spec, tensors, label

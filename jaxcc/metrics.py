@@ -260,12 +260,12 @@ def jain_note(window: tuple[float, float], flows: list[int], last_s: float = JAI
 
 def jain_over(tr: Trace, window: tuple[float, float] | None = None, min_active_frac: float = JAIN_MIN_ACTIVE_FRAC
               ) -> tuple[float, list[int]]:
-    """Jain's index over the flows active in ``window`` (each flow's goodput there); see ``jain_of_active``."""
+    """Jain's index over the flows active in ``window`` (each flow's goodput there); ``jain_of_active``
+    chooses the flows."""
     m = _window_mask(tr, window)
     span = float(np.sum(m)) * tr.dt
     active = [float(np.sum(tr.active[m, f])) * tr.dt for f in range(tr.num_flows)]
-    thr = [flow_throughput(tr, f, window) if a >= min_active_frac * span else float("nan")
-           for f, a in enumerate(active)]
+    thr = [flow_throughput(tr, f, window) for f in range(tr.num_flows)]
     return jain_of_active(thr, active, span, min_active_frac)
 
 

@@ -36,8 +36,7 @@ def write_vectors(out_dir: str | os.PathLike, n_cases: int = 4, seed: int = 0) -
 
     For each random kind: ``<kind>.safetensors`` and ``<kind>.json`` with
     ``cases`` of {obs [T][D], goal [G], net_out [..], output, rate_in, cwnd_in,
-    rate, cwnd}. Feature vectors (monitor-interval stats -> features) are added
-    by ``jaxcc.envs`` feature functions when they exist (see
+    rate, cwnd}; then the feature-set vectors (monitor-interval stats -> features,
     ``_write_feature_vectors``).
 
     Returns:
@@ -123,25 +122,15 @@ def _write_feature_vectors(out_dir: str, rng: np.random.Generator) -> list[str]:
     update) in float64, then runs the environment's own feature function; the C++ test feeds
     the same events through its MonitorStats/FeatureFn/Policy and compares.
     """
-    try:
-        import jax
-        import jax.numpy as jnp
+    import jax
+    import jax.numpy as jnp
 
-        from jaxcc.envs import aurora, mi as mi_lib, pareto
-        from jaxcc.envs.registry import export_features_spec
-    except ImportError as e:  # envs not available: nothing to write
-        print(f"note: feature vectors skipped ({e})", file=sys.stderr)
-        return []
+    from jaxcc.envs import aurora, mi as mi_lib, pareto
+
     written = []
-    for name, env_name, kind, obs_dim in (("aurora_v1", "aurora", "mlp", 3), ("pareto_v1", "pareto", "lstm", 5)):
-        feats_spec = export_features_spec(env_name)
-        T = int(feats_spec["history"])
-        spec, tensors = make_random_policy(kind, int(rng.integers(1 << 30)), history=T, obs_dim=obs_dim,
-                                           features=name)
-        mi_rtts = feats_spec.pop("mi_rtts", spec["mi_rtts"])
-        spec["features"] = dict(feats_spec, history=T, obs_dim=obs_dim)
-        spec["mi_rtts"] = float(mi_rtts)
-        spec["algorithm"] = "random"
+    for name in ("aurora_v1", "pareto_v1"):
+        spec, tensors = make_feature_policy(name, int(rng.integers(1 << 30)))
+        T, obs_dim = int(spec["features"]["history"]), int(spec["features"]["obs_dim"])
         pol = os.path.join(out_dir, f"features_{name}.safetensors")
         save(pol, spec, tensors)
         jt = {k: jnp.asarray(v) for k, v in tensors.items()}
@@ -151,9 +140,7 @@ def _write_feature_vectors(out_dir: str, rng: np.random.Generator) -> list[str]:
             f64 = jnp.float64
             add_sample = jax.jit(mi_lib.mi_add_sample)  # compiled once, then per-packet calls are cheap
             run = mi_lib.running_zero(1, f64)
-            pflow = pareto.ParetoFlow(started=jnp.zeros(1, bool), rtt=jnp.zeros(1, f64), R=jnp.zeros(1, f64),
-                                      l=jnp.zeros(1, f64), d_ms=jnp.zeros(1, f64), dD=jnp.zeros(1, f64),
-                                      exp_delay=jnp.zeros(1, bool), prev_delayed=jnp.zeros(1, bool))
+            pflow = pareto.zero_flows(1, f64)
             pp = pareto.ParetoParams()
             feats_rows = []
             for ev in events:
@@ -162,12 +149,8 @@ def _write_feature_vectors(out_dir: str, rng: np.random.Generator) -> list[str]:
                 if name == "aurora_v1":
                     f = aurora.features(m, run)[0]
                 else:
-                    min_rtt = mi_lib.known_min_rtt(run, jnp.zeros(1, f64))
-                    sig, (rtt, R, l) = pareto.signals(pflow, m, min_rtt, pp)
-                    exp_now = pflow.exp_delay | sig.delayed
-                    f = pareto.features(sig, exp_now, pp)[0]
-                    pflow = pareto.ParetoFlow(started=jnp.ones(1, bool), rtt=rtt, R=R, l=l, d_ms=sig.d_ms, dD=sig.dD,
-                                              exp_delay=exp_now, prev_delayed=sig.delayed)
+                    f, pflow, _ = pareto.observe_features(pflow, m, mi_lib.known_min_rtt(run, jnp.zeros(1, f64)), pp)
+                    f = f[0]
                 feats_rows.append(np.asarray(f, np.float64))
                 out_mis.append(dict(ev, features=[float(x) for x in np.asarray(f, np.float64)],
                                     rtt_mean=float(mi_lib.rtt_mean(m)[0]), rtt_slope=float(mi_lib.rtt_slope(m)[0]),

@@ -48,7 +48,7 @@ import numpy as np
 
 from jaxcc.controllers import parse_controller
 from jaxcc.sim import links
-from jaxcc.sim.trace import find_trace, trace_folders  # noqa: F401  (public here: the one lookup rule)
+from jaxcc.sim.trace import find_trace
 
 KB = 1000  # the papers' buffer sizes (375 KB, 440 KB) are decimal kilobytes
 PACKET = 1500

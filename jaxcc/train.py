@@ -10,15 +10,16 @@ PureJaxRL shape: the agent's ``make_train(config)`` gives pure jitted functions 
 (``metrics.jsonl`` always, wandb when not disabled — offline unless credentials exist), saves
 orbax checkpoints, guards against NaN/inf, and shows a tqdm bar with ETA and current returns.
 
-Devices: the environment lanes and minibatches are sharded over every device on a 1-D mesh
-(``'data'``); parameters and the replay buffer are replicated.  On a multi-host TPU pod pass
+Devices: this loop places every run's environment lanes (the state's ``env`` leading axis)
+sharded over every device on a 1-D mesh (``'data'``) and replicates the rest.  Only Pareto's
+agent also shards inside its update (its lanes and minibatches, with the replay buffer
+replicated); Aurora and Eagle add no sharding constraints of their own.  On a multi-host TPU pod pass
 ``--distributed`` (or set ``JAXCC_DISTRIBUTED=1``) to call ``jax.distributed.initialize()``.
 """
 
 from __future__ import annotations
 
 import difflib
-import glob
 import json
 import os
 import sys
@@ -27,8 +28,7 @@ from typing import Any
 
 import numpy as np
 
-_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CONFIG_DIRS = (os.path.join(os.getcwd(), "configs"), os.path.join(_REPO, "configs"))
+from jaxcc.configs_path import list_configs, load_config, resolve_config_path  # noqa: F401  (list_configs: public here)
 
 
 class TrainingDiverged(RuntimeError):
@@ -36,29 +36,6 @@ class TrainingDiverged(RuntimeError):
 
 
 # ----------------------------------------------------------------------------- config names
-
-
-def list_configs() -> list[str]:
-    names = set()
-    for d in CONFIG_DIRS:
-        for p in glob.glob(os.path.join(d, "*.py")):
-            n = os.path.splitext(os.path.basename(p))[0]
-            if not n.startswith("_"):
-                names.add(n)
-    return sorted(names)
-
-
-def resolve_config_path(name: str) -> str:
-    """``NAME`` -> ``configs/NAME.py``; a path to an existing file is returned as is."""
-    base, sep, rest = name.partition(":")  # ml_collections allows "file.py:arg"
-    if os.path.isfile(base):
-        return name
-    for d in CONFIG_DIRS:
-        p = os.path.join(d, base + ".py")
-        if os.path.isfile(p):
-            return p + sep + rest
-    raise ValueError(f"unknown config {base!r}; valid configs: {', '.join(list_configs())} "
-                     f"(or a path to a config .py file)")
 
 
 def _rewrite_argv(argv: list[str]) -> list[str]:
@@ -337,7 +314,6 @@ def train(config, workdir: str, *, run_name: str = "run", progress: bool = True,
         summary.update(stage_outputs(workdir, [s.label for s in trainer.stages]))
         summary["final_update"] = int(state["counters"]["update"])
         summary["wall_s"] = time.time() - t_start
-        summary["env_source"] = trainer.env_source
         if is_main:
             with open(os.path.join(workdir, "summary.json"), "w") as f:
                 json.dump(summary, f, indent=1)
@@ -362,12 +338,11 @@ def _finish_stage(trainer, st, state, workdir, config, is_main):
 
     path = os.path.join(workdir, "stages", st.label)
     meta = {"stage": st.index, "stage_name": st.name, "label": st.label, "update": int(state["counters"]["update"]),
-            "algo": str(config.algo), "env_source": trainer.env_source}
+            "algo": str(config.algo)}
     checkpointing.save_stage(path, state, meta, trainer.actor_spec)
     if is_main and bool(config.get("export_stages", True)):
         from jaxcc import export
-        export.export_state(state, trainer.actor_spec, path + ".safetensors", algo=str(config.algo),
-                            stage_label=st.label)
+        export.export_state(state, trainer.actor_spec, path + ".safetensors", stage_label=st.label)
 
 
 # ----------------------------------------------------------------------------- CLI
@@ -401,13 +376,21 @@ def next_steps(summary: dict, algo: str, name: str) -> str:
 
 def _config_keys(cfg_path: str) -> list[str] | None:
     """Every leaf key of the config file (``a.b.c``), or ``None`` when it cannot be loaded here."""
-    from ml_collections import config_flags
-
     try:
-        cfg = config_flags.config_flags._LoadConfigModule("c", cfg_path.partition(":")[0]).get_config()
+        cfg = load_config(cfg_path)
     except Exception:
         return None
     return all_keys(cfg)
+
+
+def config_arg(argv: list[str]) -> str | None:
+    """The ``--config`` value of a command line, ``--config=X`` or ``--config X``."""
+    for i, a in enumerate(argv):
+        if a.startswith("--config="):
+            return a.split("=", 1)[1]
+        if a == "--config" and i + 1 < len(argv):
+            return argv[i + 1]
+    return None
 
 
 def unknown_override(argv: list[str], keys: list[str]) -> str | None:
@@ -473,7 +456,7 @@ def main(argv: list[str] | None = None) -> int:
         flags.DEFINE_bool("distributed", False, "call jax.distributed.initialize() (multi-host)")
         flags.DEFINE_integer("stop_after_chunks", None, "stop after N chunks (tests; resume continues)")
         flags.mark_flags_as_required(["config"])
-    cfg_path = next((a.split("=", 1)[1] for a in argv if a.startswith("--config=")), None)
+    cfg_path = config_arg(argv)
     keys = _config_keys(cfg_path) if cfg_path else None
     bad = unknown_override(argv, keys) if keys else None
     if bad:

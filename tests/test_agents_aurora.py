@@ -113,7 +113,7 @@ def test_export_reload_gives_identical_actions(tmp_path):
     # Make the mean head non-trivial so clipping and the sign of the action both matter.
     params["actor"]["mean"]["kernel"] = params["actor"]["mean"]["kernel"] * 2000.0
     path = str(tmp_path / "aurora.safetensors")
-    export.export_state({"agent": params}, spec, path, algo="aurora_ppo", stage_label="Aurora")
+    export.export_state({"agent": params}, spec, path, stage_label="Aurora")
     spec2, tensors = policyfile.load(path)
     assert spec2["algorithm"] == "aurora" and spec2["head"]["type"] == "gaussian_mean" and spec2["stage"] == "Aurora"
     assert spec2["action"] == {"type": "aurora", "alpha": 0.025, "min_mbps": 0.01, "max_mbps": 100000.0}

@@ -148,7 +148,7 @@ def test_export_reload_gives_identical_actions(tmp_path):
     params = ec.init_params(jax.random.PRNGKey(2), 5, 64)
     params["logits"]["kernel"] = params["logits"]["kernel"] * 300.0  # spread the argmax over actions
     path = str(tmp_path / "eagle.safetensors")
-    export.export_state({"agent": {"actor": params}}, spec, path, algo="eagle_cem")
+    export.export_state({"agent": {"actor": params}}, spec, path)
     spec2, tensors = policyfile.load(path)
     assert [l["type"] for l in spec2["layers"]] == ["lstm", "lstm", "last_step", "dense"]
     assert spec2["head"] == {"type": "discrete", "n": 5}

@@ -5,13 +5,14 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxcc import policyfile
+from jaxcc.agents import pipeline
 from jaxcc.agents.pareto import expert, networks
 
 
 def test_actor_is_a_valid_policy_and_in_range():
     spec = networks.actor_spec(8, 5, 16, 8)
     params = networks.init_actor(jax.random.PRNGKey(0), 5, 16, 8)
-    policyfile.validate(spec, {k: np.asarray(v) for k, v in networks.flatten(params).items()})
+    policyfile.validate(spec, {k: np.asarray(v) for k, v in pipeline.flat(params).items()})
     obs = jax.random.normal(jax.random.PRNGKey(1), (32, 8, 5)) * 3
     a = jax.vmap(lambda o: networks.actor_apply(spec, params, o))(obs)
     assert a.shape == (32,) and float(a.min()) >= -0.7 and float(a.max()) <= 2.0

@@ -22,7 +22,12 @@ def test_train_bench_times_the_training_loop(tmp_path):
         assert row["env_steps_per_s"] == row["num_envs"] * 64 / row["seconds"]
 
 
-def test_train_bench_unknown_config_is_one_line():
-    r = subprocess.run([sys.executable, "-m", "jaxcc.bench", "--train=nope", "--out=/tmp/unused-jaxcc-bench.json"],
-                       cwd=REPO, capture_output=True, text=True, timeout=300)
-    assert r.returncode != 0 and "--train: no config 'nope'" in r.stderr
+def test_train_bench_bad_config_is_one_line():
+    """An unknown config, or one whose agent the benchmark does not time: one error line, exit 2."""
+    for name, why in (("nope", "unknown config 'nope'; valid configs: "),
+                      ("pareto_staged", "does not report env_steps_per_update")):
+        r = subprocess.run([sys.executable, "-m", "jaxcc.bench", f"--train={name}", "--sizes=4",
+                            "--out=/tmp/unused-jaxcc-bench.json"], cwd=REPO, capture_output=True, text=True, timeout=300)
+        err = [ln for ln in r.stderr.splitlines() if ln.startswith("error:")]
+        assert r.returncode == 2 and len(err) == 1 and err[0].startswith(f"error: --train={name}: "), r.stderr[-2000:]
+        assert why in err[0] and "Traceback" not in r.stderr

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from jaxcc import policyfile, scenarios, senders
+from jaxcc.agents import pipeline
 from jaxcc.agents.pareto import env_adapter, networks
 from jaxcc.envs.rollout import rollout
 from jaxcc.sim import runner
@@ -23,7 +24,7 @@ def test_policy_controller_matches_env_rollout(tmp_path):
     params["out"]["kernel"] = params["out"]["kernel"] * 20.0
     params["out"]["bias"] = params["out"]["bias"] * 0.0
     path = str(tmp_path / "p.safetensors")
-    policyfile.save(path, spec, {k: np.asarray(v) for k, v in networks.flatten(params).items()})
+    policyfile.save(path, spec, {k: np.asarray(v) for k, v in pipeline.flat(params).items()})
 
     n = 24
     p = se.params.replace(boot_mbps=jnp.asarray([50.0]))
@@ -58,3 +59,14 @@ def test_unknown_feature_set_is_rejected(tmp_path):
     policyfile.save(path, spec, tensors)
     ctrl, _ = senders.resolve(f"policy:{path}")
     assert ctrl.name == f"policy:{os.path.abspath(path)}"
+
+
+def test_shipped_eagle_start_rate():
+    """The shipped Eagle policy's first decision (on the empty window, at init) and so its start:
+    300 kbit/s × 2.89 (its first action) with the 10-packet window, the rate clipped to
+    [MIN_RATE, MAX_RATE] as the C++ twin does (``jaxcc.senders.eagle_v1``)."""
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    ctrl, cparam = senders.policy_controller(os.path.join(repo, "checkpoints/eagle/eagle.safetensors"))
+    act = ctrl.act(ctrl.init(cparam), cparam)
+    assert float(act.rate) == float(np.float32(300e3 / 8) * np.float32(2.89)) == 108375.0078125  # float32 product
+    assert float(act.cwnd) == 10 * 1500.0

@@ -38,7 +38,7 @@ def test_sender_reproduces_the_parity_vector(name):
     vec = json.loads((VECTORS / f"features_{name}.json").read_text())
     spec, tensors = policyfile.load(VECTORS / vec["policy"])
     assert spec["features"]["name"] == name
-    mod = senders.FEATURE_SETS[name]
+    mod = senders.feature_set(name)
     snd = mod.sender(spec, tensors, goal=vec["goal"]) if vec.get("goal") else mod.sender(spec, tensors)
     hist = common.empty_window(spec, [0.0, 1.0, 1.0] if name == "aurora_v1" else None)
     # The fallback min RTT before any sample: the vector's (the sender's guess), else 0 as the
@@ -119,12 +119,12 @@ def test_eagle_reads_the_bdp_window():
                                         ("deepcc_v1", "action must be rate_absolute")])
 def test_goal_conditioned_sets_refuse_a_policy_that_does_not_fit(name, field):
     spec, tensors = policyfile.make_feature_policy(name, 0)
-    senders.FEATURE_SETS[name].sender(spec, tensors)  # fits
+    senders.feature_set(name).sender(spec, tensors)  # fits
     bad = dict(spec, action={"type": "rate_multiplicative"})
     with pytest.raises(ValueError, match=f"{name}: {field}"):
-        senders.FEATURE_SETS[name].sender(bad, tensors)
+        senders.feature_set(name).sender(bad, tensors)
     with pytest.raises(ValueError, match="goal: the policy needs 3 values"):
-        senders.FEATURE_SETS[name].sender(spec, tensors, goal=[0.5, 0.5])
+        senders.feature_set(name).sender(spec, tensors, goal=[0.5, 0.5])
 
 
 def test_resolve_names_every_simulator_controller(tmp_path):

@@ -66,6 +66,9 @@ def test_config_field_typo_is_one_line_with_a_suggestion(tmp_path):
     assert r.stderr == "error: --config.num_env: no such config field; did you mean num_envs?\n"
     r = _run("--config=pareto_smoke", "--config.td3.gama=0.9", f"--workdir={tmp_path}")
     assert r.returncode == 2 and r.stderr.strip().endswith("did you mean td3.gamma?")
+    r = _run("--config", "pareto_smoke", "--config.num_env=4", f"--workdir={tmp_path}")  # two tokens
+    assert r.returncode == 2
+    assert r.stderr == "error: --config.num_env: no such config field; did you mean num_envs?\n"
     assert not os.listdir(tmp_path)  # refused before anything ran
 
 

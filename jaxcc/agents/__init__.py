@@ -8,10 +8,12 @@ What an agent module provides:
 
 * ``make_train(config, mesh=None) -> pipeline.Trainer`` — the pure pieces of a staged run
   (``init``, ``enter_stage``, ``run_chunk``, ``template``, ``stages``, ``actor_spec``, ...) that
-  ``jaxcc.train`` drives;
-* ``actor_tensors(state) -> {name: float32 array}`` — the actor of a (live or restored) training
-  state as the policy file's flat tensors.  ``jaxcc.export.export_state`` writes them with
-  ``trainer.actor_spec`` and the stage's label: the one export path for every algorithm.
+  ``jaxcc.train`` drives.
+
+Every agent keeps its actor in the training state as ``state["agent"]["actor"]``, ``{layer:
+{tensor: array}}`` named after the policy file's layers, so one function turns any agent's
+state into the file's tensors (``pipeline.actor_tensors``); ``jaxcc.export.export_state`` writes
+them with ``trainer.actor_spec`` and the stage's label: the one export path for every algorithm.
 """
 
 from __future__ import annotations

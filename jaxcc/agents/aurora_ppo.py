@@ -101,15 +101,9 @@ def init_agent_params(key, in_dim: int, hidden=(32, 16), log_std_init: float = 0
     return {"actor": actor, "critic": critic, "log_std": jnp.full((1,), log_std_init, jnp.float32)}
 
 
-flat = pipeline.flat  # {layer: {tensor: x}} → {"layer.tensor": x} (policy-file tensor names)
-
-
-actor_tensors = pipeline.actor_tensors  # the policy file's tensors of a state's actor (jaxcc.export)
-
-
 def actor_mean(spec: dict, actor: dict, window: jax.Array) -> jax.Array:
     """μ(s) for one window [T, D]: the policy file's forward pass (before the head's clip)."""
-    return policyfile.forward(spec, flat(actor), window)[0]
+    return policyfile.forward(spec, pipeline.flat(actor), window)[0]
 
 
 def critic_value(critic: dict, window: jax.Array) -> jax.Array:
@@ -393,6 +387,6 @@ def make_train(config, mesh=None) -> Trainer:
 
     stage = Stage(0, "aurora", LABEL, num_updates, num_updates // chunk)
     return Trainer(config=config, stages=[stage], chunk_updates=chunk, actor_spec=spec, init=init,
-                   enter_stage=lambda s, i: s, run_chunk=run_chunk, template=template, env_source="jaxcc.envs",
+                   enter_stage=lambda s, i: s, run_chunk=run_chunk, template=template,
                    update=update, evaluate=evaluate, env_steps_per_update=E * S * n_agents, env=env,
                    env_params=env_params)

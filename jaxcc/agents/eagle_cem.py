@@ -110,13 +110,11 @@ def init_params(key, obs_dim: int, hidden: int = 64, n_actions: int = 5) -> dict
     }
 
 
-flat = pipeline.flat  # {layer: {tensor: x}} → {"layer.tensor": x}
-actor_tensors = pipeline.actor_tensors  # the policy file's tensors of a state's actor (jaxcc.export)
 
 
 def logits_fn(spec: dict, params: dict, window):
     """Logits for one window [T, D] (vmap for batches): the exported file's own forward pass."""
-    return policyfile.forward(spec, flat(params), window)
+    return policyfile.forward(spec, pipeline.flat(params), window)
 
 
 # ----------------------------------------------------------------------------- cross-entropy
@@ -452,5 +450,5 @@ def make_train(config, mesh=None) -> Trainer:
 
     stage = Stage(0, "eagle", LABEL, num_updates, num_updates // chunk)
     return Trainer(config=config, stages=[stage], chunk_updates=chunk, actor_spec=spec, init=init,
-                   enter_stage=lambda s, i: s, run_chunk=run_chunk, template=template, env_source="jaxcc.envs",
+                   enter_stage=lambda s, i: s, run_chunk=run_chunk, template=template,
                    update=update, rollout=rollout, env_steps_per_update=E * S * A, env=env, env_params=env_params)

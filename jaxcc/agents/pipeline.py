@@ -32,7 +32,6 @@ class Trainer:
     enter_stage: Callable  # (state, stage index) -> state with that stage's envs
     run_chunk: Callable  # (state, stage index) -> (state, metrics [chunk_updates])
     template: Callable  # stage index -> abstract state (ShapeDtypeStructs) for restore
-    env_source: str
     # state -> state, run once when a stage's last chunk is done, before its stage checkpoint and
     # export (e.g. Pareto swaps in its selected snapshot).  None: the state is kept as it is.
     finish_stage: Callable | None = dataclasses.field(default=None, kw_only=True)
@@ -52,5 +51,5 @@ def actor_tensors(state) -> dict[str, np.ndarray]:
     """The policy-file tensors of ``state["agent"]["actor"]`` (live or restored), float32 numpy.
 
     Every agent keeps its actor there as ``{layer: {tensor: array}}`` named after the policy
-    file's layers, so this is each agent's ``actor_tensors``."""
+    file's layers, so this one function serves every agent (``jaxcc.export``)."""
     return {k: np.asarray(v, np.float32) for k, v in flat(jax.device_get(state["agent"]["actor"])).items()}

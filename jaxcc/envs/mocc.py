@@ -80,6 +80,7 @@ class MoccParams:
     tie_is_terminal: jax.Array = 1
     pacing_gain: jax.Array = 1.2
     max_time_s: jax.Array = jnp.inf
+    cwnd_deltas_pkts: jax.Array = CWND_DELTAS_PKTS  # §IV-A's action table (a policy file may state its own)
 
 
 @struct.dataclass
@@ -115,9 +116,9 @@ def init_cwnd(ack_rate_bps, bw_set_mbps, b=2.5):
     return b * bw_set_mbps[idx]
 
 
-def apply_delta(cwnd_bytes, a, min_cwnd_pkts=2.0):
-    """cwnd += delta[a] packets, at least ``min_cwnd_pkts`` packets (bytes in and out)."""
-    d = jnp.asarray(CWND_DELTAS_PKTS, jnp.float32)[a] * core.MSS
+def apply_delta(cwnd_bytes, a, min_cwnd_pkts=2.0, deltas_pkts=CWND_DELTAS_PKTS):
+    """cwnd += deltas_pkts[a] packets, at least ``min_cwnd_pkts`` packets (bytes in and out)."""
+    d = jnp.asarray(deltas_pkts, jnp.float32)[a] * core.MSS
     return jnp.maximum(cwnd_bytes + d, min_cwnd_pkts * core.MSS)
 
 
@@ -173,9 +174,10 @@ class MoccEnv(base.MultiFlowEnv):
         return MoccFlow(win=zi, lose=zi, acked_sum=z, time_sum=z, max_ack_rate=z, steps=zi)
 
     def apply_action(self, state, action, p):
-        a = jnp.clip(jnp.asarray(action, jnp.int32).reshape(self.config.num_flows), 0, N_ACTIONS - 1)
+        n = p.cwnd_deltas_pkts.shape[-1]  # N_ACTIONS unless the params carry another table
+        a = jnp.clip(jnp.asarray(action, jnp.int32).reshape(self.config.num_flows), 0, n - 1)
         fl = state.paper
-        cwnd = apply_delta(state.cwnd, a, p.min_cwnd_pkts)
+        cwnd = apply_delta(state.cwnd, a, p.min_cwnd_pkts, p.cwnd_deltas_pkts)
         ack_rate = fl.acked_sum / jnp.maximum(fl.time_sum, 1e-9)
         cwnd_init = init_cwnd(ack_rate, p.bw_set_mbps, p.b) * core.MSS
         cwnd = jnp.where(fl.steps == p.init_step, cwnd_init, cwnd)

@@ -157,6 +157,25 @@ def features(sig: ParetoSignals, exp_delay_now, p: ParetoParams):
                      axis=-1)
 
 
+def zero_flows(num_flows: int, dtype=jnp.float32) -> ParetoFlow:
+    """The per-flow memory before the first monitor interval (``dtype`` for the float leaves)."""
+    z = jnp.zeros((num_flows,), dtype)
+    b = jnp.zeros((num_flows,), bool)
+    return ParetoFlow(started=b, rtt=z, R=z, l=z, d_ms=z, dD=z, exp_delay=b, prev_delayed=b)
+
+
+def observe_features(prev: ParetoFlow, m: mi_lib.MIStats, min_rtt, p: ParetoParams):
+    """The feature half of ``ParetoEnv.observe``: one MI's signals, the five features and the
+    flows' new memory, ``(features [F, 5], new ParetoFlow, signals)``.  The simulator sender
+    (``jaxcc.senders.pareto_v1``) and the parity vectors run this same code."""
+    sig, (rtt, R, l) = signals(prev, m, min_rtt, p)
+    exp_now = prev.exp_delay | sig.delayed
+    feats = features(sig, exp_now, p)
+    new = ParetoFlow(started=jnp.ones_like(prev.started), rtt=rtt, R=R, l=l, d_ms=sig.d_ms, dD=sig.dD,
+                     exp_delay=exp_now, prev_delayed=sig.delayed)
+    return feats, new, sig
+
+
 def reward(sig: ParetoSignals, exp_before, prev_delayed, prev_dD, prev_d_ms, p: ParetoParams):
     """Algorithm 1, per flow.
 
@@ -225,9 +244,7 @@ class ParetoEnv(base.MultiFlowEnv):
         return base.EpisodeInit(link=link, rate=rate0, cwnd=jnp.full((f,), core.BIG), goal=jnp.zeros((f, 0)))
 
     def init_paper(self, init, p):
-        z = jnp.zeros((self.config.num_flows,), jnp.float32)
-        b = jnp.zeros((self.config.num_flows,), bool)
-        return ParetoFlow(started=b, rtt=z, R=z, l=z, d_ms=z, dD=z, exp_delay=b, prev_delayed=b)
+        return zero_flows(self.config.num_flows)
 
     def apply_action(self, state, action, p):
         a = jnp.asarray(action, jnp.float32).reshape(self.config.num_flows)
@@ -235,12 +252,8 @@ class ParetoEnv(base.MultiFlowEnv):
 
     def observe(self, state, prev: ParetoFlow, m, run, lmi, p):
         min_rtt = mi_lib.known_min_rtt(run, state.link.rtt)
-        sig, (rtt, R, l) = signals(prev, m, min_rtt, p)
-        exp_now = prev.exp_delay | sig.delayed
+        feats, new, sig = observe_features(prev, m, min_rtt, p)
         r = reward(sig, prev.exp_delay, prev.prev_delayed, prev.dD, prev.d_ms, p)
-        feats = features(sig, exp_now, p)
-        new = ParetoFlow(started=jnp.ones_like(prev.started), rtt=rtt, R=R, l=l, d_ms=sig.d_ms, dD=sig.dD,
-                         exp_delay=exp_now, prev_delayed=sig.delayed)
         info = {"phase": phase(sig, prev.exp_delay), "d_ms": sig.d_ms}
         return base.StepOut(features=feats, reward=r, paper=new, terminated=jnp.zeros((), bool), info=info)
 

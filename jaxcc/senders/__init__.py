@@ -22,16 +22,23 @@ module to the environments and to the C++ datapath (``tests/test_senders.py``).
 
 from __future__ import annotations
 
+import importlib
 import os
 
 import numpy as np
 
 from jaxcc import policyfile
 from jaxcc.controllers import parse_controller
-from jaxcc.senders import aurora_v1, deepcc_v1, eagle_v1, mocc_v1, pareto_v1
 from jaxcc.sim.controller import CPARAM_DIM, Controller
 
-FEATURE_SETS = {m.NAME: m for m in (aurora_v1, pareto_v1, eagle_v1, mocc_v1, deepcc_v1)}
+# Feature set (a policy file's ``features.name``) -> its sender module, imported when a policy
+# needs it (a baselines-only evaluation loads no environment or network code).
+FEATURE_SETS = {name: f"jaxcc.senders.{name}" for name in ("aurora_v1", "pareto_v1", "eagle_v1", "mocc_v1", "deepcc_v1")}
+
+
+def feature_set(name: str):
+    """The sender module of feature set ``name`` (a key of ``FEATURE_SETS``), imported now."""
+    return importlib.import_module(FEATURE_SETS[name])
 
 
 def policy_controller(path: str) -> tuple[Controller, np.ndarray]:
@@ -45,7 +52,7 @@ def policy_controller(path: str) -> tuple[Controller, np.ndarray]:
     if fname not in FEATURE_SETS:
         raise ValueError(f"policy {path!r}: feature set {fname!r} has no simulator sender "
                          f"(supported: {', '.join(sorted(FEATURE_SETS))})")
-    ctrl = FEATURE_SETS[fname].controller(f"policy:{os.path.abspath(path)}", spec, tensors)
+    ctrl = feature_set(fname).controller(f"policy:{os.path.abspath(path)}", spec, tensors)
     return ctrl, np.zeros((CPARAM_DIM,), np.float32)
 
 
@@ -78,4 +85,4 @@ def resolve(name: str) -> tuple[Controller, np.ndarray]:
     raise ValueError(f"controller {name!r} cannot run in the simulator")
 
 
-__all__ = ["FEATURE_SETS", "policy_controller", "resolve"]
+__all__ = ["FEATURE_SETS", "feature_set", "policy_controller", "resolve"]

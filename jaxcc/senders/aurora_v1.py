@@ -6,8 +6,9 @@ gradient, latency ratio, sending ratio; §3.1) from ``aurora.features``, pushed 
 window; the network (``jaxcc.policyfile.apply``) and the action block x(1+αa) / x/(1−αa)
 (``policyfile.map_action``, eq. 1).
 
-Start: ``features.init_pkts_per_rtt`` (10) packets per min RTT, with the first action already
-applied (the environment acts on the empty window at reset).  The environment instead draws
+Start: ``features.init_pkts_per_rtt`` packets per min RTT (10 when the file does not state it,
+as the shipped files do not — what ``AuroraFeatures`` in ``mi_features.cc`` reads), with the
+first action already applied (the environment acts on the empty window at reset).  The environment instead draws
 0.3–1.5 × the bandwidth, which a real sender cannot know.  The min RTT is the link's, which the
 simulator reveals with the first tick, so the first decision is taken at the end of the first
 tick and nothing is sent during it.

@@ -2,7 +2,7 @@
 the feature window, and the ``Controller`` they run as.
 
 A feature set's module (``aurora_v1``, ``eagle_v1``, ...) describes its sender as a ``Sender``:
-five pure functions over its own state ``own`` (rate, cwnd, the paper's per-flow memory), each
+four pure functions over its own state ``own`` (rate, cwnd, the paper's per-flow memory), each
 over one flow (leaves ``[1]`` or scalars, the environment's per-flow code run with one flow):
 
     own = start(rtt0)                        # before the first decision (rtt0 None: unknown yet)

@@ -8,6 +8,10 @@ EWMA loss, ratio of the change in delivery rate) and ``EagleEnv.apply_action`` f
 as in training: start at 300 kbit/s with 10 packets (§III-B "Startup"), act every 3 RTTs on the
 last four feature vectors (argmax of the logits).
 
+Every decision's rate, the first one on the empty window included, is clipped to the
+simulator's [``MIN_RATE``, ``MAX_RATE``] — what the C++ twin does (the parity vectors pin it);
+this is intended, although the environment's own first action at reset is not clipped.
+
 The file's start, cwnd floor, delay threshold, EWMA gain and BDP window (``init_rate_mbps``,
 ``init_cwnd_pkts``, ``min_cwnd_pkts``, ``delay_thresh_ms``, ``ewma_gain``, ``bw_window_steps``)
 replace the environment's defaults, as the datapath reads them.  A file without

@@ -27,7 +27,6 @@ import jax.numpy as jnp
 
 from jaxcc import envs, policyfile
 from jaxcc.envs import base as env_base
-from jaxcc.envs import mi as mi_lib
 from jaxcc.envs import mocc
 from jaxcc.senders import common
 from jaxcc.sim.controller import Action, Controller
@@ -74,13 +73,14 @@ def env_and_params(spec: dict):
         raise ValueError(f"policy features: 'init_step'={init_step!r} must be an integer >= 0")
     env, p = envs.make_env("mocc", history=int(feats["history"]), num_flows=1)
     p = p.replace(**{k: jnp.asarray(float(feats[k]), jnp.float32) for k in SPEC_PARAMS if k in feats})
-    p = p.replace(bw_set_mbps=jnp.asarray(bw_set, jnp.float32), init_step=jnp.asarray(int(init_step), jnp.int32))
-    return env, p, jnp.asarray(deltas, jnp.float32)
+    p = p.replace(bw_set_mbps=jnp.asarray(bw_set, jnp.float32), init_step=jnp.asarray(int(init_step), jnp.int32),
+                  cwnd_deltas_pkts=jnp.asarray(deltas, jnp.float32))
+    return env, p
 
 
 def sender(spec: dict, tensors: dict, goal=None) -> common.Sender:
     """The ``mocc_v1`` sender of a policy with preference ``goal`` (default 1/G each)."""
-    env, p, deltas = env_and_params(spec)
+    env, p = env_and_params(spec)
     g = common.policy_goal(spec, goal)
     ten = common.tensors_as_arrays(tensors)
 
@@ -89,15 +89,12 @@ def sender(spec: dict, tensors: dict, goal=None) -> common.Sender:
                    cwnd=jnp.full((1,), p.init_cwnd_pkts * MSS, jnp.float32), paper=env.init_paper(None, p))
 
     def decide(own: Own, hist, run, rtt0):
-        # MoccEnv.apply_action, with the file's delta table.
         a = policyfile.apply(spec, ten, hist, g).reshape((1,))
-        fl = own.paper
-        cwnd = jnp.maximum(own.cwnd + deltas[a] * MSS, p.min_cwnd_pkts * MSS)
-        ack_rate = fl.acked_sum / jnp.maximum(fl.time_sum, 1e-9)
-        cwnd = jnp.where(fl.steps == p.init_step, mocc.init_cwnd(ack_rate, p.bw_set_mbps, p.b) * MSS, cwnd)
-        rate = mocc.pacing_rate(cwnd, mi_lib.known_min_rtt(run, rtt0), p)
+        st = types.SimpleNamespace(link=types.SimpleNamespace(rtt=jnp.full((1,), rtt0)), cwnd=own.cwnd, run=run,
+                                   paper=own.paper)
+        rate, cwnd, paper = env.apply_action(st, a, p)  # with the file's delta table (p.cwnd_deltas_pkts)
         rate = jnp.clip(rate, env_base.MIN_RATE, env_base.MAX_RATE)
-        return Own(rate=rate.astype(jnp.float32), cwnd=cwnd.astype(jnp.float32), paper=fl)
+        return Own(rate=rate.astype(jnp.float32), cwnd=cwnd.astype(jnp.float32), paper=paper)
 
     def observe(own: Own, m, run, rtt0):
         # The link's capacity feeds only MOCC's reward and Algorithm 1, never the features.

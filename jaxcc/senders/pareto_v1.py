@@ -2,8 +2,9 @@
 
 Twin of ``ParetoFeatures`` in ``datapath/src/mi_features.cc``.  It does what the ``pareto``
 environment does (``jaxcc.envs.pareto``): every ``mi_rtts`` RTTs the signals (EWMAs of RTT,
-delivery rate and loss; queuing delay d) from ``pareto.signals`` and the five features
-[delay flag, dR/20, (dD/dT)/5, dL/dT, X] from ``pareto.features``, stateful across MIs; the
+delivery rate and loss; queuing delay d) and the five features [delay flag, dR/20, (dD/dT)/5,
+dL/dT, X], stateful across MIs, from ``pareto.observe_features`` (``ParetoEnv.observe``'s own
+feature half; the memory starts as ``ParetoEnv.init_paper``'s, ``pareto.zero_flows``); the
 network (``jaxcc.policyfile.apply``) and the action block rate·(1 + a)
 (``policyfile.map_action``).  The scalings the file states (``scale_dR``, ``scale_dD``,
 ``d_min_ms``, ``ewma_gain``, ``d_floor_ms``, ``l_floor``) replace the environment's defaults.
@@ -54,10 +55,8 @@ def sender(spec: dict, tensors: dict) -> common.Sender:
     ten = common.tensors_as_arrays(tensors)
 
     def start(rtt0):
-        z = jnp.zeros((1,), jnp.float32)
-        b = jnp.zeros((1,), bool)
-        paper = pareto.ParetoFlow(started=b, rtt=z, R=z, l=z, d_ms=z, dD=z, exp_delay=b, prev_delayed=b)
-        return Own(rate=jnp.clip(jnp.float32(init_rate), env_base.MIN_RATE, env_base.MAX_RATE), paper=paper)
+        return Own(rate=jnp.clip(jnp.float32(init_rate), env_base.MIN_RATE, env_base.MAX_RATE),
+                   paper=pareto.zero_flows(1))
 
     def decide(own: Own, hist, run, rtt0):
         out = policyfile.apply(spec, ten, hist)
@@ -65,13 +64,8 @@ def sender(spec: dict, tensors: dict) -> common.Sender:
         return own._replace(rate=new_rate.astype(jnp.float32))
 
     def observe(own: Own, m, run, rtt0):
-        min_rtt = mi_lib.known_min_rtt(run, rtt0)
-        sig, (rtt, R, l) = pareto.signals(own.paper, m, min_rtt, p)
-        exp_now = own.paper.exp_delay | sig.delayed
-        x = pareto.features(sig, exp_now, p)[0]
-        paper = pareto.ParetoFlow(started=jnp.ones_like(own.paper.started), rtt=rtt, R=R, l=l, d_ms=sig.d_ms,
-                                  dD=sig.dD, exp_delay=exp_now, prev_delayed=sig.delayed)
-        return x, own._replace(paper=paper)
+        x, paper, _ = pareto.observe_features(own.paper, m, mi_lib.known_min_rtt(run, rtt0), p)
+        return x[0], own._replace(paper=paper)
 
     def act(own: Own):
         return rate_only(own.rate)

@@ -96,10 +96,18 @@ def build_batches(items: Sequence[Item], *, resolve: Resolve, ticks_per_rtt: int
     Args:
       items: the simulations.
       resolve: a flow's controller name -> ``(Controller, cparam [CPARAM_DIM])``
-        (``jaxcc.senders.resolve``); controllers are told apart by their ``name``.
+        (``jaxcc.senders.resolve``), called once per distinct name; controllers are told apart
+        by their ``name``.
       ticks_per_rtt: ticks per smallest flow RTT of each item.
       max_ring: cap on the feedback ring length.
     """
+    resolved: dict[str, tuple[ctl.Controller, np.ndarray]] = {}  # each name resolved once (policy files load once)
+
+    def resolve_once(name: str):
+        if name not in resolved:
+            resolved[name] = resolve(name)
+        return resolved[name]
+
     prepared = []
     for it in items:
         sched, rtts, dt = _item_link(it, ticks_per_rtt)
@@ -124,7 +132,7 @@ def build_batches(items: Sequence[Item], *, resolve: Resolve, ticks_per_rtt: int
             row_ids = np.zeros((f,), np.int32)
             row_cp = np.zeros((f, ctl.CPARAM_DIM), np.float32)
             for j, fl in enumerate(sc.flows):
-                ctrl, cparam = resolve(fl.controller)
+                ctrl, cparam = resolve_once(fl.controller)
                 if ctrl.name not in names:
                     names.append(ctrl.name)
                     ctrls.append(ctrl)

@@ -16,6 +16,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxcc.agents.pareto import expert as expert_lib
+from jaxcc.envs import export_features_spec, make_env
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,8 +35,6 @@ _ENVS_STAGE = {"bootstrap": ("pareto", 0), "advance": ("pareto", 1), "fairness":
 
 def make_stage_env(stage: str, *, overrides: dict | None = None) -> StageEnv:
     """The Pareto training distribution of ``stage`` (bootstrap | advance | fairness)."""
-    from jaxcc.envs import export_features_spec, make_env
-
     overrides = dict(overrides or {})
     if stage not in _ENVS_STAGE:
         raise ValueError(f"unknown Pareto stage {stage!r}; expected one of {sorted(_ENVS_STAGE)}")
@@ -51,20 +50,21 @@ def make_stage_env(stage: str, *, overrides: dict | None = None) -> StageEnv:
     return StageEnv(env, params, int(f), int(t), int(d), float(env.config.mi_rtts), finfo)
 
 
-def windowed(se: StageEnv) -> tuple[Callable, Callable]:
+def stage_fns(se: StageEnv) -> tuple[Callable, Callable]:
     """``reset(key) -> (obs [F,T,D], state)`` and ``step(key, state, a) -> (obs, state, r [F],
     term [F], trunc [F], valid [F], final_obs [F,T,D], expert [F])``.
 
     ``expert`` is the MI-level BBR's action for the next step (``jaxcc.agents.pareto.expert``,
     updated from the env's ``delivery_rate``, ``rtt_mean`` and ``rate``; reset with the link).
-    The adapter's state is ``{"env": env state, "win": None, "expert": MI-BBR state}`` (``win``
-    is always None; the key stays so that checkpoints keep their tree structure).
+    The adapter's state is ``{"env": env state, "win": None, "expert": MI-BBR state}``.
     """
     env, params = se.env, se.params
     f = se.num_flows
 
     def reset(key):
         obs, st = env.reset(key, params)
+        # "win" is always None (the environment keeps the feature window now); the key stays so
+        # that checkpoints written before keep their tree structure.
         return obs.astype(jnp.float32), {"env": st, "win": None, "expert": expert_lib.init(f, se.mi_rtts)}
 
     def step(key, st, a):
@@ -77,7 +77,7 @@ def windowed(se: StageEnv) -> tuple[Callable, Callable]:
         ex = expert_lib.update(st["expert"], info["delivery_rate"], info["rtt_mean"], valid)
         expert = expert_lib.action(ex, info["rate"])
         ex = jax.tree.map(lambda a0, b: jnp.where(done_link, a0, b), expert_lib.init(f, se.mi_rtts), ex)
-        new = {"env": env_st, "win": None, "expert": ex}
+        new = {"env": env_st, "win": None, "expert": ex}  # "win": kept for the checkpoint tree (see reset)
         return obs.astype(jnp.float32), new, r, term, trunc, valid, info["final_obs"].astype(jnp.float32), expert
 
     return reset, step

@@ -23,10 +23,10 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from jaxcc.agents.pareto.networks import A_LOW, A_HIGH
 from jaxcc.baselines import bbr
 
 STARTUP, DRAIN, PROBE_BW = 0, 1, 2
-A_LOW, A_HIGH = -0.7, 2.0
 
 
 class MIBBRState(NamedTuple):

@@ -4,7 +4,7 @@ The actor is written as a *policy-file spec* and evaluated with ``jaxcc.policyfi
 same function that reads an exported file, so training and deployment run one code path and an
 exported actor reproduces the training actions exactly.  Parameters are nested dicts
 ``{layer: {tensor: array}}`` whose names are the policy file's tensor names
-(``lstm1.kernel_i``, ``fc1.kernel``, ...); export only flattens them.
+(``lstm1.kernel_i``, ``fc1.kernel``, ...); export only flattens them (``pipeline.flat``).
 
 Shapes: an observation window is ``[T, D]`` (oldest first).  "Each time a sample is fed to the
 LSTM model, the past states in the sample are input first, and the last output of the last state
@@ -20,6 +20,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxcc import policyfile
+from jaxcc.agents import pipeline
 
 Params = dict[str, dict[str, jax.Array]]
 
@@ -80,14 +81,9 @@ def init_critic(key, obs_dim: int, hidden: int, fc: int) -> Params:
             "fc2": _dense_init(k3, fc, fc), "q": _dense_init(k4, fc, 1)}
 
 
-def flatten(params: Params) -> dict[str, jax.Array]:
-    """``{layer: {tensor: x}}`` -> ``{"layer.tensor": x}`` (the policy file's tensor names)."""
-    return {f"{layer}.{name}": v for layer, d in params.items() for name, v in d.items()}
-
-
 def actor_apply(spec: dict, params: Params, obs_window: jax.Array) -> jax.Array:
     """Action ``a`` in [-0.7, 2] for one window ``[T, D]`` (vmap for batches)."""
-    return policyfile.apply(spec, flatten(params), obs_window)[0]
+    return policyfile.apply(spec, pipeline.flat(params), obs_window)[0]
 
 
 def critic_apply(params: Params, obs_window: jax.Array, action: jax.Array) -> jax.Array:

@@ -2,8 +2,9 @@
 
 Reads top to bottom like PureJaxRL: the pure TD3 step (``td3_update``; ``learn_step`` adds the
 prioritized sampling around it), then ``make_train(config)``, which returns a ``Trainer`` of pure
-functions (init → collect → learn → update → snapshot selection → chunk); ``jaxcc.train`` drives
-them from a thin Python loop (logging, checkpoints, progress).
+functions, in the order the code defines them (init → stage entry → collect → learn →
+snapshot selection → update → chunk); ``jaxcc.train`` drives them from a thin Python loop
+(logging, checkpoints, progress).
 
 * Algorithm 3 (TD3 for a prioritized buffer).  One *update* plays ``rollout_len`` steps on every
   link in parallel (each step is one monitor interval of ``mi_rtts`` RTTs for every flow), stores
@@ -256,7 +257,7 @@ def make_train(config, mesh=None) -> Trainer:
                 "next_obs": z, "done": jnp.zeros((), jnp.float32)}
 
     def init_env(stage_idx: int, key):
-        reset, _ = env_adapter.windowed(senvs[stage_idx])
+        reset, _ = env_adapter.stage_fns(senvs[stage_idx])
         keys = jax.random.split(key, E)
         obs, st = jax.vmap(reset)(keys)
         f = senvs[stage_idx].num_flows
@@ -295,7 +296,7 @@ def make_train(config, mesh=None) -> Trainer:
 
     # ------------------------------------------------------------------ collect (play, store)
     def make_collect(stage_idx: int):
-        _, step = env_adapter.windowed(senvs[stage_idx])
+        _, step = env_adapter.stage_fns(senvs[stage_idx])
         f = senvs[stage_idx].num_flows
 
         def env_step(carry, _):
@@ -437,8 +438,6 @@ def make_train(config, mesh=None) -> Trainer:
         return jax.eval_shape(build, jax.random.PRNGKey(0))
 
     return Trainer(config=config, stages=stages, chunk_updates=chunk, actor_spec=spec, init=init,
-                   enter_stage=enter_stage, run_chunk=run_chunk, template=template, env_source="jaxcc.envs",
+                   enter_stage=enter_stage, run_chunk=run_chunk, template=template,
                    finish_stage=finish_stage)
 
-
-actor_tensors = pipeline.actor_tensors  # the policy file's tensors of a state's actor (jaxcc.export)

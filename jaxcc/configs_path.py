@@ -1,0 +1,57 @@
+"""Experiment config names: ``NAME`` → ``configs/NAME.py`` and the loaded ``get_config()``.
+
+One rule for every command that takes a config (``jaxcc.train --config``, ``jaxcc.bench
+--train``): ``NAME`` is looked up in ``./configs`` then in the repository's ``configs/``; a path
+to an existing file is used as is; ``NAME:ARG`` (ml_collections' form) passes ``ARG`` to
+``get_config``.
+"""
+
+from __future__ import annotations
+
+import glob
+import importlib.util
+import os
+
+_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CONFIG_DIRS = (os.path.join(os.getcwd(), "configs"), os.path.join(_REPO, "configs"))
+
+
+def list_configs() -> list[str]:
+    names = set()
+    for d in CONFIG_DIRS:
+        for p in glob.glob(os.path.join(d, "*.py")):
+            n = os.path.splitext(os.path.basename(p))[0]
+            if not n.startswith("_"):
+                names.add(n)
+    return sorted(names)
+
+
+def resolve_config_path(name: str) -> str:
+    """``NAME`` -> ``configs/NAME.py``; a path to an existing file is returned as is.
+
+    Raises:
+      ValueError: no such config (the message lists the valid ones).
+    """
+    base, sep, rest = name.partition(":")  # ml_collections allows "file.py:arg"
+    if os.path.isfile(base):
+        return name
+    for d in CONFIG_DIRS:
+        p = os.path.join(d, base + ".py")
+        if os.path.isfile(p):
+            return p + sep + rest
+    raise ValueError(f"unknown config {base!r}; valid configs: {', '.join(list_configs())} "
+                     f"(or a path to a config .py file)")
+
+
+def load_config(name: str):
+    """The ``get_config()`` (``get_config(ARG)`` for ``NAME:ARG``) of a config name or path, as
+    ml_collections' ``--config`` flag loads it.
+
+    Raises:
+      ValueError: no such config.
+    """
+    path, sep, arg = resolve_config_path(name).partition(":")
+    spec = importlib.util.spec_from_file_location(f"_jaxcc_config_{os.path.basename(path)[:-3]}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.get_config(arg) if sep else mod.get_config()
