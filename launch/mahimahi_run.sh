@@ -27,6 +27,8 @@
 #  * Mahimahi refuses to run as root and needs setuid-root binaries (its `make install`), so
 #    the shells run as an unprivileged user (runuser), with net.ipv4.ip_forward=1. That user
 #    must be able to read the binaries, the policy file and the traces (checked up front).
+#    JAXCC_DATAPATH_BUILD names the folder of jaxcc-sender and jaxcc-receiver (default
+#    datapath/build), e.g. a copy that user can reach when the checkout itself is private.
 #  * Link: `mm-link UP DOWN` with *droptail byte buffers on both directions*: mm-link's
 #    default queue is unbounded, which would hide every loss and inflate every delay.
 #    Constant rates and schedules are written as traces (jaxcc.emulate --mahimahi-plan);
@@ -136,8 +138,9 @@ if ! id "$MM_USER" >/dev/null 2>&1 || [ "$(id -u "$MM_USER")" -eq 0 ]; then
   echo "mahimahi_run.sh: --user=$MM_USER must be an existing non-root user (Mahimahi refuses root)" >&2
   exit 2
 fi
-SENDER="$REPO/datapath/build/jaxcc-sender"
-RECEIVER="$REPO/datapath/build/jaxcc-receiver"
+DATAPATH_BUILD=${JAXCC_DATAPATH_BUILD:-$REPO/datapath/build}
+SENDER="$DATAPATH_BUILD/jaxcc-sender"
+RECEIVER="$DATAPATH_BUILD/jaxcc-receiver"
 
 # ---- a controller list: one run of this script per controller, then one results.json
 if [ ${#CTRLS[@]} -gt 1 ]; then

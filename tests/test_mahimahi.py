@@ -26,8 +26,9 @@ from test_emulate import _apply  # applies a list of marks (tests/test_emulate.p
 REPO = Path(__file__).resolve().parent.parent
 SCRIPT = REPO / "launch" / "mahimahi_run.sh"
 BASH = shutil.which("bash") or "/bin/bash"
-SENDER = REPO / "datapath" / "build" / "jaxcc-sender"
-RECEIVER = REPO / "datapath" / "build" / "jaxcc-receiver"
+DATAPATH = REPO / "datapath" / "build"
+SENDER = DATAPATH / "jaxcc-sender"
+RECEIVER = DATAPATH / "jaxcc-receiver"
 MM_USER = "nobody"
 
 
@@ -292,14 +293,22 @@ def fake_mm(shared_dir):
     ns = "jxmt" + os.urandom(3).hex()
     subprocess.run(["ip", "netns", "add", ns], check=True)
     subprocess.run(["ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up"], check=True)
-    yield b, ns
+    # The datapath binaries, copied where the Mahimahi user can run them: the checkout may sit
+    # in a private folder (a CI clone under a 0700 mktemp -d).
+    dp = shared_dir / "datapath"
+    dp.mkdir(mode=0o755)
+    for name in ("jaxcc-sender", "jaxcc-receiver"):
+        if (DATAPATH / name).exists():
+            shutil.copy2(DATAPATH / name, dp / name)
+    yield b, ns, dp
     subprocess.run(["ip", "netns", "del", ns])
 
 
 def _script_in(fake, args, timeout=120):
-    b, ns = fake
+    b, ns, dp = fake
     # PYTHON: the script's Python for planning and collecting is this one (a venv's too).
-    env = dict(os.environ, PATH=f"{b}{os.pathsep}{os.environ['PATH']}", PYTHON=sys.executable)
+    env = dict(os.environ, PATH=f"{b}{os.pathsep}{os.environ['PATH']}", PYTHON=sys.executable,
+               JAXCC_DATAPATH_BUILD=str(dp))
     return subprocess.run(["ip", "netns", "exec", ns, BASH, str(SCRIPT), f"--user={MM_USER}",
                            *args], env=env, capture_output=True, text=True, timeout=timeout)
 
