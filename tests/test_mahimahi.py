@@ -280,6 +280,9 @@ def _fake_skip_reason() -> str | None:
 
 needs_fake = [pytest.mark.skipif(_fake_skip_reason() is not None, reason=str(_fake_skip_reason()))]
 
+needs_datapath = [pytest.mark.datapath, pytest.mark.skipif(not (SENDER.exists() and RECEIVER.exists()),
+                                                           reason="datapath not built (datapath/build.sh)")]
+
 
 @pytest.fixture
 def fake_mm(shared_dir):
@@ -349,11 +352,8 @@ def test_controller_list_with_a_bad_entry_runs_nothing(shared_dir, fake_mm):
     assert r.returncode == 2 and "empty entry" in r.stderr, r
 
 
-@pytest.mark.datapath
-@_apply(needs_fake)
+@_apply(needs_fake + needs_datapath)
 def test_controller_list_runs_each_into_one_results_file(shared_dir, fake_mm):
-    if not (SENDER.exists() and RECEIVER.exists()):
-        pytest.skip("datapath not built (datapath/build.sh)")
     out = shared_dir / "list"
     r = _script_in(fake_mm, [f"--scenario-file={_spec_file(shared_dir)}", f"--out={out}",
                              "--controller=bbr,fixed:6"])
@@ -365,11 +365,8 @@ def test_controller_list_runs_each_into_one_results_file(shared_dir, fake_mm):
     assert recs[1]["throughput_mbps"] == pytest.approx(6 * 1472 / 1500, rel=0.1)
 
 
-@pytest.mark.datapath
-@_apply(needs_fake)
+@_apply(needs_fake + needs_datapath)
 def test_failed_sender_writes_no_results(shared_dir, fake_mm):
-    if not (SENDER.exists() and RECEIVER.exists()):
-        pytest.skip("datapath not built (datapath/build.sh)")
     bad = shared_dir / "garbage.safetensors"
     bad.write_text("not a policy file")
     bad.chmod(0o644)
