@@ -242,7 +242,7 @@ Args ParseArgs(int argc, char** argv) {
 
 struct FlowStats {
   uint64_t sent_pkts = 0, sent_bytes = 0, queue_drops = 0, random_losses = 0;
-  uint64_t app_bytes_window = 0, app_bytes_total = 0, rto = 0;
+  uint64_t app_bytes_window = 0, app_bytes_total = 0, rto = 0, in_network_at_end = 0;
   uint32_t max_ip_bytes = 0;
   std::vector<double> owd, qdelay;  // seconds, one per delivered / dequeued data packet
   std::vector<double> bins;         // app bytes per bin from the flow's start
@@ -254,6 +254,7 @@ struct InFlight {
   double t_tx;
   double t_enq;         // < 0: never entered the bottleneck queue
   bool at_neck = false; // R1 routed it to the bottleneck interface
+  bool done = false;    // received, or lost
 };
 
 // A packet tag with the transmission's serial number.  Packet uids do not name transmissions:
@@ -312,11 +313,14 @@ void OnSenderTx(uint32_t flow, Ptr<const Packet> p) {
   TxTag tag;
   tag.id = g_tx.size();
   p->AddPacketTag(tag);  // tags are mutable on a const packet; copies downstream carry it
-  g_tx.push_back(InFlight{flow, Simulator::Now().GetSeconds(), -1.0, false});
+  g_tx.push_back(InFlight{flow, Simulator::Now().GetSeconds(), -1.0, false, false});
 }
 
 void OnRandomLoss(Ptr<const Packet> p) {
-  if (InFlight* t = Lookup(p)) g_stats[t->flow].random_losses++;
+  if (InFlight* t = Lookup(p)) {
+    g_stats[t->flow].random_losses++;
+    t->done = true;
+  }
 }
 
 void OnEnqueue(Ptr<const Packet> p) {
@@ -340,11 +344,17 @@ void OnRouterIpTx(Ptr<const Packet> p, Ptr<Ipv4>, uint32_t iface) {
 }
 
 void OnQueueDrop(Ptr<const Packet> p) {
-  if (InFlight* t = Lookup(p)) g_stats[t->flow].queue_drops++;
+  if (InFlight* t = Lookup(p)) {
+    g_stats[t->flow].queue_drops++;
+    t->done = true;
+  }
 }
 
 void OnReceiverRx(Ptr<const Packet> p) {
-  if (InFlight* t = Lookup(p)) g_stats[t->flow].owd.push_back(Simulator::Now().GetSeconds() - t->t_tx);
+  if (InFlight* t = Lookup(p)) {
+    g_stats[t->flow].owd.push_back(Simulator::Now().GetSeconds() - t->t_tx);
+    t->done = true;
+  }
 }
 
 void OnAppRx(uint32_t flow, Ptr<const Packet> p, const Address&) {
@@ -605,7 +615,11 @@ int main(int argc, char** argv) {
   Simulator::Stop(Seconds(a.duration + 2.0 * max_rtt / 1e3 + 0.5));
   Simulator::Run();
   for (const InFlight& t : g_tx) {
-    if (t.at_neck && t.t_enq < 0) g_stats[t.flow].queue_drops++;
+    if (t.at_neck && t.t_enq < 0) {
+      g_stats[t.flow].queue_drops++;
+    } else if (!t.done) {
+      g_stats[t.flow].in_network_at_end++;  // sent after stop_s, still on its way at the end
+    }
   }
 
   // ---------------------------------------------------------------------------- output
@@ -654,6 +668,7 @@ int main(int argc, char** argv) {
     j["sent_bytes"] = s.sent_bytes;
     j["queue_drops"] = s.queue_drops;
     j["random_losses"] = s.random_losses;
+    j["in_network_at_end"] = s.in_network_at_end;
     uint64_t l = s.queue_drops + s.random_losses;
     j["loss"] = s.sent_pkts ? static_cast<double>(l) / s.sent_pkts : 0.0;
     j["owd"] = DelayStats(s.owd);
