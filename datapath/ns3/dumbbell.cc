@@ -71,6 +71,7 @@
 //   --bin_s=S                          delivery bins (default 0.5)
 //   --out=FILE                         the JSON result
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
