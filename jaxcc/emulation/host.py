@@ -14,7 +14,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent.parent
 TOOLS_BUILD = REPO / "datapath" / "tools" / "build"
-DATAPATH_BUILD = REPO / "datapath" / "build"
+# JAXCC_DATAPATH_BUILD names another build folder of jaxcc-sender / jaxcc-receiver (as for
+# launch/mahimahi_run.sh), e.g. a shared build when this checkout has none.
+DATAPATH_BUILD = Path(os.environ.get("JAXCC_DATAPATH_BUILD") or REPO / "datapath" / "build")
 
 # tool -> Debian package, for the error message when it is missing
 REQUIRED_TOOLS = {"ip": "iproute2", "tc": "iproute2", "iptables": "iptables",
