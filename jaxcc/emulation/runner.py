@@ -74,7 +74,8 @@ class Runner:
     def __init__(self, spec: Scenario, controllers: list[str], out_dir: Path,
                  prefix: str | None = None, trace_bin_s: float = 0.1, ping: bool = True,
                  verbose: bool = False, lead_s: float = 0.5, impl: str = "auto",
-                 nice: int | None = -10, delay_opts: delay.DelayOptions | None = None):
+                 nice: int | None = -10, delay_opts: delay.DelayOptions | None = None,
+                 rt_receiver: int = 0, rt_sender: bool = False):
         self.spec = spec
         self.controllers = controllers        # one per flow
         self.out_dir = out_dir
@@ -88,6 +89,14 @@ class Runner:
         # other jobs, they (and the packet processing done in their context) keep up.
         self.nice = nice
         self.delay_opts = delay_opts
+        # SCHED_FIFO priority of the UDP receivers (jaxcc-receiver, udp_probe recv; 0: none).
+        # They stamp each packet's one-way delay when they read it, so their wake-up latency
+        # on a busy machine is added to every delay they report. They block in recv(), so
+        # real-time priority cannot starve the machine.
+        self.rt_receiver = rt_receiver
+        # jaxcc-sender --realtime: its pacing thread at SCHED_FIFO 1, so a busy machine does
+        # not bunch its packets into catch-up bursts (up to --max-lag-ms, 10 ms).
+        self.rt_sender = rt_sender
 
     def run(self) -> dict[str, Any]:
         spec, link_spec = self.spec, self.spec.link
@@ -182,6 +191,8 @@ class Runner:
         else:
             cmd = [TOOLS_BUILD / "udp_probe", "recv", f"--port={port}", f"--bind={RCV_IP}",
                    f"--duration={rdur:.3f}", f"--summary={fl.dir / 'receiver.json'}"]
+        if self.rt_receiver:
+            cmd = ["chrt", "-f", str(int(self.rt_receiver))] + cmd
         fl.procs["server"] = link.spawn(link.ns_rcv, cmd, nice=self.nice,
                                         stderr=open(fl.dir / "receiver.stderr", "w"))
         _wait_listening(link, port, "udp")
@@ -199,6 +210,8 @@ class Runner:
                    f"--port={UDP_PORT_BASE + fl.index}", f"--duration={dur:.3f}",
                    f"--flow-id={fl.index}", "--drain=1.0", f"--rtt-hint-ms={fl.rtt_ms:g}",
                    f"--log={fl.dir / 'sender.csv'}", f"--summary={fl.dir / 'sender.json'}"]
+            if self.rt_sender:
+                cmd.append("--realtime")
         else:
             rate = float(fl.controller.split(":", 1)[1])
             cmd = [TOOLS_BUILD / "udp_probe", "send", f"--dest={RCV_IP}",
