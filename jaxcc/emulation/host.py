@@ -20,7 +20,7 @@ DATAPATH_BUILD = Path(os.environ.get("JAXCC_DATAPATH_BUILD") or REPO / "datapath
 
 # tool -> Debian package, for the error message when it is missing
 REQUIRED_TOOLS = {"ip": "iproute2", "tc": "iproute2", "iptables": "iptables",
-                  "ethtool": "ethtool"}
+                  "ethtool": "ethtool", "chrt": "util-linux", "stdbuf": "coreutils"}
 
 
 class EmulationError(RuntimeError):

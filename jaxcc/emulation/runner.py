@@ -75,7 +75,7 @@ class Runner:
                  prefix: str | None = None, trace_bin_s: float = 0.1, ping: bool = True,
                  verbose: bool = False, lead_s: float = 0.5, impl: str = "auto",
                  nice: int | None = -10, delay_opts: delay.DelayOptions | None = None,
-                 rt_receiver: int = 0, rt_sender: bool = False):
+                 rt_receiver: int = 5, rt_sender: bool = True):
         self.spec = spec
         self.controllers = controllers        # one per flow
         self.out_dir = out_dir
@@ -91,8 +91,11 @@ class Runner:
         self.delay_opts = delay_opts
         # SCHED_FIFO priority of the UDP receivers (jaxcc-receiver, udp_probe recv; 0: none).
         # They stamp each packet's one-way delay when they read it, so their wake-up latency
-        # on a busy machine is added to every delay they report. They block in recv(), so
-        # real-time priority cannot starve the machine.
+        # on a busy machine is added to every delay they report. They block in poll(), so
+        # real-time priority cannot starve the machine. Measured (launch/delay_levers.py, a
+        # paced 40 Mbit/s flow on pareto/fixed50 beside two trainings): with only nfq_delay
+        # at SCHED_FIFO the receivers' p95 one-way delay was 3.9-4.3 ms above the 45 ms
+        # configured; with this and rt_sender as well, 0.10-0.13 ms.
         self.rt_receiver = rt_receiver
         # jaxcc-sender --realtime: its pacing thread at SCHED_FIFO 1, so a busy machine does
         # not bunch its packets into catch-up bursts (up to --max-lag-ms, 10 ms).
