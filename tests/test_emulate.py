@@ -236,8 +236,12 @@ def test_fixed_rate_below_and_above_capacity(tmp_path, prefix):
 
 def _owd_excess_ms(rec):
     """The probe receiver's p95 one-way delay above the configured 20 ms: with no queue (6 of
-    12 Mbit/s) all of it is the delay line's lateness, measured apart from nfq_delay."""
+    100 Mbit/s, where even a 10 ms burst of the flow's packets fits tbf's 1 ms bucket) all of
+    it is the delay line's lateness, measured apart from nfq_delay."""
     return rec["per_flow"][0]["p95_owd_ms"] - 20.0
+
+
+FAST = {"bandwidth_mbps": 100.0, "buffer_bytes": 375000, "loss": 0.0}
 
 
 @_apply(needs_emulation)
@@ -246,14 +250,14 @@ def test_self_check_catches_a_starved_delay_line(tmp_path, prefix):
     --stall test knob: 10 ms without service every 50 ms, as on an overloaded machine) is
     marked invalid with the error it measured, and that error is the one the receiver sees."""
     T = 5.0
-    quiet = _run(_spec("quiet", "fixed:6", T), tmp_path, prefix, impl="probe", tag="quiet")
+    quiet = _run(_spec("quiet", "fixed:6", T, link=FAST), tmp_path, prefix, impl="probe", tag="quiet")
     dc = quiet["delay_check"]
     assert dc["valid"] is True and dc["reasons"] == [], dc
     assert dc["kstamped_fraction"] > 0.99     # every forwarded packet had its kernel stamp
     assert dc["hold_err_ms"]["p95"] < 1.0
     assert _owd_excess_ms(quiet) < 1.5
 
-    sc = _spec("stalled", "fixed:6", T)
+    sc = _spec("stalled", "fixed:6", T, link=FAST)
     rec = runner.Runner(sc, ["fixed:6"], tmp_path / "stalled", prefix=prefix, impl="probe",
                         delay_opts=delay.DelayOptions(stall=(50.0, 10.0))).run()
     dc = rec["delay_check"]

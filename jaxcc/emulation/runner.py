@@ -97,8 +97,9 @@ class Runner:
         # at SCHED_FIFO the receivers' p95 one-way delay was 3.9-4.3 ms above the 45 ms
         # configured; with this and rt_sender as well, 0.10-0.13 ms.
         self.rt_receiver = rt_receiver
-        # jaxcc-sender --realtime: its pacing thread at SCHED_FIFO 1, so a busy machine does
-        # not bunch its packets into catch-up bursts (up to --max-lag-ms, 10 ms).
+        # jaxcc-sender --realtime (its pacing thread at SCHED_FIFO 1; udp_probe send under
+        # chrt -f 1), so a busy machine does not bunch a sender's packets into catch-up bursts
+        # that queue at the bottleneck (jaxcc-sender: up to --max-lag-ms, 10 ms).
         self.rt_sender = rt_sender
 
     def run(self) -> dict[str, Any]:
@@ -221,6 +222,8 @@ class Runner:
                    f"--port={UDP_PORT_BASE + fl.index}", f"--rate={rate}",
                    f"--duration={dur:.3f}", f"--log={fl.dir / 'sender.csv'}",
                    f"--summary={fl.dir / 'sender.json'}"]
+            if self.rt_sender:   # it sleeps in ppoll between packets: never spins
+                cmd = ["chrt", "-f", "1"] + cmd
         fl.started_at = time.monotonic()
         fl.procs["client"] = link.spawn(link.ns_snd, cmd, nice=self.nice,
                                         stderr=open(fl.dir / "sender.stderr", "w"))
