@@ -1,6 +1,7 @@
 """The sim-to-real comparison flags exactly the differences beyond the agreed bounds."""
 
 import json
+import os
 
 import pytest
 
@@ -85,3 +86,28 @@ def test_compare_cli_lists_invalid_runs(tmp_path, capsys):
     assert sim2real.main(["--compare", sim, emu]) == 0
     out = capsys.readouterr().out
     assert "invalid, re-run: r" in out and "0 of 0 comparisons exceed" in out
+
+
+def test_rerun_replaces_only_the_invalid_runs(tmp_path, monkeypatch):
+    """--rerun-invalid: each invalid run is emulated again (its scenario, its controller) and
+    its new record takes the old one's place; valid runs are left as they were."""
+    bad = dict(rec(10.0, 90.0, 40.0, 0.0), delay_check={"valid": False, "reasons": ["late"]})
+    good = dict(rec(40.0, 45.0, 0.0, 0.0, controller="fixed:40"), delay_check={"valid": True, "reasons": []})
+    emu = write(tmp_path, "e.json", [bad, good])
+    calls = []
+
+    def fake_run(cmd, check):
+        calls.append(cmd)
+        out = next(a.split("=", 1)[1] for a in cmd if a.startswith("--out="))
+        os.makedirs(out)
+        new = dict(rec(47.5, 99.0, 9.0, 0.0), delay_check={"valid": True, "reasons": []})
+        with open(os.path.join(out, "results.json"), "w") as fh:
+            json.dump({"results": [new]}, fh)
+
+    monkeypatch.setattr(sim2real.subprocess, "run", fake_run)
+    sim2real.rerun(sim2real.invalid_runs(emu), ["fixed:40", "bbr"], None, emu, str(tmp_path / "rerun1"))
+    assert len(calls) == 1 and "--controller=bbr" in calls[0] and "--scenario=pareto/fixed50" in calls[0]
+    after = {r["controller"]: r for r in json.loads(open(emu).read())["results"]}
+    assert after["bbr"]["throughput_mbps"] == 47.5 and after["bbr"]["delay_check"]["valid"] is True
+    assert after["fixed:40"] == good
+    assert sim2real.invalid_runs(emu) == []
