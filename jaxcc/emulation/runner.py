@@ -25,8 +25,8 @@ from jaxcc.controllers import parse_controller
 from jaxcc.emulation import delay, results
 from jaxcc.emulation.delay import health_warnings
 from jaxcc.emulation.host import (DATAPATH_BUILD, TCP_PORT_BASE, TOOLS_BUILD, UDP_PORT_BASE,
-                                  EmulationError, check_requirements, receiver_binary,
-                                  sender_binary, terminate)
+                                  EmulationError, check_requirements, realtime_allowed,
+                                  receiver_binary, sender_binary, terminate)
 from jaxcc.emulation.netns import ETH_HEADER, RCV_IP, TBF_SCALE, EmulatedLink, tbf_rate_error
 from jaxcc.emulation.spec import MSS, assign_controllers, rate_schedule, refuse_sim_only
 from jaxcc.scenarios import Scenario
@@ -166,6 +166,9 @@ class Runner:
         rec = results.make_record(spec.name, dur, self.controllers, flows, sched, idle,
                                   link.schedule_log, delay_check=check)
         rec["delay_tool"] = stats
+        rt = realtime_allowed()
+        check["endpoints_realtime"] = {"receivers_fifo": self.rt_receiver if rt else 0,
+                                       "senders": bool(self.rt_sender and rt)}
         if check["valid"] is False:
             print(f"[emulate] INVALID RUN {spec.name} x {'+'.join(self.controllers)}: the emulator "
                   f"did not keep time ({'; '.join(check['reasons'])}); re-run it on a quieter "
@@ -195,7 +198,7 @@ class Runner:
         else:
             cmd = [TOOLS_BUILD / "udp_probe", "recv", f"--port={port}", f"--bind={RCV_IP}",
                    f"--duration={rdur:.3f}", f"--summary={fl.dir / 'receiver.json'}"]
-        if self.rt_receiver:
+        if self.rt_receiver and realtime_allowed():
             cmd = ["chrt", "-f", str(int(self.rt_receiver))] + cmd
         fl.procs["server"] = link.spawn(link.ns_rcv, cmd, nice=self.nice,
                                         stderr=open(fl.dir / "receiver.stderr", "w"))
@@ -222,7 +225,7 @@ class Runner:
                    f"--port={UDP_PORT_BASE + fl.index}", f"--rate={rate}",
                    f"--duration={dur:.3f}", f"--log={fl.dir / 'sender.csv'}",
                    f"--summary={fl.dir / 'sender.json'}"]
-            if self.rt_sender:   # it sleeps in ppoll between packets: never spins
+            if self.rt_sender and realtime_allowed():   # it sleeps in ppoll: never spins
                 cmd = ["chrt", "-f", "1"] + cmd
         fl.started_at = time.monotonic()
         fl.procs["client"] = link.spawn(link.ns_snd, cmd, nice=self.nice,
