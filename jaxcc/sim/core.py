@@ -47,6 +47,8 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from jaxcc.sim import realism as rz  # REALISM: jitter, ACK aggregation, RTT noise, cross traffic
+
 MSS = 1500.0  # bytes; one packet, as in Mahimahi traces and the papers' simulators.
 BIG = 1e30  # "unlimited" for cwnd or rate; finite so that arithmetic never makes inf - inf.
 # Padding value for unused capacity-schedule segments: never reached by any real time/bytes.
@@ -70,6 +72,8 @@ class LinkParams:
       rtt: [F] propagation round-trip time of each flow (s).
       start: [F] time each flow starts sending (s).
       stop: [F] time each flow stops (s); padding slots have ``start == stop``.
+      realism: non-congestive effects (``jaxcc.sim.realism.Realism``) or ``None`` (none: the
+        model below, bit for bit).
     """
 
     dt: jax.Array
@@ -83,6 +87,7 @@ class LinkParams:
     rtt: jax.Array
     start: jax.Array
     stop: jax.Array
+    realism: rz.Realism | None = None  # REALISM
 
     @property
     def num_flows(self) -> int:
@@ -103,6 +108,7 @@ class SimState:
       admitted_total, served_total: cumulative link counters (queue conservation).
       clamped: ticks whose feedback delay exceeded the ring and was clamped to its end
         (0 whenever the ring was sized from the scenario, see ``ring_len_for``).
+      realism: ``jaxcc.sim.realism.RealismState`` when the link has realism, else ``None``.
     """
 
     tick: jax.Array
@@ -116,6 +122,7 @@ class SimState:
     admitted_total: jax.Array
     served_total: jax.Array
     clamped: jax.Array
+    realism: rz.RealismState | None = None  # REALISM
 
 
 class TickOut(NamedTuple):
@@ -139,6 +146,7 @@ class TickOut(NamedTuple):
     capacity: jax.Array  # link capacity during the tick (bytes/s)
     queue: jax.Array  # bytes queued at the end of the tick
     served: jax.Array  # bytes that left the queue
+    cross: jax.Array = 0.0  # REALISM: cross-traffic bytes admitted to the queue (0 without it)
 
 
 # ----------------------------------------------------------------------------- capacity
@@ -224,6 +232,7 @@ def init_state(p: LinkParams, ring_len: int) -> SimState:
         admitted_total=z,
         served_total=z,
         clamped=jnp.zeros((), jnp.int32),
+        realism=rz.init_state(p.realism),  # REALISM
     )
 
 
@@ -263,6 +272,9 @@ def step(p: LinkParams, s: SimState, rate: jax.Array, cwnd: jax.Array) -> tuple[
     # 3. Random loss, then drop-tail on the overflow above the buffer.
     arriving = sent * (1.0 - p.loss)
     total_arriving = jnp.sum(arriving)
+    if p.realism is not None:  # REALISM: unresponsive cross traffic joins the queue
+        cross_in = rz.cross_offered(p.realism, t0, t1)
+        total_arriving = total_arriving + cross_in
     servable = bytes_servable(p, t0, t1)
     backlog = s.queue + total_arriving - servable
     overflow = jnp.maximum(backlog - p.buffer_bytes, 0.0)
@@ -271,6 +283,10 @@ def step(p: LinkParams, s: SimState, rate: jax.Array, cwnd: jax.Array) -> tuple[
     lost_now = sent - admitted
     queue = jnp.clip(backlog - overflow, 0.0, p.buffer_bytes)
     served = s.queue + jnp.sum(admitted) - queue
+    cross_adm = jnp.zeros((), queue.dtype)
+    if p.realism is not None:  # REALISM: its share of the drops; it is served FIFO with the flows
+        cross_adm = cross_in * (1.0 - drop_frac)
+        served = served + cross_adm
 
     # 4. Queueing delay of this tick's bytes: FIFO behind the mean backlog of the tick, plus
     #    their own serialisation, timed against the known capacity schedule.
@@ -279,6 +295,12 @@ def step(p: LinkParams, s: SimState, rate: jax.Array, cwnd: jax.Array) -> tuple[
     ahead = jnp.minimum(0.5 * (s.queue + queue), jnp.maximum(p.buffer_bytes - MSS, 0.0))
     qdelay = time_to_serve(p, t_mid, ahead + MSS)
     owd = qdelay + 0.5 * p.rtt
+    rstate = s.realism
+    if p.realism is not None:  # REALISM: non-congestive jitter after the queue (one-way and RTT)
+        jit, rstate = rz.jitter(p.realism, s.realism, s.tick, t_mid + qdelay)
+        rstate = rz.cross_update(rstate, cross_in, cross_adm)
+        qdelay_seen = qdelay + jit
+        owd = owd + jit
 
     # 5. Schedule their ACKs (and loss notifications) one path delay later.  A dropped packet is
     #    noticed when the packets sent next to it are acked, i.e. at the same time.  The bytes
@@ -301,6 +323,14 @@ def step(p: LinkParams, s: SimState, rate: jax.Array, cwnd: jax.Array) -> tuple[
     scheduled = jnp.stack([admitted, lost_now, admitted * rtt_sample], axis=-1)  # [F, 3]
     part_lo = scheduled * (1.0 - frac)[:, None]
     part_hi = scheduled - part_lo
+    if p.realism is not None:  # REALISM: jittered RTT; ACK aggregation moves and lumps the feedback (same rule at 0)
+        sl = rz.feedback_slots(p.realism, t0, dt, qdelay_seen + p.rtt, ring_len)
+        over, frac = sl.over, sl.frac
+        target_lo = jnp.mod(s.tick + sl.lo, ring_len)
+        target_hi = jnp.mod(s.tick + sl.hi, ring_len)
+        part_lo = jnp.stack([admitted, lost_now, admitted * sl.rtt_lo], axis=-1) * (1.0 - frac)[:, None]
+        part_hi = jnp.stack([admitted, lost_now, admitted * sl.rtt_hi], axis=-1)
+        part_hi = part_hi - part_hi * (1.0 - frac)[:, None]
 
     # 6. Take out the feedback that arrives during the next tick (it becomes ``pending``) and
     #    empty that slot by subtracting it (exactly 0.0).  Everything is one gather from the old
@@ -327,10 +357,13 @@ def step(p: LinkParams, s: SimState, rate: jax.Array, cwnd: jax.Array) -> tuple[
         sent_total=s.sent_total + sent,
         acked_total=s.acked_total + acked,
         lost_total=s.lost_total + lost,
-        admitted_total=s.admitted_total + jnp.sum(admitted),
+        admitted_total=s.admitted_total + jnp.sum(admitted) + cross_adm,  # REALISM: + cross
         served_total=s.served_total + served,
         clamped=s.clamped + jnp.any(over & (sent > 0)).astype(jnp.int32),
+        realism=rstate,
     )
+    if p.realism is not None:  # REALISM: the RTT samples the senders see are noisy
+        rtt_wsum = rz.observe_rtt(p.realism, s.tick, acked, rtt_wsum)
     out = TickOut(
         time=t1,
         active=active,
@@ -345,5 +378,6 @@ def step(p: LinkParams, s: SimState, rate: jax.Array, cwnd: jax.Array) -> tuple[
         capacity=servable / dt,
         queue=queue,
         served=served,
+        cross=cross_adm,  # REALISM
     )
     return new, out

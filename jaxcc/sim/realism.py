@@ -1,0 +1,249 @@
+"""Non-congestive realism for the fluid model: jitter, ACK aggregation, RTT noise, cross traffic.
+
+The bare model (``jaxcc.sim.core``) is a clean path: every delay a sender sees is propagation
+plus queueing, every RTT sample is exact and the only traffic is the flows'.  Trained policies
+meet none of that on a real path, so a link may carry a ``Realism`` (``LinkParams.realism``;
+``None`` means none of it, and the model then runs exactly the code and arithmetic it runs
+without this module: bit-identical results, no extra cost).  Each effect is off at 0.  A
+``Realism`` whose effects are all 0 does the same arithmetic as ``None`` but in a differently
+fused program, so its results agree to float rounding, not bit for bit (XLA may contract
+multiply-adds differently, and a closed-loop sender can amplify an ulp); so the scenario
+parser and the environments give a link no ``Realism`` at all when every effect is off, and
+the runner batches links with and without realism apart.
+
+All randomness comes from ``Realism.key`` folded with the tick index
+(``jax.random.fold_in(fold_in(key, tick), stream)``): deterministic under the seed, no state
+for the generator, and independent streams for jitter (0) and RTT noise (1).
+
+* **Jitter** (``jitter_s``: non-congestive one-way delay variation, e.g. a Wi-Fi MAC's retries
+  or a cellular scheduler).  An element after the bottleneck holds each tick's bytes for an
+  extra ``j ~ U[0, jitter_s]``, drawn once per tick (the model's time resolution) and shared by
+  all flows of the link.  The element is FIFO: bytes never leave it before the previous tick's
+  bytes (``extra = max(j, last − dep)``, ``dep`` the time the bytes leave the queue), so there
+  is no reordering, as on the links it stands for.  While ``jitter_s`` is below the gap between
+  consecutive departures (a tick) the FIFO rule never binds and the extra delay is exactly
+  ``U[0, jitter_s]`` (mean ``jitter_s/2``); above it consecutive draws interact and the mean
+  grows (a FIFO element's delay is the running maximum of its recent draws).  The extra delay
+  is added to the one-way delay (``TickOut.owd``, delay metrics), the RTT sample and the
+  feedback's arrival time; it is not queueing delay (``TickOut.qdelay`` leaves it out).
+  Uniform was chosen over a heavy-tailed law because it is bounded (the feedback ring is sized
+  from ``jitter_s``, see ``links.ring_len_for``) and has one parameter with a plain meaning:
+  the largest extra delay.  Conservation is unaffected: the jitter only moves the tick in
+  which feedback arrives.
+* **ACK aggregation** (``ack_agg_s``: ACKs released in bursts, as Wi-Fi block ACKs and
+  cellular uplink grants do).  ACKs that would arrive at time ``a`` are held until the next
+  multiple of the period, ``ceil(a / P)·P`` (one grid from time 0 for the whole link).  A
+  tick's ACKs arrive spread over one tick, so for ``P >= dt`` they are released in at most two
+  lumps, split in proportion to the ACKs before and after the first release instant; each lump
+  is credited to the tick whose start is nearest its release instant (the rounding the model
+  uses for all feedback).  The RTT samples of a lump include the hold: its bytes' mean send
+  time is known, so the sample is the release instant less that mean.  Loss notices ride with
+  the ACKs (a sender infers losses from them).  Data is not delayed (``owd`` unchanged).
+  Periods below one tick are below the model's resolution (it already credits feedback to
+  tick starts): then the ACKs are only shifted by the mean hold ``P/2``, not lumped.
+* **RTT measurement noise** (``rtt_noise_s``: timestamp noise, delayed ACKs, host scheduling).
+  The mean RTT sample of each flow's ACKs in a tick, as the sender sees it
+  (``TickOut.rtt_wsum``, what ``TickObs`` and the environments' MI statistics read), gets
+  additive noise ``rtt_noise_s·z``, ``z`` a standard normal truncated to ±3, per tick and
+  flow, and is never below ``MIN_RTT_SAMPLE_S``.  Only the observation changes: the physics
+  (queue, delays, ``owd``, what is acked when) does not.  Delivered-byte counts stay exact: an
+  ACK counts its bytes exactly, and noisy counts would break the sender's in-flight
+  bookkeeping, which the model keeps exact.
+* **Cross traffic** (``cross_t``/``cross_bps``: an unresponsive byte stream, piecewise
+  constant from ``cross_t[k]`` on, padded with ``PAD`` like the capacity schedule).  It joins
+  at the bottleneck queue (it is not subject to the flows' random loss: it did not take their
+  path), shares drop-tail drops with the flows in proportion to arrivals, is served FIFO with
+  them and gets no feedback.  It shows in the queue, the flows' delay and loss, and in
+  ``TickOut.cross`` (its bytes admitted to the queue in the tick); the link counters
+  ``admitted_total``/``served_total`` include it, so ``admitted − served = queue`` still holds.
+  The bytes offered in a tick are summed over segments (``O(segments)`` per tick, no
+  cumulative totals: a float32 running total would lose a tick's bytes to rounding after a few
+  minutes).
+
+Cost does not depend on the link rate: every effect is a fixed number of operations per tick
+(cross traffic: per schedule segment).
+
+Units: bytes, seconds, bytes per second.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+PAD = 3e38  # unused cross-traffic segments start here (never reached); the core's PAD
+NEVER = -1e30  # "no bytes have left the jitter element yet"
+MIN_RTT_SAMPLE_S = 1e-4  # a noisy RTT sample is never below 0.1 ms
+NOISE_CLIP = 3.0  # RTT noise is a standard normal truncated to ±3, times rtt_noise_s
+JITTER_STREAM, NOISE_STREAM = 0, 1
+
+
+@struct.dataclass
+class Realism:
+    """Realism parameters of one link (leaves are arrays; add a leading axis for a batch).
+
+    Attributes:
+      key: [2] uint32, the link's random key (``jax.random.PRNGKey(seed)``).
+      jitter_s: largest extra one-way delay (s); per tick ``U[0, jitter_s]``; 0 = off.
+      ack_agg_s: ACK aggregation period (s); 0 = off.
+      rtt_noise_s: standard deviation of the RTT sample noise (s); 0 = off.
+      cross_t: [C] start of each cross-traffic segment (s), ascending, ``cross_t[0] == 0``,
+        unused trailing segments ``PAD``.
+      cross_bps: [C] cross-traffic rate of each segment (bytes/s, >= 0; 0 in padding).
+    """
+
+    key: jax.Array
+    jitter_s: jax.Array
+    ack_agg_s: jax.Array
+    rtt_noise_s: jax.Array
+    cross_t: jax.Array
+    cross_bps: jax.Array
+
+
+@struct.dataclass
+class RealismState:
+    """Per-link state of the realism effects.
+
+    Attributes:
+      jitter_last: time the previous tick's bytes left the jitter element (s; ``NEVER`` first).
+      cross_offered: cumulative cross-traffic bytes that arrived at the queue.
+      cross_admitted: cumulative cross-traffic bytes admitted (the rest was dropped).
+    """
+
+    jitter_last: jax.Array
+    cross_offered: jax.Array
+    cross_admitted: jax.Array
+
+
+def init_state(r: Realism | None) -> RealismState | None:
+    if r is None:
+        return None
+    z = jnp.zeros((), jnp.result_type(r.jitter_s))
+    return RealismState(jitter_last=jnp.full((), NEVER, z.dtype), cross_offered=z, cross_admitted=z)
+
+
+def _tick_key(r: Realism, tick: jax.Array, stream: int) -> jax.Array:
+    return jax.random.fold_in(jax.random.fold_in(r.key, tick), stream)
+
+
+# ----------------------------------------------------------------------------- cross traffic
+
+
+def cross_offered(r: Realism, t0: jax.Array, t1: jax.Array) -> jax.Array:
+    """Cross-traffic bytes arriving at the queue in [t0, t1]: Σ_k bps_k·|[t0,t1] ∩ segment k|."""
+    ends = jnp.concatenate([r.cross_t[1:], jnp.full((1,), PAD, r.cross_t.dtype)])
+    overlap = jnp.maximum(jnp.minimum(t1, ends) - jnp.maximum(t0, r.cross_t), 0.0)
+    return jnp.sum(r.cross_bps * overlap)
+
+
+def cross_update(st: RealismState, offered: jax.Array, admitted: jax.Array) -> RealismState:
+    return st.replace(cross_offered=st.cross_offered + offered, cross_admitted=st.cross_admitted + admitted)
+
+
+# ----------------------------------------------------------------------------- jitter
+
+
+def jitter(r: Realism, st: RealismState, tick: jax.Array, dep: jax.Array) -> tuple[jax.Array, RealismState]:
+    """Extra one-way delay (s) of the bytes that leave the queue at ``dep``, and the new state.
+
+    ``extra = max(j, last − dep)`` with ``j ~ U[0, jitter_s]`` (FIFO: never before the previous
+    tick's bytes); exactly 0 when ``jitter_s == 0``.
+    """
+    j = r.jitter_s * jax.random.uniform(_tick_key(r, tick, JITTER_STREAM), (), dep.dtype)
+    extra = jnp.where(r.jitter_s > 0, jnp.maximum(j, st.jitter_last - dep), 0.0)
+    return extra, st.replace(jitter_last=jnp.where(r.jitter_s > 0, dep + extra, st.jitter_last))
+
+
+# ----------------------------------------------------------------------------- ACK aggregation
+
+
+class Slots(struct.PyTreeNode):
+    """Where one tick's feedback goes in the ring, per flow ([F] leaves).
+
+    ``lo``/``hi``: ticks ahead (in [1, ring_len − 1]) in which the two parts arrive; ``frac``:
+    the share in ``hi``; ``rtt_lo``/``rtt_hi``: the RTT sample of each part (s); ``over``:
+    the delay exceeded the ring and was clamped.
+    """
+
+    lo: jax.Array
+    hi: jax.Array
+    frac: jax.Array
+    rtt_lo: jax.Array
+    rtt_hi: jax.Array
+    over: jax.Array
+
+
+def _plain_slots(dt: jax.Array, rtt_sample: jax.Array, ring_len: int) -> Slots:
+    """The core's own rule (``core.step`` step 5): ACKs spread over a tick-wide window starting
+    ``rtt_sample`` after the tick's start, shifted by half a tick, split over two ticks."""
+    offset = jnp.minimum(rtt_sample / dt + 0.5, ring_len)
+    lo_f = jnp.floor(offset)
+    frac = offset - lo_f
+    lo = lo_f.astype(jnp.int32)
+    over = lo > ring_len - 2
+    frac = jnp.where(lo < 1, 0.0, jnp.where(over, 1.0, frac))
+    lo = jnp.clip(lo, 1, ring_len - 2)
+    return Slots(lo=lo, hi=lo + 1, frac=frac, rtt_lo=rtt_sample, rtt_hi=rtt_sample, over=over)
+
+
+def feedback_slots(r: Realism, t0: jax.Array, dt: jax.Array, rtt_sample: jax.Array, ring_len: int) -> Slots:
+    """The ring slots of one tick's feedback with ACK aggregation (see the module docstring).
+
+    Without aggregation (``ack_agg_s == 0``) this is exactly the core's rule.  With a period
+    ``P >= dt``: the ACKs arrive (unheld) uniformly over ``[t0 + r, t0 + r + dt]``; those up to
+    the first release instant ``R1 = ceil((t0 + r)/P)·P`` leave at ``R1``, the rest at
+    ``R1 + P``; a lump leaving at ``R`` is credited to tick ``round(R/dt)``.  A part's RTT
+    sample is its release instant less its bytes' mean send time.  With ``0 < P < dt`` the
+    window is shifted by ``P/2`` instead.
+    """
+    plain = _plain_slots(dt, rtt_sample, ring_len)
+    per = r.ack_agg_s
+    shifted = _plain_slots(dt, rtt_sample + 0.5 * per, ring_len)
+    shifted = shifted.replace(rtt_lo=rtt_sample + 0.5 * per, rtt_hi=rtt_sample + 0.5 * per)
+    # Lumped (P >= dt), times relative to t0: window [a0, a1], releases q1 and q1 + P.
+    p_safe = jnp.maximum(per, 1e-30)
+    a0 = rtt_sample
+    a1 = rtt_sample + dt
+    q1 = jnp.ceil((t0 + a0) / p_safe) * p_safe - t0
+    q1 = jnp.maximum(q1, a0)  # float rounding of the grid can put it a hair before a0
+    q2 = q1 + per
+    cut = jnp.minimum(a1, q1)
+    frac = jnp.clip((a1 - q1) / dt, 0.0, 1.0)  # share released at q2
+    # Mean send time (relative to t0) of the bytes in each part is its mean unheld arrival − r.
+    rtt_lo = q1 - 0.5 * (a0 + cut) + rtt_sample
+    rtt_hi = q2 - 0.5 * (jnp.maximum(q1, a0) + a1) + rtt_sample
+    lo_f = jnp.floor(jnp.minimum(q1 / dt + 0.5, ring_len))
+    hi_f = jnp.floor(jnp.minimum(q2 / dt + 0.5, ring_len))
+    over = (lo_f > ring_len - 1) | ((hi_f > ring_len - 1) & (frac > 0))
+    lo = jnp.clip(lo_f.astype(jnp.int32), 1, ring_len - 1)
+    hi = jnp.clip(hi_f.astype(jnp.int32), 1, ring_len - 1)
+    lumped = Slots(lo=lo, hi=hi, frac=frac, rtt_lo=rtt_lo, rtt_hi=rtt_hi, over=over)
+    mode = jnp.where(per <= 0, 0, jnp.where(per < dt, 1, 2))
+    return jax.tree.map(lambda a, b, c: jnp.where(mode == 0, a, jnp.where(mode == 1, b, c)), plain, shifted, lumped)
+
+
+# ----------------------------------------------------------------------------- RTT noise
+
+
+def observe_rtt(r: Realism, tick: jax.Array, acked: jax.Array, rtt_wsum: jax.Array) -> jax.Array:
+    """The ``rtt_wsum`` a sender sees: each flow's mean sample ``rtt_wsum/acked`` plus
+    ``rtt_noise_s·z`` (z truncated-normal in ±3), at least ``MIN_RTT_SAMPLE_S``; unchanged
+    (bit for bit) when ``rtt_noise_s == 0`` or nothing was acked."""
+    z = jax.random.truncated_normal(_tick_key(r, tick, NOISE_STREAM), -NOISE_CLIP, NOISE_CLIP, acked.shape,
+                                    rtt_wsum.dtype)
+    has = acked > 0
+    mean = rtt_wsum / jnp.maximum(acked, 1e-30)
+    noisy = jnp.maximum(mean + r.rtt_noise_s * z, MIN_RTT_SAMPLE_S)
+    return jnp.where(has & (r.rtt_noise_s > 0), acked * noisy, rtt_wsum)
+
+
+def extra_delay_bound(jitter_s: float, ack_agg_s: float, rtt_noise_s: float = 0.0) -> float:
+    """The most these effects can delay feedback (s), for sizing the feedback ring.
+
+    Jitter adds at most ``jitter_s`` (the FIFO rule keeps ``extra <= jitter_s`` while the
+    queue's departures are in order; one tick of slack covers the fluid model's rounding),
+    aggregation at most one period plus a tick.  Noise does not move feedback.
+    """
+    del rtt_noise_s
+    return float(jitter_s) + float(ack_agg_s)
