@@ -403,7 +403,10 @@ def bbr_update(s: BBRState, obs: TickObs, cparam: jax.Array) -> BBRState:
     enter_recovery = loss_event & (~s.in_recovery | leave_recovery)
     prior_cwnd = jnp.where(enter_recovery, _save_cwnd(s), s.prior_cwnd)  # bbr_ssthresh → bbr_save_cwnd
     in_recovery = jnp.where(enter_recovery, True, s.in_recovery & ~leave_recovery)
-    recovery_left = jnp.where(enter_recovery, pipe_after_ack, rec_left)
+    # Recovery covers everything sent before it began (Linux high_seq = snd_nxt), this tick's own
+    # sending included: the core sends before the controller sees the tick's feedback, so those
+    # bytes' drops belong to this loss event and must not open a second recovery a round later.
+    recovery_left = jnp.where(enter_recovery, obs.inflight, rec_left)
     exited_recovery = leave_recovery & ~enter_recovery
 
     # --- bbr_update_bw: round accounting and the delivery-rate sample --------------------
