@@ -20,11 +20,15 @@ Everything here is a pure function of pytrees with fixed shapes, so a batch of l
   the time to serve that backlog is computed *exactly* from the cumulative capacity — FIFO
   timing stays right when the capacity changes while bytes are queued.  The wait includes the
   bytes' own serialisation (one MSS), as in a packet-level queue.
-* Feedback.  The sender learns of delivery, loss and the RTT sample one path delay later:
-  ``t_mid + wait + RTT``.  Each flow keeps a ring of future ticks; the tick's admitted and lost
-  bytes (and the byte-weighted RTT sum) are spread over the two ticks in which their ACKs
-  arrive.  This is the fluid counterpart of a packet simulator's event queue, and it is what
-  makes the feedback delayed by a real RTT rather than instantaneous.
+* Feedback.  The sender learns of delivery, loss and the RTT sample one path delay later.
+  The tick's admitted bytes leave the FIFO one after another over their departure interval
+  (from when the backlog ahead of them is served until they are, at least until the tick's
+  end), and their ACKs (and loss notices) arrive one propagation RTT after that, spread
+  uniformly over the interval: on a busy link the ACKs come back at the link's rate, as a
+  packet link clocks them.  Each flow keeps a ring of future ticks; a tick's feedback is split
+  over the (up to ``FEEDBACK_SLOTS``) ticks its arrival interval overlaps.  This is the fluid
+  counterpart of a packet simulator's event queue, and it is what makes the feedback delayed
+  by a real RTT rather than instantaneous.
 
 Cost does not depend on the link rate: a tick is a fixed number of floating-point operations
 whether the link carries 1 Mbit/s or 1 Gbit/s.  The tick length is chosen per link as a fixed
@@ -51,6 +55,9 @@ MSS = 1500.0  # bytes; one packet, as in Mahimahi traces and the papers' simulat
 BIG = 1e30  # "unlimited" for cwnd or rate; finite so that arithmetic never makes inf - inf.
 # Padding value for unused capacity-schedule segments: never reached by any real time/bytes.
 PAD = 3e38
+# Ring slots one tick's feedback is spread over (see ``step``, 5.): its ACKs arrive over the
+# FIFO departure interval of its bytes, exact up to a burst of FEEDBACK_SLOTS − 1 ticks of capacity.
+FEEDBACK_SLOTS = 4
 
 
 @struct.dataclass
@@ -280,27 +287,48 @@ def step(p: LinkParams, s: SimState, rate: jax.Array, cwnd: jax.Array) -> tuple[
     qdelay = time_to_serve(p, t_mid, ahead + MSS)
     owd = qdelay + 0.5 * p.rtt
 
-    # 5. Schedule their ACKs (and loss notifications) one path delay later.  A dropped packet is
-    #    noticed when the packets sent next to it are acked, i.e. at the same time.  The bytes
-    #    were sent uniformly over this tick, so their ACKs arrive uniformly over a tick-wide window
-    #    starting ``rtt_sample`` later: the window covers two ticks, shared in proportion to the
-    #    overlap (``frac``).  Rounding to one tick instead would make a monitor interval's ACK
-    #    count jump by a whole tick's worth as the queueing delay drifts.  Feedback credited to a
-    #    tick is usable from that tick's start (step 1), so the window is shifted by half a tick:
-    #    on average an ACK is then used when it arrives, not half a tick before.
-    rtt_sample = qdelay + p.rtt
-    offset = jnp.minimum(rtt_sample / dt + 0.5, ring_len)  # clamp in float: outages give ~1e30
-    lo_f = jnp.floor(offset)
-    frac = offset - lo_f
-    lo = lo_f.astype(jnp.int32)
-    over = lo > ring_len - 2
-    frac = jnp.where(lo < 1, 0.0, jnp.where(over, 1.0, frac))  # clamp into [tick+1, tick+H-1]
-    lo = jnp.clip(lo, 1, ring_len - 2)
-    target_lo = jnp.mod(s.tick + lo, ring_len)
-    target_hi = jnp.mod(s.tick + lo + 1, ring_len)
-    scheduled = jnp.stack([admitted, lost_now, admitted * rtt_sample], axis=-1)  # [F, 3]
-    part_lo = scheduled * (1.0 - frac)[:, None]
-    part_hi = scheduled - part_lo
+    # 5. Schedule their ACKs (and loss notifications) one path delay later, clocked by the link.
+    #    FIFO: the tick's admitted bytes leave the queue one after another, from when the backlog
+    #    ahead of them is served (``dep_a``) until the last of them is (``dep_b``; at least the
+    #    tick's end, when the link is faster than they arrive), each after its own serialisation
+    #    (one MSS).  Their ACKs reach the sender one propagation RTT later, spread uniformly over
+    #    that departure interval, so the ACK rate of a busy link is its capacity — a packet
+    #    link's ACK clock — however bursty the sending was.  (Before: every tick's ACKs arrived
+    #    within one tick-wide window, so a burst of sending came back as a burst of ACKs: ACK
+    #    compression that inflated delivery-rate samples and slow-start overshoot.)  A dropped
+    #    packet is noticed when the packets sent next to it are acked, i.e. at the same time.
+    #    Feedback credited to a tick is usable from that tick's start, so arrival times are
+    #    shifted by half a tick: on average an ACK is then used when it arrives.  The interval
+    #    is split over FEEDBACK_SLOTS ring slots in proportion to the overlap; an interval longer
+    #    than that (a burst of over FEEDBACK_SLOTS − 1 ticks of capacity) is compressed into them.
+    total_admitted = jnp.sum(admitted)
+    waits = time_to_serve(p, t0, jnp.stack([s.queue + MSS, s.queue + total_admitted + MSS, jnp.asarray(MSS, dt.dtype)]))
+    dep_a, dep_b = waits[0], jnp.maximum(waits[1], dt + waits[2])
+    # Clamp in float (outages give ~1e30) before any conversion to int.
+    width = jnp.clip((dep_b - dep_a) / dt, 1e-6, ring_len)  # ticks
+    s_a = jnp.minimum((dep_a + p.rtt) / dt + 0.5, ring_len)  # [F] slot coordinates
+    j0_f = jnp.floor(s_a)
+    over = j0_f > ring_len - 2
+    j0 = jnp.clip(j0_f.astype(jnp.int32), 1, ring_len - 2)
+    j0_fc = j0.astype(dt.dtype)
+    a_c = jnp.clip(s_a, j0_fc, j0_fc + FEEDBACK_SLOTS)
+    b_c = jnp.clip(s_a + width, a_c, j0_fc + FEEDBACK_SLOTS)
+    w_c = jnp.maximum(b_c - a_c, 1e-9)
+    ks = jnp.arange(FEEDBACK_SLOTS, dtype=dt.dtype)
+    lo_e = jnp.maximum(a_c[:, None], j0_fc[:, None] + ks)  # [F, S]
+    hi_e = jnp.minimum(b_c[:, None], j0_fc[:, None] + ks + 1.0)
+    # Share of the tick's bytes that arrives up to the end of each slot (1 at the last slot), as
+    # differences of a non-decreasing cumulative share: every part is >= 0 and they add up to
+    # the whole, so bytes are conserved.
+    cum = jnp.clip((hi_e - a_c[:, None]) / w_c[:, None], 0.0, 1.0).at[:, -1].set(1.0)
+    # Byte fraction x of the tick (sent at x·dt, ACKed at s_a + x·width − ½) gives each slot's
+    # mean RTT (RTT is linear in x, so its mean is the RTT at the slot's mean x).
+    x_mid = jnp.clip((0.5 * (lo_e + hi_e) - a_c[:, None]) / w_c[:, None], 0.0, 1.0)
+    rtt_slot = (s_a[:, None] - 0.5 + x_mid * (width - 1.0)) * dt  # [F, S] seconds
+    upto = jnp.stack([admitted[:, None] * cum, lost_now[:, None] * cum], axis=-1)  # [F, S, 2]
+    part2 = upto - jnp.concatenate([jnp.zeros_like(upto[:, :1]), upto[:, :-1]], axis=1)
+    parts = jnp.concatenate([part2, (part2[..., 0] * rtt_slot)[..., None]], axis=-1)  # [F, S, 3]
+    targets = jnp.mod(s.tick + jnp.minimum(j0[:, None] + jnp.arange(FEEDBACK_SLOTS), ring_len - 1), ring_len)
 
     # 6. Take out the feedback that arrives during the next tick (it becomes ``pending``) and
     #    empty that slot by subtracting it (exactly 0.0).  Everything is one gather from the old
@@ -311,12 +339,14 @@ def step(p: LinkParams, s: SimState, rate: jax.Array, cwnd: jax.Array) -> tuple[
     #    handed over directly.
     nxt = jnp.mod(s.tick + 1, ring_len)
     waiting = s.ring.at[nxt, flows].get(mode="promise_in_bounds")  # [F, 3]
-    lo_next = (target_lo == nxt)[:, None]
-    pending = waiting + jnp.where(lo_next, part_lo, 0.0)
-    next_slot = jnp.broadcast_to(nxt, target_lo.shape)
-    ring = s.ring.at[jnp.concatenate([target_lo, target_hi, next_slot]),
-                     jnp.concatenate([flows, flows, flows])].add(
-        jnp.concatenate([jnp.where(lo_next, 0.0, part_lo), part_hi, -waiting]), mode="promise_in_bounds")
+    to_next = (targets == nxt)[..., None]  # [F, S, 1]
+    pending = waiting + jnp.sum(jnp.where(to_next, parts, 0.0), axis=1)
+    next_slot = jnp.broadcast_to(nxt, flows.shape)
+    nf = flows.shape[0]
+    ring = s.ring.at[jnp.concatenate([targets.reshape(-1), next_slot]),
+                     jnp.concatenate([jnp.repeat(flows, FEEDBACK_SLOTS), flows])].add(
+        jnp.concatenate([jnp.where(to_next, 0.0, parts).reshape(nf * FEEDBACK_SLOTS, 3), -waiting]),
+        mode="promise_in_bounds")
 
     new = SimState(
         tick=s.tick + 1,
@@ -327,7 +357,7 @@ def step(p: LinkParams, s: SimState, rate: jax.Array, cwnd: jax.Array) -> tuple[
         sent_total=s.sent_total + sent,
         acked_total=s.acked_total + acked,
         lost_total=s.lost_total + lost,
-        admitted_total=s.admitted_total + jnp.sum(admitted),
+        admitted_total=s.admitted_total + total_admitted,
         served_total=s.served_total + served,
         clamped=s.clamped + jnp.any(over & (sent > 0)).astype(jnp.int32),
     )
