@@ -7,6 +7,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from jaxcc import senders
 from jaxcc.scenarios import parse_scenario
@@ -299,3 +300,31 @@ def test_cost_is_independent_of_rate():
     p_low, p_high = _compiled_run(1.0, packet_ticks(1.0)), _compiled_run(1000.0, packet_ticks(1000.0))
     assert p_low["ticks"] == 400 and p_high["ticks"] == 166_650  # 2 s at 12 us per tick
     assert p_low["program"] != p_high["program"]
+
+
+def test_no_float32_drift_at_300_s():
+    """float32, as training runs: 200 Mbit/s, 10 ms RTT (dt = 1.25 ms), a flow at twice the
+    capacity for 300 s (240 000 ticks).  By hand: the link serves c·dt = 31 250 bytes every tick,
+    a full 1 MB buffer delays a packet by (B − MSS + MSS)/c = 40 ms, and the reported capacity is
+    c.  Late in the run the times (ulp of 300 s: 30 us) and the cumulative byte counts (7.5e9 B:
+    ulp 512 B) are coarse; before the per-segment forms, a tick's servable bytes were off by up
+    to 1.6 % and a queueing delay by up to 14 %."""
+    mbps, rtt, dur, buf = 200.0, 0.01, 300.0, 1e6
+    sched = links.constant(mbps)
+    p = jax.tree.map(jnp.asarray, links.make_link(sched, buf, 0.0, [rtt], [0.0], [dur]))
+    assert p.dt.dtype == jnp.float32
+    n = int(round(dur / float(p.dt)))
+    ring = links.ring_len_for(sched, buf, [rtt], float(p.dt))
+    c = mbps * links.MBPS
+
+    def body(s, _):
+        s, out = core.step(p, s, jnp.array([2 * c], jnp.float32), jnp.array([core.BIG], jnp.float32))
+        return s, (out.served, out.qdelay, out.capacity)
+
+    _, (served, qdelay, cap) = jax.jit(lambda: jax.lax.scan(body, core.init_state(p, ring), None, length=n))()
+    served, qdelay, cap = (np.asarray(x, np.float64) for x in (served, qdelay, cap))
+    late = slice(n - 8000, n)  # the last 10 s
+    np.testing.assert_allclose(served[late], c * float(p.dt), rtol=1e-6)
+    np.testing.assert_allclose(qdelay[late], buf / c, rtol=1e-5)
+    np.testing.assert_allclose(cap[late], c, rtol=1e-6)
+    assert served.sum() == pytest.approx(c * n * float(p.dt), rel=1e-5)

@@ -177,15 +177,26 @@ def _inv_cum_in_period(p: LinkParams, x: jax.Array) -> jax.Array:
     return p.cap_t[k] + wait
 
 
-def bytes_servable(p: LinkParams, t0: jax.Array, t1: jax.Array) -> jax.Array:
-    """Bytes the link can serve in [t0, t1] (t1 - t0 <= one period)."""
+def bytes_servable(p: LinkParams, t0: jax.Array, t1: jax.Array, span: jax.Array | None = None) -> jax.Array:
+    """Bytes the link can serve in [t0, t1] (t1 - t0 <= one period).
+
+    ``span`` is ``t1 - t0`` when the caller knows it exactly (a tick: ``dt``).  Inside one
+    capacity segment the answer is then ``rate · span``: the cumulative form below subtracts two
+    byte counts of the order ``rate · t`` and two rounded times, and in float32 that loses up to
+    1.6 % of a tick's bytes at t = 300 s (the ulp of 300 s is 30 us, of 7.5e9 bytes 512 B).
+    """
     looping = p.cap_period > 0
     period = jnp.where(looping, p.cap_period, 1.0)
     base = jnp.where(looping, jnp.floor(t0 / period) * period, 0.0)
     a, b = t0 - base, t1 - base
     wrap = looping & (b > period)
     inside = _cum_in_period(p, jnp.minimum(b, jnp.where(looping, period, b))) - _cum_in_period(p, a)
-    return inside + jnp.where(wrap, _cum_in_period(p, b - period), 0.0)
+    general = inside + jnp.where(wrap, _cum_in_period(p, b - period), 0.0)
+    if span is None:
+        return general
+    k = _segment(p.cap_t, a)
+    same = ~wrap & (_segment(p.cap_t, b) == k)
+    return jnp.where(same, p.cap_bps[k] * span, general)
 
 
 def time_to_serve(p: LinkParams, t: jax.Array, nbytes: jax.Array) -> jax.Array:
@@ -201,7 +212,17 @@ def time_to_serve(p: LinkParams, t: jax.Array, nbytes: jax.Array) -> jax.Array:
     laps = jnp.where(looping, jnp.maximum(jnp.ceil(x / per_bytes) - 1.0, 0.0), 0.0)
     x_in = x - laps * jnp.where(looping, p.cap_period_bytes, 0.0)
     done = laps * jnp.where(looping, p.cap_period, 0.0) + _inv_cum_in_period(p, x_in)
-    return jnp.maximum(done - tm, 0.0)
+    general = jnp.maximum(done - tm, 0.0)
+    # Inside one capacity segment the wait is nbytes / rate; the cumulative form above loses
+    # its precision to the large byte and time counts late in a run (float32: up to 14 % of a
+    # 3 KB wait at 200 Mbit/s and t = 300 s).
+    k = _segment(p.cap_t, tm)
+    rate = p.cap_bps[k]
+    wait = nbytes / jnp.maximum(rate, 1e-30)
+    seg_end = jnp.minimum(jnp.where(k + 1 < p.cap_t.shape[-1], p.cap_t[jnp.minimum(k + 1, p.cap_t.shape[-1] - 1)], PAD),
+                          jnp.where(looping, p.cap_period, PAD))
+    fits = (rate > 0) & (tm + wait <= seg_end)
+    return jnp.where(fits, wait, general)
 
 
 def capacity_at(p: LinkParams, t: jax.Array) -> jax.Array:
@@ -270,7 +291,7 @@ def step(p: LinkParams, s: SimState, rate: jax.Array, cwnd: jax.Array) -> tuple[
     # 3. Random loss, then drop-tail on the overflow above the buffer.
     arriving = sent * (1.0 - p.loss)
     total_arriving = jnp.sum(arriving)
-    servable = bytes_servable(p, t0, t1)
+    servable = bytes_servable(p, t0, t1, dt)
     backlog = s.queue + total_arriving - servable
     overflow = jnp.maximum(backlog - p.buffer_bytes, 0.0)
     drop_frac = jnp.where(total_arriving > 0, jnp.minimum(overflow / jnp.maximum(total_arriving, 1e-30), 1.0), 0.0)
