@@ -269,20 +269,21 @@ def test_ack_aggregation_below_a_tick_shifts_by_half_a_period():
 
 
 def test_feedback_slots_split_by_hand():
-    """One tick by hand: t0 = 0.1 s, dt = 5 ms, RTT sample 41 ms, P = 20 ms.  ACKs arrive over
-    [141, 146] ms; the first release is at 160 ms (all of them: 146 < 160), credited to tick
-    round(60/5) = 12 ahead, each byte held 160 − a: sample = 160 − 143.5 + 41 = 57.5 ms.
-    With the window across a release (RTT sample 57 ms: [157, 162]): 3/5 at 160 ms, 2/5 at
-    180 ms; samples 160 − 158.5 + 57 = 58.5 and 180 − 161 + 57 = 76 ms; ticks 12 and 16."""
-    r = links.realism_params(ack_agg_s=0.02)
-    r = jax.tree.map(jnp.asarray, r)
+    """One tick by hand: t0 = 0.1 s, dt = 5 ms, P = 20 ms, ACKs arriving (unheld) over one
+    tick.  Flow 0: over [141, 146] ms, all before the release at 160 ms: one lump credited
+    round(60/5) = 12 ticks ahead, each byte held 160 − a, sample 160 − 143.5 + 41 = 57.5 ms.
+    Flow 1: over [157, 162] ms, across the release: 3/5 at 160 ms (tick 12), 2/5 at 180 ms
+    (tick 16); samples 160 − 158.5 + 57 = 58.5 ms and 180 − 161 + 57 = 76 ms."""
+    r = jax.tree.map(jnp.asarray, links.realism_params(ack_agg_s=0.02))
     t0, dt = jnp.float32(0.1), jnp.float32(0.005)
-    s = realism.feedback_slots(r, t0, dt, jnp.array([0.041, 0.057], jnp.float32), 64)
-    np.testing.assert_array_equal(s.lo, [12, 12])
-    np.testing.assert_array_equal(s.hi, [16, 16])
-    np.testing.assert_allclose(s.frac, [0.0, 0.4], atol=1e-4)
-    np.testing.assert_allclose(s.rtt_lo, [0.0575, 0.0585], atol=1e-5)
-    np.testing.assert_allclose(s.rtt_hi[1], 0.076, atol=1e-5)
+    first = jnp.array([0.041, 0.057], jnp.float32)  # first unheld arrival, s after t0
+    offs, over, cum, rtt = realism.feedback_slots(r, t0, dt, first / dt + 0.5, jnp.float32(1.0), 64,
+                                                  core.FEEDBACK_SLOTS)
+    np.testing.assert_array_equal(np.asarray(offs)[:, :2], [[12, 16], [12, 16]])
+    np.testing.assert_allclose(np.asarray(cum)[:, :2], [[1.0, 1.0], [0.6, 1.0]], atol=1e-4)
+    np.testing.assert_allclose(np.asarray(rtt)[:, 0], [0.0575, 0.0585], atol=1e-5)
+    np.testing.assert_allclose(float(rtt[1, 1]), 0.076, atol=1e-5)
+    assert not np.any(np.asarray(over))
 
 
 # ----------------------------------------------------------------------------- RTT noise

@@ -204,7 +204,13 @@ def cubic_update(s: CubicState, obs: TickObs, cparam: jax.Array) -> CubicState:
     cwnd = jnp.where(loss_event, reduced, cwnd)
     epoch_start = jnp.where(loss_event, -1.0, epoch_start)
     in_recovery = jnp.where(loss_event, True, still_recovering)
-    recovery_left = jnp.where(loss_event, pipe_after_ack, jnp.where(still_recovering, rec_left, 0.0))
+    # Recovery lasts until everything sent before the decrease is ACKed or known lost (Linux
+    # ``high_seq = snd_nxt`` when it enters recovery).  That includes this tick's own sending:
+    # the core sends before the controller sees the tick's feedback, so those bytes went out at
+    # the old window, and their drops (the buffer is still full) belong to this loss event.
+    # Leaving them out made their drops, reported just after recovery closed, a second loss
+    # event one RTT later (two cuts per buffer overflow).
+    recovery_left = jnp.where(loss_event, obs.inflight, jnp.where(still_recovering, rec_left, 0.0))
 
     return CubicState(
         cwnd=cwnd, ssthresh=ssthresh, w_max=w_max, epoch_start=epoch_start, k=k, origin=origin, w_est=w_est,

@@ -33,10 +33,11 @@ for the generator, and independent streams for jitter (0) and RTT noise (1).
 * **ACK aggregation** (``ack_agg_s``: ACKs released in bursts, as Wi-Fi block ACKs and
   cellular uplink grants do).  ACKs that would arrive at time ``a`` are held until the next
   multiple of the period, ``ceil(a / P)·P`` (one grid from time 0 for the whole link).  A
-  tick's ACKs arrive spread over one tick, so for ``P >= dt`` they are released in at most two
-  lumps, split in proportion to the ACKs before and after the first release instant; each lump
-  is credited to the tick whose start is nearest its release instant (the rounding the model
-  uses for all feedback).  The RTT samples of a lump include the hold: its bytes' mean send
+  tick's ACKs arrive spread over its bytes' FIFO departure interval (the core's ACK clock), so
+  for ``P >= dt`` they are released in lumps at consecutive release instants, each taking the
+  ACKs that arrived since the previous one (at most ``core.FEEDBACK_SLOTS`` lumps; ACKs beyond
+  go with the last, released after they arrive); each lump is credited to the tick whose start
+  is nearest its release instant (the rounding the model uses for all feedback).  The RTT samples of a lump include the hold: its bytes' mean send
   time is known, so the sample is the release instant less that mean.  Loss notices ride with
   the ACKs (a sender infers losses from them).  Data is not delayed (``owd`` unchanged).
   Periods below one tick are below the model's resolution (it already credits feedback to
@@ -158,69 +159,85 @@ def jitter(r: Realism, st: RealismState, tick: jax.Array, dep: jax.Array) -> tup
 # ----------------------------------------------------------------------------- ACK aggregation
 
 
-class Slots(struct.PyTreeNode):
-    """Where one tick's feedback goes in the ring, per flow ([F] leaves).
-
-    ``lo``/``hi``: ticks ahead (in [1, ring_len − 1]) in which the two parts arrive; ``frac``:
-    the share in ``hi``; ``rtt_lo``/``rtt_hi``: the RTT sample of each part (s); ``over``:
-    the delay exceeded the ring and was clamped.
-    """
-
-    lo: jax.Array
-    hi: jax.Array
-    frac: jax.Array
-    rtt_lo: jax.Array
-    rtt_hi: jax.Array
-    over: jax.Array
-
-
-def _plain_slots(dt: jax.Array, rtt_sample: jax.Array, ring_len: int) -> Slots:
-    """The core's own rule (``core.step`` step 5): ACKs spread over a tick-wide window starting
-    ``rtt_sample`` after the tick's start, shifted by half a tick, split over two ticks."""
-    offset = jnp.minimum(rtt_sample / dt + 0.5, ring_len)
-    lo_f = jnp.floor(offset)
-    frac = offset - lo_f
-    lo = lo_f.astype(jnp.int32)
-    over = lo > ring_len - 2
-    frac = jnp.where(lo < 1, 0.0, jnp.where(over, 1.0, frac))
-    lo = jnp.clip(lo, 1, ring_len - 2)
-    return Slots(lo=lo, hi=lo + 1, frac=frac, rtt_lo=rtt_sample, rtt_hi=rtt_sample, over=over)
+def _spread(dt: jax.Array, s_a: jax.Array, width: jax.Array, ring_len: int, n_slots: int):
+    """The core's rule (``core.step`` step 5): a tick's ACKs arrive uniformly from slot
+    coordinate ``s_a`` (time/dt + ½ after the tick's start) over ``width`` ticks, split over
+    ``n_slots`` consecutive ring slots.  Returns (offsets [F, S], over [F], cum [F, S],
+    rtt [F, S]): slots ahead, clamped, cumulative share up to each slot, mean RTT sample."""
+    j0_f = jnp.floor(s_a)
+    over = j0_f > ring_len - 2
+    j0 = jnp.clip(j0_f.astype(jnp.int32), 1, ring_len - 2)
+    j0_fc = j0.astype(dt.dtype)
+    a_c = jnp.clip(s_a, j0_fc, j0_fc + n_slots)
+    b_c = jnp.clip(s_a + width, a_c, j0_fc + n_slots)
+    w_c = jnp.maximum(b_c - a_c, 1e-9)
+    ks = jnp.arange(n_slots, dtype=dt.dtype)
+    lo_e = jnp.maximum(a_c[:, None], j0_fc[:, None] + ks)
+    hi_e = jnp.minimum(b_c[:, None], j0_fc[:, None] + ks + 1.0)
+    cum = jnp.clip((hi_e - a_c[:, None]) / w_c[:, None], 0.0, 1.0).at[:, -1].set(1.0)
+    x_mid = jnp.clip((0.5 * (lo_e + hi_e) - a_c[:, None]) / w_c[:, None], 0.0, 1.0)
+    rtt = (s_a[:, None] - 0.5 + x_mid * (width - 1.0)) * dt
+    offs = jnp.minimum(j0[:, None] + jnp.arange(n_slots), ring_len - 1)
+    return offs, over, cum, rtt
 
 
-def feedback_slots(r: Realism, t0: jax.Array, dt: jax.Array, rtt_sample: jax.Array, ring_len: int) -> Slots:
-    """The ring slots of one tick's feedback with ACK aggregation (see the module docstring).
-
-    Without aggregation (``ack_agg_s == 0``) this is exactly the core's rule.  With a period
-    ``P >= dt``: the ACKs arrive (unheld) uniformly over ``[t0 + r, t0 + r + dt]``; those up to
-    the first release instant ``R1 = ceil((t0 + r)/P)·P`` leave at ``R1``, the rest at
-    ``R1 + P``; a lump leaving at ``R`` is credited to tick ``round(R/dt)``.  A part's RTT
-    sample is its release instant less its bytes' mean send time.  With ``0 < P < dt`` the
-    window is shifted by ``P/2`` instead.
-    """
-    plain = _plain_slots(dt, rtt_sample, ring_len)
-    per = r.ack_agg_s
-    shifted = _plain_slots(dt, rtt_sample + 0.5 * per, ring_len)
-    shifted = shifted.replace(rtt_lo=rtt_sample + 0.5 * per, rtt_hi=rtt_sample + 0.5 * per)
-    # Lumped (P >= dt), times relative to t0: window [a0, a1], releases q1 and q1 + P.
+def _lumps(per: jax.Array, t0: jax.Array, dt: jax.Array, s_a: jax.Array, width: jax.Array, ring_len: int,
+           n_slots: int):
+    """ACKs held to the next multiple of ``per`` (>= dt): the same (offsets, over, cum, rtt)."""
     p_safe = jnp.maximum(per, 1e-30)
-    a0 = rtt_sample
-    a1 = rtt_sample + dt
-    q1 = jnp.ceil((t0 + a0) / p_safe) * p_safe - t0
-    q1 = jnp.maximum(q1, a0)  # float rounding of the grid can put it a hair before a0
-    q2 = q1 + per
-    cut = jnp.minimum(a1, q1)
-    frac = jnp.clip((a1 - q1) / dt, 0.0, 1.0)  # share released at q2
-    # Mean send time (relative to t0) of the bytes in each part is its mean unheld arrival − r.
-    rtt_lo = q1 - 0.5 * (a0 + cut) + rtt_sample
-    rtt_hi = q2 - 0.5 * (jnp.maximum(q1, a0) + a1) + rtt_sample
-    lo_f = jnp.floor(jnp.minimum(q1 / dt + 0.5, ring_len))
-    hi_f = jnp.floor(jnp.minimum(q2 / dt + 0.5, ring_len))
-    over = (lo_f > ring_len - 1) | ((hi_f > ring_len - 1) & (frac > 0))
-    lo = jnp.clip(lo_f.astype(jnp.int32), 1, ring_len - 1)
-    hi = jnp.clip(hi_f.astype(jnp.int32), 1, ring_len - 1)
-    lumped = Slots(lo=lo, hi=hi, frac=frac, rtt_lo=rtt_lo, rtt_hi=rtt_hi, over=over)
+    a = (s_a - 0.5) * dt  # unheld arrivals, s after t0: uniform over [a, b]
+    w = jnp.broadcast_to(jnp.maximum(width, 1e-6) * dt, a.shape)
+    b = a + w
+    grid = lambda x: jnp.ceil((t0 + x) / p_safe) * p_safe - t0  # noqa: E731  next release at or after x
+    r1 = jnp.maximum(grid(a), a)  # float rounding of the grid can put it a hair before a
+    m = jnp.arange(n_slots, dtype=dt.dtype)
+    rel = r1[:, None] + m * per  # [F, S] release instants
+    last = jnp.maximum(rel[:, -1], jnp.maximum(grid(b), b))  # arrivals beyond: compressed into the last
+    rel = rel.at[:, -1].set(last)
+    cum = jnp.clip((rel - a[:, None]) / w[:, None], 0.0, 1.0).at[:, -1].set(1.0)
+    prev = jnp.concatenate([a[:, None], rel[:, :-1]], axis=1)
+    lo = jnp.maximum(a[:, None], prev)
+    hi = jnp.minimum(b[:, None], rel).at[:, -1].set(b)
+    x_mid = jnp.clip((0.5 * (lo + hi) - a[:, None]) / w[:, None], 0.0, 1.0)
+    rtt = rel - x_mid * dt  # released at rel, sent at x·dt on average
+    slot_f = jnp.floor(jnp.minimum(rel / dt + 0.5, ring_len))
+    mass = cum - jnp.concatenate([jnp.zeros_like(cum[:, :1]), cum[:, :-1]], axis=1)
+    over = jnp.any((slot_f > ring_len - 1) & (mass > 0), axis=1)
+    offs = jnp.clip(slot_f.astype(jnp.int32), 1, ring_len - 1)
+    return offs, over, cum, rtt
+
+
+def feedback_slots(r: Realism, t0: jax.Array, dt: jax.Array, s_a: jax.Array, width: jax.Array, ring_len: int,
+                   n_slots: int):
+    """Where one tick's feedback goes in the ring with ACK aggregation (module docstring).
+
+    Args:
+      r: the link's realism.
+      t0: the tick's start (s).
+      dt: tick length (s).
+      s_a: [F] slot coordinate of each flow's first ACK ((arrival − t0)/dt + ½; the core's
+        convention, jitter included).
+      width: ticks over which the ACKs arrive (the FIFO departure interval).
+      ring_len, n_slots: ring length and the number of slots a tick's feedback may use.
+
+    Returns:
+      (offsets [F, S] in [1, ring_len − 1]: ticks ahead; over [F]: clamped to the ring; cum
+      [F, S]: share of the tick's feedback credited up to each slot, non-decreasing, 1 at the
+      last; rtt [F, S]: mean RTT sample of each slot's bytes, s).  Without aggregation this is
+      the core's own rule; with ``0 < P < dt`` the arrivals shift by ``P/2``; with ``P >= dt``
+      the ACKs up to each release instant ``R = ceil(t/P)·P`` are credited at ``R`` (tick
+      ``round(R/dt)``), each lump's RTT sample being ``R`` less its bytes' mean send time.
+    """
+    per = r.ack_agg_s
+    plain = _spread(dt, s_a, width, ring_len, n_slots)
+    shifted = _spread(dt, jnp.minimum(s_a + 0.5 * per / dt, ring_len), width, ring_len, n_slots)
+    lumped = _lumps(per, t0, dt, s_a, width, ring_len, n_slots)
     mode = jnp.where(per <= 0, 0, jnp.where(per < dt, 1, 2))
-    return jax.tree.map(lambda a, b, c: jnp.where(mode == 0, a, jnp.where(mode == 1, b, c)), plain, shifted, lumped)
+
+    def pick(a, b, c):
+        return jnp.where(mode == 0, a, jnp.where(mode == 1, b, c))
+
+    return tuple(pick(a, b, c) for a, b, c in zip(plain, shifted, lumped))
 
 
 # ----------------------------------------------------------------------------- RTT noise
@@ -238,12 +255,11 @@ def observe_rtt(r: Realism, tick: jax.Array, acked: jax.Array, rtt_wsum: jax.Arr
     return jnp.where(has & (r.rtt_noise_s > 0), acked * noisy, rtt_wsum)
 
 
-def extra_delay_bound(jitter_s: float, ack_agg_s: float, rtt_noise_s: float = 0.0) -> float:
+def extra_delay_bound(jitter_s: float, ack_agg_s: float) -> float:
     """The most these effects can delay feedback (s), for sizing the feedback ring.
 
     Jitter adds at most ``jitter_s`` (the FIFO rule keeps ``extra <= jitter_s`` while the
-    queue's departures are in order; one tick of slack covers the fluid model's rounding),
-    aggregation at most one period plus a tick.  Noise does not move feedback.
+    queue's departures are in order), aggregation at most one period (``ring_len_for`` adds two
+    ticks of slack for the rounding to ticks).  Noise does not move feedback.
     """
-    del rtt_noise_s
     return float(jitter_s) + float(ack_agg_s)
