@@ -79,7 +79,12 @@ def reno_update(s: RenoState, obs: TickObs, cparam: jax.Array) -> RenoState:
     # --- recovery bookkeeping: one decrease per window of losses (RFC 6582) --------------
     rec_left = s.recovery_left - (acked + lost)
     still_recovering = s.in_recovery & (rec_left > LOSS_EPS_BYTES)
-    lost_acc = jnp.where(still_recovering, 0.0, s.lost_acc + lost)
+    # On the tick that ends recovery only the losses past the recovery point are new (the
+    # tick's feedback is a FIFO mix, so they are the lost share of the bytes past it); counting
+    # the whole tick's losses made the tail of the old loss episode a second decrease.
+    past = jnp.where(s.in_recovery, jnp.clip(acked + lost - jnp.maximum(s.recovery_left, 0.0), 0.0, acked + lost), acked + lost)
+    lost_new = lost * past / jnp.maximum(acked + lost, 1e-9)
+    lost_acc = jnp.where(still_recovering, 0.0, s.lost_acc + lost_new)
     loss_event = (lost_acc >= LOSS_EVENT_BYTES) & ~still_recovering
     lost_acc = jnp.where(loss_event, 0.0, lost_acc)
 
