@@ -325,7 +325,8 @@ def step(p: LinkParams, s: SimState, rate: jax.Array, cwnd: jax.Array) -> tuple[
     owd = qdelay + 0.5 * p.rtt
     rstate = s.realism
     if p.realism is not None:  # REALISM: non-congestive jitter after the queue (one-way and RTT)
-        jit, rstate = rz.jitter(p.realism, s.realism, s.tick, t_mid + qdelay)
+        u = rz.tick_uniforms(p.realism, s.tick, 1 + p.rtt.shape[-1], dt.dtype)
+        jit, rstate = rz.jitter(p.realism, s.realism, u[0], t_mid + qdelay)
         rstate = rz.cross_update(rstate, cross_in, cross_adm)
         owd = owd + jit
 
@@ -414,7 +415,7 @@ def step(p: LinkParams, s: SimState, rate: jax.Array, cwnd: jax.Array) -> tuple[
         realism=rstate,
     )
     if p.realism is not None:  # REALISM: the RTT samples the senders see are noisy
-        rtt_wsum = rz.observe_rtt(p.realism, s.tick, acked, rtt_wsum)
+        rtt_wsum = rz.observe_rtt(p.realism, u[1:], acked, rtt_wsum)
     out = TickOut(
         time=t1,
         active=active,

@@ -11,9 +11,10 @@ multiply-adds differently, and a closed-loop sender can amplify an ulp); so the 
 parser and the environments give a link no ``Realism`` at all when every effect is off, and
 the runner batches links with and without realism apart.
 
-All randomness comes from ``Realism.key`` folded with the tick index
-(``jax.random.fold_in(fold_in(key, tick), stream)``): deterministic under the seed, no state
-for the generator, and independent streams for jitter (0) and RTT noise (1).
+All randomness comes from ``Realism.key`` folded with the tick index: one draw of ``1 + F``
+uniforms per tick (``jax.random.uniform(fold_in(key, tick), (1 + F,))``; element 0 for the
+jitter, the others for each flow's RTT noise): deterministic under the seed, no generator
+state, one generator call per tick.
 
 * **Jitter** (``jitter_s``: non-congestive one-way delay variation, e.g. a Wi-Fi MAC's retries
   or a cellular scheduler).  An element after the bottleneck holds each tick's bytes for an
@@ -77,7 +78,6 @@ PAD = 3e38  # unused cross-traffic segments start here (never reached); the core
 NEVER = -1e30  # "no bytes have left the jitter element yet"
 MIN_RTT_SAMPLE_S = 1e-4  # a noisy RTT sample is never below 0.1 ms
 NOISE_CLIP = 3.0  # RTT noise is a standard normal truncated to ±3, times rtt_noise_s
-JITTER_STREAM, NOISE_STREAM = 0, 1
 
 
 @struct.dataclass
@@ -124,8 +124,10 @@ def init_state(r: Realism | None) -> RealismState | None:
     return RealismState(jitter_last=jnp.full((), NEVER, z.dtype), cross_offered=z, cross_admitted=z)
 
 
-def _tick_key(r: Realism, tick: jax.Array, stream: int) -> jax.Array:
-    return jax.random.fold_in(jax.random.fold_in(r.key, tick), stream)
+def tick_uniforms(r: Realism, tick: jax.Array, n: int, dtype) -> jax.Array:
+    """[n] uniforms in [0, 1) for one tick: element 0 for the jitter, 1.. for the RTT noise of
+    each flow (one generator call per tick; deterministic in (key, tick))."""
+    return jax.random.uniform(jax.random.fold_in(r.key, tick), (n,), dtype)
 
 
 # ----------------------------------------------------------------------------- cross traffic
@@ -145,13 +147,14 @@ def cross_update(st: RealismState, offered: jax.Array, admitted: jax.Array) -> R
 # ----------------------------------------------------------------------------- jitter
 
 
-def jitter(r: Realism, st: RealismState, tick: jax.Array, dep: jax.Array) -> tuple[jax.Array, RealismState]:
+def jitter(r: Realism, st: RealismState, u: jax.Array, dep: jax.Array) -> tuple[jax.Array, RealismState]:
     """Extra one-way delay (s) of the bytes that leave the queue at ``dep``, and the new state.
 
-    ``extra = max(j, last − dep)`` with ``j ~ U[0, jitter_s]`` (FIFO: never before the previous
-    tick's bytes); exactly 0 when ``jitter_s == 0``.
+    ``extra = max(j, last − dep)`` with ``j = u·jitter_s ~ U[0, jitter_s]`` (``u`` the tick's
+    uniform 0, see ``tick_uniforms``; FIFO: never before the previous tick's bytes); exactly 0
+    when ``jitter_s == 0``.
     """
-    j = r.jitter_s * jax.random.uniform(_tick_key(r, tick, JITTER_STREAM), (), dep.dtype)
+    j = r.jitter_s * u
     extra = jnp.where(r.jitter_s > 0, jnp.maximum(j, st.jitter_last - dep), 0.0)
     return extra, st.replace(jitter_last=jnp.where(r.jitter_s > 0, dep + extra, st.jitter_last))
 
@@ -229,26 +232,24 @@ def feedback_slots(r: Realism, t0: jax.Array, dt: jax.Array, s_a: jax.Array, wid
       ``round(R/dt)``), each lump's RTT sample being ``R`` less its bytes' mean send time.
     """
     per = r.ack_agg_s
-    plain = _spread(dt, s_a, width, ring_len, n_slots)
-    shifted = _spread(dt, jnp.minimum(s_a + 0.5 * per / dt, ring_len), width, ring_len, n_slots)
+    lump = per >= dt
+    # Off (P = 0): the core's spread as is; below a tick: the spread, P/2 later.
+    shift = jnp.where((per > 0) & ~lump, 0.5 * per / dt, 0.0)
+    spread = _spread(dt, jnp.minimum(s_a + shift, ring_len), width, ring_len, n_slots)
     lumped = _lumps(per, t0, dt, s_a, width, ring_len, n_slots)
-    mode = jnp.where(per <= 0, 0, jnp.where(per < dt, 1, 2))
-
-    def pick(a, b, c):
-        return jnp.where(mode == 0, a, jnp.where(mode == 1, b, c))
-
-    return tuple(pick(a, b, c) for a, b, c in zip(plain, shifted, lumped))
+    return tuple(jnp.where(lump, b, a) for a, b in zip(spread, lumped))
 
 
 # ----------------------------------------------------------------------------- RTT noise
 
 
-def observe_rtt(r: Realism, tick: jax.Array, acked: jax.Array, rtt_wsum: jax.Array) -> jax.Array:
+def observe_rtt(r: Realism, u: jax.Array, acked: jax.Array, rtt_wsum: jax.Array) -> jax.Array:
     """The ``rtt_wsum`` a sender sees: each flow's mean sample ``rtt_wsum/acked`` plus
-    ``rtt_noise_s·z`` (z truncated-normal in ±3), at least ``MIN_RTT_SAMPLE_S``; unchanged
-    (bit for bit) when ``rtt_noise_s == 0`` or nothing was acked."""
-    z = jax.random.truncated_normal(_tick_key(r, tick, NOISE_STREAM), -NOISE_CLIP, NOISE_CLIP, acked.shape,
-                                    rtt_wsum.dtype)
+    ``rtt_noise_s·z``, at least ``MIN_RTT_SAMPLE_S``; unchanged (bit for bit) when
+    ``rtt_noise_s == 0`` or nothing was acked.  ``z`` is a standard normal truncated to ±3,
+    by the inverse CDF of the flows' uniforms ``u`` [F] (``tick_uniforms``)."""
+    lo = jax.scipy.special.ndtr(-NOISE_CLIP)
+    z = jax.scipy.special.ndtri(lo + u * (1.0 - 2.0 * lo))
     has = acked > 0
     mean = rtt_wsum / jnp.maximum(acked, 1e-30)
     noisy = jnp.maximum(mean + r.rtt_noise_s * z, MIN_RTT_SAMPLE_S)
