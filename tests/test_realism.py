@@ -228,6 +228,31 @@ def test_jitter_is_fifo_deterministic_and_conserves():
     assert int(sim.clamped) == 0
 
 
+@pytest.mark.parametrize("controller", ["cubic", "bbr"])
+def test_all_effects_with_closed_loop_senders_conserve(controller):
+    """Every effect at once under two closed-loop flows with different RTTs and a capacity step:
+    per flow sent = acked + lost + in flight, per link admitted − served = queue (cross bytes
+    included), nothing clamped, the cross traffic's offered = admitted + dropped (its drops are
+    never negative), and the flows still get most of what the cross traffic leaves."""
+    sc = _scenario({"schedule": [[0, 20], [4, 8], [8, 20]], "buffer_bytes": 120_000, "loss": 0.002,
+                    "jitter_ms": 12, "ack_agg_ms": 16, "rtt_noise_ms": 2, "cross_traffic": [[0, 4], [6, 0], [9, 6]]},
+                   [{"rtt_ms": 30, "controller": controller},
+                    {"rtt_ms": 70, "start_s": 1, "controller": controller}], duration=12.0)
+    sim, traj, tr = _run(sc)
+    np.testing.assert_allclose(sim.sent_total, sim.acked_total + sim.lost_total + sim.inflight, rtol=1e-4, atol=64)
+    # float32 running totals of ~3e7 bytes over 2400 ticks: compare at their rounding scale.
+    np.testing.assert_allclose(float(sim.admitted_total - sim.served_total), float(sim.queue),
+                               atol=5e-5 * float(sim.admitted_total))
+    assert int(sim.clamped) == 0
+    st = sim.realism
+    assert float(st.cross_admitted) <= float(st.cross_offered) * (1 + 1e-6)
+    np.testing.assert_allclose(float(st.cross_offered), (4 * 6 + 6 * 3) * 125_000, rtol=1e-3)
+    assert np.all(np.asarray(traj.cross) >= 0)
+    m = metrics.evaluate_trace(tr)
+    cap = (20 * 8 + 8 * 4) / 12  # mean capacity, Mbit/s
+    assert m["throughput_mbps"] + m["cross_mbps"] > 0.7 * cap, m
+
+
 def test_large_jitter_and_aggregation_are_not_clamped():
     sc = _scenario({"bandwidth_mbps": 10, "buffer_bytes": BUF, "jitter_ms": 400, "ack_agg_ms": 300}, FLOW2,
                    duration=5.0)
