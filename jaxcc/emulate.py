@@ -11,7 +11,7 @@ random loss by iptables, and propagation delay from the NFQUEUE tool ``nfq_delay
 has no netem); see ``jaxcc.emulation`` for the parts (namespaces and tc, delay tool, runner,
 results and plots, Mahimahi) and ../shared/EMULATION.md for the measurements behind them.
 Scenarios and controllers are those of ``jaxcc.scenarios`` and ``jaxcc.controllers`` (plus the
-harness's own ``emu/*`` links); simulator-only controllers (cubic, copa, oracle) are refused.
+harness's own ``emu/*`` links); simulator-only controllers (cubic, reno, copa, oracle) are refused.
 
 Results go to ``DIR/results.json`` in the shared contract (one record per scenario x
 controller; Jain's index over the last 20 s as in the simulator), with per-flow detail, plus
