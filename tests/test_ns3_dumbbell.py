@@ -183,6 +183,10 @@ def test_run_scenario_refuses_what_it_cannot_run(tmp_path):
                  [{"rtt_ms": 40, "controller": "bbr"}], 5.0)
     with pytest.raises(ValueError, match=r"t.link.poisson"):
         ns3.run_scenario(pois, ["reno"], tmp_path)
+    jit = _spec({"bandwidth_mbps": 10, "buffer_bytes": 50_000, "jitter_ms": 5},
+                [{"rtt_ms": 40, "controller": "reno"}], 5.0)
+    with pytest.raises(ValueError, match=r"t.link.jitter_ms: not modelled by the ns-3 reference"):
+        ns3.run_scenario(jit, ["reno"], tmp_path)
 
 
 @pytest.mark.parametrize("ctrl, ns3_type", [("cubic", "TcpCubic"), ("bbr", "TcpBbr")])

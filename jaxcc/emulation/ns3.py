@@ -62,7 +62,7 @@ from pathlib import Path
 from typing import Any
 
 from jaxcc import metrics
-from jaxcc.scenarios import Scenario
+from jaxcc.scenarios import REALISM_FIELDS, Scenario
 
 REPO = Path(__file__).resolve().parent.parent.parent
 BINARY_NAME = "ns3-dumbbell"
@@ -113,9 +113,13 @@ def capacity_schedule(spec: Scenario, seed: int = 0) -> list[tuple[float, float]
     """The bottleneck's rate steps [(t_s, Mbit/s), ...] from t = 0 (random forms drawn from ``seed``).
 
     Raises:
-      ValueError: a trace or Poisson link (naming the field), or a rate below 0.01 Mbit/s.
+      ValueError: a trace or Poisson link or a realism field (naming the field), or a rate below
+        0.01 Mbit/s.
     """
     link = spec.link
+    on = [k for k in REALISM_FIELDS if getattr(link, k)]
+    if on:  # jitter, ACK aggregation, RTT noise and cross traffic exist only in the simulator
+        raise ValueError(f"{spec.name}.link.{on[0]}: not modelled by the ns-3 reference (simulator only)")
     if link.trace is not None or link.poisson is not None:
         form = "trace" if link.trace is not None else "poisson"
         raise ValueError(f"{spec.name}.link.{form}: the ns-3 reference takes constant, schedule and "
