@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--scenario-file", action="append", default=[], help="scenario JSON file")
     g.add_argument("--suite", default=None, help="a jaxcc.scenarios suite, or a comma-separated list of them")
     ap.add_argument("--controller", default=None,
-                    help="comma list: policy:FILE, bbr, fixed:MBPS, kernel:cubic, kernel:bbr; "
+                    help="comma list: policy:FILE, bbr, fixed:MBPS, kernel:cubic, kernel:reno, kernel:bbr; "
                          "default: the scenario's own flow controllers")
     ap.add_argument("--out", default="emulate_out")
     ap.add_argument("--trace-bin-ms", type=float, default=100.0,
