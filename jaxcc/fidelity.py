@@ -18,7 +18,8 @@ is a ``jaxcc.scenarios.Scenario``, so every side runs the same spec:
   as the simulator does) over the netns harness (``jaxcc.emulation.runner.Runner``; root);
   ``ns3`` runs the ns-3 dumbbell (``jaxcc.emulation.ns3.run_scenario``).
 
-The comparison is on link level (``link_view``, one formula for both sides), against the
+The comparison is on link level (``link_view``, one formula for both sides, from the per-flow
+entries: throughput in IP bytes, delay weighted by delivered volume, loss by sent volume), against the
 issue's tolerances (``TOLERANCES``): link throughput within 5%, p95 one-way delay within 15% or
 5 ms, loss within 1 percentage point, Jain's index within 0.05 (only with two or more flows;
 over the last 20 s, ``jaxcc.metrics.jain_window``).  Known limitations (``KNOWN_LIMITATIONS``)
@@ -214,7 +215,7 @@ def draw_cases(controllers: Sequence[str], n: int, seed: int, reference: str = "
     (``ns3_credible``) are redrawn from the same stream.
     """
     _check_choice("--reference", [reference], REFERENCES)
-    _check_choice("--controllers", controllers, CONTROLLERS)
+    _check_choice("--controllers", controllers, available_controllers())
     if n < 1:
         raise ValueError(f"--cases: must be >= 1, got {n}")
     out = []
@@ -229,6 +230,13 @@ def draw_cases(controllers: Sequence[str], n: int, seed: int, reference: str = "
                 raise RuntimeError(f"no ns-3-credible {c} case drawn in 1000 tries")
             out.append(case_from_params(f"fid-{reference}-{c}-s{seed}-{i}", c, params))
     return out
+
+
+def available_controllers() -> tuple[str, ...]:
+    """The controllers the simulator has (``reno`` arrives with the in-sim NewReno)."""
+    from jaxcc.controllers import SIM_KINDS
+
+    return tuple(c for c in CONTROLLERS if c in SIM_KINDS)
 
 
 def _check_choice(flag: str, values: Sequence[str], allowed: Sequence[str]) -> None:
@@ -282,8 +290,9 @@ def ip_factor(flow: dict) -> float:
 def link_view(rec: dict, case: Case) -> dict:
     """The compared link-level metrics of a record, computed from its per-flow entries alike for
     every side (as ``jaxcc.emulation.results.make_record`` does): throughput = all flows' goodput
-    (IP bytes) over the time any flow runs; p95 one-way delay and loss = the per-flow values
-    weighted by each flow's delivered volume; Jain's index as the record has it."""
+    (IP bytes) over the time any flow runs; p95 one-way delay = the per-flow values weighted by
+    each flow's delivered volume; loss = all lost over all sent (each flow's loss weighted by what
+    it sent, delivered / (1 - loss)); Jain's index as the record has it."""
     flows = case.scenario.flows
     per = rec["per_flow"]
     if len(per) != len(flows):
@@ -296,15 +305,17 @@ def link_view(rec: dict, case: Case) -> dict:
         vol.append(thr * ip_factor(f) * (fl.stop_s - fl.start_s))
     span = max(fl.stop_s for fl in flows) - min(fl.start_s for fl in flows)
 
-    def weighted(key: str) -> float:
-        pairs = [(v, f.get(key)) for v, f in zip(vol, per) if f.get(key) is not None]
+    def weighted(key: str, weights: Sequence[float]) -> float:
+        pairs = [(w, f.get(key)) for w, f in zip(weights, per) if f.get(key) is not None]
         if not pairs:
             return float("nan")
-        w = sum(v for v, _ in pairs)
-        return sum(v * x for v, x in pairs) / w if w > 0 else float(np.mean([x for _, x in pairs]))
+        total = sum(w for w, _ in pairs)
+        return sum(w * x for w, x in pairs) / total if total > 0 else float(np.mean([x for _, x in pairs]))
 
-    return {"throughput_mbps": sum(vol) / span, "p95_owd_ms": weighted("p95_owd_ms"), "loss": weighted("loss"),
-            "jain": float(rec["jain"]) if rec.get("jain") is not None else float("nan")}
+    # loss is lost over sent, so each flow's loss weighs with what it sent: delivered / (1 - loss)
+    sent = [v / max(1.0 - (f.get("loss") or 0.0), 1e-9) for v, f in zip(vol, per)]
+    return {"throughput_mbps": sum(vol) / span, "p95_owd_ms": weighted("p95_owd_ms", vol),
+            "loss": weighted("loss", sent), "jain": float(rec["jain"]) if rec.get("jain") is not None else float("nan")}
 
 
 def check_metric(metric: str, sim: float, ref: float) -> dict:
@@ -610,8 +621,8 @@ def format_pass_rates(rates: dict, reference: str) -> str:
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python -m jaxcc.fidelity", description=__doc__.split("\n")[0])
     ap.add_argument("--reference", required=True, help="kernel (netns, root) or ns3")
-    ap.add_argument("--controllers", default="cubic,reno,bbr,fixed",
-                    help=f"comma-separated, from {','.join(CONTROLLERS)}")
+    ap.add_argument("--controllers", default=",".join(available_controllers()),
+                    help=f"comma-separated, from {','.join(available_controllers())} (default: all)")
     ap.add_argument("--cases", type=int, default=10, help="random cases per controller")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", required=True, help="output folder (fidelity.json, runs/)")
