@@ -9,7 +9,7 @@ PIP_FLAGS ?= -q
 PIP_SYSTEM := $(shell $(PY) -c 'import os, sys, sysconfig; print("--break-system-packages" if sys.prefix == sys.base_prefix and os.path.exists(os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED")) else "")' 2>/dev/null)
 CONFIG ?= pareto_staged
 
-.PHONY: help deps sysdeps pydeps train baselines test pytest datapath bazel fuzz bench clean
+.PHONY: help deps sysdeps pydeps train baselines test pytest datapath ns3 bazel fuzz bench clean
 
 help:
 	@echo "make train   install jaxcc and run the main job (python -m jaxcc.train --config=$(CONFIG))"
@@ -36,6 +36,9 @@ datapath: sysdeps  ## C++ sender/receiver/policy library (CMake) and their Googl
 	bash datapath/build.sh
 	bash datapath/tools/build.sh
 
+ns3: sysdeps  ## the ns-3.37 dumbbell reference (Debian's libns3-dev) -> datapath/ns3/build/ns3-dumbbell
+	bash datapath/ns3/build.sh
+
 bazel: sysdeps  ## the same C++ targets through Bazel (Debian's bazel-bootstrap, offline)
 	bash datapath/bazel_check.sh
 
@@ -45,10 +48,10 @@ fuzz: datapath  ## libFuzzer, 60 s per target; fails on a crash or too few execu
 pytest: pydeps
 	$(PY) -m pytest -q -p no:cacheprovider tests
 
-test: deps datapath bazel fuzz pytest
+test: deps datapath ns3 bazel fuzz pytest
 
 bench: pydeps
 	$(PY) -m jaxcc.bench --out=bench.json
 
 clean:
-	rm -rf datapath/build build results .pytest_cache
+	rm -rf datapath/build datapath/ns3/build build results .pytest_cache

@@ -11,4 +11,5 @@ its parts, one job per module (nothing here imports the CLI; the arrows are the 
     results   per-flow statistics, results.json records (Jain: jaxcc.metrics), plots <- spec
     runner    one scenario on a fresh netns link; a scenario x controller sweep   <- all above
     mahimahi  plan/collect/merge for launch/mahimahi_run.sh                       <- runner, results
+    ns3       a scenario on the ns-3.37 dumbbell (datapath/ns3/): one results record <- (metrics)
 """
