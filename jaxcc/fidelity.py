@@ -284,7 +284,7 @@ def ip_factor(flow: dict) -> float:
     if impl == "jaxcc":
         size = (flow.get("sender_summary") or {}).get("packet_size") or PACKET - UDP_HEADERS
         return (size + UDP_HEADERS) / size
-    return float(flow.get("ip_bytes_per_goodput_byte", 1.0))   # the simulator; ns-3 says so itself
+    return 1.0   # the simulator; ns-3 counts 1500-byte packets itself (jaxcc.emulation.ns3)
 
 
 def link_view(rec: dict, case: Case) -> dict:
@@ -657,6 +657,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(format_pass_rates(report["pass_rates"], a.reference))
     print(f"known limitations cover {100 * report['limited_fraction']:.0f}% of cases "
           f"(at most {MAX_LIMITED_FRACTION:.0%}): {report['limitation_counts']}")
+    late = [v["lateness"] for v in report["verdicts"] if v.get("lateness")]
+    if late:
+        print(f"delay tool lateness over {len(late)} runs: mean {np.median([x['mean_late_us'] for x in late]):.0f} us "
+              f"(median of runs; worst run {max(x['mean_late_us'] for x in late):.0f} us), max "
+              f"{max(x['max_late_us'] for x in late) / 1e3:.1f} ms; re-runs {sum(v['attempts'] > 1 for v in report['verdicts'])}")
     print(f"wrote {os.path.join(a.out, 'fidelity.json')}")
     return 0
 
