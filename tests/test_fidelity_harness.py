@@ -158,7 +158,7 @@ def test_shipped_limitations_are_narrow_and_explained():
         assert set(lim.controllers) <= set(F.CONTROLLERS) and set(lim.references) <= set(F.REFERENCES), name
     # all of them together cover at most a tenth of the drawn cases of each reference
     for ref in F.REFERENCES:
-        cases = F.draw_cases(CTRLS, 50, 0, ref)
+        cases = F.draw_cases([c for c in CTRLS if ref != "ns3" or c not in F.NS3_NOT_CREDIBLE], 50, 0, ref)
         covered = sum(bool(F.limitations_for(c, ref)) for c in cases)
         assert covered <= F.MAX_LIMITED_FRACTION * len(cases), (ref, covered)
 
@@ -247,17 +247,17 @@ def test_reno_friendly_crossover_by_hand():
 
 
 def test_ns3_draws_only_its_credible_region():
-    cases = F.draw_cases(CTRLS, 40, 0, "ns3")
+    with pytest.raises(ValueError, match="bbr is not compared with ns-3: ns-3.37's TcpBbr collapses"):
+        F.draw_cases(["bbr"], 1, 0, "ns3")
+    cases = F.draw_cases([c for c in CTRLS if c != "bbr"], 40, 0, "ns3")
     for c in cases:
-        if c.controller == "bbr":
-            assert len(c.scenario.flows) == 1
         if c.controller == "cubic":
             assert c.params["loss"] == 0 and F.cubic_window_is_large(c.params)
     assert any(len(c.scenario.flows) > 1 for c in cases if c.controller == "cubic")
     # a small window (1% loss, 10 Mbit/s, 100 ms, 1 BDP) is not credible for ns-3's CUBIC
     small = _case(flows=((100.0, 0.0),), loss=0.01, bw=10.0, buffer_bytes=125_000).params
     assert not F.ns3_credible("cubic", small) and F.ns3_credible("reno", small)
-    assert not F.ns3_credible("bbr", _case(flows=((40.0, 0.0), (40.0, 0.0))).params)
+    assert not F.ns3_credible("bbr", _case(flows=((40.0, 0.0),)).params)
 
 
 def test_bad_arguments_are_one_line_errors(capsys):
