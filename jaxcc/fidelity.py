@@ -631,8 +631,14 @@ def format_pass_rates(rates: dict, reference: str) -> str:
 
 # ----------------------------------------------------------------------------- CLI
 
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, no usage block
+        print(f"error: {message} (python -m jaxcc.fidelity --help)", file=sys.stderr)
+        raise SystemExit(2)
+
+
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(prog="python -m jaxcc.fidelity", description=__doc__.split("\n")[0])
+    ap = _Parser(prog="python -m jaxcc.fidelity", description=__doc__.split("\n")[0])
     ap.add_argument("--reference", required=True, help="kernel (netns, root) or ns3")
     ap.add_argument("--controllers", default=None,
                     help=f"comma-separated, from {','.join(available_controllers())} (default: all the reference "

@@ -269,7 +269,11 @@ def test_bad_arguments_are_one_line_errors(capsys):
                    f"error: --controllers: ['vegas'] not allowed; choose from {', '.join(CTRLS)}",
                    "error: --cases: must be >= 1, got 0"]
     assert F.main(["--reference=kernel"]) == 2  # argparse: --out is required
-    assert "--out" in capsys.readouterr().err
+    assert F.main(["--reference=kernel", "--cases=x", "--out=/tmp/x"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and "--out" in err[0] and "--cases: invalid int value: 'x'" in err[1]
+    assert F.main(["--reference=ns3", "--controllers=bbr", "--out=/tmp/x"]) == 2
+    assert "bbr is not compared with ns-3" in capsys.readouterr().err
 
 
 # ----------------------------------------------------------------------------- simulator side
