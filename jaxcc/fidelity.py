@@ -4,10 +4,11 @@
     python -m jaxcc.fidelity --reference=ns3 --controllers=reno,cubic,fixed --cases=14 --out=DIR
 
 For each controller, ``draw_cases`` draws ``--cases`` random links from the issue's target space
-(1–5 flows with mixed RTTs, at most 8× apart as a scenario allows, and start times, 1–200 Mbit/s, 10–400 ms, 0.1–4 BDP buffers, 0–2%
-random loss), every flow of a case driven by the same controller: ``cubic``, ``reno``, ``bbr``
-or ``fixed:MBPS`` (a constant rate drawn below, around or above the link's capacity).  Each case
-is a ``jaxcc.scenarios.Scenario``, so every side runs the same spec:
+(1–5 flows with mixed RTTs, at most 8× apart as a scenario allows, and start times; 1–200
+Mbit/s, 10–400 ms, 0.1–4 BDP buffers, 0–2% random loss), every flow of a case driven by the
+same controller: ``cubic``, ``reno``, ``bbr`` or ``fixed:MBPS`` (a constant rate drawn below,
+around or above the link's capacity).  Each case is a ``jaxcc.scenarios.Scenario``, so every
+side runs the same spec:
 
 * the simulator: all cases of one controller in one compiled batch (``simulate``, through
   ``jaxcc.sim.runner.build_batches`` / ``run_batch`` and ``jaxcc.metrics.evaluate_trace``, as
@@ -69,7 +70,7 @@ REFERENCES = ("kernel", "ns3")
 FLOWS = (1, 5)
 BANDWIDTH_MBPS = (1.0, 200.0)
 RTT_MS = (10.0, 400.0)
-MAX_RTT_SPREAD = 8.0             # the simulator's limit on one link's RTT ratio (the tick is a fraction of the smallest)
+MAX_RTT_SPREAD = 8.0             # a scenario's limit on one link's RTT ratio (jaxcc.scenarios)
 BUFFER_BDP = (0.1, 4.0)
 LOSS = (0.0, 0.02)
 LOSSLESS_SHARE = 1 / 3           # a third of the cases have no random loss at all
@@ -586,7 +587,8 @@ def describe(params: dict) -> str:
     """A case's parameters on one line."""
     rtts = "/".join(f"{r:g}" for r in params["rtt_ms"])
     starts = "/".join(f"{s:g}" for s in params["start_s"])
-    extra = f", fixed {params['fixed_mbps']:g} Mbit/s per flow ({params['fixed_regime']})" if "fixed_mbps" in params else ""
+    extra = (f", fixed {params['fixed_mbps']:g} Mbit/s per flow ({params['fixed_regime']})"
+             if "fixed_mbps" in params else "")
     return (f"{params['flows']} flow(s), {params['bandwidth_mbps']:g} Mbit/s, RTT {rtts} ms, start {starts} s, "
             f"buffer {params['buffer_bdp']:g} BDP ({params['buffer_bytes']} B), loss {100 * params['loss']:g}%, "
             f"{params['duration_s']:g} s{extra}")
@@ -684,7 +686,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if late:
         print(f"delay tool lateness over {len(late)} runs: mean {np.median([x['mean_late_us'] for x in late]):.0f} us "
               f"(median of runs; worst run {max(x['mean_late_us'] for x in late):.0f} us), max "
-              f"{max(x['max_late_us'] for x in late) / 1e3:.1f} ms; re-runs {sum(v['attempts'] > 1 for v in report['verdicts'])}")
+              f"{max(x['max_late_us'] for x in late) / 1e3:.1f} ms; "
+              f"re-runs {sum(v['attempts'] > 1 for v in report['verdicts'])}")
     print(f"wrote {os.path.join(a.out, 'fidelity.json')}")
     return 0
 

@@ -40,7 +40,7 @@ def _skip_reason() -> str | None:
         return "the kernel reference needs root (network namespaces, tc, iptables)"
     if shutil.which("ip") is None:
         return "no iproute2 'ip': network namespaces cannot be made here"
-    probe = "jxekfprobe"
+    probe = "jxekf" + os.urandom(2).hex()
     made = subprocess.run(["ip", "netns", "add", probe], capture_output=True, text=True)
     if made.returncode != 0:
         return f"network namespaces unavailable: {made.stderr.strip()}"

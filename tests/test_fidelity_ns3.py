@@ -3,12 +3,14 @@
 ns-3.37's credible region (``jaxcc.fidelity.ns3_credible``): NewReno (``reno``) and constant-rate
 senders anywhere in the target space, CUBIC only at large windows (its ``TcpCubic`` has no
 Reno-friendly region, RFC 9438 §4.3); never BBR (its ``TcpBbr`` collapses after a
-retransmission timeout; ``jaxcc.fidelity.NS3_NOT_CREDIBLE``), which the kernel sweep covers.  Every case asserts every metric except what a counted known limitation
-excuses; ``test_pass_rates`` prints the table and the pass rates per controller and metric and
-asserts at least 90% of each controller's cases within every tolerance.
+retransmission timeout; ``jaxcc.fidelity.NS3_NOT_CREDIBLE``), which the kernel sweep covers.
+Every case asserts every metric except what a counted known limitation excuses;
+``test_pass_rates`` prints the table and the pass rates per controller and metric and asserts at
+least 90% of each controller's cases within every tolerance.
 
 Skips only when the ns-3 dumbbell program is not built (``make ns3``).
-The longer command: ``python -m jaxcc.fidelity --reference=ns3 --controllers=cubic,reno,fixed --cases=14 --out=DIR``.
+The longer command:
+``python -m jaxcc.fidelity --reference=ns3 --controllers=cubic,reno,fixed --cases=14 --out=DIR``.
 """
 
 from __future__ import annotations
