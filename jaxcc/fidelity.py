@@ -474,8 +474,9 @@ def reference_controller(case: Case, reference: str) -> str:
 
 
 def delay_valid(rec: dict) -> bool:
-    """The emulator's own verdict on its delay line (``delay_check.valid``; absent: valid)."""
-    return bool((rec.get("delay_check") or {}).get("valid", True))
+    """The emulator's own verdict on its delay line: only ``delay_check.valid`` False is invalid
+    (absent or None, not measured, counts as valid)."""
+    return (rec.get("delay_check") or {}).get("valid") is not False
 
 
 def _run_kernel(case: Case, out_dir: Path, prefix: str | None) -> dict:
@@ -515,15 +516,22 @@ def run_reference(case: Case, reference: str, out_dir: Path, *, prefix: str | No
 
 def lateness(rec: dict) -> dict | None:
     """The delay tool's lateness over all its queues (``rec["delay_tool"]``): packets, the
-    packet-weighted mean and the largest mean and max lateness (µs)."""
+    packet-weighted mean and the largest mean and max lateness (µs); with the emulator's
+    self-check, also its p95 and max hold error (ms) and reasons (``rec["delay_check"]``)."""
     qs = [q for q in ((rec.get("delay_tool") or {}).get("queues") or []) if q.get("packets")]
     if not qs:
         return None
     n = sum(q["packets"] for q in qs)
-    return {"packets": n, "mean_late_us": sum(q["packets"] * q.get("mean_late_us", 0.0) for q in qs) / n,
-            "worst_queue_mean_late_us": max(q.get("mean_late_us", 0.0) for q in qs),
-            "max_late_us": max(q.get("max_late_us", 0.0) for q in qs),
-            "dropped_full": sum(q.get("dropped_full", 0) for q in qs)}
+    out = {"packets": n, "mean_late_us": sum(q["packets"] * q.get("mean_late_us", 0.0) for q in qs) / n,
+           "worst_queue_mean_late_us": max(q.get("mean_late_us", 0.0) for q in qs),
+           "max_late_us": max(q.get("max_late_us", 0.0) for q in qs),
+           "dropped_full": sum(q.get("dropped_full", 0) for q in qs)}
+    check = rec.get("delay_check") or {}
+    hold = check.get("hold_err_ms") or {}
+    if hold:
+        out.update(hold_err_p95_ms=hold.get("p95"), hold_err_max_ms=hold.get("max"), valid=check.get("valid"),
+                   reasons=check.get("reasons"))
+    return out
 
 
 def _strip_series(rec: dict) -> dict:
@@ -601,6 +609,10 @@ def format_cases(verdicts: Sequence[dict], reference: str) -> str:
         late = v.get("lateness")
         late_s = (f"; delay tool late mean {late['mean_late_us']:.0f} us, max {late['max_late_us'] / 1e3:.1f} ms"
                   if late else "")
+        if late and late.get("hold_err_p95_ms") is not None:
+            late_s += f", hold error p95 {late['hold_err_p95_ms']:.2f} ms"
+        if v.get("attempts", 1) > 1:
+            late_s += f"; attempts {v['attempts']}"
         lim = f"; limitations: {', '.join(v['limitations'])}" if v["limitations"] else ""
         lines.append(f"{v['case']} [{v['verdict'].upper()}] {describe(v['params'])}{lim}{late_s}")
         if v["verdict"] == "invalid":

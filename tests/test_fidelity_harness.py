@@ -194,6 +194,7 @@ def test_invalid_runs_are_rerun_once(monkeypatch, tmp_path):
     assert runs == ["try1", "try2"] and not rec["valid"]
     assert F.compare_case(_case(), {}, rec, "kernel", valid=rec["valid"])["verdict"] == "invalid"
     assert F.delay_valid({}) and F.delay_valid({"delay_check": {}})
+    assert F.delay_valid({"delay_check": {"valid": None}})  # not measured
     assert not F.delay_valid({"delay_check": {"valid": False}})
 
 
