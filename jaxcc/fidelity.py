@@ -355,18 +355,23 @@ def check_metric(metric: str, sim: float, ref: float) -> dict:
     raise ValueError(f"unknown metric {metric!r}; metrics: {METRICS}")
 
 
-def compare_case(case: Case, sim_rec: dict, ref_rec: dict | None, reference: str, *,
+def compare_case(case: Case, sim_rec: dict, ref_rec: dict | Sequence[dict] | None, reference: str, *,
                  valid: bool = True, table: dict[str, Limitation] | None = None) -> dict:
     """The verdict of one case: per metric pass / fail / excused (a known limitation) / n/a
     (Jain with one flow); the case passes when no metric fails.  ``valid=False`` (the emulator's
-    self-check) makes the whole case ``invalid``."""
+    self-check) makes the whole case ``invalid``.  Several reference runs of the case (a list):
+    each metric is compared with their median, and their values are kept (``ref_runs``) to show
+    the reference's own spread."""
     lims = limitations_for(case, reference, table)
     out = {"case": case.name, "controller": case.controller, "params": case.params,
            "limitations": sorted(lims), "checks": {}}
-    if not valid or ref_rec is None:
+    refs = [] if ref_rec is None else [ref_rec] if isinstance(ref_rec, dict) else list(ref_rec)
+    if not valid or not refs:
         out["verdict"] = "invalid"
         return out
-    s, r = link_view(sim_rec, case), link_view(ref_rec, case)
+    s = link_view(sim_rec, case)
+    views = [link_view(x, case) for x in refs]
+    r = {m: float(np.median([v[m] for v in views])) for m in METRICS}
     excused = {m for ms in lims.values() for m in ms}
     failed = False
     for m in METRICS:
@@ -374,6 +379,8 @@ def compare_case(case: Case, sim_rec: dict, ref_rec: dict | None, reference: str
             out["checks"][m] = {"sim": s[m], "ref": r[m], "verdict": "n/a"}
             continue
         c = check_metric(m, s[m], r[m])
+        if len(views) > 1:
+            c["ref_runs"] = [v[m] for v in views]
         c["verdict"] = "pass" if c["ok"] else ("excused" if m in excused else "fail")
         failed |= c["verdict"] == "fail"
         out["checks"][m] = c
@@ -542,8 +549,12 @@ def _strip_series(rec: dict) -> dict:
 
 
 def run_sweep(reference: str, controllers: Sequence[str], n: int, seed: int, out_dir: str | os.PathLike, *,
-              prefix: str | None = None, log=sys.stderr, table: dict[str, Limitation] | None = None) -> dict:
-    """Draw, simulate, run the reference, compare; writes ``out_dir/fidelity.json``; returns the report."""
+              prefix: str | None = None, log=sys.stderr, table: dict[str, Limitation] | None = None,
+              repeats: int = 1) -> dict:
+    """Draw, simulate, run the reference (``repeats`` times per case; compared with the median of
+    the valid runs), compare; writes ``out_dir/fidelity.json``; returns the report."""
+    if repeats < 1:
+        raise ValueError(f"--repeats: must be >= 1, got {repeats}")
     out = Path(out_dir)
     cases = draw_cases(controllers, n, seed, reference)
     t0 = time.time()
@@ -553,15 +564,19 @@ def run_sweep(reference: str, controllers: Sequence[str], n: int, seed: int, out
     verdicts, records = [], []
     for k, case in enumerate(cases):
         t1 = time.time()
-        ref = run_reference(case, reference, out / "runs" / case.name, prefix=prefix, seed=seed)
-        v = compare_case(case, sim[case.name], ref, reference, valid=ref["valid"], table=table)
-        v["attempts"] = ref["attempts"]
-        v["lateness"] = lateness(ref)
+        runs = [run_reference(case, reference, out / "runs" / case.name / (f"r{r}" if repeats > 1 else ""),
+                              prefix=prefix, seed=seed + r)
+                for r in range(repeats)]
+        ok = [x for x in runs if x["valid"]]
+        v = compare_case(case, sim[case.name], ok, reference, valid=bool(ok), table=table)
+        v["attempts"] = sum(x["attempts"] for x in runs)
+        v["lateness"] = lateness(runs[-1])
         verdicts.append(v)
         records.append({"case": case.name, "scenario": case.scenario.to_dict(), "sim": _strip_series(sim[case.name]),
-                        "reference": _strip_series(ref)})
+                        "reference": _strip_series(runs[0]) if repeats == 1 else [_strip_series(x) for x in runs]})
         print(f"[fidelity] {k + 1}/{len(cases)} {case.name}: {v['verdict']} ({time.time() - t1:.0f} s)", file=log)
     report = {"reference": reference, "controllers": list(controllers), "cases_per_controller": n, "seed": seed,
+              "repeats": repeats,
               "tolerances": TOLERANCES, "pass_rate_target": PASS_RATE_TARGET,
               "limitations": {name: {"metrics": lim.metrics, "controllers": lim.controllers, "why": lim.why,
                                      "references": lim.references}
@@ -612,7 +627,7 @@ def format_cases(verdicts: Sequence[dict], reference: str) -> str:
         if late and late.get("hold_err_p95_ms") is not None:
             late_s += f", hold error p95 {late['hold_err_p95_ms']:.2f} ms"
         if v.get("attempts", 1) > 1:
-            late_s += f"; attempts {v['attempts']}"
+            late_s += f"; reference runs {v['attempts']}"
         lim = f"; limitations: {', '.join(v['limitations'])}" if v["limitations"] else ""
         lines.append(f"{v['case']} [{v['verdict'].upper()}] {describe(v['params'])}{lim}{late_s}")
         if v["verdict"] == "invalid":
@@ -621,8 +636,10 @@ def format_cases(verdicts: Sequence[dict], reference: str) -> str:
         lines.append(f"    {'metric':16s} {'sim':>10s} {reference:>10s} {'diff':>11s}  verdict")
         for m in METRICS:
             c = v["checks"][m]
+            spread = (f"  ({reference} runs {_fmt(m, min(c['ref_runs']))}..{_fmt(m, max(c['ref_runs']))})"
+                      if c.get("ref_runs") else "")
             lines.append(f"    {m:16s} {_fmt(m, c['sim']):>10s} {_fmt(m, c['ref']):>10s} {_fmt_diff(m, c):>11s}  "
-                         f"{c['verdict']}")
+                         f"{c['verdict']}{spread}")
     return "\n".join(lines)
 
 
@@ -659,6 +676,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                          "is credible for)")
     ap.add_argument("--cases", type=int, default=10, help="random cases per controller")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--repeats", type=int, default=1,
+                    help="reference runs per case; each metric is compared with their median (their spread printed)")
     ap.add_argument("--out", required=True, help="output folder (fidelity.json, runs/)")
     ap.add_argument("--prefix", default=None, help="netns name prefix (default jxekf + random hex)")
     return ap.parse_args(argv)
@@ -675,6 +694,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         controllers = [c.strip() for c in a.controllers.split(",") if c.strip()]
     try:
         draw_cases(controllers, a.cases, a.seed, a.reference)  # validates every argument first
+        if a.repeats < 1:
+            raise ValueError(f"--repeats: must be >= 1, got {a.repeats}")
         if a.prefix is not None and (not a.prefix.startswith("jxe") or len(a.prefix) > 9):
             raise ValueError(f"--prefix: must start with 'jxe' and have at most 9 characters, got {a.prefix!r}")
         if a.reference == "kernel" and os.geteuid() != 0:
@@ -685,7 +706,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 raise ValueError("--reference=ns3: the ns-3 program is not built (make ns3)")
         from jaxcc import jax_cache
         jax_cache.enable_compilation_cache()
-        report = run_sweep(a.reference, controllers, a.cases, a.seed, a.out, prefix=a.prefix)
+        report = run_sweep(a.reference, controllers, a.cases, a.seed, a.out, prefix=a.prefix, repeats=a.repeats)
     except (ValueError, ImportError, EmulationError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -7,7 +7,9 @@ pass rates, the random case generator, the simulator's one-batch padding, the CL
 
 from __future__ import annotations
 
+import json
 import math
+import os
 
 import numpy as np
 import pytest
@@ -116,6 +118,16 @@ def test_jain_only_with_two_or_more_flows():
     v = F.compare_case(two, _rec([(5.0, 50.0, 0.0)] * 2, 1.0), _rec([(5.0, 50.0, 0.0)] * 2, 0.9), "kernel")
     assert v["checks"]["jain"]["verdict"] == "fail" and v["verdict"] == "fail"
     assert v["checks"]["jain"]["diff"] == pytest.approx(0.1)
+
+
+def test_several_reference_runs_compare_with_their_median():
+    case = _case()
+    refs = [_rec([(x, 50.0, 0.0)]) for x in (8.0, 10.4, 20.0)]
+    v = F.compare_case(case, _rec([(10.0, 50.0, 0.0)]), refs, "kernel")
+    c = v["checks"]["throughput_mbps"]
+    assert c["ref"] == pytest.approx(10.4) and c["verdict"] == "pass" and c["ref_runs"] == pytest.approx([8, 10.4, 20])
+    assert "(kernel runs 8.00..20.00)" in F.format_cases([v], "kernel")
+    assert F.compare_case(case, _rec([(10.0, 50.0, 0.0)]), [], "kernel")["verdict"] == "invalid"
 
 
 def test_every_metric_is_judged():
@@ -273,6 +285,8 @@ def test_bad_arguments_are_one_line_errors(capsys):
     assert F.main(["--reference=kernel", "--cases=x", "--out=/tmp/x"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2 and "--out" in err[0] and "--cases: invalid int value: 'x'" in err[1]
+    assert F.main(["--reference=kernel", "--repeats=0", "--out=/tmp/x"]) == 2
+    assert capsys.readouterr().err.strip() == "error: --repeats: must be >= 1, got 0"
     assert F.main(["--reference=ns3", "--controllers=bbr", "--out=/tmp/x"]) == 2
     assert "bbr is not compared with ns-3" in capsys.readouterr().err
 
@@ -293,3 +307,30 @@ def test_one_batch_per_controller_equals_separate_runs():
         assert together[name]["duration_s"] == alone[name]["duration_s"]
     # and the trace is cut at the case's own end: 20 s of a 3 Mbit/s link at most
     assert together["u"]["throughput_mbps"] <= 3.0 + 1e-6
+
+
+def test_sweep_writes_the_report(monkeypatch, tmp_path):
+    # the sweep's plumbing with both sides faked: every flow 1 Mbit/s, 50 ms, no loss; the
+    # reference's second run of each case 2 Mbit/s, the third 1.02 (median 1.02: within 5%)
+    def rec(case, mbps):
+        return {"per_flow": [{"flow": i, "throughput_mbps": mbps, "p95_owd_ms": 50.0, "loss": 0.0}
+                             for i in range(case.num_flows)], "jain": 1.0}
+
+    monkeypatch.setattr(F, "simulate", lambda cases: {c.name: rec(c, 1.0) for c in cases})
+    runs = []
+
+    def fake_ref(case, reference, out_dir, prefix=None, seed=0):
+        runs.append((case.name, out_dir.name, seed))
+        r = rec(case, {"r0": 1.0, "r1": 2.0, "r2": 1.02}[out_dir.name])
+        r.update(attempts=1, valid=True)
+        return r
+
+    monkeypatch.setattr(F, "run_reference", fake_ref)
+    report = F.run_sweep("kernel", ["fixed"], 2, 3, tmp_path, repeats=3, log=open(os.devnull, "w"))
+    assert [r[1:] for r in runs] == [("r0", 3), ("r1", 4), ("r2", 5)] * 2
+    assert [v["verdict"] for v in report["verdicts"]] == ["pass", "pass"]
+    assert report["pass_rates"]["fixed"]["cases"]["rate"] == 1.0
+    saved = json.load(open(tmp_path / "fidelity.json"))
+    assert saved["repeats"] == 3 and len(saved["records"][0]["reference"]) == 3
+    c = saved["verdicts"][0]["checks"]["throughput_mbps"]
+    assert c["ref"] == pytest.approx(1.02 * c["sim"]) and c["ref_runs"] == pytest.approx([c["sim"], 2 * c["sim"], c["ref"]])
