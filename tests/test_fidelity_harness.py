@@ -329,6 +329,7 @@ def test_sweep_writes_the_report(monkeypatch, tmp_path):
     report = F.run_sweep("kernel", ["fixed"], 2, 3, tmp_path, repeats=3, log=open(os.devnull, "w"))
     assert [r[1:] for r in runs] == [("r0", 3), ("r1", 4), ("r2", 5)] * 2
     assert [v["verdict"] for v in report["verdicts"]] == ["pass", "pass"]
+    assert [(v["attempts"], v["reruns"]) for v in report["verdicts"]] == [(3, 0), (3, 0)]
     assert report["pass_rates"]["fixed"]["cases"]["rate"] == 1.0
     saved = json.load(open(tmp_path / "fidelity.json"))
     assert saved["repeats"] == 3 and len(saved["records"][0]["reference"]) == 3
