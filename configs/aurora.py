@@ -26,6 +26,8 @@ Starting rates below ``envs.base.MIN_RATE`` (0.01 Mbit/s) are raised to it.
 
 import ml_collections
 
+from jaxcc.envs.base import realism_config
+
 
 def get_config() -> ml_collections.ConfigDict:
     c = ml_collections.ConfigDict()
@@ -42,6 +44,10 @@ def get_config() -> ml_collections.ConfigDict:
     c.env = ml_collections.ConfigDict()
     c.env.name = "aurora"  # Table 1 ranges, MI = ½ RTT, 400-MI episodes: the env's defaults
     c.env.overrides = ml_collections.ConfigDict()
+    # Link realism in the training distribution (jaxcc.envs.base.RealismRanges: jitter, ACK
+    # aggregation, RTT noise, cross traffic).  Off (every maximum 0): the paper's literal setup,
+    # bit-identical to no realism.  --config.env.overrides.realism.jitter_ms_max=20 turns one on.
+    c.env.overrides.realism = ml_collections.ConfigDict(realism_config())
     # AuroraParams fields to replace.  Not in the paper (see the docstring): 70 % of the episodes
     # start at 0.1–30 % of the bandwidth (log-uniform) instead of the paper's 30–150 %.
     c.env.params = ml_collections.ConfigDict()

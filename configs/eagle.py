@@ -7,6 +7,8 @@ Paper where given (§IV-B–D, Algorithm 2); "decided" marks our choices.
 
 import ml_collections
 
+from jaxcc.envs.base import realism_config
+
 
 def get_config() -> ml_collections.ConfigDict:
     c = ml_collections.ConfigDict()
@@ -23,6 +25,10 @@ def get_config() -> ml_collections.ConfigDict:
     c.env = ml_collections.ConfigDict()
     c.env.name = "eagle"  # 20–120 Mbps, RTT 10–400 ms, buffers, loss; 3-RTT steps: the env's defaults
     c.env.overrides = ml_collections.ConfigDict()
+    # Link realism in the training distribution (jaxcc.envs.base.RealismRanges: jitter, ACK
+    # aggregation, RTT noise, cross traffic).  Off (every maximum 0): the paper's literal setup,
+    # bit-identical to no realism.  --config.env.overrides.realism.jitter_ms_max=20 turns one on.
+    c.env.overrides.realism = ml_collections.ConfigDict(realism_config())
 
     c.cem = ml_collections.ConfigDict()
     c.cem.episode_steps = 50  # §IV-D

@@ -8,6 +8,8 @@ Scale ``num_envs``, ``stages[*].num_updates`` and ``td3.grad_steps`` up on a GPU
 
 import ml_collections
 
+from jaxcc.envs.base import realism_config
+
 
 def get_config() -> ml_collections.ConfigDict:
     c = ml_collections.ConfigDict()
@@ -22,6 +24,10 @@ def get_config() -> ml_collections.ConfigDict:
     c.env = ml_collections.ConfigDict()
     c.env.name = "pareto"
     c.env.overrides = ml_collections.ConfigDict()  # EnvConfig overrides passed to make_env (e.g. history=8)
+    # Link realism in the training distribution (jaxcc.envs.base.RealismRanges: jitter, ACK
+    # aggregation, RTT noise, cross traffic).  Off (every maximum 0): the paper's literal setup,
+    # bit-identical to no realism.  --config.env.overrides.realism.jitter_ms_max=20 turns one on.
+    c.env.overrides.realism = ml_collections.ConfigDict(realism_config())
 
     # Algorithm 2: each stage adds one fixed-size segment to the shared buffer.
     # --config.stages.advance.num_updates=500 changes one stage; --config.stage_order=bootstrap runs one.

@@ -70,7 +70,7 @@ def pareto(records: Sequence[dict], controller: str) -> list[Verdict]:
 
 
 BAR_SETS = {"pareto": pareto}
-BASELINE_LABELS = ("bbr", "cubic", "copa", "oracle")
+BASELINE_LABELS = ("bbr", "cubic", "reno", "copa", "oracle")
 
 
 def check(name: str, records: Sequence[dict]) -> dict[str, list[Verdict]]:

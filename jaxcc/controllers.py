@@ -1,11 +1,11 @@
 """Controller names shared by every command, the scenario spec and the C++ sender.
 
-    bbr | cubic | copa | oracle | fixed:MBPS | policy:FILE | kernel:cubic | kernel:reno | kernel:bbr
+    bbr | cubic | reno | copa | oracle | fixed:MBPS | policy:FILE | kernel:cubic | kernel:reno | kernel:bbr
 
 ``kernel:*`` (Linux TCP through iperf3 -C; reno is the kernel's NewReno) exists only in
 emulation (``jaxcc.emulate``);
-``cubic``, ``copa`` and ``oracle`` exist only in the simulator (the C++ sender has no CUBIC
-or Copa, and no oracle can exist outside it).
+``cubic``, ``reno``, ``copa`` and ``oracle`` exist only in the simulator (the C++ sender has no
+CUBIC, NewReno or Copa, and no oracle can exist outside it).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import math
 import os
 from typing import NamedTuple
 
-SIM_KINDS = ("bbr", "cubic", "copa", "oracle", "fixed", "policy")
+SIM_KINDS = ("bbr", "cubic", "reno", "copa", "oracle", "fixed", "policy")
 KERNEL_KINDS = ("kernel:cubic", "kernel:reno", "kernel:bbr")
 
 
@@ -34,11 +34,12 @@ def parse_controller(name: str, *, field: str = "controller", allow_kernel: bool
     Raises:
       ValueError: naming ``field`` and the allowed forms when the name is not valid.
     """
-    allowed = "bbr, cubic, oracle, fixed:MBPS, policy:FILE, copa" + (", " + ", ".join(KERNEL_KINDS) if allow_kernel else "")
+    allowed = ("bbr, cubic, reno, oracle, fixed:MBPS, policy:FILE, copa"
+               + (", " + ", ".join(KERNEL_KINDS) if allow_kernel else ""))
     if not isinstance(name, str) or not name:
         raise ValueError(f"{field}: expected a controller name ({allowed}), got {name!r}")
     text = name.strip()
-    if text in ("bbr", "cubic", "copa", "oracle"):
+    if text in ("bbr", "cubic", "reno", "copa", "oracle"):
         return ControllerSpec(text, "", text)
     if text.startswith("fixed:"):
         try:

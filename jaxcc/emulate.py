@@ -1,7 +1,7 @@
 """Emulated-link harness: run jaxcc controllers on real packets across a Linux emulated link.
 
     python -m jaxcc.emulate --scenario=NAME | --scenario-file=spec.json \\
-        --controller=policy:FILE|bbr|fixed:MBPS|kernel:cubic|kernel:bbr[,...] --out=DIR
+        --controller=policy:FILE|bbr|fixed:MBPS|kernel:cubic|kernel:reno|kernel:bbr[,...] --out=DIR
     python -m jaxcc.emulate --suite=pareto --controller=policy:F,kernel:cubic --out=DIR
     python -m jaxcc.emulate --cleanup          # remove leftovers of killed runs
 
@@ -11,7 +11,7 @@ random loss by iptables, and propagation delay from the NFQUEUE tool ``nfq_delay
 has no netem); see ``jaxcc.emulation`` for the parts (namespaces and tc, delay tool, runner,
 results and plots, Mahimahi) and ../shared/EMULATION.md for the measurements behind them.
 Scenarios and controllers are those of ``jaxcc.scenarios`` and ``jaxcc.controllers`` (plus the
-harness's own ``emu/*`` links); simulator-only controllers (cubic, copa, oracle) are refused.
+harness's own ``emu/*`` links); simulator-only controllers (cubic, reno, copa, oracle) are refused.
 
 Results go to ``DIR/results.json`` in the shared contract (one record per scenario x
 controller; Jain's index over the last 20 s as in the simulator), with per-flow detail, plus

@@ -137,7 +137,8 @@ def with_duration(sc: Scenario, duration_s: float) -> Scenario:
 
 def _is_random(sc: Scenario) -> bool:
     """Whether the scenario's link depends on the seed (else every seed gives the same run)."""
-    return sc.link.random_steps is not None or sc.link.poisson is not None
+    return (sc.link.random_steps is not None or sc.link.poisson is not None
+            or bool(sc.link.jitter_ms or sc.link.rtt_noise_ms))  # realism's per-tick draws
 
 
 def _own_label(sc: Scenario) -> str:
@@ -153,7 +154,7 @@ def _mean(xs):
 def _average_runs(runs: list[dict]) -> dict:
     """Average the per-run metric dicts (per-flow entries flow by flow)."""
     keys = ["throughput_mbps", "capacity_mbps", "utilization", "p95_owd_ms", "p95_qdelay_ms", "mean_owd_ms", "loss",
-            "power", "jain"]
+            "power", "jain", "cross_mbps"]
     out = {k: _mean([r[k] for r in runs]) for k in keys}
     out["jain_note"] = runs[0]["jain_note"]
     out["jain_window_s"] = runs[0]["jain_window_s"]
@@ -254,6 +255,8 @@ def run_evaluation(scenarios: Sequence[Scenario], entries: Sequence[ControllerEn
                 "runs_note": None if _is_random(sc) else "deterministic link: one run stands for every seed",
                 "duration_s": sc.duration_s,
             }
+            if sc.link.cross_traffic:  # realism: the unresponsive cross traffic the link carried
+                rec["cross_mbps"] = a["cross_mbps"]
             records.append(rec)
     return {"results": records, "series": series, "runs": dict(per_run)}
 
@@ -338,7 +341,7 @@ def define_flags(flag_values=None):
     from absl import flags
 
     fv = flag_values if flag_values is not None else flags.FLAGS
-    flags.DEFINE_string("controller", None, "comma-separated controllers: bbr, cubic, oracle, fixed:MBPS, policy:FILE "
+    flags.DEFINE_string("controller", None, "comma-separated controllers: bbr, cubic, reno, oracle, fixed:MBPS, policy:FILE "
                         "(default: each flow's own controller)", flag_values=fv)
     flags.DEFINE_string("suite", None, f"a scenario suite or a comma-separated list: {', '.join(sorted(SUITES))}",
                         flag_values=fv)

@@ -64,6 +64,7 @@ class Trace:
     capacity: np.ndarray
     queue: np.ndarray | None = None
     rate: np.ndarray | None = None  # [T, F] pacing rate the controller asked for (bytes/s)
+    cross: np.ndarray | None = None  # [T] cross-traffic bytes admitted to the queue (jaxcc.sim.realism)
 
     @property
     def num_flows(self) -> int:
@@ -79,7 +80,8 @@ def from_batch(traj, rates, batch, i: int) -> Trace:
         time=g(traj.time), dt=float(np.asarray(batch.params.dt)[i]), active=np.asarray(traj.active[i, :, :f], bool),
         sent=per(traj.sent), acked=per(traj.acked), lost=per(traj.lost), admitted=per(traj.admitted),
         owd=per(traj.owd), qdelay=g(traj.qdelay), capacity=g(traj.capacity), queue=g(traj.queue),
-        rate=None if rates is None else per(rates))
+        rate=None if rates is None else per(rates),
+        cross=g(np.broadcast_to(np.asarray(traj.cross), np.shape(traj.time))))
 
 
 # ----------------------------------------------------------------------------- building blocks
@@ -225,6 +227,9 @@ def link_metrics(tr: Trace, window: tuple[float, float] | None = None) -> dict:
         "mean_owd": float(np.sum(tr.owd[m] * adm) / np.sum(adm)) if np.sum(adm) > 0 else float("nan"),
         "loss": float(np.sum(tr.sent[m] - adm)) / sent if sent > 0 else 0.0,
         "active_s": busy_s,
+        # cross traffic carried (bytes/s admitted to the queue) over the whole window
+        "cross": (float(np.sum(tr.cross[m])) / (float(np.sum(m)) * tr.dt)
+                  if tr.cross is not None and np.any(m) else 0.0),
     }
 
 
@@ -304,6 +309,7 @@ def evaluate_trace(tr: Trace, *, window: tuple[float, float] | None = None, jain
         "p95_qdelay_ms": lm["p95_qdelay"] * 1e3,
         "mean_owd_ms": lm["mean_owd"] * 1e3,
         "loss": lm["loss"],
+        "cross_mbps": lm["cross"] / MBPS,
         "power": power(lm["throughput"] / MBPS, lm["mean_owd"]),
         "jain": jain,
         "jain_note": jnote,

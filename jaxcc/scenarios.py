@@ -14,6 +14,21 @@ Extensions: ``"random_steps": {"low_mbps", "high_mbps", "every_s"}`` (a new unif
 ``"trace_bin_ms"`` (default 10) for traces.  Random forms are drawn from the evaluation seed.
 ``stop_s`` defaults to ``duration_s`` and ``start_s`` to 0.
 
+Realism (optional ``link`` fields, all off by default; the model is in ``jaxcc.sim.realism``;
+random draws come from the evaluation seed; the emulation refuses them, "not emulated yet"):
+
+* ``"jitter_ms"`` (0–1000): non-congestive one-way delay variation, a FIFO extra delay
+  ``U[0, jitter_ms]`` drawn per tick after the bottleneck; added to the one-way delay, the RTT
+  samples and the feedback's arrival, not to the queueing delay.
+* ``"ack_agg_ms"`` (0–1000): ACK aggregation period; ACKs (and loss notices) are held to the
+  next multiple of it (Wi-Fi, cellular); data is not delayed.
+* ``"rtt_noise_ms"`` (0–1000): standard deviation of noise on the RTT samples the senders see
+  (normal, truncated at ±3σ); the physics is unchanged.
+* ``"cross_traffic": [[t_s, mbps], ...]`` (first at 0, times increasing, 0–100000 Mbit/s, at
+  most ``MAX_CROSS_SEGMENTS`` entries): an unresponsive stream entering the bottleneck queue,
+  piecewise constant; it shares drop-tail drops with the flows in proportion to arrivals and
+  shows in the queue, the flows' delay and loss, and the results' ``cross_mbps``.
+
 Named scenarios (``get_scenario``; ``list_scenarios``; suites with ``get_suite``):
 
 * ``pareto/*`` — Pareto §V test set (Table I/II, Fig. 5–10): RTT 90 ms, 440 KB buffer, 30 s.
@@ -52,6 +67,10 @@ from jaxcc.sim.trace import find_trace
 
 KB = 1000  # the papers' buffer sizes (375 KB, 440 KB) are decimal kilobytes
 PACKET = 1500
+MAX_CROSS_SEGMENTS = 256  # cross-traffic entries per spec (the model costs O(segments) per tick)
+REALISM_MS_MAX = 1000.0  # jitter_ms, ack_agg_ms, rtt_noise_ms are in [0, 1000]
+CROSS_MBPS_MAX = 100_000.0
+REALISM_FIELDS = ("jitter_ms", "ack_agg_ms", "rtt_noise_ms", "cross_traffic")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,6 +91,25 @@ class LinkSpec:
     trace_bin_ms: float = 10.0
     random_steps: dict | None = None
     poisson: dict | None = None
+    jitter_ms: float = 0.0
+    ack_agg_ms: float = 0.0
+    rtt_noise_ms: float = 0.0
+    cross_traffic: tuple[tuple[float, float], ...] | None = None
+
+    @property
+    def has_realism(self) -> bool:
+        """Whether any realism field is on (``jitter_ms``, ``ack_agg_ms``, ``rtt_noise_ms``,
+        ``cross_traffic``)."""
+        return bool(self.jitter_ms or self.ack_agg_ms or self.rtt_noise_ms
+                    or any(m > 0 for _, m in self.cross_traffic or ()))
+
+    def realism(self, *, seed: int = 0):
+        """The link's ``jaxcc.sim.realism.Realism`` (per-tick draws keyed by ``seed``), or None
+        when every realism field is off (0): then the model runs exactly as without them."""
+        if not self.has_realism:
+            return None
+        return links.realism_params(seed=seed, jitter_s=self.jitter_ms / 1e3, ack_agg_s=self.ack_agg_ms / 1e3,
+                                    rtt_noise_s=self.rtt_noise_ms / 1e3, cross=self.cross_traffic)
 
     def capacity(self, seed: int = 0, duration_s: float = 60.0) -> links.Schedule:
         """The capacity schedule (random forms drawn from ``seed``)."""
@@ -114,8 +152,12 @@ class Scenario:
         link = {k: v for k, v in dataclasses.asdict(self.link).items() if v is not None}
         if link.get("trace_bin_ms") == 10.0:
             link.pop("trace_bin_ms")
-        if "schedule" in link:
-            link["schedule"] = [list(p) for p in link["schedule"]]
+        for k in ("jitter_ms", "ack_agg_ms", "rtt_noise_ms"):
+            if link.get(k) == 0.0:
+                link.pop(k)
+        for k in ("schedule", "cross_traffic"):
+            if k in link:
+                link[k] = [list(p) for p in link[k]]
         return {
             "name": self.name,
             "duration_s": self.duration_s,
@@ -148,6 +190,41 @@ def _check_keys(obj: dict, allowed: set[str], where: str) -> None:
         raise ValueError(f"{where}: unknown key(s) {sorted(unknown)}; allowed: {sorted(allowed)}")
 
 
+def _in_range(obj: dict, key: str, where: str, hi: float) -> float:
+    v = _number(obj, key, where, default=0.0)
+    if not 0.0 <= v <= hi:
+        raise ValueError(f"{where}.{key}: must be in [0, {hi:g}], got {obj[key]!r}")
+    return v
+
+
+def _parse_realism(link: dict, where: str) -> dict[str, Any]:
+    """The realism fields of a spec's link (module docstring), validated; absent ones omitted."""
+    kw: dict[str, Any] = {}
+    for key in ("jitter_ms", "ack_agg_ms", "rtt_noise_ms"):
+        if key in link:
+            kw[key] = _in_range(link, key, where, REALISM_MS_MAX)
+    if "cross_traffic" in link:
+        w = f"{where}.cross_traffic"
+        ct = link["cross_traffic"]
+        if not isinstance(ct, list) or not ct:
+            raise ValueError(f"{w}: expected a non-empty list of [t_s, mbps] pairs")
+        if len(ct) > MAX_CROSS_SEGMENTS:
+            raise ValueError(f"{w}: at most {MAX_CROSS_SEGMENTS} [t_s, mbps] pairs, got {len(ct)}")
+        pairs: list[tuple[float, float]] = []
+        for i, pair in enumerate(ct):
+            if not isinstance(pair, (list, tuple)) or len(pair) != 2:
+                raise ValueError(f"{w}[{i}]: expected [t_s, mbps], got {pair!r}")
+            t = _number({"t_s": pair[0]}, "t_s", f"{w}[{i}]", nonneg=True)
+            m = _in_range({"mbps": pair[1]}, "mbps", f"{w}[{i}]", CROSS_MBPS_MAX)
+            if pairs and t <= pairs[-1][0]:
+                raise ValueError(f"{w}[{i}].t_s: times must increase ({t} after {pairs[-1][0]})")
+            pairs.append((t, m))
+        if pairs[0][0] != 0.0:
+            raise ValueError(f"{w}[0].t_s: the cross traffic must start at 0, got {pairs[0][0]}")
+        kw["cross_traffic"] = tuple(pairs)
+    return kw
+
+
 def parse_scenario(spec: dict, *, source: str = "scenario", base_dir: str | None = None,
                    allow_kernel: bool = True) -> Scenario:
     """Validate a spec dict; every error names the field (``source.link.loss`` ...).
@@ -172,7 +249,7 @@ def parse_scenario(spec: dict, *, source: str = "scenario", base_dir: str | None
         raise ValueError(f"{source}.link: missing or not an object")
     where = f"{source}.link"
     _check_keys(link, {"bandwidth_mbps", "schedule", "trace", "trace_bin_ms", "random_steps", "poisson",
-                       "buffer_bytes", "loss"}, where)
+                       "buffer_bytes", "loss", *REALISM_FIELDS}, where)
     forms = [k for k in ("bandwidth_mbps", "schedule", "trace", "random_steps", "poisson") if k in link]
     if len(forms) != 1:
         raise ValueError(f"{where}: give exactly one of bandwidth_mbps, schedule, trace, random_steps, poisson "
@@ -181,7 +258,7 @@ def parse_scenario(spec: dict, *, source: str = "scenario", base_dir: str | None
     loss = _number(link, "loss", where, nonneg=True, default=0.0)
     if not loss < 1.0:
         raise ValueError(f"{where}.loss: must be in [0, 1), got {loss!r}")
-    kw: dict[str, Any] = {}
+    kw: dict[str, Any] = _parse_realism(link, where)
     if "bandwidth_mbps" in link:
         kw["bandwidth_mbps"] = _number(link, "bandwidth_mbps", where, positive=True)
     elif "schedule" in link:

@@ -12,6 +12,11 @@ delay, p95 queueing delay and loss, flagging what exceeds the agreed bounds: 5% 
 The two sides are compared through the shared results.json contract only, so either can be
 re-run on its own and compared later with ``--compare``.  (Jain's index is not among the
 compared metrics; both sides define it alike: over the last 20 s, ``jaxcc.metrics.jain_window``.)
+
+Only emulated runs that kept time count: a record whose ``delay_check.valid`` is false (the
+delay line's p95 hold error over 2 ms, or tbf off its rate: ``jaxcc.emulation.delay.check``) is
+listed as "invalid, re-run" and never counted as a pass or a failure; one without a check
+(``valid`` null, e.g. Mahimahi) is compared and marked "unchecked".
 """
 
 from __future__ import annotations
@@ -40,11 +45,35 @@ def _load(path: str) -> dict[tuple[str, str], dict]:
     return {(r["scenario"], r["controller"]): r for r in data["results"]}
 
 
+INVALID = "invalid, re-run"
+
+
+def emu_validity(record: dict) -> bool | None:
+    """The emulated run's own verdict on its timing (``delay_check.valid``): True, False, or
+    None when it was not self-checked."""
+    check = record.get("delay_check")
+    return check.get("valid") if isinstance(check, dict) else None
+
+
+def invalid_runs(emu_path: str) -> list[dict]:
+    """The emulated runs that did not keep time: (scenario, controller, reasons), to re-run."""
+    return [{"scenario": k[0], "controller": k[1], "verdict": INVALID,
+             "reasons": list((r.get("delay_check") or {}).get("reasons") or [])}
+            for k, r in sorted(_load(emu_path).items()) if emu_validity(r) is False]
+
+
 def compare(sim_path: str, emu_path: str) -> list[dict]:
-    """Rows of (scenario, controller, metric, sim, emulation, difference, over_bound)."""
+    """Rows of (scenario, controller, metric, sim, emulation, difference, over_bound).
+
+    Emulated runs marked invalid (``invalid_runs``) get no rows: they are neither passes nor
+    failures. ``emu_checked`` is False on rows whose emulated run was not self-checked.
+    """
     sim, emu = _load(sim_path), _load(emu_path)
     rows = []
     for key in sorted(set(sim) & set(emu)):
+        valid = emu_validity(emu[key])
+        if valid is False:
+            continue
         for metric, (kind, bound) in BOUNDS.items():
             a, b = sim[key].get(metric), emu[key].get(metric)
             if a is None or b is None:
@@ -57,23 +86,60 @@ def compare(sim_path: str, emu_path: str) -> list[dict]:
             if metric.endswith("_ms") and abs(a - b) <= DELAY_FLOOR_MS:
                 over = False
             rows.append({"scenario": key[0], "controller": key[1], "metric": metric, "sim": a, "emulation": b,
-                         "difference": diff, "kind": kind, "bound": bound, "over": over})
+                         "difference": diff, "kind": kind, "bound": bound, "over": over,
+                         "emu_checked": valid is True})
     missing = sorted(set(sim) ^ set(emu))
     if missing:
         print(f"sim2real: only on one side (not compared): {missing}", file=sys.stderr)
     return rows
 
 
-def format_rows(rows: list[dict]) -> str:
+def format_rows(rows: list[dict], invalid: list[dict] = ()) -> str:
     lines = [f"{'scenario':18s} {'controller':14s} {'metric':15s} {'sim':>10s} {'emulation':>10s} {'diff':>9s}"]
     for r in rows:
         d = f"{100 * r['difference']:+.1f}{'%' if r['kind'] == 'rel' else 'pp'}"
+        note = ("  <-- over bound" if r["over"] else "") + \
+            ("" if r.get("emu_checked", True) else "  (emulation unchecked)")
         lines.append(f"{r['scenario']:18s} {r['controller']:14s} {r['metric']:15s} {r['sim']:10.3f} "
-                     f"{r['emulation']:10.3f} {d:>9s}{'  <-- over bound' if r['over'] else ''}")
+                     f"{r['emulation']:10.3f} {d:>9s}{note}")
+    for r in invalid:
+        lines.append(f"{r['scenario']:18s} {r['controller']:14s} {INVALID}: {'; '.join(r['reasons'])}")
     over = sum(r["over"] for r in rows)
     lines.append(f"{over} of {len(rows)} comparisons exceed the bounds (5% throughput, 10% or 2 ms p95 delay, "
                  f"1 pp loss)")
+    if invalid:
+        lines.append(f"{len(invalid)} emulated run(s) invalid (the emulator did not keep time): not "
+                     f"compared, re-run them on a quiet machine")
     return "\n".join(lines)
+
+
+def rerun(todo: list[dict], controllers: list[str], which: list[str] | None, emu_json: str,
+          out_dir: str) -> None:
+    """Runs the invalid emulated runs again and puts each new record in place of the old one.
+
+    which: the original --scenario-file/--scenario selection (None: each by its scenario name).
+    """
+    with open(emu_json, encoding="utf-8") as fh:
+        data = json.load(fh)
+    for i, bad in enumerate(todo):
+        ctrl = next((c for c in controllers if c == bad["controller"] or c in bad["controller"].split("+")),
+                    None)
+        if ctrl is None:
+            continue
+        sel = which or ["--scenario", bad["scenario"]]
+        sub = os.path.join(out_dir, str(i))
+        print(f"sim2real: re-running {bad['scenario']} x {bad['controller']} ({INVALID})", file=sys.stderr)
+        subprocess.run([sys.executable, "-m", "jaxcc.emulate", f"--controller={ctrl}", f"{sel[0]}={sel[1]}",
+                        f"--out={sub}", "--no-plots"], check=True)
+        new = _load(os.path.join(sub, "results.json")).get((bad["scenario"], bad["controller"]))
+        if new is None:
+            continue
+        data["results"] = [new if (r["scenario"], r["controller"]) == (bad["scenario"], bad["controller"])
+                           else r for r in data["results"]]
+    tmp = emu_json + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(data, fh, indent=1)
+    os.replace(tmp, emu_json)
 
 
 def main(argv=None) -> int:
@@ -84,11 +150,13 @@ def main(argv=None) -> int:
     group.add_argument("--scenario")
     group.add_argument("--scenario-file")
     ap.add_argument("--out", default="results/sim2real")
+    ap.add_argument("--rerun-invalid", type=int, default=0, metavar="N",
+                    help="re-run emulated runs marked invalid up to N times each (default 0)")
     ap.add_argument("--compare", nargs=2, metavar=("SIM_JSON", "EMU_JSON"), help="only compare two results.json")
     args = ap.parse_args(argv)
     if args.compare:
         rows = compare(*args.compare)
-        print(format_rows(rows))
+        print(format_rows(rows, invalid_runs(args.compare[1])))
         return 0
     if not args.controller or not (args.suite or args.scenario or args.scenario_file):
         ap.error("--controller and one of --suite/--scenario/--scenario-file are required (or --compare)")
@@ -100,10 +168,18 @@ def main(argv=None) -> int:
                     f"--out={sim_dir}"], check=True)
     subprocess.run([py, "-m", "jaxcc.emulate", f"--controller={args.controller}", f"{which[0]}={which[1]}",
                     f"--out={emu_dir}"], check=True)
-    rows = compare(os.path.join(sim_dir, "results.json"), os.path.join(emu_dir, "results.json"))
-    print(format_rows(rows))
+    emu_json = os.path.join(emu_dir, "results.json")
+    for attempt in range(args.rerun_invalid):
+        todo = invalid_runs(emu_json)
+        if not todo:
+            break
+        rerun(todo, args.controller.split(","), which if not args.suite else None, emu_json,
+              os.path.join(emu_dir, f"rerun{attempt + 1}"))
+    rows = compare(os.path.join(sim_dir, "results.json"), emu_json)
+    invalid = invalid_runs(emu_json)
+    print(format_rows(rows, invalid))
     with open(os.path.join(args.out, "sim2real.json"), "w", encoding="utf-8") as fh:
-        json.dump({"bounds": BOUNDS, "rows": rows}, fh, indent=2)
+        json.dump({"bounds": BOUNDS, "rows": rows, "invalid": invalid}, fh, indent=2)
     return 0
 
 

@@ -169,6 +169,32 @@ def test_cubic_sawtooth(cubic_run):
     assert np.all(out.inflight[1:, 0] <= np.maximum(cw[:-1], out.inflight[:-1, 0]) + 1.0)
 
 
+def test_cubic_one_decrease_per_buffer_overflow():
+    """Issue 12's case: one CUBIC flow alone on 20 Mbit/s, 100 ms, a 0.25-BDP buffer (62.5 KB).
+
+    Each overflow must cost ONE multiplicative decrease.  The bytes sent in the tick of the loss
+    notice went out at the old window, so they belong to the recovery it opens; leaving them out
+    made their drops (reported just after recovery closed) a second decrease ~1 RTT later
+    (16.5 Mbit/s, 69.4 ms p95 before the fix).  Hand bound: after a decrease CUBIC needs
+    K = ∛(W_max(1−β)/C) to regrow to W_max ≥ BDP = 166.7 packets, K ≥ ∛(166.7·0.3/0.4) = 5.0 s,
+    so two steady-state decreases are never closer than a couple of seconds.  Reference: ns-3.37
+    TcpCubic on the same dumbbell, 19.4 Mbit/s and 74.2 ms p95 one-way delay (issue 12);
+    the fidelity targets are 5 % throughput and 15 % delay."""
+    sc = _scenario("cubic-quarter-bdp", 20, 100, 0.25 * 20 * MBPS * 0.1, 60.0, "cubic")
+    out, st, _ = _scan("cubic", sc)
+    t = out.time
+    ev = np.nonzero(np.diff(st.loss_events[:, 0]) > 0)[0] + 1
+    steady = t[ev][t[ev] > 2.0]
+    assert len(steady) >= 3
+    k_min = math.cbrt(20 * MBPS * 0.1 / MSS * (1 - cubic.BETA_CUBIC) / cubic.C_CUBIC)
+    assert k_min == pytest.approx(5.0, abs=0.01)
+    assert np.min(np.diff(steady)) > 0.5 * k_min, np.diff(steady)
+    from jaxcc import evaluate
+    (r,) = evaluate.run_evaluation([sc], evaluate.controller_entries(None), progress=False, keep_series=False)["results"]
+    assert r["throughput_mbps"] == pytest.approx(19.4, rel=0.05)
+    assert r["p95_owd_ms"] == pytest.approx(74.2, rel=0.15)
+
+
 # ----------------------------------------------------------------------------- sane numbers
 
 
@@ -178,14 +204,20 @@ def deep_buffer_runs():
     items = [runner.Item(_scenario("deep", 12, 40, 240_000, 15.0, c), 0, c) for c in ("bbr", "cubic")]
     (b,) = runner.build_batches(items, resolve=senders.resolve)
     sim, traj, rates = runner.run_batch(b)
-    return {it.label: (metrics.evaluate_trace(metrics.from_batch(traj, rates, b, i)),
-                       jax.tree.map(lambda x: x[i], sim)) for i, it in enumerate(b.items)}
+    out = {}
+    for i, it in enumerate(b.items):
+        sums = {k: getattr(traj, k)[i].astype(np.float64).sum(0) for k in ("sent", "acked", "lost")}
+        sums["inflight"] = traj.inflight[i, -1].astype(np.float64)
+        sums["ticks"] = traj.sent.shape[1]
+        out[it.label] = (metrics.evaluate_trace(metrics.from_batch(traj, rates, b, i)),
+                         jax.tree.map(lambda x: x[i], sim), sums)
+    return out
 
 
 def test_bbr_small_queue_cubic_fills_deep_buffer(deep_buffer_runs):
     full = 240_000 / (12 * MBPS) * 1e3  # ms to drain a full buffer
-    mb, _ = deep_buffer_runs["bbr"]
-    mc, _ = deep_buffer_runs["cubic"]
+    mb = deep_buffer_runs["bbr"][0]
+    mc = deep_buffer_runs["cubic"][0]
     assert mb["utilization"] >= 0.9
     assert mc["utilization"] >= 0.9
     # BBR's in-flight cap (2 BDP) bounds its queue to about one BDP (40 ms) — far below the buffer.
@@ -196,8 +228,15 @@ def test_bbr_small_queue_cubic_fills_deep_buffer(deep_buffer_runs):
 
 
 def test_conservation_with_baselines(deep_buffer_runs):
-    for label, (_, sim) in deep_buffer_runs.items():
-        np.testing.assert_allclose(sim.sent_total, sim.acked_total + sim.lost_total + sim.inflight, rtol=1e-5, atol=64)
+    for label, (_, sim, sums) in deep_buffer_runs.items():
+        # Per tick, summed in float64: sent = acked + lost + inflight, to rounding.
+        np.testing.assert_allclose(sums["sent"], sums["acked"] + sums["lost"] + sums["inflight"], rtol=1e-6, atol=64)
+        # The state's cumulative counters are float32 accumulators: each of the T additions may
+        # round by half an ulp of the total (2 B at 2e7 B), and a sender that sends the same
+        # fraction of a byte every tick (BBR's paced rate) rounds the same way each time.
+        bound = sums["ticks"] * np.spacing(np.float32(sums["sent"].max())) / 2 + 64
+        np.testing.assert_allclose(sim.sent_total, sim.acked_total + sim.lost_total + sim.inflight, atol=bound)
+        np.testing.assert_allclose(sim.sent_total, sums["sent"], atol=bound)
 
 
 # ----------------------------------------------------------------------------- the Pareto suite (slow)
@@ -234,13 +273,20 @@ def test_pareto_fixed50(pareto_report):
     assert 45.0 < b["p95_owd_ms"] <= 45.0 + full_ms + 1.5
 
 
+# Jain's index of kernel:cubic on pareto/sharedN (last 20 s), measured with jaxcc.emulate.
+KERNEL_CUBIC_JAIN = {2: 0.95, 3: 0.94, 4: 0.86, 5: 0.86}
+
+
 @pytest.mark.slow
 def test_pareto_cubic_fairness(pareto_report):
     for n in (2, 3, 4, 5):
         r = _rec(pareto_report, f"pareto/shared{n}", "cubic")
         assert "last 20 s" in r["jain_note"]
-        # CUBIC converges slowly (Pareto §V-C); four flows sit right at 0.9 after 20 s.
-        assert r["jain"] >= (0.9 if n != 4 else 0.88), (n, r["jain"])
+        # CUBIC converges slowly (Pareto §V-C).  Linux CUBIC on the same scenarios in the netns
+        # harness (kernel:cubic, one run each): Jain 0.95, 0.94, 0.86, 0.86 for 2–5 flows — the
+        # fair share is not reached in 20 s.  The model must be no less fair than the kernel
+        # less issue 12's Jain tolerance (0.05).
+        assert r["jain"] >= KERNEL_CUBIC_JAIN[n] - 0.05, (n, r["jain"])
         assert r["utilization"] >= 0.9
 
 

@@ -22,13 +22,14 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
 from jaxcc import metrics
-from jaxcc.emulation import host, netns, results, runner, spec
+from jaxcc.emulation import delay, host, netns, results, runner, spec
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -226,6 +227,82 @@ def test_fixed_rate_below_and_above_capacity(tmp_path, prefix):
     expected_loss = 1 - (12 * T + 0.375 * 8) / (15 * T)
     assert f["loss"] == pytest.approx(expected_loss, abs=0.03)
     assert hi["utilization"] > 0.9
+    # both runs kept time; with the queue full tbf's rate was checked: 12 Mbit/s of packets
+    for rec in (lo, hi):
+        assert rec["delay_check"]["valid"] is True, rec["delay_check"]
+    tbf = hi["delay_check"]["tbf_rate"]
+    assert tbf["seconds"] > T / 2 and abs(tbf["rel_err"]) < 0.01, tbf
+
+
+def _owd_excess_ms(rec):
+    """The probe receiver's p95 one-way delay above the configured 20 ms: with no queue (6 of
+    100 Mbit/s, where even a 10 ms burst of the flow's packets fits tbf's 1 ms bucket) all of
+    it is the delay line's lateness, measured apart from nfq_delay."""
+    return rec["per_flow"][0]["p95_owd_ms"] - 20.0
+
+
+FAST = {"bandwidth_mbps": 100.0, "buffer_bytes": 375000, "loss": 0.0}
+
+
+@_apply(needs_emulation)
+def test_self_check_catches_a_starved_delay_line(tmp_path, prefix):
+    """A quiet run keeps time and says so; a run whose delay line is starved (nfq_delay's
+    --stall test knob: 10 ms without service every 50 ms, as on an overloaded machine) is
+    marked invalid with the error it measured, and that error is the one the receiver sees."""
+    T = 5.0
+    quiet = _run(_spec("quiet", "fixed:6", T, link=FAST), tmp_path, prefix, impl="probe", tag="quiet")
+    dc = quiet["delay_check"]
+    assert dc["valid"] is True and dc["reasons"] == [], dc
+    assert dc["kstamped_fraction"] > 0.99     # every forwarded packet had its kernel stamp
+    assert dc["hold_err_ms"]["p95"] < 1.0
+    assert _owd_excess_ms(quiet) < 1.5
+
+    sc = _spec("stalled", "fixed:6", T, link=FAST)
+    rec = runner.Runner(sc, ["fixed:6"], tmp_path / "stalled", prefix=prefix, impl="probe",
+                        delay_opts=delay.DelayOptions(stall=(50.0, 10.0))).run()
+    dc = rec["delay_check"]
+    assert dc["valid"] is False, dc
+    assert dc["test_stall"]["stall_ms"] == 10.0 and dc["test_stall"]["stalls"] >= T / 0.05
+    fwd = next(q for q in dc["per_queue"] if q["queue"] == 1)["hold_err_ms"]
+    # a packet due during a stall waits for its end: late by up to 10 ms; one in five is due
+    # during a stall, so the p95 is well inside (0, 10) ms and over the 2 ms bound
+    assert 2.0 < fwd["p95"] <= 10.5 and fwd["max"] <= 11.0, fwd
+    assert any(r.startswith("p95 hold error") for r in dc["reasons"])
+    # independent: the receiver's own one-way delays show the same lateness
+    assert _owd_excess_ms(rec) == pytest.approx(fwd["p95"], abs=1.0)
+
+
+@_apply(needs_emulation)
+def test_self_check_catches_tbf_off_its_rate(tmp_path, prefix):
+    """tbf set to 10.8 Mbit/s behind the harness's back (the schedule says 12): the run's rate
+    check measures about -10% over the time the queue was full and marks the run invalid."""
+    T = 6.0
+    sc = _spec("offrate", "fixed:15", T)
+    dev = f"{prefix}-db"
+
+    def meddle():
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            out = subprocess.run(["ip", "netns", "exec", f"{prefix}-rtr", "tc", "qdisc", "show", "dev", dev],
+                                 capture_output=True, text=True).stdout
+            if "tbf" in out:
+                break
+            time.sleep(0.05)
+        time.sleep(1.0)
+        subprocess.run(["ip", "netns", "exec", f"{prefix}-rtr", "tc", "qdisc", "change", "dev", dev, "root",
+                        "handle", "1:", "tbf", *netns.tbf_args(10.8, 375000)], check=True)
+
+    th = threading.Thread(target=meddle)
+    th.start()
+    rec = _run(sc, tmp_path, prefix, impl="probe", tag="offrate")
+    th.join()
+    dc = rec["delay_check"]
+    assert dc["valid"] is False, dc
+    # the queue (375 KB at 3 Mbit/s excess) is full after ~1 s; nearly all the backlogged time
+    # is after the change (-10%)
+    assert -0.11 < dc["tbf_rate"]["rel_err"] < -0.07, dc["tbf_rate"]
+    assert [r for r in dc["reasons"] if r.startswith("tbf dequeue rate")], dc["reasons"]
+    assert dc["hold_err_ms"]["p95"] < 2.0   # the delay line itself kept time
 
 
 @_apply(needs_emulation)

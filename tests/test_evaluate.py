@@ -33,8 +33,8 @@ def test_controller_entries():
     assert evaluate.controller_entries(None) == [evaluate.ControllerEntry("own", None)]
     got = evaluate.controller_entries("bbr, cubic,fixed:40,bbr")
     assert [e.label for e in got] == ["bbr", "cubic", "fixed:40"]
-    with pytest.raises(ValueError, match="unknown controller 'reno'.*bbr, cubic, oracle, fixed:MBPS"):
-        evaluate.controller_entries("bbr,reno")
+    with pytest.raises(ValueError, match="unknown controller 'vegas'.*bbr, cubic, reno, oracle, fixed:MBPS"):
+        evaluate.controller_entries("bbr,vegas")
     with pytest.raises(ValueError, match="only in emulation"):
         evaluate.controller_entries("kernel:cubic")
     with pytest.raises(ValueError, match="empty name"):
@@ -152,7 +152,7 @@ def test_cli_own_controllers_mixed_link(tmp_path):
 @pytest.mark.parametrize("args, message", [
     (["--suite=nope"], "unknown suite 'nope'; suites:"),
     (["--scenario=pareto/nope"], "named scenarios:"),
-    (["--suite=pareto", "--controller=reno"], "unknown controller 'reno'; allowed: bbr, cubic"),
+    (["--suite=pareto", "--controller=vegas"], "unknown controller 'vegas'; allowed: bbr, cubic, reno"),
     (["--controller=bbr"], "give exactly one of --suite, --scenario, --scenario-file"),
     (["--scenario=pareto/fixed50", "--noout"], None),
     (["--scenario=pareto/fixed50"], "--out: give the output folder"),

@@ -56,6 +56,7 @@ def test_udp_at_twice_capacity_halves_and_fills_the_buffer(tmp_path):
     assert loss == pytest.approx(0.495)
     assert f["loss"] == pytest.approx(loss, abs=1e-3)
     assert f["queue_drops"] == f["sent_packets"] - f["owd"]["n"]
+    assert f["in_network_at_end"] == 0
     assert f["random_losses"] == 0
     assert f["throughput_mbps"] == pytest.approx(c, rel=2e-3)
     bc_ms = buf * 8 / (c * 1e3)                             # B/C = 100 ms
@@ -182,3 +183,22 @@ def test_run_scenario_refuses_what_it_cannot_run(tmp_path):
                  [{"rtt_ms": 40, "controller": "bbr"}], 5.0)
     with pytest.raises(ValueError, match=r"t.link.poisson"):
         ns3.run_scenario(pois, ["reno"], tmp_path)
+    jit = _spec({"bandwidth_mbps": 10, "buffer_bytes": 50_000, "jitter_ms": 5},
+                [{"rtt_ms": 40, "controller": "reno"}], 5.0)
+    with pytest.raises(ValueError, match=r"t.link.jitter_ms: not modelled by the ns-3 reference"):
+        ns3.run_scenario(jit, ["reno"], tmp_path)
+
+
+@pytest.mark.parametrize("ctrl, ns3_type", [("cubic", "TcpCubic"), ("bbr", "TcpBbr")])
+def test_cubic_and_bbr_alone_fill_a_link_with_a_two_bdp_buffer(tmp_path, ctrl, ns3_type):
+    # one flow, no random loss, buffer 2 BDP: the region where ns-3.37's CUBIC and BBR are credible
+    c, buf = 20.0, 200_000
+    d = run(tmp_path, "--duration=10", f"--rate_mbps={c}", f"--buffer_bytes={buf}", f"--flows={ctrl},40,0,10")
+    f = d["flows"][0]
+    assert f["ns3_type"] == ns3_type and f["max_data_ip_bytes"] == 1500
+    assert 0.9 * c <= f["throughput_mbps"] <= c * 1.001
+    assert f["qdelay"]["max_ms"] <= buf * 8 / (c * 1e3)
+    # every data packet sent is delivered, dropped, or (sent while the socket drained after
+    # stop_s) still in the network when the run ends
+    assert f["sent_packets"] == f["owd"]["n"] + f["queue_drops"] + f["random_losses"] + f["in_network_at_end"]
+    assert f["in_network_at_end"] <= (c * 1e6 / 8 * 0.04 + buf) / 1500   # at most BDP + buffer

@@ -39,7 +39,7 @@ def test_valid_spec_round_trips():
     ("link.loss", -0.1, r"link\.loss: must be >= 0"),
     ("flows.0.rtt_ms", 0, r"flows\[0\]\.rtt_ms: must be > 0"),
     ("flows.0.stop_s", 0.0, r"flows\[0\]\.stop_s"),
-    ("flows.0.controller", "reno", r"flows\[0\]\.controller: unknown controller 'reno'"),
+    ("flows.0.controller", "vegas", r"flows\[0\]\.controller: unknown controller 'vegas'"),
     ("flows.0.controller", "fixed:-3", r"flows\[0\]\.controller: .*> 0"),
     ("flows.0.controller", "policy:/no/such/file", r"does not exist"),
     ("link.trace", "/no/such/trace", None),

@@ -25,7 +25,19 @@ def _run(scenario_names, controllers):
     return {(r["scenario"], r["controller"].split("/")[-1]): r for r in rep["results"]}
 
 
-@pytest.mark.parametrize("scenario", ["eagle/10mbps-bdp2", "eagle/lte"])
+# Issue 12 corrected the model's feedback timing (ACKs clocked by the link) and in-sim BBR's
+# delivery-rate samples: BBR's standing queue on the 10 Mbit/s / 100 ms link fell from 160 to 82 ms
+# p95 one-way (ns-3's and the kernel's BBR keep the buffer near empty too).  The shipped Eagle was
+# trained and selected on the old model and misses its bar on both links now (checkpoints/eagle/
+# README.md, "After the model correction"); retraining it is issue 13.  Strict: when a retrained
+# policy meets the bar, these marks must go.
+EAGLE_MISSED_AFTER_ISSUE_12 = pytest.mark.xfail(
+    strict=True, reason="shipped Eagle trained on the pre-issue-12 model: 10 Mbit/s 2 BDP 57.2 vs BBR 82.4 ms "
+                        "(1.4x, bar 2x); LTE 4.12 vs 5.38 Mbit/s (77 %, bar 90 %)")
+
+
+@pytest.mark.parametrize("scenario", [pytest.param("eagle/10mbps-bdp2", marks=EAGLE_MISSED_AFTER_ISSUE_12),
+                                      pytest.param("eagle/lte", marks=EAGLE_MISSED_AFTER_ISSUE_12)])
 def test_eagle_beats_bbr_delay_at_its_throughput(scenario):
     """Issue 5 / Eagle §V (Fig. 7's 10 Mbit/s link with a 2-BDP buffer, Fig. 5's Verizon LTE
     trace): ≥ 90 % of in-sim BBR's throughput at ≥ 2× lower p95 delay."""

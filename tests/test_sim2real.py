@@ -1,6 +1,7 @@
 """The sim-to-real comparison flags exactly the differences beyond the agreed bounds."""
 
 import json
+import os
 
 import pytest
 
@@ -48,3 +49,65 @@ def test_bad_file_is_named(tmp_path):
     bad.write_text("{}")
     with pytest.raises(SystemExit, match="bad.json"):
         sim2real.compare(str(bad), str(bad))
+
+
+def test_invalid_emulated_runs_are_listed_not_judged(tmp_path):
+    """An emulated run that did not keep time (delay_check.valid false) gives no pass and no
+    failure: it is listed as "invalid, re-run"; an unchecked one (valid null) is compared."""
+    bad = dict(rec(10.0, 90.0, 40.0, 0.0), delay_check={"valid": False, "reasons": ["p95 hold error 6.30 ms > 2 ms"]})
+    good = dict(rec(47.0, 100.0, 10.0, 0.0, controller="fixed:40"), delay_check={"valid": True, "reasons": []})
+    unchecked = dict(rec(47.0, 100.0, 10.0, 0.0, controller="fixed:10"), delay_check={"valid": None, "reasons": ["x"]})
+    legacy = rec(20.0, 100.0, 10.0, 0.0, controller="fixed:20")       # written before the check existed
+    sim = write(tmp_path, "s.json", [rec(47.0, 100.0, 10.0, 0.0), rec(47.0, 100.0, 10.0, 0.0, controller="fixed:40"),
+                                     rec(47.0, 100.0, 10.0, 0.0, controller="fixed:10"),
+                                     rec(47.0, 100.0, 10.0, 0.0, controller="fixed:20")])
+    emu = write(tmp_path, "e.json", [bad, good, unchecked, legacy])
+    rows = sim2real.compare(sim, emu)
+    # the invalid bbr run (its throughput is -79% off) is not among the judged rows at all
+    assert {r["controller"] for r in rows} == {"fixed:40", "fixed:10", "fixed:20"}
+    assert len(rows) == 12
+    checked = {r["controller"]: r["emu_checked"] for r in rows}
+    assert checked == {"fixed:40": True, "fixed:10": False, "fixed:20": False}
+    # fixed:20: 47 vs 20 Mbit/s is over the bound (+135%); the others agree exactly
+    assert [r["controller"] for r in rows if r["over"]] == ["fixed:20"]
+    inv = sim2real.invalid_runs(emu)
+    assert inv == [{"scenario": "pareto/fixed50", "controller": "bbr", "verdict": "invalid, re-run",
+                    "reasons": ["p95 hold error 6.30 ms > 2 ms"]}]
+    text = sim2real.format_rows(rows, inv)
+    assert "bbr            invalid, re-run: p95 hold error 6.30 ms > 2 ms" in text
+    assert "1 of 12 comparisons exceed" in text
+    assert "1 emulated run(s) invalid" in text
+    assert text.count("(emulation unchecked)") == 8
+
+
+def test_compare_cli_lists_invalid_runs(tmp_path, capsys):
+    sim = write(tmp_path, "s.json", [rec(47.0, 100.0, 10.0, 0.0)])
+    emu = write(tmp_path, "e.json", [dict(rec(1.0, 900.0, 800.0, 0.5), delay_check={"valid": False, "reasons": ["r"]})])
+    assert sim2real.main(["--compare", sim, emu]) == 0
+    out = capsys.readouterr().out
+    assert "invalid, re-run: r" in out and "0 of 0 comparisons exceed" in out
+
+
+def test_rerun_replaces_only_the_invalid_runs(tmp_path, monkeypatch):
+    """--rerun-invalid: each invalid run is emulated again (its scenario, its controller) and
+    its new record takes the old one's place; valid runs are left as they were."""
+    bad = dict(rec(10.0, 90.0, 40.0, 0.0), delay_check={"valid": False, "reasons": ["late"]})
+    good = dict(rec(40.0, 45.0, 0.0, 0.0, controller="fixed:40"), delay_check={"valid": True, "reasons": []})
+    emu = write(tmp_path, "e.json", [bad, good])
+    calls = []
+
+    def fake_run(cmd, check):
+        calls.append(cmd)
+        out = next(a.split("=", 1)[1] for a in cmd if a.startswith("--out="))
+        os.makedirs(out)
+        new = dict(rec(47.5, 99.0, 9.0, 0.0), delay_check={"valid": True, "reasons": []})
+        with open(os.path.join(out, "results.json"), "w") as fh:
+            json.dump({"results": [new]}, fh)
+
+    monkeypatch.setattr(sim2real.subprocess, "run", fake_run)
+    sim2real.rerun(sim2real.invalid_runs(emu), ["fixed:40", "bbr"], None, emu, str(tmp_path / "rerun1"))
+    assert len(calls) == 1 and "--controller=bbr" in calls[0] and "--scenario=pareto/fixed50" in calls[0]
+    after = {r["controller"]: r for r in json.loads(open(emu).read())["results"]}
+    assert after["bbr"]["throughput_mbps"] == 47.5 and after["bbr"]["delay_check"]["valid"] is True
+    assert after["fixed:40"] == good
+    assert sim2real.invalid_runs(emu) == []

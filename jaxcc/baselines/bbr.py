@@ -33,24 +33,20 @@ the bytes ACKed and lost in that tick and their byte-weighted mean RTT.  So here
 * a round is the same: it ends at the first tick whose ACKs (or loss notices) exceed the
   bytes that were in flight when the round began — FIFO delivery means bytes sent after the
   round start are now being ACKed.  ``round_left`` counts those bytes down;
-* one delivery-rate sample per tick with ACKs: the bytes that were still unACKed when the
-  ACKed bytes were sent (less losses) over their RTT — what Linux's per-ACK sample measures —
-  computed with the ACK times reconstructed in continuous time from a short per-flow history
-  of sent bytes and RTTs, so the fluid model's tick-rounded ACK timing does not bias it
+* one delivery-rate sample per tick with ACKs: the bytes ACKed over the last RTT, over that
+  RTT — what Linux's per-ACK sample measures (data delivered between a packet's send and its
+  ACK), with the core returning ACKs at the rate the bottleneck delivered them
   (``_delivery_rate``);
-  ticks whose ACKs arrive lumped together (two sending ticks rounded into one ACK tick, which
-  happens while a queue drains) give no sample — the fluid form of Linux taking the longer of
-  the send and ACK intervals against ACK compression;
 * an RTT sample is the tick's mean RTT of the ACKed bytes (``TickObs.rtt_mean``);
 * a loss event (entering recovery, ending a probing phase) needs one packet's worth of reported
   drops (``lost_acc``); the cwnd still gives back every lost byte (``cwnd −= rs->losses``).
 
-The history costs ``4 × HISTORY_TICKS`` floats per flow.  What remains of the fluid noise is
-about ±1 % on the samples at 8 ticks per RTT (±0.4 % at 16); BBR's max filter keeps the high
-side, so BBR v1 here — as a real one with noisy samples — can hold a standing queue that only
-the 1 % pacing margin and PROBE_RTT clean up.  On the Pareto links (buffer 440 KB < BDP 562 KB,
-cwnd 2·BDP) BBR v1 can also fill the buffer outright: the paper's Table II reports 116 ms p95
-delay and 1.7 % loss for it on the 50 Mbit/s link; shared links do fill it here.
+The history costs ``HISTORY_TICKS`` floats per flow.  With ACKs clocked by the link the
+samples do not exceed the bottleneck rate, so BtlBw is the capacity and BBR v1 keeps only
+the queue its 1.25 probes make (a single flow on the Pareto link: p95 one-way delay 65 ms,
+ns-3.37's TcpBbr 66 ms; before the core clocked its ACKs the samples ran 1–2.6 % high and
+the max filter kept a standing queue, 111 ms).  Shared links can still fill the buffer (BBR
+v1's cwnd is 2·BDP per flow; the Pareto paper's Table II reports 116 ms p95 and 1.7 % loss).
 
 For experts (Eagle's teacher, Pareto's fallback): ``bbr_rate``, ``bbr_cwnd``, ``bbr_btlbw`` and
 ``bbr_min_rtt`` read a ``BBRState``; ``bbr_init``/``bbr_update`` advance it from ``TickObs``.
@@ -60,7 +56,6 @@ Everything is in bytes, seconds and bytes/s; the constants below are tcp_bbr.c's
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from typing import NamedTuple
 
@@ -68,7 +63,6 @@ import jax
 import jax.numpy as jnp
 
 from jaxcc.sim.controller import Action, Controller, TickObs
-from jaxcc.sim import core as _core
 from jaxcc.sim.core import MSS
 
 # ----------------------------------------------------------------------------- constants
@@ -125,19 +119,13 @@ DEFAULT_RTT_S = 1e-3
 PACING_SHIFT_S = 1.0 / 1024.0
 GSO_MAX_BYTES = 65536.0
 MIN_TSO_RATE = 1.2e6 / 8.0  # bytes/s
-# Ticks of history kept for delivery-rate samples.  A sample looks two RTTs back, so with the
-# default 8 ticks per (smallest) RTT this covers RTTs up to ~5.9× the link's smallest, queueing
-# included; beyond that the sample is the ACK rate over the whole history.
+# Ticks of ACK history kept for delivery-rate samples: one RTT (queueing included) must fit,
+# i.e. RTTs up to ~12× the link's smallest at the default 8 ticks per RTT.
 HISTORY_TICKS = 96
-# Where, inside tick t, the ACKs the core hands over at tick t arrived (in ticks).  The core
-# spreads each sending tick's ACKs over the ticks their arrival window overlaps and hands over
-# at tick t those that arrive during it (centre 0.5); the first core rounded each arrival to the
-# nearest tick start (centre 0).  Read from the core so this works with either.
-ACK_CENTER = 0.5 if "pending" in {f.name for f in dataclasses.fields(_core.SimState)} else 0.0
-# A tick whose ACKs exceed this multiple of the bytes the matching tick sent is an ACK lump.
-LUMP_RATIO = 1.4
 # Slack for comparing fluid byte counters (float32 rounding is far below one byte here).
 EPS_BYTES = 1.0
+# tcp_bbr.c measures RTTs in microseconds (rs->rtt_us).
+RTT_RESOLUTION_S = 1e-6
 # "Infinite" min RTT before the first sample (tcp_bbr.c uses ~0U).
 NO_RTT = 1e9
 
@@ -155,14 +143,9 @@ class BBRState(NamedTuple):
     round_count: jax.Array  # int32
     round_left: jax.Array  # bytes that must still be ACKed/lost before the round ends
     # Per-tick history for delivery-rate samples (``_delivery_rate``): slot tick % HISTORY_TICKS
-    # holds that tick's sent and ACKed bytes, and the RTT (in ticks) and delivered fraction of
-    # the bytes it sent (known once they are ACKed).
+    # holds that tick's ACKed bytes.
     tick: jax.Array  # int32: ticks since the flow started
-    hist_sent: jax.Array  # [HISTORY_TICKS]
-    hist_rho: jax.Array  # [HISTORY_TICKS]
-    hist_dfrac: jax.Array  # [HISTORY_TICKS] delivered fraction of the bytes each tick sent
     hist_acked: jax.Array  # [HISTORY_TICKS]
-    last_sigma: jax.Array  # int32: the latest sending tick whose bytes were ACKed
     last_sample: jax.Array  # the latest delivery-rate sample (bytes/s; 0 without ACKs), for diagnostics
     # BtlBw: max filter over BW_WINDOW_ROUNDS rounds; slot round_count % 10 holds that round's max.
     bw_slots: jax.Array  # [BW_WINDOW_ROUNDS] bytes/s
@@ -232,74 +215,36 @@ def _inflight(s: BBRState, bw, gain, mode, cycle_idx, pacing_rate):
 
 
 def _delivery_rate(s: BBRState, obs: TickObs):
-    """One delivery-rate sample from this tick's ACKs (tcp_rate.c, in fluid form).
+    """One delivery-rate sample from the ACKs of the last round trip (tcp_rate.c, in fluid form).
 
     Linux's sample for an ACKed packet P is the data delivered between P's transmission and its
-    ACK, over that interval.  With FIFO service, that is the data that was still unACKed when P
-    was sent, over P's RTT.  The fluid model hands ACKs over per tick, so counting ACKs per tick
-    over an RTT window would be off by up to a tick's worth (±10 % at 8 ticks per RTT), and
-    BBR's max filter turns such noise into a standing queue.  Instead the ACK timing is
-    reconstructed in continuous time (tick ``t`` spans ``[t, t+1)`` in tick units):
+    ACK over that interval (the longer of the send and the ACK interval, against ACK
+    compression) — about one RTT of deliveries.  The fluid core returns ACKs at the rate the
+    bottleneck delivered the bytes (``core.step`` spreads each tick's ACKs over its FIFO
+    departure interval), so the same quantity is the bytes ACKed over the last RTT
+    (``ρ = rtt_mean / dt`` ticks, the latest ρ ticks of ACKs with the oldest one in part) over
+    that RTT: on a busy link exactly its delivery rate, never more than the capacity; while the
+    sender is rate-limited below it, its own rate.  (A sample per tick from the ACK count of one
+    tick would be off by a tick's rounding; one from the sending history, as this controller
+    did before the core clocked its ACKs, carried the old core's ACK compression into the max
+    filter: BtlBw 1–2.6 % above the capacity and a standing queue.)  When the RTT exceeds the
+    history (very deep queues) the sample is the ACK rate over the whole history.
 
-    * the bytes ACKed now arrived around ``t + ACK_CENTER`` with mean RTT ``ρ·dt`` (continuous),
-      so they were sent around ``u_ref = t + ACK_CENTER − ρ``;
-    * each sending tick's RTT is remembered (``hist_rho``; set from the first ACKs that reach
-      past it);
-    * bytes of tick ``k`` are sent uniformly over ``[k, k+1)`` and ACKed ``ρ_k`` later, so the part
-      of them sent before ``u_ref`` and still unACKed then is
-      ``f_k = clip(min(k+1, u_ref) − max(k, u_ref − ρ_k), 0, 1)``.
-
-    rate = Σ_k sent_k·δ_k·f_k / (ρ·dt),
-
-    with ``δ_k`` the delivered (not dropped) fraction of tick ``k``'s bytes, learnt with its ACKs.
-
-    In steady state this is exact; when the queue grows (ρ rising) it is the bottleneck rate,
-    as a packet-level sample is.  If two RTTs exceed the history (very deep queues) the sample
-    falls back to the ACK rate over the whole history.
-
-    Returns the sample (bytes/s) and the updated history (sent, rho, delivered fraction, acked, last σ).
+    Returns the sample (bytes/s) and the updated ACK history.
     """
     k = HISTORY_TICKS
     t = s.tick  # this tick spans [t, t + 1) in tick units
-    i = jnp.mod(t, k)
-    h_sent = s.hist_sent.at[i].set(obs.sent)
-    h_acked = s.hist_acked.at[i].set(obs.acked)
-    got = obs.acked > 0
+    h_acked = s.hist_acked.at[jnp.mod(t, k)].set(obs.acked)
     rho = obs.rtt_mean / obs.dt
-    # The mean ACKed byte arrived at t + ACK_CENTER, so it was sent at u_ref (continuous ticks).
-    u_ref = t.astype(jnp.float32) + ACK_CENTER - rho
-    k_ref = jnp.floor(u_ref).astype(jnp.int32)
-    slots = jnp.arange(k)
-    abs_tick = t - jnp.mod(t - slots, k)  # absolute tick held by each slot
-    tick_f = abs_tick.astype(jnp.float32)
-    # Sending ticks up to the reference one take this RTT (and delivered fraction) as theirs.
-    fill = got & (abs_tick > s.last_sigma) & (abs_tick <= k_ref)
-    h_rho = jnp.where(fill, rho, s.hist_rho)
-    # Drops are reported with the ACKs of the bytes sent next to them, so this tick's ACKs and
-    # loss notices tell which fraction of the matching sending ticks was delivered.
-    h_dfrac = jnp.where(fill, obs.acked / jnp.maximum(obs.acked + obs.lost, 1e-9), s.hist_dfrac)
-    last_sigma = jnp.where(got, jnp.maximum(s.last_sigma, k_ref), s.last_sigma)
-    # Part of tick k's bytes (sent uniformly over [k, k+1), ACKed ρ_k later) that was sent before
-    # u_ref and still unACKed at u_ref.
-    frac = jnp.clip(jnp.minimum(tick_f + 1.0, u_ref) - jnp.maximum(tick_f, u_ref - h_rho), 0.0, 1.0)
-    frac = jnp.where(abs_tick >= 0, frac, 0.0)
-    unacked = jnp.sum(h_sent * h_dfrac * frac)
-    age = t - abs_tick
-    by_time = unacked / jnp.maximum(rho * obs.dt, 1e-9)
+    age = jnp.mod(t - jnp.arange(k), k).astype(jnp.float32)  # ticks since each slot's tick
+    weight = jnp.where(age <= t.astype(jnp.float32), jnp.clip(rho - age, 0.0, 1.0), 0.0)
+    by_window = jnp.sum(h_acked * weight) / jnp.maximum(rho * obs.dt, 1e-9)
     span = jnp.clip(t + 1, 1, k - 1)
-    by_acks = jnp.sum(jnp.where(age < span, h_acked, 0.0)) / (span.astype(jnp.float32) * obs.dt)
-    # The sum reaches one RTT back from u_ref, itself one RTT back from now: two RTTs of history.
-    fits = (2.0 * rho + 3.0 < k) & (u_ref - rho >= 0.0)
-    # ACK compression: two sending ticks' ACKs landing in one tick (the tick-rounding of older
-    # cores, while a queue drains) carry a mean RTT between the two, and the sample overshoots
-    # by a few percent — which the max filter would keep for 10 rounds.  Linux guards against the
-    # same thing by taking the longer of the send and ACK intervals; here such lumped ticks give
-    # no sample (they only occur while the queue drains, when nothing is being probed).
-    sent_ref = jnp.maximum(h_sent[jnp.mod(jnp.floor(u_ref - 0.5).astype(jnp.int32), k)],
-                           h_sent[jnp.mod(jnp.floor(u_ref + 0.5).astype(jnp.int32), k)])
-    lumped = (obs.acked + obs.lost) > LUMP_RATIO * jnp.maximum(sent_ref, 1.0)
-    sample = jnp.where(fits, jnp.where(lumped, 0.0, by_time), by_acks)
-    return sample, (h_sent, h_rho, h_dfrac, h_acked, last_sigma)
+    by_acks = jnp.sum(jnp.where(age < span.astype(jnp.float32), h_acked, 0.0)) / (span.astype(jnp.float32) * obs.dt)
+    # One RTT of history is needed (and a flow younger than its RTT has not filled it yet: its
+    # window sample is then the ACK rate since it started, which is what it has).
+    sample = jnp.where(rho + 1.0 < k, by_window, by_acks)
+    return sample, h_acked
 
 
 def _mix_u32(x: jax.Array) -> jax.Array:
@@ -345,11 +290,7 @@ def bbr_init(cparam: jax.Array) -> BBRState:
         round_count=jnp.int32(0),
         round_left=z,
         tick=jnp.int32(0),
-        hist_sent=jnp.zeros((HISTORY_TICKS,), jnp.float32),
-        hist_rho=jnp.zeros((HISTORY_TICKS,), jnp.float32),
-        hist_dfrac=jnp.ones((HISTORY_TICKS,), jnp.float32),
         hist_acked=jnp.zeros((HISTORY_TICKS,), jnp.float32),
-        last_sigma=jnp.int32(-1),
         last_sample=z,
         bw_slots=jnp.zeros((BW_WINDOW_ROUNDS,), jnp.float32),
         min_rtt=f(NO_RTT),
@@ -403,7 +344,10 @@ def bbr_update(s: BBRState, obs: TickObs, cparam: jax.Array) -> BBRState:
     enter_recovery = loss_event & (~s.in_recovery | leave_recovery)
     prior_cwnd = jnp.where(enter_recovery, _save_cwnd(s), s.prior_cwnd)  # bbr_ssthresh → bbr_save_cwnd
     in_recovery = jnp.where(enter_recovery, True, s.in_recovery & ~leave_recovery)
-    recovery_left = jnp.where(enter_recovery, pipe_after_ack, rec_left)
+    # Recovery covers everything sent before it began (Linux high_seq = snd_nxt), this tick's own
+    # sending included: the core sends before the controller sees the tick's feedback, so those
+    # bytes' drops belong to this loss event and must not open a second recovery a round later.
+    recovery_left = jnp.where(enter_recovery, obs.inflight, rec_left)
     exited_recovery = leave_recovery & ~enter_recovery
 
     # --- bbr_update_bw: round accounting and the delivery-rate sample --------------------
@@ -461,7 +405,9 @@ def bbr_update(s: BBRState, obs: TickObs, cparam: jax.Array) -> BBRState:
     rtt = obs.rtt_mean
     have_rtt = got_ack & (rtt > 0)
     filter_expired = (min_rtt < NO_RTT) & (now > min_rtt_stamp + MIN_RTT_WINDOW_S)
-    take = have_rtt & ((rtt < min_rtt) | filter_expired)
+    # Linux keeps RTTs in whole microseconds, so only a sample at least 1 us lower refreshes the
+    # filter (an equal one does not); the fluid's float32 RTTs jitter far below that.
+    take = have_rtt & ((rtt < min_rtt - RTT_RESOLUTION_S) | filter_expired)
     min_rtt = jnp.where(take, rtt, min_rtt)
     min_rtt_stamp = jnp.where(take, now, min_rtt_stamp)
     enter_probe_rtt = filter_expired & (mode != PROBE_RTT)
@@ -524,8 +470,7 @@ def bbr_update(s: BBRState, obs: TickObs, cparam: jax.Array) -> BBRState:
     return BBRState(
         mode=mode.astype(jnp.int32), cwnd=cwnd, pacing_rate=pacing_rate, pacing_gain=pacing_gain,
         cwnd_gain=cwnd_gain, has_seen_rtt=has_seen_rtt, round_count=round_count, round_left=round_left,
-        tick=s.tick + 1, hist_sent=hist[0], hist_rho=hist[1], hist_dfrac=hist[2], hist_acked=hist[3],
-        last_sigma=hist[4].astype(jnp.int32), last_sample=jnp.where(got_ack, sample, 0.0), bw_slots=bw_slots, min_rtt=min_rtt,
+        tick=s.tick + 1, hist_acked=hist, last_sample=jnp.where(got_ack, sample, 0.0), bw_slots=bw_slots, min_rtt=min_rtt,
         min_rtt_stamp=min_rtt_stamp, full_bw=full_bw, full_bw_cnt=full_bw_cnt.astype(jnp.int32),
         full_bw_reached=full_bw_reached, cycle_idx=cycle_idx.astype(jnp.int32), cycle_stamp=cycle_stamp,
         probe_rtt_done_stamp=done_stamp, probe_rtt_round_done=rtt_round_done, in_recovery=in_recovery, lost_acc=lost_acc,

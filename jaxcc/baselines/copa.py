@@ -76,6 +76,17 @@ What this module computes, and every approximation or choice made:
   srtt) while ``λ ≤ λ_t``; the first tick with ``λ > λ_t`` ends slow start for good and applies
   the ordinary decrease.  Rounds run during slow start but only record the window (v = 1,
   direction ``up``).
+* **Start-up transient** (measured, not tuned): after slow start overshoots (about 1.7×BDP,
+  as any once-per-RTT doubling with one RTT of feedback delay), the length of the oscillation
+  that follows depends on where the windows (rounds) fall relative to the turns of the
+  decision: a turn early in a window resets v to 1 below the BDP, and the next climb (v = 1
+  for three windows, then 2, 4, 8, 16) overshoots again.  The paper's per-ACK rules on the
+  packet oracle (``tests/test_baselines_copa.py``, ``_PacketCopa``) do the same: on
+  12 Mbit/s, 40 ms, one flow, they settle by 0.74 s, but on the 5×5 neighbourhood
+  36–44 ms × 10–14 Mbit/s the whole-run p95 queue exceeds 8 packets on 10 of 25 links and
+  several never settle (v up to 32, steady-state p95 22 packets).  This module at 8 ticks
+  per RTT: 11 of 25 above 8 packets, all settled by 2.4 s; at 16 ticks per RTT 11 of 25,
+  with the packet oracle's persistent cycles (steady-state p95 up to 20 packets).
 * **Pacing** at ``2·cwnd/RTTstanding`` as in the paper, window-limited by cwnd.  Before the
   first RTT sample the sender is unpaced (``rate = BIG``) and only the initial window (10
   packets, RFC 6928, as in ``cubic.py``) limits it.

@@ -150,7 +150,12 @@ def cubic_update(s: CubicState, obs: TickObs, cparam: jax.Array) -> CubicState:
     # A loss event needs a whole packet: fluid drops are spread over all flows in proportion to
     # their arrivals, and counting them up to one MSS before reacting gives the packet-level
     # outcome in expectation — a flow that sent little during a short overflow may escape it.
-    lost_acc = jnp.where(still_recovering, 0.0, s.lost_acc + lost)
+    # On the tick that ends recovery only the losses past the recovery point are new (the
+    # tick's feedback is a FIFO mix, so they are the lost share of the bytes past it); counting
+    # the whole tick's losses made the tail of the old loss episode a second decrease.
+    past = jnp.where(s.in_recovery, jnp.clip(acked + lost - jnp.maximum(s.recovery_left, 0.0), 0.0, acked + lost), acked + lost)
+    lost_new = lost * past / jnp.maximum(acked + lost, 1e-9)
+    lost_acc = jnp.where(still_recovering, 0.0, s.lost_acc + lost_new)
     loss_event = (lost_acc >= LOSS_EVENT_BYTES) & ~still_recovering
     lost_acc = jnp.where(loss_event, 0.0, lost_acc)
 
@@ -204,7 +209,13 @@ def cubic_update(s: CubicState, obs: TickObs, cparam: jax.Array) -> CubicState:
     cwnd = jnp.where(loss_event, reduced, cwnd)
     epoch_start = jnp.where(loss_event, -1.0, epoch_start)
     in_recovery = jnp.where(loss_event, True, still_recovering)
-    recovery_left = jnp.where(loss_event, pipe_after_ack, jnp.where(still_recovering, rec_left, 0.0))
+    # Recovery lasts until everything sent before the decrease is ACKed or known lost (Linux
+    # ``high_seq = snd_nxt`` when it enters recovery).  That includes this tick's own sending:
+    # the core sends before the controller sees the tick's feedback, so those bytes went out at
+    # the old window, and their drops (the buffer is still full) belong to this loss event.
+    # Leaving them out made their drops, reported just after recovery closed, a second loss
+    # event one RTT later (two cuts per buffer overflow).
+    recovery_left = jnp.where(loss_event, obs.inflight, jnp.where(still_recovering, rec_left, 0.0))
 
     return CubicState(
         cwnd=cwnd, ssthresh=ssthresh, w_max=w_max, epoch_start=epoch_start, k=k, origin=origin, w_est=w_est,

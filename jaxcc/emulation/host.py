@@ -6,6 +6,7 @@ precondition that is not met, with the fix in the message (the Debian package, t
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import shutil
 import signal
@@ -14,11 +15,13 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent.parent
 TOOLS_BUILD = REPO / "datapath" / "tools" / "build"
-DATAPATH_BUILD = REPO / "datapath" / "build"
+# JAXCC_DATAPATH_BUILD names another build folder of jaxcc-sender / jaxcc-receiver (as for
+# launch/mahimahi_run.sh), e.g. a shared build when this checkout has none.
+DATAPATH_BUILD = Path(os.environ.get("JAXCC_DATAPATH_BUILD") or REPO / "datapath" / "build")
 
 # tool -> Debian package, for the error message when it is missing
 REQUIRED_TOOLS = {"ip": "iproute2", "tc": "iproute2", "iptables": "iptables",
-                  "ethtool": "ethtool"}
+                  "ethtool": "ethtool", "chrt": "util-linux", "stdbuf": "coreutils"}
 
 
 class EmulationError(RuntimeError):
@@ -47,6 +50,17 @@ def check_requirements(need_iperf3: bool = False) -> None:
     problems = missing_requirements(need_iperf3)
     if problems:
         raise EmulationError("cannot run the emulation:\n  " + "\n  ".join(problems))
+
+
+@functools.lru_cache(maxsize=None)
+def realtime_allowed() -> bool:
+    """Whether this host lets us run a command at SCHED_FIFO (``chrt -f 1 true``; root in a
+    container without CAP_SYS_NICE may not). Checked once per process."""
+    try:
+        return subprocess.run(["chrt", "-f", "1", "true"], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL).returncode == 0
+    except OSError:
+        return False
 
 
 def sender_binary() -> Path | None:

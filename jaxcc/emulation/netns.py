@@ -23,6 +23,7 @@ Why it is built this way (see ../shared/EMULATION.md for the measurements):
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import secrets
@@ -115,7 +116,7 @@ class EmulatedLink:
 
     # -- setup
     def setup(self, rtts_ms: list[float], rate_mbps: float, buffer_bytes: int,
-              loss: float) -> None:
+              loss: float, delay_opts: "delay.DelayOptions | None" = None) -> None:
         """Builds the three namespaces, the bottleneck and the delay of flows of these RTTs."""
         p = self.prefix
         for ns in (self.ns_snd, self.ns_rtr, self.ns_rcv):
@@ -146,7 +147,7 @@ class EmulatedLink:
                               "handle", "1:", "tbf"] + tbf_args(rate_mbps, buffer_bytes))
 
         # propagation delay (user space: the kernel has no netem) and its NFQUEUE rules
-        self.nfq_proc = delay.start(self, rtts_ms)
+        self.nfq_proc = delay.start(self, rtts_ms, delay_opts)
         delay.add_rules(self, len(rtts_ms), loss)
 
     def set_rate(self, rate_mbps: float) -> None:
@@ -187,6 +188,16 @@ class EmulatedLink:
         return {"min_ms": float(m.group(1)), "avg_ms": float(m.group(2)),
                 "max_ms": float(m.group(3)), "mdev_ms": float(m.group(4))}
 
+    def start_tbf_sampler(self, interval_s: float = 0.1) -> "TbfSampler":
+        """Samples tbf's counters every interval_s until stopped (``tbf_rate_error``)."""
+        proc = self.spawn(self.ns_rtr, ["stdbuf", "-oL", "tc", "-s", "-j", "-batch", "-"],
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                          stderr=open(self.out_dir / "tc_sampler.stderr", "w"), text=True,
+                          bufsize=1)
+        sampler = TbfSampler(proc, self.bottleneck_dev, interval_s)
+        sampler.start()
+        return sampler
+
     def qdisc_stats(self) -> str:
         return self.sh(self.ns_rtr, ["tc", "-s", "qdisc", "show", "dev", self.bottleneck_dev],
                        check=False).stdout
@@ -208,6 +219,87 @@ class EmulatedLink:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+class TbfSampler(threading.Thread):
+    """tbf's byte/backlog counters over time, from a long-lived ``tc -s -j -batch -``.
+
+    Each sample is (t, bytes, packets, drops, backlog_bytes): t the CLOCK_MONOTONIC midpoint
+    of the query, the rest tbf's own counters (``bytes``: frames dequeued so far, Ethernet
+    header included, as tbf's rate counts them).
+    """
+
+    def __init__(self, proc: subprocess.Popen, dev: str, interval_s: float):
+        super().__init__(daemon=True)
+        self.proc, self.dev, self.interval_s = proc, dev, interval_s
+        self.samples: list[tuple[float, int, int, int, int]] = []
+        self.error: str | None = None
+        self._stop_event = threading.Event()
+
+    def run(self) -> None:
+        nxt = time.monotonic()
+        while not self._stop_event.is_set():
+            try:
+                a = time.monotonic()
+                self.proc.stdin.write(f"qdisc show dev {self.dev}\n")
+                self.proc.stdin.flush()
+                line = self.proc.stdout.readline()
+                b = time.monotonic()
+                q = next(x for x in json.loads(line) if x.get("kind") == "tbf")
+                self.samples.append(((a + b) / 2, int(q["bytes"]), int(q["packets"]),
+                                     int(q["drops"]), int(q["backlog"])))
+            except (OSError, ValueError, StopIteration, KeyError) as e:
+                self.error = f"tbf sampler stopped: {e!r}"
+                return
+            nxt += self.interval_s
+            self._stop_event.wait(max(nxt - time.monotonic(), 0.0))
+
+    def stop(self) -> list[tuple[float, int, int, int, int]]:
+        self._stop_event.set()
+        self.join(timeout=5)
+        with contextlib.suppress(OSError):
+            self.proc.stdin.close()
+        return self.samples
+
+
+def tbf_rate_error(samples: list[tuple[float, int, int, int, int]],
+                   sched: list[tuple[float, float]], t0: float, min_backlog_bytes: int,
+                   guard_s: float = 0.05, min_seconds: float = 0.5) -> dict[str, object]:
+    """tbf's dequeue rate against the configured schedule while it had a backlog.
+
+    While tbf holds packets it must send at exactly its configured rate (a late timer on a
+    busy machine loses tokens: it sends less). Over every pair of consecutive samples whose
+    backlogs are both at least min_backlog_bytes and whose interval (widened by guard_s)
+    contains no scheduled rate change, the bytes dequeued are compared with the schedule's
+    rate (IP Mbit/s, times TBF_SCALE for the frames tbf counts) over the interval; rel_err is
+    sum(measured) / sum(expected) - 1 over those intervals (None below min_seconds of them).
+    sched: (t_s from t0, Mbit/s); t0: the run's CLOCK_MONOTONIC start.
+    """
+    changes = [t0 + t for t, _ in sched[1:]]
+    got = want = secs = 0.0
+    per = []
+    for (ta, ba, _, _, qa), (tb, bb, _, _, qb) in zip(samples, samples[1:]):
+        if qa < min_backlog_bytes or qb < min_backlog_bytes or tb <= ta:
+            continue
+        if any(ta - guard_s <= c <= tb + guard_s for c in changes):
+            continue
+        rate = next((r for t, r in reversed(sched) if t0 + t <= ta), sched[0][1])
+        expect = max(rate, MIN_RATE_MBPS) * 1e6 * TBF_SCALE / 8 * (tb - ta)
+        got += bb - ba
+        want += expect
+        secs += tb - ta
+        per.append((bb - ba) / expect - 1)
+    out: dict[str, object] = {"seconds": secs, "intervals": len(per),
+                              "min_backlog_bytes": min_backlog_bytes, "samples": len(samples)}
+    if secs < min_seconds or want <= 0:
+        out["rel_err"] = None
+        out["note"] = f"tbf had a backlog for only {secs:.2f} s of samples: rate not checked"
+        return out
+    per.sort()
+    out["rel_err"] = got / want - 1
+    out["interval_p5"] = per[int(0.05 * (len(per) - 1))]
+    out["interval_p95"] = per[int(0.95 * (len(per) - 1))]
+    return out
 
 
 def cleanup_namespace(ns: str) -> None:

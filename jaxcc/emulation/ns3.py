@@ -37,10 +37,20 @@ Definitions (``datapath/ns3/dumbbell.cc`` has the details):
 * Jain: ``jaxcc.metrics.jain_window`` (last 20 s) and ``jain_of_active``, each flow's goodput
   there from its 0.5 s delivery bins.
 
-Known limits of ns-3.37 (measured, see the report in ``tests/test_ns3_dumbbell.py``'s module
-docstring): TcpCubic has no Reno-friendly region (RFC 9438 §4.3), so at small windows it falls
-below NewReno and the Mathis rate; TcpBbr collapses to about one packet per RTT after a
-retransmission timeout (``per_flow[i]["rto"]`` counts them).
+Known limits of ns-3.37, measured here by ``datapath/ns3/limits.sh`` (50 Mbit/s, 440 kB; means of
+3 seeds):
+
+* TcpCubic has no Reno-friendly region (RFC 9438 §4.3): under random loss its goodput is
+  0.37x NewReno's (0.32x the Mathis rate) at 1 % loss and 20 ms, 0.72x (0.73x) at 90 ms, but 1.25x
+  (1.41x) at 200 ms; at 0.2 %: 0.35x, 0.98x, 1.51x.  Credible: no random loss (large windows).
+* TcpBbr after a retransmission timeout: 2 flows on 90 ms / 440 kB reach 2.87 Mbit/s of 50
+  together (each took one RTO), 4 flows leave one at 0.52 Mbit/s, one flow at 1 % loss gets
+  1.6-9.5 Mbit/s; one flow without random loss survives its start-up RTO (42-46 Mbit/s).
+  Credible: a single BBR flow, no random loss.  ``per_flow[i]["rto"]`` and ``rto_times_s`` count
+  and time the timeouts of every TCP flow.
+
+Cost: about 30 us of CPU per data packet for TCP (50 Mbit/s, 30 s, 2 flows: 3.5-4 s), 10 us
+for UDP (1.3 s); it grows with the link rate (200 Mbit/s, 30 s: 22 s).
 """
 from __future__ import annotations
 
@@ -52,7 +62,7 @@ from pathlib import Path
 from typing import Any
 
 from jaxcc import metrics
-from jaxcc.scenarios import Scenario
+from jaxcc.scenarios import REALISM_FIELDS, Scenario
 
 REPO = Path(__file__).resolve().parent.parent.parent
 BINARY_NAME = "ns3-dumbbell"
@@ -103,9 +113,13 @@ def capacity_schedule(spec: Scenario, seed: int = 0) -> list[tuple[float, float]
     """The bottleneck's rate steps [(t_s, Mbit/s), ...] from t = 0 (random forms drawn from ``seed``).
 
     Raises:
-      ValueError: a trace or Poisson link (naming the field), or a rate below 0.01 Mbit/s.
+      ValueError: a trace or Poisson link or a realism field (naming the field), or a rate below
+        0.01 Mbit/s.
     """
     link = spec.link
+    on = [k for k in REALISM_FIELDS if getattr(link, k)]
+    if on:  # jitter, ACK aggregation, RTT noise and cross traffic exist only in the simulator
+        raise ValueError(f"{spec.name}.link.{on[0]}: not modelled by the ns-3 reference (simulator only)")
     if link.trace is not None or link.poisson is not None:
         form = "trace" if link.trace is not None else "poisson"
         raise ValueError(f"{spec.name}.link.{form}: the ns-3 reference takes constant, schedule and "
@@ -203,6 +217,7 @@ def record_from_output(spec: Scenario, controllers: list[str], raw: dict[str, An
             "mean_owd_ms": fl["owd"]["mean_ms"], "p95_qdelay_ms": fl["qdelay"]["p95_ms"],
             "loss": fl["loss"], "sent": fl["sent_packets"], "lost": fl["queue_drops"] + fl["random_losses"],
             "queue_drops": fl["queue_drops"], "random_losses": fl["random_losses"], "rto": fl["rto"],
+            "rto_times_s": fl["rto_times_s"], "in_network_at_end": fl["in_network_at_end"],
             "series": series,
         })
     if len(per_flow) == 1:

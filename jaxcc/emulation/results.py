@@ -196,8 +196,14 @@ def jain(per_flow: list[dict[str, Any]], duration_s: float) -> tuple[float, str,
 
 
 def make_record(name: str, duration_s: float, controllers: list[str], flows: list[Any], sched,
-                idle, sched_log, emulator: str = "netns-tbf-nfqueue") -> dict[str, Any]:
-    """One results.json record (the shared contract) from finished flows (runner.FlowRun)."""
+                idle, sched_log, emulator: str = "netns-tbf-nfqueue",
+                delay_check: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One results.json record (the shared contract) from finished flows (runner.FlowRun).
+
+    delay_check: the run's own timing check (``jaxcc.emulation.delay.check``: ``valid``, the
+    measured hold and tbf-rate errors, the thresholds). Without one (Mahimahi keeps its own
+    delay, which the harness cannot measure) the record says ``valid: None``, not self-checked.
+    """
     per_flow = []
     for fl in flows:
         r = dict(fl.result)
@@ -229,7 +235,9 @@ def make_record(name: str, duration_s: float, controllers: list[str], flows: lis
            "jain_note": jain_note, "jain_window_s": jain_window,
            "per_flow": per_flow, "emulator": emulator,
            "idle_rtt_ms": idle, "capacity_mbps": cap,
-           "schedule_changes": sched_log}
+           "schedule_changes": sched_log,
+           "delay_check": delay_check if delay_check is not None else
+           {"valid": None, "reasons": [f"{emulator}: delay not self-checked"]}}
     return rec
 
 

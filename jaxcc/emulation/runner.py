@@ -6,10 +6,15 @@ the real baselines and cross traffic), or ``udp_probe`` (fixed rates only: the h
 test, or when the datapath is not built). Rate changes and flow starts fire against absolute
 deadlines from one start time, never chained sleeps, and the lateness of every change is
 recorded (``schedule_changes`` in the record).
+
+Every run checks its own timing (``delay_check`` in the record, ``jaxcc.emulation.delay.check``):
+the delay line's per-packet hold error and tbf's rate against the schedule; a run that did not
+keep time is marked ``valid: false`` and warned about on stderr.
 """
 from __future__ import annotations
 
 import dataclasses
+import json
 import subprocess
 import sys
 import time
@@ -17,13 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from jaxcc.controllers import parse_controller
-from jaxcc.emulation import results
+from jaxcc.emulation import delay, results
 from jaxcc.emulation.delay import health_warnings
 from jaxcc.emulation.host import (DATAPATH_BUILD, TCP_PORT_BASE, TOOLS_BUILD, UDP_PORT_BASE,
-                                  EmulationError, check_requirements, receiver_binary,
-                                  sender_binary, terminate)
-from jaxcc.emulation.netns import RCV_IP, EmulatedLink
-from jaxcc.emulation.spec import assign_controllers, rate_schedule, refuse_sim_only
+                                  EmulationError, check_requirements, realtime_allowed,
+                                  receiver_binary, sender_binary, terminate)
+from jaxcc.emulation.netns import ETH_HEADER, RCV_IP, TBF_SCALE, EmulatedLink, tbf_rate_error
+from jaxcc.emulation.spec import MSS, assign_controllers, rate_schedule, refuse_sim_only
 from jaxcc.scenarios import Scenario
 
 
@@ -69,7 +74,8 @@ class Runner:
     def __init__(self, spec: Scenario, controllers: list[str], out_dir: Path,
                  prefix: str | None = None, trace_bin_s: float = 0.1, ping: bool = True,
                  verbose: bool = False, lead_s: float = 0.5, impl: str = "auto",
-                 nice: int | None = -10):
+                 nice: int | None = -10, delay_opts: delay.DelayOptions | None = None,
+                 rt_receiver: int = 5, rt_sender: bool = True):
         self.spec = spec
         self.controllers = controllers        # one per flow
         self.out_dir = out_dir
@@ -82,6 +88,19 @@ class Runner:
         # Senders and receivers run at nice -10 so that, on a small machine shared with
         # other jobs, they (and the packet processing done in their context) keep up.
         self.nice = nice
+        self.delay_opts = delay_opts
+        # SCHED_FIFO priority of the UDP receivers (jaxcc-receiver, udp_probe recv; 0: none).
+        # They stamp each packet's one-way delay when they read it, so their wake-up latency
+        # on a busy machine is added to every delay they report. They block in poll(), so
+        # real-time priority cannot starve the machine. Measured (launch/delay_levers.py, a
+        # paced 40 Mbit/s flow on pareto/fixed50 beside two trainings): with only nfq_delay
+        # at SCHED_FIFO the receivers' p95 one-way delay was 3.9-4.3 ms above the 45 ms
+        # configured; with this and rt_sender as well, 0.10-0.13 ms.
+        self.rt_receiver = rt_receiver
+        # jaxcc-sender --realtime (its pacing thread at SCHED_FIFO 1; udp_probe send under
+        # chrt -f 1), so a busy machine does not bunch a sender's packets into catch-up bursts
+        # that queue at the bottleneck (jaxcc-sender: up to --max-lag-ms, 10 ms).
+        self.rt_sender = rt_sender
 
     def run(self) -> dict[str, Any]:
         spec, link_spec = self.spec, self.spec.link
@@ -97,11 +116,12 @@ class Runner:
 
         with EmulatedLink(self.prefix, self.out_dir, self.verbose) as link:
             link.setup([f.rtt_ms for f in spec.flows], sched[0][1], int(link_spec.buffer_bytes),
-                       link_spec.loss)
+                       link_spec.loss, self.delay_opts)
             self._first_rate = sched[0][1]
             idle = link.ping() if self.do_ping else None
             for fl in flows:
                 self._start_server(link, fl, dur)
+            sampler = link.start_tbf_sampler()
             t0 = time.monotonic() + self.lead_s
             events: list[tuple[float, str, Any]] = [(t0 + t, "rate", r) for t, r in sched[1:]]
             events += [(t0 + fl.start_s, "flow", fl) for fl in flows]
@@ -128,14 +148,32 @@ class Runner:
                 except subprocess.TimeoutExpired:
                     terminate(p)
                 fl.result["server_rc"] = p.returncode
+            samples = sampler.stop()
             qstats = link.qdisc_stats()
         (self.out_dir / "qdisc_stats.txt").write_text(qstats)
+        (self.out_dir / "tbf_samples.json").write_text(json.dumps(
+            {"t0": t0, "fields": ["t", "bytes", "packets", "drops", "backlog"], "samples": samples}))
+        # "while the backlog stays non-empty": a backlog of 10% of the buffer (at least four
+        # frames) at both ends of a 0.1 s interval
+        min_backlog = max(4 * (MSS + ETH_HEADER), int(0.1 * link_spec.buffer_bytes * TBF_SCALE))
+        tbf = tbf_rate_error(samples, sched, t0, min_backlog)
+        if sampler.error:
+            tbf["error"] = sampler.error
         for fl in flows:
             fl.result.update(results.collect_flow(fl))
+        stats = results.read_json(self.out_dir / "nfq_delay_stats.json")
+        check = delay.check(stats, tbf)
         rec = results.make_record(spec.name, dur, self.controllers, flows, sched, idle,
-                                  link.schedule_log)
-        rec["delay_tool"] = results.read_json(self.out_dir / "nfq_delay_stats.json")
-        warn = health_warnings(rec["delay_tool"])
+                                  link.schedule_log, delay_check=check)
+        rec["delay_tool"] = stats
+        rt = realtime_allowed()
+        check["endpoints_realtime"] = {"receivers_fifo": self.rt_receiver if rt else 0,
+                                       "senders": bool(self.rt_sender and rt)}
+        if check["valid"] is False:
+            print(f"[emulate] INVALID RUN {spec.name} x {'+'.join(self.controllers)}: the emulator "
+                  f"did not keep time ({'; '.join(check['reasons'])}); re-run it on a quieter "
+                  f"machine (sim-to-real leaves it out)", file=sys.stderr)
+        warn = health_warnings(stats)
         if warn:
             rec["warnings"] = warn
             print(f"[emulate] warning: {'; '.join(warn)}", file=sys.stderr)
@@ -160,6 +198,8 @@ class Runner:
         else:
             cmd = [TOOLS_BUILD / "udp_probe", "recv", f"--port={port}", f"--bind={RCV_IP}",
                    f"--duration={rdur:.3f}", f"--summary={fl.dir / 'receiver.json'}"]
+        if self.rt_receiver and realtime_allowed():
+            cmd = ["chrt", "-f", str(int(self.rt_receiver))] + cmd
         fl.procs["server"] = link.spawn(link.ns_rcv, cmd, nice=self.nice,
                                         stderr=open(fl.dir / "receiver.stderr", "w"))
         _wait_listening(link, port, "udp")
@@ -177,12 +217,16 @@ class Runner:
                    f"--port={UDP_PORT_BASE + fl.index}", f"--duration={dur:.3f}",
                    f"--flow-id={fl.index}", "--drain=1.0", f"--rtt-hint-ms={fl.rtt_ms:g}",
                    f"--log={fl.dir / 'sender.csv'}", f"--summary={fl.dir / 'sender.json'}"]
+            if self.rt_sender:
+                cmd.append("--realtime")
         else:
             rate = float(fl.controller.split(":", 1)[1])
             cmd = [TOOLS_BUILD / "udp_probe", "send", f"--dest={RCV_IP}",
                    f"--port={UDP_PORT_BASE + fl.index}", f"--rate={rate}",
                    f"--duration={dur:.3f}", f"--log={fl.dir / 'sender.csv'}",
                    f"--summary={fl.dir / 'sender.json'}"]
+            if self.rt_sender and realtime_allowed():   # it sleeps in ppoll: never spins
+                cmd = ["chrt", "-f", "1"] + cmd
         fl.started_at = time.monotonic()
         fl.procs["client"] = link.spawn(link.ns_snd, cmd, nice=self.nice,
                                         stderr=open(fl.dir / "sender.stderr", "w"))

@@ -5,8 +5,9 @@ found as it finds them) and controller names by ``jaxcc.controllers``; this modu
 is particular to emulation:
 
 * ``BUILTIN_SCENARIOS``: three small links for the harness itself (``emu/*``);
-* the refusal of simulator-only controllers (``cubic``, ``copa``, ``oracle``: the C++ sender
-  has none of them) and of buffers below one packet;
+* the refusal of simulator-only controllers (``cubic``, ``reno``, ``copa``, ``oracle``: the C++ sender
+  has none of them), of buffers below one packet, and of the simulator's realism fields
+  (``jitter_ms``, ``ack_agg_ms``, ``rtt_noise_ms``, ``cross_traffic``: "not emulated yet");
 * ``rate_schedule``: the link's capacity as the ``tc qdisc change`` steps of the tbf
   bottleneck, coarser than the simulator's (see its docstring).
 """
@@ -22,7 +23,7 @@ from jaxcc.sim import trace as sim_trace
 
 MSS = 1500                    # bytes of one IP packet (the simulator's packet)
 MIN_RATE_MBPS = 0.01          # tbf cannot do 0; trace gaps get this
-SIM_ONLY_KINDS = ("cubic", "copa", "oracle")  # jaxcc.controllers kinds with no C++ sender
+SIM_ONLY_KINDS = ("cubic", "reno", "copa", "oracle")  # jaxcc.controllers kinds with no C++ sender
 
 # Small built-in scenarios for the harness itself (used when jaxcc.scenarios does not know the
 # name), in the scenario spec of jaxcc.scenarios.
@@ -58,6 +59,9 @@ def as_scenario(spec: scenarios.Scenario | dict[str, Any]) -> scenarios.Scenario
                                             if isinstance(spec, dict) else "scenario")
         except ValueError as e:
             raise EmulationError(str(e)) from e
+    on = [k for k in scenarios.REALISM_FIELDS if getattr(spec.link, k)]
+    if on:  # realism (jaxcc.sim.realism) exists only in the simulator so far
+        raise EmulationError(f"{spec.name}.link.{on[0]}: not emulated yet (simulator only: python -m jaxcc.evaluate)")
     if spec.link.buffer_bytes < MSS:
         raise EmulationError(f"{spec.name}.link.buffer_bytes: must be >= {MSS} (one packet) in "
                              f"emulation, got {spec.link.buffer_bytes:g}")

@@ -183,7 +183,7 @@ def make_config(num_flows: int = 1, ticks_per_rtt: int = 8, max_steps: int = 400
     cfg = dict(num_flows=num_flows, ticks_per_rtt=ticks_per_rtt, mi_rtts=0.5, history=HISTORY, obs_dim=3,
                max_steps=max_steps, ring_len=ring, num_segments=1)
     cfg.update(kw)
-    return base.EnvConfig(**cfg)
+    return base.env_config(cfg, min_rtt_s=2 * float(lo.latency_lo_s))  # realism (if any) lengthens the ring
 
 
 def export_features_spec(config: base.EnvConfig | None = None) -> dict:

@@ -27,11 +27,24 @@ and agents are the *leading axis* of every per-agent array:
   zero reward, ``info["active"] == False``, and their paper state and rate are left unchanged.
 
 All randomness comes from the keys: the same key gives the same episode.
+
+Realism (``jaxcc.sim.realism``: jitter, ACK aggregation, RTT measurement noise, cross traffic)
+is part of the training distribution when ``EnvConfig.realism`` is given (a ``RealismRanges``
+or a mapping of its fields, e.g. ``make_env("pareto", realism={"jitter_ms_max": 20})``, or
+``--config.env.overrides.realism.jitter_ms_max=20`` in a training config).  It is off by
+default, and then the environments run exactly as without it (bit-identical: the link carries
+no realism at all).  When on, every reset draws the link's realism with ``links.sample_realism``
+from a key folded out of the reset key, so the paper's own draws are unchanged.  The ranges are
+static (in ``EnvConfig``, not ``EnvParams``): switching realism on changes the compiled shape
+(the cross-traffic schedule, the simulator's realism state and a longer feedback ring, which
+``env_config`` sizes from the ranges), so it cannot be a traced value, and keeping its ranges
+beside the switch lets every trainer take them through ``config.env.overrides`` unchanged.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any, NamedTuple
 
 import jax
@@ -39,13 +52,119 @@ import jax.numpy as jnp
 from flax import struct
 
 from jaxcc.envs import mi as mi_lib
-from jaxcc.sim import core
+from jaxcc.sim import core, links
 
 MSS = core.MSS
 MBPS = 125_000.0  # bytes/s in one Mbit/s
 # Rates are clipped to the same range the exported-policy datapath uses (policyfile.py).
 MIN_RATE = 0.01 * MBPS
 MAX_RATE = 100_000.0 * MBPS
+REALISM_KEY = 0x5EA1  # reset key fold for the realism draws
+
+
+@dataclasses.dataclass(frozen=True)
+class RealismRanges:
+    """A training distribution of link realism (see the module docstring and
+    ``links.sample_realism``).  Each of the four effects is on in an episode with probability
+    ``p_each``, independently, and then drawn uniformly from ``[0, max]``.
+
+    Attributes:
+      p_each: probability that each effect is on in an episode.
+      jitter_ms_max: largest jitter bound (``Realism.jitter_s``), ms.
+      ack_agg_ms_max: largest ACK aggregation period, ms.
+      rtt_noise_ms_max: largest RTT-noise standard deviation, ms.
+      cross_frac_max: largest cross-traffic rate as a fraction of the link's starting capacity;
+        a new rate every ``cross_every_s`` seconds, ``cross_segments`` of them (the last holds).
+    """
+
+    p_each: float = 0.5
+    jitter_ms_max: float = 0.0
+    ack_agg_ms_max: float = 0.0
+    rtt_noise_ms_max: float = 0.0
+    cross_frac_max: float = 0.0
+    cross_every_s: float = 5.0
+    cross_segments: int = 8
+
+    def __post_init__(self):
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not v == v:
+                raise ValueError(f"realism.{f.name}: expected a number, got {v!r}")
+        bounds = {"p_each": (0.0, 1.0), "jitter_ms_max": (0.0, 1000.0), "ack_agg_ms_max": (0.0, 1000.0),
+                  "rtt_noise_ms_max": (0.0, 1000.0), "cross_frac_max": (0.0, 10.0),
+                  "cross_every_s": (1e-3, 1e6), "cross_segments": (1, 4096)}
+        for k, (lo, hi) in bounds.items():
+            if not lo <= getattr(self, k) <= hi:
+                raise ValueError(f"realism.{k}: must be in [{lo:g}, {hi:g}], got {getattr(self, k)!r}")
+        if self.cross_segments != int(self.cross_segments):
+            raise ValueError(f"realism.cross_segments: must be an integer, got {self.cross_segments!r}")
+        object.__setattr__(self, "cross_segments", int(self.cross_segments))
+
+    @property
+    def enabled(self) -> bool:
+        return self.p_each > 0 and (self.jitter_ms_max > 0 or self.ack_agg_ms_max > 0 or self.rtt_noise_ms_max > 0
+                                    or self.cross_frac_max > 0)
+
+    # what links.sample_realism reads: (lo, hi) ranges
+    @property
+    def jitter_ms(self):
+        return (0.0, self.jitter_ms_max)
+
+    @property
+    def ack_agg_ms(self):
+        return (0.0, self.ack_agg_ms_max)
+
+    @property
+    def rtt_noise_ms(self):
+        return (0.0, self.rtt_noise_ms_max)
+
+    @property
+    def cross_frac(self):
+        return (0.0, self.cross_frac_max)
+
+
+def realism_config(**on) -> dict:
+    """Every ``RealismRanges`` field with its default (all effects off), updated with ``on``:
+    what a training config puts in ``config.env.overrides.realism`` so that each field can be
+    set on the command line."""
+    d = {f.name: f.default for f in dataclasses.fields(RealismRanges)}
+    unknown = sorted(set(on) - set(d))
+    if unknown:
+        raise ValueError(f"realism: unknown field(s) {unknown}; allowed: {sorted(d)}")
+    d.update(on)
+    return d
+
+
+def as_realism(value) -> RealismRanges | None:
+    """``RealismRanges`` from a mapping (a config's ``env.overrides.realism``), or None when
+    every effect is off (then the environment is exactly the one without realism)."""
+    if value is None:
+        return None
+    if not isinstance(value, RealismRanges):
+        try:
+            items = dict(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"realism: expected a mapping of RealismRanges fields, got {value!r}") from None
+        unknown = sorted(set(items) - {f.name for f in dataclasses.fields(RealismRanges)})
+        if unknown:
+            raise ValueError(f"realism: unknown field(s) {unknown}; allowed: "
+                             f"{sorted(f.name for f in dataclasses.fields(RealismRanges))}")
+        value = RealismRanges(**items)
+    return value if value.enabled else None
+
+
+def env_config(cfg: dict, min_rtt_s: float) -> "EnvConfig":
+    """``EnvConfig(**cfg)`` with ``cfg["realism"]`` (if any) made a ``RealismRanges`` (or None
+    when off) and, when on, the ring lengthened by the most that jitter and ACK aggregation can
+    delay feedback at the distribution's smallest RTT ``min_rtt_s`` (one tick = min RTT /
+    ``ticks_per_rtt``)."""
+    cfg = dict(cfg)
+    rr = as_realism(cfg.pop("realism", None))
+    if rr is not None:
+        dt = float(min_rtt_s) / int(cfg["ticks_per_rtt"])
+        extra = int(math.ceil((rr.jitter_ms_max + rr.ack_agg_ms_max) * 1e-3 / dt)) + 2
+        cfg["ring_len"] = 8 * int(math.ceil((int(cfg["ring_len"]) + extra) / 8))
+    return EnvConfig(**cfg, realism=rr)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,6 +182,7 @@ class EnvConfig:
       num_segments: capacity schedule segments (sized from the distribution).
       goal_dim: length of the goal / preference vector (0 = none).
       reward_dim: 0 for a scalar reward [F], R for a vector reward [F, R].
+      realism: the training distribution of link realism (``RealismRanges``), or None (off).
     """
 
     num_flows: int = 1
@@ -75,6 +195,7 @@ class EnvConfig:
     num_segments: int = 1
     goal_dim: int = 0
     reward_dim: int = 0
+    realism: RealismRanges | None = None
 
     @property
     def mi_ticks(self) -> int:
@@ -219,6 +340,10 @@ class MultiFlowEnv:
     def reset_env(self, key: jax.Array, params):
         c = self.config
         init = self.sample_episode(key, params)
+        if c.realism is not None:  # drawn from a key of its own: the paper's draws are unchanged
+            rz = links.sample_realism(jax.random.fold_in(key, REALISM_KEY), c.realism, init.link.cap_bps[0],
+                                      c.realism.cross_segments)
+            init = init._replace(link=init.link.replace(realism=rz))
         sim = core.init_state(init.link, c.ring_len)
         paper = self.init_paper(init, params)
         empty = jnp.asarray(self.empty_features(params), jnp.float32)

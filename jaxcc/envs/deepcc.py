@@ -170,7 +170,7 @@ def make_config(num_flows: int = 1, ticks_per_rtt: int = 8, **kw) -> base.EnvCon
     cfg = dict(num_flows=num_flows, ticks_per_rtt=ticks_per_rtt, mi_rtts=0.5, history=HISTORY, obs_dim=7,
                max_steps=steps, ring_len=ring, num_segments=int(EPISODE_S / SLOT_S) + 2, goal_dim=3)
     cfg.update(kw)
-    return base.EnvConfig(**cfg)
+    return base.env_config(cfg, min_rtt_s=float(p.rtt_lo_s))  # realism (if any) lengthens the ring
 
 
 def export_features_spec(config: base.EnvConfig | None = None) -> dict:

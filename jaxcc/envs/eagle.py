@@ -233,7 +233,7 @@ def make_config(num_flows: int = 1, ticks_per_rtt: int = 8, history: int = 4, ma
     cfg = dict(num_flows=num_flows, ticks_per_rtt=ticks_per_rtt, mi_rtts=3.0, history=history, obs_dim=5,
                max_steps=max_steps, ring_len=ring, num_segments=seg)
     cfg.update(kw)
-    return base.EnvConfig(**cfg)
+    return base.env_config(cfg, min_rtt_s=float(p.rtt_lo_s))  # realism (if any) lengthens the ring
 
 
 def export_features_spec(config: base.EnvConfig | None = None) -> dict:

@@ -226,7 +226,7 @@ def make_config(num_flows: int = 1, ticks_per_rtt: int = 16, **kw) -> base.EnvCo
     cfg = dict(num_flows=num_flows, ticks_per_rtt=ticks_per_rtt, mi_rtts=1.0, history=1, obs_dim=4,
                max_steps=200, ring_len=ring, num_segments=1, goal_dim=3, reward_dim=3)
     cfg.update(kw)
-    return base.EnvConfig(**cfg)
+    return base.env_config(cfg, min_rtt_s=2 * float(p.owd_lo_s))  # realism (if any) lengthens the ring
 
 
 def export_features_spec(config: base.EnvConfig | None = None) -> dict:

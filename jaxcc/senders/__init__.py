@@ -1,7 +1,7 @@
 """Simulator senders: every controller name the simulator runs, and exported policies.
 
 ``resolve(name) -> (Controller, cparam)`` turns a controller name (``jaxcc.controllers``: bbr,
-cubic, copa, oracle, fixed:MBPS, policy:FILE) into the in-simulator controller and its per-flow
+cubic, reno, copa, oracle, fixed:MBPS, policy:FILE) into the in-simulator controller and its per-flow
 parameter vector; the runner (``jaxcc.sim.runner.build_batches``) takes it from its caller.
 
 ``policy_controller(path)`` runs an exported policy file (``--controller=policy:FILE``): one
@@ -77,6 +77,9 @@ def resolve(name: str) -> tuple[Controller, np.ndarray]:
     if spec.kind == "cubic":
         from jaxcc.baselines.cubic import CUBIC
         return CUBIC, cparam
+    if spec.kind == "reno":
+        from jaxcc.baselines.reno import RENO
+        return RENO, cparam
     if spec.kind == "copa":
         from jaxcc.baselines.copa import COPA
         return COPA, cparam

@@ -20,11 +20,15 @@ Everything here is a pure function of pytrees with fixed shapes, so a batch of l
   the time to serve that backlog is computed *exactly* from the cumulative capacity — FIFO
   timing stays right when the capacity changes while bytes are queued.  The wait includes the
   bytes' own serialisation (one MSS), as in a packet-level queue.
-* Feedback.  The sender learns of delivery, loss and the RTT sample one path delay later:
-  ``t_mid + wait + RTT``.  Each flow keeps a ring of future ticks; the tick's admitted and lost
-  bytes (and the byte-weighted RTT sum) are spread over the two ticks in which their ACKs
-  arrive.  This is the fluid counterpart of a packet simulator's event queue, and it is what
-  makes the feedback delayed by a real RTT rather than instantaneous.
+* Feedback.  The sender learns of delivery, loss and the RTT sample one path delay later.
+  The tick's admitted bytes leave the FIFO one after another over their departure interval
+  (from when the backlog ahead of them is served until they are, at least until the tick's
+  end), and their ACKs (and loss notices) arrive one propagation RTT after that, spread
+  uniformly over the interval: on a busy link the ACKs come back at the link's rate, as a
+  packet link clocks them.  Each flow keeps a ring of future ticks; a tick's feedback is split
+  over the (up to ``FEEDBACK_SLOTS``) ticks its arrival interval overlaps.  This is the fluid
+  counterpart of a packet simulator's event queue, and it is what makes the feedback delayed
+  by a real RTT rather than instantaneous.
 
 Cost does not depend on the link rate: a tick is a fixed number of floating-point operations
 whether the link carries 1 Mbit/s or 1 Gbit/s.  The tick length is chosen per link as a fixed
@@ -47,10 +51,15 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from jaxcc.sim import realism as rz  # REALISM: jitter, ACK aggregation, RTT noise, cross traffic
+
 MSS = 1500.0  # bytes; one packet, as in Mahimahi traces and the papers' simulators.
 BIG = 1e30  # "unlimited" for cwnd or rate; finite so that arithmetic never makes inf - inf.
 # Padding value for unused capacity-schedule segments: never reached by any real time/bytes.
 PAD = 3e38
+# Ring slots one tick's feedback is spread over (see ``step``, 5.): its ACKs arrive over the
+# FIFO departure interval of its bytes, exact up to a burst of FEEDBACK_SLOTS − 1 ticks of capacity.
+FEEDBACK_SLOTS = 4
 
 
 @struct.dataclass
@@ -70,6 +79,8 @@ class LinkParams:
       rtt: [F] propagation round-trip time of each flow (s).
       start: [F] time each flow starts sending (s).
       stop: [F] time each flow stops (s); padding slots have ``start == stop``.
+      realism: non-congestive effects (``jaxcc.sim.realism.Realism``) or ``None`` (none: the
+        model below, bit for bit).
     """
 
     dt: jax.Array
@@ -83,6 +94,7 @@ class LinkParams:
     rtt: jax.Array
     start: jax.Array
     stop: jax.Array
+    realism: rz.Realism | None = None  # REALISM
 
     @property
     def num_flows(self) -> int:
@@ -103,6 +115,7 @@ class SimState:
       admitted_total, served_total: cumulative link counters (queue conservation).
       clamped: ticks whose feedback delay exceeded the ring and was clamped to its end
         (0 whenever the ring was sized from the scenario, see ``ring_len_for``).
+      realism: ``jaxcc.sim.realism.RealismState`` when the link has realism, else ``None``.
     """
 
     tick: jax.Array
@@ -116,6 +129,7 @@ class SimState:
     admitted_total: jax.Array
     served_total: jax.Array
     clamped: jax.Array
+    realism: rz.RealismState | None = None  # REALISM
 
 
 class TickOut(NamedTuple):
@@ -139,6 +153,7 @@ class TickOut(NamedTuple):
     capacity: jax.Array  # link capacity during the tick (bytes/s)
     queue: jax.Array  # bytes queued at the end of the tick
     served: jax.Array  # bytes that left the queue
+    cross: jax.Array = 0.0  # REALISM: cross-traffic bytes admitted to the queue (0 without it)
 
 
 # ----------------------------------------------------------------------------- capacity
@@ -170,15 +185,26 @@ def _inv_cum_in_period(p: LinkParams, x: jax.Array) -> jax.Array:
     return p.cap_t[k] + wait
 
 
-def bytes_servable(p: LinkParams, t0: jax.Array, t1: jax.Array) -> jax.Array:
-    """Bytes the link can serve in [t0, t1] (t1 - t0 <= one period)."""
+def bytes_servable(p: LinkParams, t0: jax.Array, t1: jax.Array, span: jax.Array | None = None) -> jax.Array:
+    """Bytes the link can serve in [t0, t1] (t1 - t0 <= one period).
+
+    ``span`` is ``t1 - t0`` when the caller knows it exactly (a tick: ``dt``).  Inside one
+    capacity segment the answer is then ``rate · span``: the cumulative form below subtracts two
+    byte counts of the order ``rate · t`` and two rounded times, and in float32 that loses up to
+    1.6 % of a tick's bytes at t = 300 s (the ulp of 300 s is 30 us, of 7.5e9 bytes 512 B).
+    """
     looping = p.cap_period > 0
     period = jnp.where(looping, p.cap_period, 1.0)
     base = jnp.where(looping, jnp.floor(t0 / period) * period, 0.0)
     a, b = t0 - base, t1 - base
     wrap = looping & (b > period)
     inside = _cum_in_period(p, jnp.minimum(b, jnp.where(looping, period, b))) - _cum_in_period(p, a)
-    return inside + jnp.where(wrap, _cum_in_period(p, b - period), 0.0)
+    general = inside + jnp.where(wrap, _cum_in_period(p, b - period), 0.0)
+    if span is None:
+        return general
+    k = _segment(p.cap_t, a)
+    same = ~wrap & (_segment(p.cap_t, b) == k)
+    return jnp.where(same, p.cap_bps[k] * span, general)
 
 
 def time_to_serve(p: LinkParams, t: jax.Array, nbytes: jax.Array) -> jax.Array:
@@ -194,7 +220,17 @@ def time_to_serve(p: LinkParams, t: jax.Array, nbytes: jax.Array) -> jax.Array:
     laps = jnp.where(looping, jnp.maximum(jnp.ceil(x / per_bytes) - 1.0, 0.0), 0.0)
     x_in = x - laps * jnp.where(looping, p.cap_period_bytes, 0.0)
     done = laps * jnp.where(looping, p.cap_period, 0.0) + _inv_cum_in_period(p, x_in)
-    return jnp.maximum(done - tm, 0.0)
+    general = jnp.maximum(done - tm, 0.0)
+    # Inside one capacity segment the wait is nbytes / rate; the cumulative form above loses
+    # its precision to the large byte and time counts late in a run (float32: up to 14 % of a
+    # 3 KB wait at 200 Mbit/s and t = 300 s).
+    k = _segment(p.cap_t, tm)
+    rate = p.cap_bps[k]
+    wait = nbytes / jnp.maximum(rate, 1e-30)
+    seg_end = jnp.minimum(jnp.where(k + 1 < p.cap_t.shape[-1], p.cap_t[jnp.minimum(k + 1, p.cap_t.shape[-1] - 1)], PAD),
+                          jnp.where(looping, p.cap_period, PAD))
+    fits = (rate > 0) & (tm + wait <= seg_end)
+    return jnp.where(fits, wait, general)
 
 
 def capacity_at(p: LinkParams, t: jax.Array) -> jax.Array:
@@ -224,6 +260,7 @@ def init_state(p: LinkParams, ring_len: int) -> SimState:
         admitted_total=z,
         served_total=z,
         clamped=jnp.zeros((), jnp.int32),
+        realism=rz.init_state(p.realism),  # REALISM
     )
 
 
@@ -263,7 +300,10 @@ def step(p: LinkParams, s: SimState, rate: jax.Array, cwnd: jax.Array) -> tuple[
     # 3. Random loss, then drop-tail on the overflow above the buffer.
     arriving = sent * (1.0 - p.loss)
     total_arriving = jnp.sum(arriving)
-    servable = bytes_servable(p, t0, t1)
+    if p.realism is not None:  # REALISM: unresponsive cross traffic joins the queue
+        cross_in = rz.cross_offered(p.realism, t0, t1)
+        total_arriving = total_arriving + cross_in
+    servable = bytes_servable(p, t0, t1, dt)
     backlog = s.queue + total_arriving - servable
     overflow = jnp.maximum(backlog - p.buffer_bytes, 0.0)
     drop_frac = jnp.where(total_arriving > 0, jnp.minimum(overflow / jnp.maximum(total_arriving, 1e-30), 1.0), 0.0)
@@ -271,6 +311,10 @@ def step(p: LinkParams, s: SimState, rate: jax.Array, cwnd: jax.Array) -> tuple[
     lost_now = sent - admitted
     queue = jnp.clip(backlog - overflow, 0.0, p.buffer_bytes)
     served = s.queue + jnp.sum(admitted) - queue
+    cross_adm = jnp.zeros((), queue.dtype)
+    if p.realism is not None:  # REALISM: its share of the drops; it is served FIFO with the flows
+        cross_adm = cross_in * (1.0 - drop_frac)
+        served = served + cross_adm
 
     # 4. Queueing delay of this tick's bytes: FIFO behind the mean backlog of the tick, plus
     #    their own serialisation, timed against the known capacity schedule.
@@ -279,28 +323,64 @@ def step(p: LinkParams, s: SimState, rate: jax.Array, cwnd: jax.Array) -> tuple[
     ahead = jnp.minimum(0.5 * (s.queue + queue), jnp.maximum(p.buffer_bytes - MSS, 0.0))
     qdelay = time_to_serve(p, t_mid, ahead + MSS)
     owd = qdelay + 0.5 * p.rtt
+    rstate = s.realism
+    if p.realism is not None:  # REALISM: non-congestive jitter after the queue (one-way and RTT)
+        u = rz.tick_uniforms(p.realism, s.tick, 1 + p.rtt.shape[-1], dt.dtype)
+        jit, rstate = rz.jitter(p.realism, s.realism, u[0], t_mid + qdelay)
+        rstate = rz.cross_update(rstate, cross_in, cross_adm)
+        owd = owd + jit
 
-    # 5. Schedule their ACKs (and loss notifications) one path delay later.  A dropped packet is
-    #    noticed when the packets sent next to it are acked, i.e. at the same time.  The bytes
-    #    were sent uniformly over this tick, so their ACKs arrive uniformly over a tick-wide window
-    #    starting ``rtt_sample`` later: the window covers two ticks, shared in proportion to the
-    #    overlap (``frac``).  Rounding to one tick instead would make a monitor interval's ACK
-    #    count jump by a whole tick's worth as the queueing delay drifts.  Feedback credited to a
-    #    tick is usable from that tick's start (step 1), so the window is shifted by half a tick:
-    #    on average an ACK is then used when it arrives, not half a tick before.
-    rtt_sample = qdelay + p.rtt
-    offset = jnp.minimum(rtt_sample / dt + 0.5, ring_len)  # clamp in float: outages give ~1e30
-    lo_f = jnp.floor(offset)
-    frac = offset - lo_f
-    lo = lo_f.astype(jnp.int32)
-    over = lo > ring_len - 2
-    frac = jnp.where(lo < 1, 0.0, jnp.where(over, 1.0, frac))  # clamp into [tick+1, tick+H-1]
-    lo = jnp.clip(lo, 1, ring_len - 2)
-    target_lo = jnp.mod(s.tick + lo, ring_len)
-    target_hi = jnp.mod(s.tick + lo + 1, ring_len)
-    scheduled = jnp.stack([admitted, lost_now, admitted * rtt_sample], axis=-1)  # [F, 3]
-    part_lo = scheduled * (1.0 - frac)[:, None]
-    part_hi = scheduled - part_lo
+    # 5. Schedule their ACKs (and loss notifications) one path delay later, clocked by the link.
+    #    FIFO: the tick's admitted bytes leave the queue one after another, from when the backlog
+    #    ahead of them is served (``dep_a``) until the last of them is (``dep_b``; at least the
+    #    tick's end, when the link is faster than they arrive), each after its own serialisation
+    #    (one MSS).  Their ACKs reach the sender one propagation RTT later, spread uniformly over
+    #    that departure interval, so the ACK rate of a busy link is its capacity — a packet
+    #    link's ACK clock — however bursty the sending was.  (Before: every tick's ACKs arrived
+    #    within one tick-wide window, so a burst of sending came back as a burst of ACKs: ACK
+    #    compression that inflated delivery-rate samples and slow-start overshoot.)  A dropped
+    #    packet is noticed when the packets sent next to it are acked, i.e. at the same time.
+    #    Feedback credited to a tick is usable from that tick's start, so arrival times are
+    #    shifted by half a tick: on average an ACK is then used when it arrives.  The interval
+    #    is split over FEEDBACK_SLOTS ring slots in proportion to the overlap; an interval longer
+    #    than that (a burst of over FEEDBACK_SLOTS − 1 ticks of capacity) is compressed into them.
+    total_admitted = jnp.sum(admitted)
+    if p.realism is not None:  # REALISM: cross traffic leaves the FIFO with the flows' bytes
+        total_admitted = total_admitted + cross_adm
+    waits = time_to_serve(p, t0, jnp.stack([s.queue + MSS, s.queue + total_admitted + MSS, jnp.asarray(MSS, dt.dtype)]))
+    dep_a, dep_b = waits[0], jnp.maximum(waits[1], dt + waits[2])
+    # Clamp in float (outages give ~1e30) before any conversion to int.
+    width = jnp.clip((dep_b - dep_a) / dt, 1e-6, ring_len)  # ticks
+    s_a = jnp.minimum((dep_a + p.rtt) / dt + 0.5, ring_len)  # [F] slot coordinates
+    j0_f = jnp.floor(s_a)
+    over = j0_f > ring_len - 2
+    j0 = jnp.clip(j0_f.astype(jnp.int32), 1, ring_len - 2)
+    j0_fc = j0.astype(dt.dtype)
+    a_c = jnp.clip(s_a, j0_fc, j0_fc + FEEDBACK_SLOTS)
+    b_c = jnp.clip(s_a + width, a_c, j0_fc + FEEDBACK_SLOTS)
+    w_c = jnp.maximum(b_c - a_c, 1e-9)
+    ks = jnp.arange(FEEDBACK_SLOTS, dtype=dt.dtype)
+    lo_e = jnp.maximum(a_c[:, None], j0_fc[:, None] + ks)  # [F, S]
+    hi_e = jnp.minimum(b_c[:, None], j0_fc[:, None] + ks + 1.0)
+    # Share of the tick's bytes that arrives up to the end of each slot (1 at the last slot), as
+    # differences of a non-decreasing cumulative share: every part is >= 0 and they add up to
+    # the whole, so bytes are conserved.
+    cum = jnp.clip((hi_e - a_c[:, None]) / w_c[:, None], 0.0, 1.0).at[:, -1].set(1.0)
+    # Byte fraction x of the tick (sent at x·dt, ACKed at s_a + x·width − ½) gives each slot's
+    # mean RTT (RTT is linear in x, so its mean is the RTT at the slot's mean x).
+    x_mid = jnp.clip((0.5 * (lo_e + hi_e) - a_c[:, None]) / w_c[:, None], 0.0, 1.0)
+    rtt_slot = (s_a[:, None] - 0.5 + x_mid * (width - 1.0)) * dt  # [F, S] seconds
+    upto = jnp.stack([admitted[:, None] * cum, lost_now[:, None] * cum], axis=-1)  # [F, S, 2]
+    part2 = upto - jnp.concatenate([jnp.zeros_like(upto[:, :1]), upto[:, :-1]], axis=1)
+    parts = jnp.concatenate([part2, (part2[..., 0] * rtt_slot)[..., None]], axis=-1)  # [F, S, 3]
+    targets = jnp.mod(s.tick + jnp.minimum(j0[:, None] + jnp.arange(FEEDBACK_SLOTS), ring_len - 1), ring_len)
+    if p.realism is not None:  # REALISM: jitter delays the ACKs; ACK aggregation moves and lumps them
+        offs, over, cum, rtt_slot = rz.feedback_slots(p.realism, t0, dt, jnp.minimum(s_a + jit / dt, ring_len), width,
+                                                      ring_len, FEEDBACK_SLOTS)
+        upto = jnp.stack([admitted[:, None] * cum, lost_now[:, None] * cum], axis=-1)
+        part2 = upto - jnp.concatenate([jnp.zeros_like(upto[:, :1]), upto[:, :-1]], axis=1)
+        parts = jnp.concatenate([part2, (part2[..., 0] * rtt_slot)[..., None]], axis=-1)
+        targets = jnp.mod(s.tick + offs, ring_len)
 
     # 6. Take out the feedback that arrives during the next tick (it becomes ``pending``) and
     #    empty that slot by subtracting it (exactly 0.0).  Everything is one gather from the old
@@ -311,12 +391,14 @@ def step(p: LinkParams, s: SimState, rate: jax.Array, cwnd: jax.Array) -> tuple[
     #    handed over directly.
     nxt = jnp.mod(s.tick + 1, ring_len)
     waiting = s.ring.at[nxt, flows].get(mode="promise_in_bounds")  # [F, 3]
-    lo_next = (target_lo == nxt)[:, None]
-    pending = waiting + jnp.where(lo_next, part_lo, 0.0)
-    next_slot = jnp.broadcast_to(nxt, target_lo.shape)
-    ring = s.ring.at[jnp.concatenate([target_lo, target_hi, next_slot]),
-                     jnp.concatenate([flows, flows, flows])].add(
-        jnp.concatenate([jnp.where(lo_next, 0.0, part_lo), part_hi, -waiting]), mode="promise_in_bounds")
+    to_next = (targets == nxt)[..., None]  # [F, S, 1]
+    pending = waiting + jnp.sum(jnp.where(to_next, parts, 0.0), axis=1)
+    next_slot = jnp.broadcast_to(nxt, flows.shape)
+    nf = flows.shape[0]
+    ring = s.ring.at[jnp.concatenate([targets.reshape(-1), next_slot]),
+                     jnp.concatenate([jnp.repeat(flows, FEEDBACK_SLOTS), flows])].add(
+        jnp.concatenate([jnp.where(to_next, 0.0, parts).reshape(nf * FEEDBACK_SLOTS, 3), -waiting]),
+        mode="promise_in_bounds")
 
     new = SimState(
         tick=s.tick + 1,
@@ -327,10 +409,13 @@ def step(p: LinkParams, s: SimState, rate: jax.Array, cwnd: jax.Array) -> tuple[
         sent_total=s.sent_total + sent,
         acked_total=s.acked_total + acked,
         lost_total=s.lost_total + lost,
-        admitted_total=s.admitted_total + jnp.sum(admitted),
+        admitted_total=s.admitted_total + total_admitted,  # REALISM: includes cross traffic
         served_total=s.served_total + served,
         clamped=s.clamped + jnp.any(over & (sent > 0)).astype(jnp.int32),
+        realism=rstate,
     )
+    if p.realism is not None:  # REALISM: the RTT samples the senders see are noisy
+        rtt_wsum = rz.observe_rtt(p.realism, u[1:], acked, rtt_wsum)
     out = TickOut(
         time=t1,
         active=active,
@@ -345,5 +430,6 @@ def step(p: LinkParams, s: SimState, rate: jax.Array, cwnd: jax.Array) -> tuple[
         capacity=servable / dt,
         queue=queue,
         served=served,
+        cross=cross_adm,  # REALISM
     )
     return new, out

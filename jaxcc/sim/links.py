@@ -10,6 +10,11 @@ Two kinds of builders live here:
   ``link_from_arrays``.
 
 The tick length of a link is ``min(flow RTT) / ticks_per_rtt``.
+
+Realism (``jaxcc.sim.realism``: jitter, ACK aggregation, RTT noise, cross traffic) is built by
+``realism_params`` (host) or ``sample_realism`` (inside jit, for training distributions) and
+attached with ``make_link(..., realism=...)`` / ``LinkParams.replace(realism=...)``; its
+cross-traffic schedule is padded to a fixed number of segments like the capacity schedule.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxcc.sim import realism as rz
 from jaxcc.sim.core import MSS, PAD, LinkParams
 from jaxcc.sim.trace import read_mahimahi
 
@@ -137,8 +143,10 @@ def make_link(
     num_flows: int | None = None,
     ticks_per_rtt: int = DEFAULT_TICKS_PER_RTT,
     dt: float | None = None,
+    realism: rz.Realism | None = None,
 ) -> LinkParams:
-    """One link as float32 NumPy leaves, padded to ``num_segments`` and ``num_flows``."""
+    """One link as float32 NumPy leaves, padded to ``num_segments`` and ``num_flows``;
+    ``realism`` (``realism_params``) is attached as given."""
     rtt = np.asarray(rtt_s, np.float64)
     if rtt.size == 0:
         raise ValueError("a link needs at least one flow")
@@ -170,25 +178,75 @@ def make_link(
         rtt=f32(pad(rtt, f, rtt[0])),
         start=f32(pad(np.asarray(start_s, np.float64), f, 0.0)),
         stop=f32(pad(np.asarray(stop_s, np.float64), f, 0.0)),
+        realism=realism,
     )
 
 
+def realism_params(*, seed: int = 0, jitter_s: float = 0.0, ack_agg_s: float = 0.0, rtt_noise_s: float = 0.0,
+                   cross: Sequence[Sequence[float]] | None = None, num_cross_segments: int | None = None
+                   ) -> rz.Realism:
+    """A link's realism as NumPy leaves (see ``jaxcc.sim.realism``).
+
+    Args:
+      seed: the link's random key is ``jax.random.PRNGKey(seed)`` (jitter and RTT noise).
+      jitter_s, ack_agg_s, rtt_noise_s: largest jitter, ACK aggregation period, RTT noise
+        standard deviation (s); 0 = off.
+      cross: cross traffic ``[[t_s, mbps], ...]`` (piecewise constant, first at 0), or None.
+      num_cross_segments: pad the cross-traffic schedule to this many segments.
+    """
+    pairs = np.zeros((1, 2)) if cross is None else np.asarray(cross, np.float64).reshape(-1, 2)
+    if pairs[0, 0] != 0.0 or np.any(np.diff(pairs[:, 0]) <= 0) or np.any(pairs[:, 1] < 0):
+        raise ValueError(f"cross traffic: [[t_s, mbps], ...] from t = 0, times increasing, rates >= 0; got {pairs.tolist()}")
+    c = pairs.shape[0] if num_cross_segments is None else num_cross_segments
+    if c < pairs.shape[0]:
+        raise ValueError(f"num_cross_segments={c} is smaller than the cross-traffic schedule ({pairs.shape[0]})")
+    t = np.full((c,), PAD, np.float64)
+    r = np.zeros((c,), np.float64)
+    t[: pairs.shape[0]] = pairs[:, 0]
+    r[: pairs.shape[0]] = pairs[:, 1] * MBPS
+    f32 = lambda x: np.asarray(x, np.float32)  # noqa: E731
+    return rz.Realism(key=np.asarray(jax.random.PRNGKey(int(seed))), jitter_s=f32(jitter_s), ack_agg_s=f32(ack_agg_s),
+                      rtt_noise_s=f32(rtt_noise_s), cross_t=f32(t), cross_bps=f32(r))
+
+
+def _pad_realism(r: rz.Realism, c: int) -> rz.Realism:
+    n = r.cross_t.shape[-1]
+    if n == c:
+        return r
+    return r.replace(cross_t=np.concatenate([r.cross_t, np.full((c - n,), PAD, np.float32)]),
+                     cross_bps=np.concatenate([r.cross_bps, np.zeros((c - n,), np.float32)]))
+
+
 def stack_links(links: Sequence[LinkParams]) -> LinkParams:
-    """Stack already equally padded links into a batch (leading axis)."""
+    """Stack already equally padded links into a batch (leading axis).
+
+    When some links have realism, the others get realism with every effect off (which runs
+    bit-identically to none) and every cross-traffic schedule is padded to the longest, so
+    they share one structure.
+    """
+    links = list(links)
+    if any(ln.realism is not None for ln in links):
+        c = max(ln.realism.cross_t.shape[-1] for ln in links if ln.realism is not None)
+        links = [ln.replace(realism=_pad_realism(realism_params() if ln.realism is None else ln.realism, c))
+                 for ln in links]
     return jax.tree.map(lambda *xs: np.stack(xs), *links)
 
 
 def ring_len_for(
     schedule: Schedule, buffer_bytes: float, rtt_s: Sequence[float], dt: float,
-    max_ring: int = DEFAULT_MAX_RING,
+    max_ring: int = DEFAULT_MAX_RING, extra_delay_s: float = 0.0,
 ) -> int:
-    """Ring slots needed so that no feedback is clamped: (largest RTT + full-buffer wait) / dt.
+    """Ring slots needed so that no feedback is clamped: (largest RTT + full-buffer wait) / dt,
+    plus ``extra_delay_s`` (realism's jitter and ACK aggregation, ``rz.extra_delay_bound``) and
+    two ticks when it is not 0.
 
     Capped at ``max_ring``; beyond it feedback is delivered at the ring's end (counted in
     ``SimState.clamped``) — only for buffers of hundreds of BDPs.
     """
     wait = (buffer_bytes + 2 * MSS) / schedule.min_positive_rate()
     need = int(math.ceil((max(rtt_s) + wait) / dt)) + 3
+    if extra_delay_s > 0:
+        need += int(math.ceil(extra_delay_s / dt)) + 2
     return int(min(max_ring, 8 * math.ceil(need / 8)))
 
 
@@ -259,3 +317,31 @@ def sample_poisson_schedule(
     counts = jax.random.poisson(key, lam, (num_segments,))
     times = jnp.arange(num_segments, dtype=jnp.float32) * slot_s
     return times, counts.astype(jnp.float32) * MSS / slot_s
+
+
+def sample_realism(key: jax.Array, ranges, cap0_bps, num_cross_segments: int) -> rz.Realism:
+    """A link's realism drawn inside jit from a training distribution (``ranges`` has the fields
+    of ``jaxcc.envs.base.RealismRanges``; Python floats).
+
+    Each effect is on in an episode with probability ``ranges.p_each`` (independently), and
+    then drawn uniformly from its range: ``jitter_ms``, ``ack_agg_ms``, ``rtt_noise_ms`` (each
+    a ``(lo, hi)`` pair, ms).  Cross traffic changes every ``cross_every_s`` seconds to a rate
+    uniform in ``cross_frac`` (a ``(lo, hi)`` pair) times ``cap0_bps``, the link's capacity at
+    the start (``num_cross_segments`` segments, the last one holds).  The link's own key for the
+    per-tick draws is split from ``key``.
+    """
+    kk, kj, ka, kn, kc, kon = jax.random.split(key, 6)
+    on = jax.random.uniform(kon, (4,)) < ranges.p_each
+
+    def draw(k, lo_hi, i):
+        lo, hi = lo_hi
+        return jnp.where(on[i], jax.random.uniform(k, (), minval=lo, maxval=hi), 0.0) * 1e-3
+
+    times = jnp.arange(num_cross_segments, dtype=jnp.float32) * ranges.cross_every_s
+    lo, hi = ranges.cross_frac
+    frac = jax.random.uniform(kc, (num_cross_segments,), minval=lo, maxval=hi)
+    f32 = lambda x: jnp.asarray(x, jnp.float32)  # noqa: E731
+    return rz.Realism(key=jax.random.key_data(kk) if jnp.issubdtype(kk.dtype, jax.dtypes.prng_key) else kk,
+                      jitter_s=f32(draw(kj, ranges.jitter_ms, 0)), ack_agg_s=f32(draw(ka, ranges.ack_agg_ms, 1)),
+                      rtt_noise_s=f32(draw(kn, ranges.rtt_noise_ms, 2)), cross_t=f32(times),
+                      cross_bps=f32(jnp.where(on[3], frac * cap0_bps, 0.0)))

@@ -47,6 +47,8 @@ class LinkSpec(Protocol):
 
     def capacity(self, *, seed: int, duration_s: float) -> links.Schedule: ...
 
+    def realism(self, *, seed: int) -> "links.rz.Realism | None": ...  # REALISM (None: off)
+
 
 class Scenario(Protocol):
     """What the runner needs of a scenario (``jaxcc.scenarios.Scenario`` has it)."""
@@ -89,6 +91,12 @@ def _item_link(item: Item, ticks_per_rtt: int):
     return sched, rtts, dt
 
 
+def _extra_delay(link: LinkSpec) -> float:
+    """REALISM: how much later than RTT + queueing a link's feedback can arrive (s)."""
+    r = link.realism(seed=0)
+    return 0.0 if r is None else links.rz.extra_delay_bound(float(r.jitter_s), float(r.ack_agg_s))
+
+
 def build_batches(items: Sequence[Item], *, resolve: Resolve, ticks_per_rtt: int = links.DEFAULT_TICKS_PER_RTT,
                   max_ring: int = links.DEFAULT_MAX_RING) -> list[Batch]:
     """Group items by tick count and pad each group into one batch.
@@ -113,14 +121,15 @@ def build_batches(items: Sequence[Item], *, resolve: Resolve, ticks_per_rtt: int
         sched, rtts, dt = _item_link(it, ticks_per_rtt)
         ticks = int(math.ceil(it.scenario.duration_s / dt))
         prepared.append((it, sched, rtts, dt, ticks))
-    groups: dict[int, list] = defaultdict(list)
-    for p in prepared:
-        groups[p[4]].append(p)
+    groups: dict[tuple[int, bool], list] = defaultdict(list)
+    for p in prepared:  # REALISM: links with realism in batches of their own (others stay bit-identical)
+        groups[(p[4], p[0].scenario.link.realism(seed=0) is not None)].append(p)
     batches = []
-    for ticks, group in sorted(groups.items()):
+    for (ticks, _), group in sorted(groups.items()):
         k = max(g[1].num_segments for g in group)
         f = max(len(g[2]) for g in group)
-        ring = max(links.ring_len_for(g[1], g[0].scenario.link.buffer_bytes, g[2], g[3], max_ring) for g in group)
+        ring = max(links.ring_len_for(g[1], g[0].scenario.link.buffer_bytes, g[2], g[3], max_ring,
+                                      extra_delay_s=_extra_delay(g[0].scenario.link)) for g in group)  # REALISM
         names: list[str] = []
         ctrls: list[ctl.Controller] = []
         params, ids, cps = [], [], []
@@ -128,7 +137,8 @@ def build_batches(items: Sequence[Item], *, resolve: Resolve, ticks_per_rtt: int
             sc = it.scenario
             params.append(links.make_link(
                 sched, sc.link.buffer_bytes, sc.link.loss, rtts, [fl.start_s for fl in sc.flows],
-                [fl.stop_s for fl in sc.flows], num_segments=k, num_flows=f, dt=dt))
+                [fl.stop_s for fl in sc.flows], num_segments=k, num_flows=f, dt=dt,
+                realism=sc.link.realism(seed=it.seed)))  # REALISM
             row_ids = np.zeros((f,), np.int32)
             row_cp = np.zeros((f, ctl.CPARAM_DIM), np.float32)
             for j, fl in enumerate(sc.flows):

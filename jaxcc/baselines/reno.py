@@ -1,0 +1,120 @@
+"""NewReno (RFC 5681 congestion control with RFC 6582's recovery; Linux ``tcp_reno_*`` in
+``net/ipv4/tcp_cong.c``) as a per-tick window-based controller of the fluid simulator.
+
+The window follows the classic AIMD rules, in bytes:
+
+* slow start (``cwnd < ssthresh``): ``cwnd += acked`` — one byte per byte ACKed, appropriate byte
+  counting (RFC 5681 §3.1, RFC 3465; Linux ``tcp_slow_start``), not past ``ssthresh``; it starts at
+  10 packets (RFC 6928, Linux ``TCP_INIT_CWND``) with ``ssthresh`` unlimited;
+* congestion avoidance: ``cwnd += MSS · acked / cwnd`` — α = one MSS per window of ACKed bytes, i.e.
+  per RTT (RFC 5681 eq. 3 with byte counting; Linux ``tcp_cong_avoid_ai`` with ``w = cwnd``);
+* on a loss notice outside recovery: ``ssthresh = cwnd ← max(β · cwnd, 2 MSS)`` with β = 1/2
+  (RFC 5681 eq. 4; Linux ``tcp_reno_ssthresh`` halves ``cwnd``, not the flight size; PRR brings
+  the flight down to it during recovery, the fluid sender sets the window at once), then
+  *recovery* (RFC 6582 §3.2: ``recover`` = the highest byte sent): further losses of data sent
+  before the decrease are part of the same event, so there is one decrease per window of
+  losses, and the window does not grow until recovery ends (Linux calls ``cong_avoid`` only in
+  the Open state).  Recovery ends when every byte outstanding at the notice — this tick's own
+  sending included, see ``reno_update`` — has been ACKed or reported lost.
+
+Pacing: none (``rate = BIG``).  Linux paces a Reno or CUBIC flow only under the ``fq`` qdisc or
+when the congestion control asks for it (BBR does; Reno does not), and the project's netns
+harness (``kernel:reno``: tbf, no fq) and ns-3's TcpNewReno send window-limited bursts clocked
+by the ACKs.  In the fluid model an unpaced sender sends its whole allowance
+(``cwnd − inflight``) in the tick the ACKs free it, so it is ACK-clocked at tick resolution.
+
+Fluid approximations (as in ``cubic.py``): per-ACK increments become per-tick increments with
+``acked`` bytes (linear in the ACKed amount, so equal to first order); a loss event is one
+packet's worth of reported drops (``LOSS_EVENT_BYTES``), so a flow that sent little into a short
+overflow may escape it, as with packets.  No retransmission timeout is modelled.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from jaxcc.sim.controller import Action, Controller, TickObs
+from jaxcc.sim.core import BIG, MSS
+
+# RFC 5681 eq. 4 / Linux tcp_reno_ssthresh: halve on a loss.
+BETA_RENO = 0.5
+# RFC 5681 §3.1: one full-sized segment per RTT in congestion avoidance.
+ALPHA_RENO = 1.0
+# RFC 6928 / Linux TCP_INIT_CWND: 10 packets.
+INIT_CWND = 10 * MSS
+# RFC 5681 eq. 4: ssthresh is at least 2·SMSS (Linux: max(cwnd >> 1, 2)).
+MIN_CWND = 2 * MSS
+# A loss event is one packet's worth of dropped bytes (see the module docstring).
+LOSS_EVENT_BYTES = MSS
+# Slack for comparing fluid byte counters (float32 rounding stays far below one byte).
+LOSS_EPS_BYTES = 1.0
+
+
+class RenoState(NamedTuple):
+    cwnd: jax.Array  # bytes
+    ssthresh: jax.Array  # bytes (BIG until the first loss)
+    in_recovery: jax.Array  # bool
+    recovery_left: jax.Array  # bytes still outstanding from before the decrease (RFC 6582 "recover")
+    lost_acc: jax.Array  # bytes reported lost since the last loss event, outside recovery
+    loss_events: jax.Array  # int32: multiplicative decreases so far (tests/diagnostics)
+
+
+def reno_init(cparam: jax.Array) -> RenoState:
+    f = jnp.float32
+    return RenoState(cwnd=f(INIT_CWND), ssthresh=f(BIG), in_recovery=jnp.bool_(False), recovery_left=f(0.0),
+                     lost_acc=f(0.0), loss_events=jnp.int32(0))
+
+
+def reno_act(s: RenoState, cparam: jax.Array) -> Action:
+    """Window-limited, unpaced (see the module docstring)."""
+    return Action(rate=jnp.full_like(s.cwnd, BIG), cwnd=s.cwnd)
+
+
+def reno_update(s: RenoState, obs: TickObs, cparam: jax.Array) -> RenoState:
+    acked, lost = obs.acked, obs.lost
+
+    # --- recovery bookkeeping: one decrease per window of losses (RFC 6582) --------------
+    rec_left = s.recovery_left - (acked + lost)
+    still_recovering = s.in_recovery & (rec_left > LOSS_EPS_BYTES)
+    # On the tick that ends recovery only the losses past the recovery point are new (the
+    # tick's feedback is a FIFO mix, so they are the lost share of the bytes past it); counting
+    # the whole tick's losses made the tail of the old loss episode a second decrease.
+    past = jnp.where(s.in_recovery, jnp.clip(acked + lost - jnp.maximum(s.recovery_left, 0.0), 0.0, acked + lost), acked + lost)
+    lost_new = lost * past / jnp.maximum(acked + lost, 1e-9)
+    lost_acc = jnp.where(still_recovering, 0.0, s.lost_acc + lost_new)
+    loss_event = (lost_acc >= LOSS_EVENT_BYTES) & ~still_recovering
+    lost_acc = jnp.where(loss_event, 0.0, lost_acc)
+
+    # --- growth (Open state only) -----------------------------------------------------------
+    cwnd = s.cwnd
+    # On the tick that ends recovery only the bytes past the recovery point count (the ACKs
+    # before it arrived while still in recovery).
+    acked = jnp.where(s.in_recovery, jnp.clip(acked + lost - jnp.maximum(s.recovery_left, 0.0), 0.0, acked), acked)
+    grow = (acked > 0) & ~still_recovering & ~loss_event
+    in_ss = cwnd < s.ssthresh
+    # Slow start up to ssthresh; ACKed bytes beyond it count for congestion avoidance
+    # (Linux tcp_reno_cong_avoid: tcp_slow_start returns the leftover to tcp_cong_avoid_ai).
+    ss_cwnd = jnp.minimum(cwnd + acked, jnp.maximum(s.ssthresh, cwnd))
+    leftover = jnp.where(in_ss, jnp.maximum(cwnd + acked - ss_cwnd, 0.0), acked)
+    base = jnp.where(in_ss, ss_cwnd, cwnd)
+    new_cwnd = base + ALPHA_RENO * MSS * leftover / jnp.maximum(base, 1.0)
+    cwnd = jnp.where(grow, new_cwnd, cwnd)
+
+    # --- multiplicative decrease --------------------------------------------------------------
+    reduced = jnp.maximum(BETA_RENO * s.cwnd, MIN_CWND)
+    ssthresh = jnp.where(loss_event, reduced, s.ssthresh)
+    cwnd = jnp.where(loss_event, reduced, cwnd)
+    in_recovery = jnp.where(loss_event, True, still_recovering)
+    # Everything sent before the decrease, this tick's sending included: the core sends before
+    # the controller sees the tick's feedback, so those bytes went out at the old window and
+    # their drops belong to this event (``obs.inflight`` is after the tick's sending).
+    recovery_left = jnp.where(loss_event, obs.inflight, jnp.where(still_recovering, rec_left, 0.0))
+
+    return RenoState(cwnd=cwnd, ssthresh=ssthresh, in_recovery=in_recovery, recovery_left=recovery_left,
+                     lost_acc=lost_acc, loss_events=s.loss_events + loss_event.astype(jnp.int32))
+
+
+RENO = Controller("reno", reno_init, reno_act, reno_update)
