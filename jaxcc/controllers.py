@@ -1,8 +1,9 @@
 """Controller names shared by every command, the scenario spec and the C++ sender.
 
-    bbr | cubic | reno | copa | oracle | fixed:MBPS | policy:FILE | kernel:cubic | kernel:bbr
+    bbr | cubic | reno | copa | oracle | fixed:MBPS | policy:FILE | kernel:cubic | kernel:reno | kernel:bbr
 
-``kernel:*`` (Linux TCP through iperf3) exists only in emulation (``jaxcc.emulate``);
+``kernel:*`` (Linux TCP through iperf3 -C; reno is the kernel's NewReno) exists only in
+emulation (``jaxcc.emulate``);
 ``cubic``, ``reno``, ``copa`` and ``oracle`` exist only in the simulator (the C++ sender has no
 CUBIC, NewReno or Copa, and no oracle can exist outside it).
 """
@@ -14,12 +15,12 @@ import os
 from typing import NamedTuple
 
 SIM_KINDS = ("bbr", "cubic", "reno", "copa", "oracle", "fixed", "policy")
-KERNEL_KINDS = ("kernel:cubic", "kernel:bbr")
+KERNEL_KINDS = ("kernel:cubic", "kernel:reno", "kernel:bbr")
 
 
 class ControllerSpec(NamedTuple):
     kind: str  # one of SIM_KINDS or "kernel"
-    arg: str  # fixed: the rate in Mbit/s; policy: the file; kernel: cubic|bbr; else ""
+    arg: str  # fixed: the rate in Mbit/s; policy: the file; kernel: cubic|reno|bbr; else ""
     name: str  # the original text
 
     @property
@@ -33,7 +34,8 @@ def parse_controller(name: str, *, field: str = "controller", allow_kernel: bool
     Raises:
       ValueError: naming ``field`` and the allowed forms when the name is not valid.
     """
-    allowed = "bbr, cubic, reno, oracle, fixed:MBPS, policy:FILE, copa" + (", kernel:cubic, kernel:bbr" if allow_kernel else "")
+    allowed = ("bbr, cubic, reno, oracle, fixed:MBPS, policy:FILE, copa"
+               + (", " + ", ".join(KERNEL_KINDS) if allow_kernel else ""))
     if not isinstance(name, str) or not name:
         raise ValueError(f"{field}: expected a controller name ({allowed}), got {name!r}")
     text = name.strip()

@@ -1,7 +1,7 @@
 """Emulated-link harness: run jaxcc controllers on real packets across a Linux emulated link.
 
     python -m jaxcc.emulate --scenario=NAME | --scenario-file=spec.json \\
-        --controller=policy:FILE|bbr|fixed:MBPS|kernel:cubic|kernel:bbr[,...] --out=DIR
+        --controller=policy:FILE|bbr|fixed:MBPS|kernel:cubic|kernel:reno|kernel:bbr[,...] --out=DIR
     python -m jaxcc.emulate --suite=pareto --controller=policy:F,kernel:cubic --out=DIR
     python -m jaxcc.emulate --cleanup          # remove leftovers of killed runs
 
@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--scenario-file", action="append", default=[], help="scenario JSON file")
     g.add_argument("--suite", default=None, help="a jaxcc.scenarios suite, or a comma-separated list of them")
     ap.add_argument("--controller", default=None,
-                    help="comma list: policy:FILE, bbr, fixed:MBPS, kernel:cubic, kernel:bbr; "
+                    help="comma list: policy:FILE, bbr, fixed:MBPS, kernel:cubic, kernel:reno, kernel:bbr; "
                          "default: the scenario's own flow controllers")
     ap.add_argument("--out", default="emulate_out")
     ap.add_argument("--trace-bin-ms", type=float, default=100.0,
