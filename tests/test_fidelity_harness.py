@@ -335,3 +335,26 @@ def test_sweep_writes_the_report(monkeypatch, tmp_path):
     assert saved["repeats"] == 3 and len(saved["records"][0]["reference"]) == 3
     c = saved["verdicts"][0]["checks"]["throughput_mbps"]
     assert c["ref"] == pytest.approx(1.02 * c["sim"]) and c["ref_runs"] == pytest.approx([c["sim"], 2 * c["sim"], c["ref"]])
+
+
+def test_the_record_separates_regressions_from_improvements(tmp_path):
+    ok = _rec([(10.0, 50.0, 0.0)])
+    thr_fails = F.compare_case(_case(), _rec([(11.0, 50.0, 0.0)]), ok, "kernel")      # +10% throughput
+    both_fail = F.compare_case(_case(), _rec([(11.0, 80.0, 0.0)]), ok, "kernel")      # and +30 ms delay
+    assert set(F.misses(thr_fails)) == {"throughput_mbps"}
+    recorded = F.misses(thr_fails)
+    assert F.against_record(thr_fails, recorded) == ([], [])
+    new, healed = F.against_record(both_fail, recorded)
+    assert len(new) == 1 and new[0].startswith("p95_owd_ms") and healed == []
+    passes = F.compare_case(_case(), ok, ok, "kernel")
+    new, healed = F.against_record(passes, recorded)
+    assert new == [] and len(healed) == 1 and healed[0].startswith("throughput_mbps")
+    # the record file keeps other references' entries and only lists cases with misses
+    report = {"seed": 0, "cases_per_controller": 2, "controllers": ["cubic"],
+              "verdicts": [dict(thr_fails, case="a"), dict(passes, case="b")]}
+    path = tmp_path / "misses.json"
+    path.write_text(json.dumps({"ns3": {"kept": True}}))
+    F.write_record(path, "kernel", report)
+    data = json.loads(path.read_text())
+    assert data["ns3"] == {"kept": True}
+    assert list(data["kernel"]["misses"]) == ["a"] and set(data["kernel"]["misses"]["a"]) == {"throughput_mbps"}
