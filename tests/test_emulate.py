@@ -401,3 +401,29 @@ def test_missing_tool_is_named(monkeypatch):
     problems = host.missing_requirements(need_iperf3=True)
     text = " ".join(problems)
     assert "apt-get install iptables" in text and "apt-get install iperf3" in text
+
+
+def test_record_loss_and_qdelay_are_the_simulators(tmp_path):
+    """Link loss = all drops / all sent (jaxcc.metrics.link_metrics), not per-flow loss weighted
+    by delivered volume; p95 queueing delay = p95 OWD minus the flow's one-way propagation delay
+    (half its RTT), not minus its minimum OWD (a flow that starts into a standing queue)."""
+    fls = []
+    # pareto/shared2 x fixed:40 as emulated: sent/acked packet counts, per-flow OWD summaries
+    for i, (start, sent, acked, p95, mn) in enumerate([(0.0, 101902, 40901, 115.41, 45.01),
+                                                       (2.0, 95108, 82856, 115.36, 109.38)]):
+        d = tmp_path / f"flow{i}"
+        d.mkdir()
+        summ = {"sent": sent, "acked": acked, "lost": sent - acked, "loss": 1 - acked / sent,
+                "throughput_mbps": acked * 1472 * 8 / (30.0 - start) / 1e6, "p95_owd_ms": p95,
+                "min_owd_ms": mn, "p95_qdelay_ms": p95 - mn}
+        (d / "sender.json").write_text(json.dumps(summ))
+        fl = runner.FlowRun(i, "fixed:40", 90.0, start, 30.0, d, kind="jaxcc")
+        fl.result = results.collect_flow(fl)
+        fls.append(fl)
+    f1 = fls[1].result
+    assert f1["p95_qdelay_ms"] == pytest.approx(115.36 - 45.0)
+    assert f1["p95_qdelay_minowd_ms"] == pytest.approx(115.36 - 109.38)
+    rec = results.make_record("x", 30.0, ["fixed:40"] * 2, fls, [(0.0, 50.0)], None, [])
+    # (61001 + 12252) / (101902 + 95108) = 0.37183
+    assert rec["loss"] == pytest.approx(73253 / 197010)
+    assert rec["p95_qdelay_ms"] == pytest.approx(70.4, abs=0.05)

@@ -29,6 +29,7 @@ void BbrController::UpdateBw(const RateSample& rs) {
     ++round_count_;
     round_start_ = true;
     bw_ring_[round_count_ % kBwWindowRounds] = 0;  // the slot now holds this new round
+    packet_conservation_ = false;                   // conservation lasts one round (tcp_bbr.c)
   }
   // Delivery rate: bytes delivered between this packet's send and its ACK over the longer
   // of the send and ACK intervals (draft-cheng-iccrg-delivery-rate-estimation), so ACK
@@ -108,18 +109,45 @@ void BbrController::AdvanceCycle(const RateSample& rs) {
 }
 
 void BbrController::SetOutputs(const RateSample& rs) {
-  (void)rs;
   const double bw = MaxBw();
   if (bw > 0) {
-    const double rate = pacing_gain_ * bw;
+    const double rate = pacing_gain_ * bw * (1.0 - kPacingMargin);
     // In startup never lower the rate: early samples are noisy and the pipe is not full yet.
     pacing_rate_ = (mode_ == Mode::kStartup && !filled_pipe_) ? std::max(pacing_rate_, rate) : rate;
   }
-  if (mode_ == Mode::kProbeRtt) {
-    cwnd_ = 4 * mss_;
+  // bbr_set_cwnd: towards the target window by the bytes this ACK delivered (three extra
+  // packets keep the pipe full across delayed ACKs, tcp_bbr.c's quantum); while conserving
+  // packets (the first round of recovery) no more than what is in flight plus this ACK.
+  const double acked = std::max(rs.delivered - last_delivered_, 0.0);
+  last_delivered_ = rs.delivered;
+  if (in_recovery_ && rs.send_ns >= recovery_start_ns_) {  // left recovery: restore the window
+    in_recovery_ = packet_conservation_ = false;
+    cwnd_ = std::max(cwnd_, prior_cwnd_);
+  }
+  if (packet_conservation_) {
+    cwnd_ = std::max(cwnd_, rs.inflight + acked);
+    return;
+  }
+  const double target = Bdp(cwnd_gain_) + 3 * mss_;
+  if (filled_pipe_) {
+    cwnd_ = std::min(cwnd_ + acked, target);
+  } else if (cwnd_ < target) {
+    cwnd_ += acked;
+  }
+  cwnd_ = std::max(cwnd_, 4 * mss_);
+}
+
+void BbrController::OnLoss(double bytes, double inflight, uint64_t now_ns) {
+  // bbr_set_cwnd_to_recover_or_restore: cwnd -= losses; entering recovery saves the window
+  // (bbr_save_cwnd), starts a round and conserves packets: cwnd = packets in flight.
+  if (!in_recovery_) {
+    prior_cwnd_ = mode_ == Mode::kProbeRtt ? std::max(prior_cwnd_, cwnd_) : cwnd_;
+    in_recovery_ = packet_conservation_ = true;
+    recovery_start_ns_ = now_ns;
+    next_round_delivered_ = last_delivered_;
+    cwnd_ = std::max(inflight, mss_);
   } else {
-    // Three extra packets keep the pipe full across delayed ACKs (tcp_bbr.c's quantum).
-    cwnd_ = std::max(Bdp(cwnd_gain_) + 3 * mss_, 4 * mss_);
+    cwnd_ = std::max(cwnd_ - bytes, mss_);
   }
 }
 

@@ -1,11 +1,14 @@
 // A BBR-like rate controller (BBR v1 as in Linux tcp_bbr.c and the BBR paper), used as a
 // comparison baseline and as the fallback when no policy is available.
 //
-// It is a pure state machine: feed it one RateSample per ACK (and losses, which v1 ignores)
-// and read pacing_rate()/cwnd(). The sender's ACK thread owns it and publishes the outputs
+// It is a pure state machine: feed it one RateSample per ACK and OnLoss() per packet declared
+// lost, and read pacing_rate()/cwnd(). Losses do not change the model (v1), but they do
+// change the window, as tcp_bbr.c's bbr_set_cwnd_to_recover_or_restore does: the window gives
+// back every lost byte, and entering recovery holds it to packet conservation for a round. The sender's ACK thread owns it and publishes the outputs
 // through atomics, so pacing never waits on it.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 namespace jaxcc {
@@ -36,13 +39,20 @@ class BbrController {
   // The pipe is full when three rounds in a row fail to grow bw by 25%.
   static constexpr double kFullBwThresh = 1.25;
   static constexpr int kFullBwRounds = 3;
+  // Pace ~1% below the estimated bw, to reduce the queue at the bottleneck
+  // (tcp_bbr.c bbr_pacing_margin_percent, Linux >= 4.20; jaxcc/baselines/bbr.py PACING_MARGIN).
+  static constexpr double kPacingMargin = 0.01;
 
   BbrController(double mss, double initial_rate_bps, uint64_t seed = 1);
 
   void OnAck(const RateSample& rs);
+  // `bytes` declared lost at `now_ns` with `inflight` bytes left in flight (loss excluded).
+  void OnLoss(double bytes, double inflight, uint64_t now_ns);
 
   double pacing_rate() const { return pacing_rate_; }  // bytes/s
-  double cwnd() const { return cwnd_; }                // bytes
+  // bytes; PROBE_RTT caps it at 4 packets without losing the window it restores (bbr.py bbr_cwnd)
+  double cwnd() const { return mode_ == Mode::kProbeRtt ? std::min(cwnd_, 4 * mss_) : cwnd_; }
+  bool in_recovery() const { return in_recovery_; }
   Mode mode() const { return mode_; }
   double max_bw() const { return MaxBw(); }
   double min_rtt_s() const { return min_rtt_s_; }
@@ -77,6 +87,11 @@ class BbrController {
   uint64_t probe_rtt_done_ns_ = 0;
   bool probe_rtt_round_done_ = false;
   uint64_t seed_;
+  // Loss recovery (TCP_CA_Recovery as tcp_bbr.c sees it): entered on a loss, left when a
+  // packet sent after it began is ACKed (everything outstanding then is ACKed or lost).
+  bool in_recovery_ = false, packet_conservation_ = false;
+  uint64_t recovery_start_ns_ = 0;
+  double prior_cwnd_ = 0, last_delivered_ = 0;
 };
 
 }  // namespace jaxcc

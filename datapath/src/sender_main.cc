@@ -225,6 +225,7 @@ void AckThread(int fd, const Config& cfg, FlowShared* sh, AckSide* as, BbrContro
           mi.lost += ev.bytes;
           ++as->lost_pkts;
           sh->lost_bytes.fetch_add(ev.bytes, std::memory_order_relaxed);
+          if (bbr) bbr->OnLoss(ev.bytes, sh->inflight(), now);
         } else {  // kLate: declared lost, then its ACK came (a stall or deep reordering)
           ++as->late_pkts;
           as->late_bytes += ev.bytes;
@@ -235,6 +236,7 @@ void AckThread(int fd, const Config& cfg, FlowShared* sh, AckSide* as, BbrContro
       mi.lost += ev.bytes;
       ++as->lost_pkts;
       sh->lost_bytes.fetch_add(ev.bytes, std::memory_order_relaxed);
+      if (bbr) bbr->OnLoss(ev.bytes, sh->inflight(), now);
     });
     if (bbr) {
       sh->rate_bps.store(bbr->pacing_rate(), std::memory_order_relaxed);
