@@ -771,6 +771,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         controllers = [c.strip() for c in a.controllers.split(",") if c.strip()]
     try:
+        if a.seed < 0:
+            raise ValueError(f"--seed: must be >= 0, got {a.seed}")
         draw_cases(controllers, a.cases, a.seed, a.reference)  # validates every argument first
         if a.repeats < 1:
             raise ValueError(f"--repeats: must be >= 1, got {a.repeats}")

@@ -154,6 +154,8 @@ def main(argv=None) -> int:
                     help="re-run emulated runs marked invalid up to N times each (default 0)")
     ap.add_argument("--compare", nargs=2, metavar=("SIM_JSON", "EMU_JSON"), help="only compare two results.json")
     args = ap.parse_args(argv)
+    if args.rerun_invalid < 0:
+        ap.error(f"--rerun-invalid: must be >= 0, got {args.rerun_invalid}")
     if args.compare:
         rows = compare(*args.compare)
         print(format_rows(rows, invalid_runs(args.compare[1])))

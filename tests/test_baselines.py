@@ -282,10 +282,11 @@ def test_pareto_cubic_fairness(pareto_report):
     for n in (2, 3, 4, 5):
         r = _rec(pareto_report, f"pareto/shared{n}", "cubic")
         assert "last 20 s" in r["jain_note"]
-        # CUBIC converges slowly (Pareto §V-C).  Linux CUBIC on the same scenarios in the netns
-        # harness (kernel:cubic, one run each): Jain 0.95, 0.94, 0.86, 0.86 for 2–5 flows — the
-        # fair share is not reached in 20 s.  The model must be no less fair than the kernel
-        # less issue 12's Jain tolerance (0.05).
+        # CUBIC converges slowly (Pareto §V-C); four flows sit right at 0.9 after 20 s.  Linux
+        # CUBIC on the same scenarios in the netns harness (kernel:cubic, one run each) gave
+        # 0.95, 0.94, 0.86, 0.86 for 2–5 flows: the model must also be no less fair than that less
+        # issue 12's Jain tolerance (0.05).
+        assert r["jain"] >= (0.9 if n != 4 else 0.88), (n, r["jain"])
         assert r["jain"] >= KERNEL_CUBIC_JAIN[n] - 0.05, (n, r["jain"])
         assert r["utilization"] >= 0.9
 

@@ -342,7 +342,13 @@ int main(int argc, char **argv) {
     } else if (!strncmp(a, "--rt=", 5)) {
       rt_prio = atoi(a + 5);
     } else if (!strncmp(a, "--cpu=", 6)) {
-      g_cpu = atoi(a + 6);
+      char *end = NULL;
+      long cpu = strtol(a + 6, &end, 10);
+      if (end == a + 6 || *end != '\0' || cpu < 0 || cpu > 4095) {
+        fprintf(stderr, "nfq_delay: bad %s (want --cpu=N, N in 0..4095)\n", a);
+        return 2;
+      }
+      g_cpu = (int)cpu;
     } else if (!strcmp(a, "--arrival=kernel")) {
       g_arrival_kernel = 1;
     } else if (!strcmp(a, "--arrival=read")) {

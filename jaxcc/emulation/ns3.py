@@ -62,6 +62,7 @@ from pathlib import Path
 from typing import Any
 
 from jaxcc import metrics
+from jaxcc.emulation.host import EmulationError
 from jaxcc.scenarios import REALISM_FIELDS, Scenario
 
 REPO = Path(__file__).resolve().parent.parent.parent
@@ -72,8 +73,8 @@ TCP_KINDS = {"reno": "TcpNewReno", "cubic": "TcpCubic", "bbr": "TcpBbr"}
 ALLOWED = "reno, cubic, bbr, fixed:MBPS"
 
 
-class Ns3Error(RuntimeError):
-    """The ns-3 program is missing or failed."""
+class Ns3Error(EmulationError):
+    """The ns-3 program is missing or failed (an ``EmulationError``: the CLIs print it on one line)."""
 
 
 def build_dir() -> Path:

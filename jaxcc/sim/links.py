@@ -220,9 +220,9 @@ def _pad_realism(r: rz.Realism, c: int) -> rz.Realism:
 def stack_links(links: Sequence[LinkParams]) -> LinkParams:
     """Stack already equally padded links into a batch (leading axis).
 
-    When some links have realism, the others get realism with every effect off (which runs
-    bit-identically to none) and every cross-traffic schedule is padded to the longest, so
-    they share one structure.
+    When some links have realism, the others get realism with every effect off (the same
+    results as none to float rounding, not bit for bit; ``jaxcc.sim.realism``) and every
+    cross-traffic schedule is padded to the longest, so they share one structure.
     """
     links = list(links)
     if any(ln.realism is not None for ln in links):
