@@ -10,9 +10,10 @@
 #   full (default)  `make test`  -- exactly the README's test command and .ci/run
 #                   (Debian packages from setup/apt-packages.txt, pip from PyPI, CMake +
 #                   GoogleTest, Bazel, libFuzzer, the whole pytest suite, as root)
-#   --quick         `make deps datapath bazel fuzz`, then `pytest -m emulation` (network
-#                   namespaces, tc, kernel CUBIC/BBR) and tests/test_train_cli.py: proves the
-#                   package list for the C++ build, Bazel, fuzzing and emulation in less time.
+#   --quick         `make deps datapath ns3 bazel fuzz`, then `pytest -m emulation` (network
+#                   namespaces, tc, kernel CUBIC/Reno/BBR, the kernel fidelity sweep),
+#                   tests/test_train_cli.py and tests/test_ns3_dumbbell.py: proves the package
+#                   list for the C++ build, ns-3, Bazel, fuzzing and emulation in less time.
 # The chroot runs in its own mount namespace (its root bind-mounted on itself so that / is a
 # mount point, /proc, /sys, /dev with /dev/pts and /dev/shm, a tmpfs /run for /run/netns), so
 # every mount goes away with it; the EXIT trap also unmounts
@@ -131,9 +132,9 @@ export DEBIAN_FRONTEND=noninteractive
 # The README's starting point: a Debian 12 with make and python3 (minbase has neither).
 step "apt: make python3 (prerequisites)" bash -c 'apt-get update -qq && apt-get install -y -qq --no-install-recommends make python3 >/dev/null'
 if [ "${QUICK}" = 1 ]; then
-  step "make deps datapath bazel fuzz" make deps datapath bazel fuzz
+  step "make deps datapath ns3 bazel fuzz" make deps datapath ns3 bazel fuzz
   step "pytest -m emulation" python3 -m pytest -q -p no:cacheprovider -m emulation tests
-  step "pytest tests/test_train_cli.py" python3 -m pytest -q -p no:cacheprovider tests/test_train_cli.py
+  step "pytest train CLI, ns-3 dumbbell" python3 -m pytest -q -p no:cacheprovider tests/test_train_cli.py tests/test_ns3_dumbbell.py
 else
   step "make test" make test
 fi
