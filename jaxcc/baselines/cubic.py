@@ -48,6 +48,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from jaxcc.baselines import recovery
 from jaxcc.sim.controller import Action, Controller, TickObs
 from jaxcc.sim.core import BIG, MSS
 
@@ -79,10 +80,7 @@ HYSTART_LOW_WINDOW = 16 * MSS
 HYSTART_DELAY_MIN_S = 0.004
 HYSTART_DELAY_MAX_S = 0.016
 HYSTART_TICKS = 2
-# A loss event is one packet's worth of dropped bytes (see cubic_update).
-LOSS_EVENT_BYTES = MSS
-# Slack for comparing fluid byte counters (float32 rounding stays far below one byte).
-LOSS_EPS_BYTES = 1.0
+LOSS_EPS_BYTES = recovery.LOSS_EPS_BYTES
 NO_RTT = 1e9
 
 
@@ -145,19 +143,8 @@ def cubic_update(s: CubicState, obs: TickObs, cparam: jax.Array) -> CubicState:
     pipe_after_ack = jnp.maximum(obs.inflight - obs.sent, 0.0)
 
     # --- recovery bookkeeping: one decrease per window of losses -------------------------
-    rec_left = s.recovery_left - (acked + lost)
-    still_recovering = s.in_recovery & (rec_left > LOSS_EPS_BYTES)
-    # A loss event needs a whole packet: fluid drops are spread over all flows in proportion to
-    # their arrivals, and counting them up to one MSS before reacting gives the packet-level
-    # outcome in expectation — a flow that sent little during a short overflow may escape it.
-    # On the tick that ends recovery only the losses past the recovery point are new (the
-    # tick's feedback is a FIFO mix, so they are the lost share of the bytes past it); counting
-    # the whole tick's losses made the tail of the old loss episode a second decrease.
-    past = jnp.where(s.in_recovery, jnp.clip(acked + lost - jnp.maximum(s.recovery_left, 0.0), 0.0, acked + lost), acked + lost)
-    lost_new = lost * past / jnp.maximum(acked + lost, 1e-9)
-    lost_acc = jnp.where(still_recovering, 0.0, s.lost_acc + lost_new)
-    loss_event = (lost_acc >= LOSS_EVENT_BYTES) & ~still_recovering
-    lost_acc = jnp.where(loss_event, 0.0, lost_acc)
+    rec_left, still_recovering, lost_acc, loss_event = recovery.loss_event(
+        s.in_recovery, s.recovery_left, s.lost_acc, acked, lost)
 
     # --- HyStart delay detection (hystart_update), during slow start ------------------------
     in_ss = s.cwnd < s.ssthresh

@@ -25,7 +25,7 @@ by the ACKs.  In the fluid model an unpaced sender sends its whole allowance
 
 Fluid approximations (as in ``cubic.py``): per-ACK increments become per-tick increments with
 ``acked`` bytes (linear in the ACKed amount, so equal to first order); a loss event is one
-packet's worth of reported drops (``LOSS_EVENT_BYTES``), so a flow that sent little into a short
+packet's worth of reported drops (``recovery.LOSS_EVENT_BYTES``), so a flow that sent little into a short
 overflow may escape it, as with packets.  No retransmission timeout is modelled.
 """
 
@@ -36,6 +36,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from jaxcc.baselines import recovery
 from jaxcc.sim.controller import Action, Controller, TickObs
 from jaxcc.sim.core import BIG, MSS
 
@@ -47,10 +48,6 @@ ALPHA_RENO = 1.0
 INIT_CWND = 10 * MSS
 # RFC 5681 eq. 4: ssthresh is at least 2·SMSS (Linux: max(cwnd >> 1, 2)).
 MIN_CWND = 2 * MSS
-# A loss event is one packet's worth of dropped bytes (see the module docstring).
-LOSS_EVENT_BYTES = MSS
-# Slack for comparing fluid byte counters (float32 rounding stays far below one byte).
-LOSS_EPS_BYTES = 1.0
 
 
 class RenoState(NamedTuple):
@@ -77,16 +74,8 @@ def reno_update(s: RenoState, obs: TickObs, cparam: jax.Array) -> RenoState:
     acked, lost = obs.acked, obs.lost
 
     # --- recovery bookkeeping: one decrease per window of losses (RFC 6582) --------------
-    rec_left = s.recovery_left - (acked + lost)
-    still_recovering = s.in_recovery & (rec_left > LOSS_EPS_BYTES)
-    # On the tick that ends recovery only the losses past the recovery point are new (the
-    # tick's feedback is a FIFO mix, so they are the lost share of the bytes past it); counting
-    # the whole tick's losses made the tail of the old loss episode a second decrease.
-    past = jnp.where(s.in_recovery, jnp.clip(acked + lost - jnp.maximum(s.recovery_left, 0.0), 0.0, acked + lost), acked + lost)
-    lost_new = lost * past / jnp.maximum(acked + lost, 1e-9)
-    lost_acc = jnp.where(still_recovering, 0.0, s.lost_acc + lost_new)
-    loss_event = (lost_acc >= LOSS_EVENT_BYTES) & ~still_recovering
-    lost_acc = jnp.where(loss_event, 0.0, lost_acc)
+    rec_left, still_recovering, lost_acc, loss_event = recovery.loss_event(
+        s.in_recovery, s.recovery_left, s.lost_acc, acked, lost)
 
     # --- growth (Open state only) -----------------------------------------------------------
     cwnd = s.cwnd
