@@ -412,6 +412,21 @@ def pass_rates(verdicts: Sequence[dict]) -> dict:
     return out
 
 
+def short_of_target(rates: dict) -> tuple[list[str], list[str]]:
+    """(controllers with fewer than half their runs valid, controllers under ``PASS_RATE_TARGET``),
+    one readable line each, from ``pass_rates``."""
+    too_few, short = [], []
+    for c, r in rates.items():
+        cs = r["cases"]
+        if cs["valid"] * 2 < cs["drawn"]:
+            too_few.append(f"{c}: only {cs['valid']} of {cs['drawn']} runs valid (the emulator could not keep time)")
+        elif not cs["rate"] >= PASS_RATE_TARGET:
+            per = ", ".join(f"{m} {100 * x['rate']:.0f}%" for m, x in r["metrics"].items() if x["pass"] + x["fail"])
+            short.append(f"{c}: {cs['pass']}/{cs['valid']} cases within every tolerance "
+                         f"({100 * cs['rate']:.0f}% < {100 * PASS_RATE_TARGET:.0f}%; {per})")
+    return too_few, short
+
+
 def limited_fraction(verdicts: Sequence[dict]) -> float:
     """The share of cases that any known limitation covers."""
     return sum(bool(v["limitations"]) for v in verdicts) / max(len(verdicts), 1)

@@ -358,3 +358,14 @@ def test_the_record_separates_regressions_from_improvements(tmp_path):
     data = json.loads(path.read_text())
     assert data["ns3"] == {"kept": True}
     assert list(data["kernel"]["misses"]) == ["a"] and set(data["kernel"]["misses"]["a"]) == {"throughput_mbps"}
+
+
+def test_short_of_target_by_hand():
+    ok = _rec([(10.0, 50.0, 0.0)])
+    vs = [F.compare_case(_case(), ok, ok, "kernel"), F.compare_case(_case(), _rec([(11.0, 50.0, 0.0)]), ok, "kernel")]
+    too_few, short = F.short_of_target(F.pass_rates(vs))
+    assert too_few == [] and len(short) == 1 and short[0].startswith("cubic: 1/2 cases") and "throughput_mbps 50%" in short[0]
+    invalid = [F.compare_case(_case(), ok, ok, "kernel", valid=False)] * 2 + vs[:1]
+    too_few, short = F.short_of_target(F.pass_rates(invalid))
+    assert too_few == ["cubic: only 1 of 3 runs valid (the emulator could not keep time)"] and short == []
+    assert F.short_of_target(F.pass_rates(vs[:1])) == ([], [])
