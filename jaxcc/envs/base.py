@@ -153,18 +153,18 @@ def as_realism(value) -> RealismRanges | None:
     return value if value.enabled else None
 
 
-def env_config(cfg: dict, min_rtt_s: float) -> "EnvConfig":
+def env_config(cfg: dict, min_rtt_s: float, cls=None) -> "EnvConfig":
     """``EnvConfig(**cfg)`` with ``cfg["realism"]`` (if any) made a ``RealismRanges`` (or None
     when off) and, when on, the ring lengthened by the most that jitter and ACK aggregation can
     delay feedback at the distribution's smallest RTT ``min_rtt_s`` (one tick = min RTT /
-    ``ticks_per_rtt``)."""
+    ``ticks_per_rtt``).  ``cls``: an ``EnvConfig`` subclass with fields of its own (``cfg``'s keys)."""
     cfg = dict(cfg)
     rr = as_realism(cfg.pop("realism", None))
     if rr is not None:
         dt = float(min_rtt_s) / int(cfg["ticks_per_rtt"])
         extra = int(math.ceil((rr.jitter_ms_max + rr.ack_agg_ms_max) * 1e-3 / dt)) + 2
         cfg["ring_len"] = 8 * int(math.ceil((int(cfg["ring_len"]) + extra) / 8))
-    return EnvConfig(**cfg, realism=rr)
+    return (cls or EnvConfig)(**cfg, realism=rr)
 
 
 @dataclasses.dataclass(frozen=True)

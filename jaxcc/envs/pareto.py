@@ -46,9 +46,37 @@ changed without recompiling):
   evaluation links), starting low.
 * Initial rate: not given; 10 packets per RTT (TCP's initial window paced over one RTT).
 * A flow that has not started (fairness) has zero reward and keeps its initial state.
+
+Pareto-Fair v2 (``feature_set="pareto_v2"``; ours, not the paper's: ``configs/pareto_staged.py``
+trains it, ``configs/pareto_paper.py`` keeps §III literally).  §III's features are all relative
+and its action multiplicative, so flows behind one FIFO see the same features, take the same
+action and keep their rate ratio (MIMD, which Chiu & Jain 1989 show never converges to
+fairness; ``checkpoints/pareto/README.md``).  v2 changes three things and nothing else:
+
+* a sixth feature, the flow's own standing queue in packets, log2(1 + R_t·d̂_t / MSS) / 8, with
+  R_t the EWMA delivery rate and d̂_t = (smallest RTT sample of the MI) − min RTT.  R·d is
+  Vegas's "extra packets in the queue" (Brakmo & Peterson 1995, "Diff"); a FIFO holds each
+  flow's packets in proportion to its rate, so the feature differs between flows exactly when
+  their rates differ, whatever their RTTs.  The MI's *smallest* sample is Copa's RTTstanding
+  (Arun & Balakrishnan 2018, §2.1): it filters jitter and ACK compression that do not queue;
+* the action range [−0.3, 0.5] instead of [−0.7, 2]: a queue signal steered at §III's range
+  over-corrects into a limit cycle (the experiment in ``checkpoints/pareto/README.md``);
+* a training-only reward on top of Algorithm 1 that sees the whole link (as Astraea's critic
+  does, Liao et al. 2024): −fair_w·|log(R_i / mean R)| over the flows active on the link, and
+  +util_w·min(Σ delivered / capacity, 1), because Algorithm 1 pays a steady rate below capacity
+  as much as one at capacity (both score ≈ 0).  The deployed actor stays local.
+
+``robust`` (a params leaf, 1 in the v2 configs) replaces the paper's fixed training links by
+draws: bandwidth log-uniform in [bw_lo, bw_hi] Mbit/s, RTT log-uniform in [rtt_lo, rtt_hi] s,
+buffer log-uniform in [buf_bdp_lo, buf_bdp_hi] × the BDP at the schedule's lowest capacity,
+capacity steps (advance stage) by a factor in [dyn_ratio_lo, dyn_ratio_hi] up or down every
+[dyn_every_lo, dyn_every_hi] s, initial rates log-uniform in [init_frac_lo, init_frac_hi] × the
+fair share, and on shared links 2..F active flows with random start gaps and departures.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import jax
 import jax.numpy as jnp
@@ -60,6 +88,11 @@ from jaxcc.sim import core, links
 
 A_LOW, A_HIGH = -0.7, 2.0  # §III action range
 FEATURE_NAMES = ("delay_flag", "delta_R/20", "dDdT/5", "dLdT", "excess_X")
+# Feature set -> (feature names, action range).  pareto_v1: §III; pareto_v2: Pareto-Fair v2 (above).
+FEATURE_SETS = {
+    "pareto_v1": (FEATURE_NAMES, (A_LOW, A_HIGH)),
+    "pareto_v2": (FEATURE_NAMES + ("log2_own_queue/8",), (-0.3, 0.5)),
+}
 PARETO_EWMA_GAIN = 0.8
 BOOT_MBPS = (5.0, 10.0, 12.0, 20.0, 50.0, 100.0)
 DYN_PAIRS_MBPS = ((10.0, 20.0), (10.0, 30.0), (20.0, 50.0), (5.0, 12.0), (50.0, 100.0))
@@ -91,6 +124,29 @@ class ParetoParams:
     startup_dR_eps: jax.Array = 0.01
     r_clip: jax.Array = 50.0
     max_time_s: jax.Array = jnp.inf
+    # Pareto-Fair v2's training-only reward terms (module docstring; 0 = Algorithm 1 alone).
+    fair_w: jax.Array = 0.0
+    util_w: jax.Array = 0.0
+    # The robust training distribution (module docstring); robust = 0: the paper's links above.
+    robust: jax.Array = 0.0
+    bw_lo_mbps: jax.Array = 5.0
+    bw_hi_mbps: jax.Array = 100.0
+    rtt_lo_s: jax.Array = 0.03
+    rtt_hi_s: jax.Array = 0.15
+    buf_bdp_lo: jax.Array = 0.5
+    buf_bdp_hi: jax.Array = 6.0
+    dyn_ratio_lo: jax.Array = 2.0
+    dyn_ratio_hi: jax.Array = 10.0
+    dyn_every_lo_s: jax.Array = 2.0
+    dyn_every_hi_s: jax.Array = 6.0
+    init_frac_lo: jax.Array = 0.01
+    init_frac_hi: jax.Array = 2.0
+    flows_lo: jax.Array = 2.0  # shared links: active flows drawn uniformly from {flows_lo..flows_hi} (<= F)
+    flows_hi: jax.Array = 8.0
+    gap_lo_s: jax.Array = 0.0  # start gap between consecutive flows, uniform in [gap_lo_s, gap_hi_s]
+    gap_hi_s: jax.Array = 2.0
+    p_low_first: jax.Array = 0.5  # a stepping capacity starts at its low value with this probability
+    p_depart: jax.Array = 0.25  # each later flow leaves with this probability, uniformly in its lifetime
 
 
 @struct.dataclass
@@ -116,11 +172,12 @@ class ParetoSignals(struct.PyTreeNode):
     X: jax.Array
     d_ms: jax.Array
     delayed: jax.Array
+    q_pkts: jax.Array  # v2: own standing queue R_t·d̂_t / MSS (packets)
 
 
-def apply_action(rate, a):
-    """§III: S_t = S_{t−1}·(1 + a_t) with a_t clipped to [−0.7, 2]."""
-    return rate * (1.0 + jnp.clip(a, A_LOW, A_HIGH))
+def apply_action(rate, a, a_range=(A_LOW, A_HIGH)):
+    """§III: S_t = S_{t−1}·(1 + a_t) with a_t clipped to the action range ([−0.7, 2] in §III)."""
+    return rate * (1.0 + jnp.clip(a, a_range[0], a_range[1]))
 
 
 def signals(prev: ParetoFlow, m: mi_lib.MIStats, min_rtt, p: ParetoParams):
@@ -148,13 +205,21 @@ def signals(prev: ParetoFlow, m: mi_lib.MIStats, min_rtt, p: ParetoParams):
     delayed = d_ms >= p.d_min_ms
     S = mi_lib.send_rate(m)
     X = jnp.where(delayed, (S - R) / jnp.maximum(R, r_floor), 0.0)
-    return ParetoSignals(dR=dR, dD=dD, dL=dL, X=X, d_ms=d_ms, delayed=delayed), (rtt, R, l)
+    # v2: the standing queue d̂ = (smallest RTT sample of the MI) − min RTT, 0 without a sample.
+    d_stand = jnp.where(has, jnp.maximum(m.rtt_min - min_rtt, 0.0), 0.0)
+    q_pkts = R * d_stand / core.MSS
+    return ParetoSignals(dR=dR, dD=dD, dL=dL, X=X, d_ms=d_ms, delayed=delayed, q_pkts=q_pkts), (rtt, R, l)
 
 
-def features(sig: ParetoSignals, exp_delay_now, p: ParetoParams):
-    """[flag, ΔR/20, (dD/dT)/5, dL/dT, X], [F, 5]."""
-    return jnp.stack([exp_delay_now.astype(jnp.float32), sig.dR / p.scale_dR, sig.dD / p.scale_dD, sig.dL, sig.X],
-                     axis=-1)
+def features(sig: ParetoSignals, exp_delay_now, p: ParetoParams, feature_set: str = "pareto_v1"):
+    """pareto_v1: [flag, ΔR/20, (dD/dT)/5, dL/dT, X], [F, 5]; pareto_v2 appends
+    log2(1 + q_pkts)/8, [F, 6]."""
+    cols = [exp_delay_now.astype(jnp.float32), sig.dR / p.scale_dR, sig.dD / p.scale_dD, sig.dL, sig.X]
+    if feature_set == "pareto_v2":
+        cols.append(jnp.log2(1.0 + sig.q_pkts) / 8.0)
+    elif feature_set != "pareto_v1":
+        raise ValueError(f"unknown Pareto feature set {feature_set!r}; expected one of {', '.join(FEATURE_SETS)}")
+    return jnp.stack(cols, axis=-1)
 
 
 def zero_flows(num_flows: int, dtype=jnp.float32) -> ParetoFlow:
@@ -164,13 +229,14 @@ def zero_flows(num_flows: int, dtype=jnp.float32) -> ParetoFlow:
     return ParetoFlow(started=b, rtt=z, R=z, l=z, d_ms=z, dD=z, exp_delay=b, prev_delayed=b)
 
 
-def observe_features(prev: ParetoFlow, m: mi_lib.MIStats, min_rtt, p: ParetoParams):
-    """The feature half of ``ParetoEnv.observe``: one MI's signals, the five features and the
-    flows' new memory, ``(features [F, 5], new ParetoFlow, signals)``.  The simulator sender
-    (``jaxcc.senders.pareto_v1``) and the parity vectors run this same code."""
+def observe_features(prev: ParetoFlow, m: mi_lib.MIStats, min_rtt, p: ParetoParams,
+                     feature_set: str = "pareto_v1"):
+    """The feature half of ``ParetoEnv.observe``: one MI's signals, the features and the flows'
+    new memory, ``(features [F, D], new ParetoFlow, signals)``.  The simulator senders
+    (``jaxcc.senders.pareto_v1``, ``pareto_v2``) and the parity vectors run this same code."""
     sig, (rtt, R, l) = signals(prev, m, min_rtt, p)
     exp_now = prev.exp_delay | sig.delayed
-    feats = features(sig, exp_now, p)
+    feats = features(sig, exp_now, p, feature_set)
     new = ParetoFlow(started=jnp.ones_like(prev.started), rtt=rtt, R=R, l=l, d_ms=sig.d_ms, dD=sig.dD,
                      exp_delay=exp_now, prev_delayed=sig.delayed)
     return feats, new, sig
@@ -208,11 +274,23 @@ def phase(sig: ParetoSignals, exp_before):
     return jnp.where(sig.delayed, 1, jnp.where(exp_before, 2, 0)).astype(jnp.int32)
 
 
+@dataclasses.dataclass(frozen=True)
+class ParetoConfig(base.EnvConfig):
+    """``EnvConfig`` plus the feature set (static: it decides ``obs_dim`` and the action range)."""
+
+    feature_set: str = "pareto_v1"
+
+
 class ParetoEnv(base.MultiFlowEnv):
     name = "pareto"
 
+    @property
+    def a_range(self) -> tuple[float, float]:
+        return FEATURE_SETS[self.config.feature_set][1]
+
     def action_spec(self) -> dict:
-        return {"kind": "continuous", "low": A_LOW, "high": A_HIGH}
+        lo, hi = self.a_range
+        return {"kind": "continuous", "low": lo, "high": hi}
 
     @property
     def default_params(self) -> ParetoParams:
@@ -220,7 +298,8 @@ class ParetoEnv(base.MultiFlowEnv):
         stage = STAGE_FAIRNESS if self.config.num_flows >= 2 else STAGE_BOOTSTRAP
         return p.replace(stage=jnp.asarray(stage, jnp.int32))
 
-    def sample_episode(self, key, p: ParetoParams) -> base.EpisodeInit:
+    def _paper_link(self, key, p: ParetoParams):
+        """§V-A's training links: (times, rates, buffer, rtt [F], start [F], stop [F], rate0 [F])."""
         c = self.config
         kb, kd, kp = jax.random.split(key, 3)
         bw_fixed = p.boot_mbps[jax.random.randint(kb, (), 0, p.boot_mbps.shape[0])]
@@ -230,7 +309,6 @@ class ParetoEnv(base.MultiFlowEnv):
         mbps_dyn = jnp.where(seg % 2 == 0, pair[0], pair[1])
         mbps = jnp.where(dynamic, mbps_dyn, bw_fixed)
         times = seg.astype(jnp.float32) * p.change_every_s
-        rates = mbps * links.MBPS
         f = c.num_flows
         idx = jnp.arange(f)
         fair = p.stage == STAGE_FAIRNESS
@@ -238,9 +316,49 @@ class ParetoEnv(base.MultiFlowEnv):
         start = jnp.where(fair, idx * p.fair_gap_s, 0.0)
         stop = jnp.where(fair | (idx == 0), 1e9, 0.0)
         rtt = jnp.full((f,), p.rtt_s)
-        link = links.link_from_arrays(times, rates, p.buffer_bytes, p.loss, rtt, start, stop,
-                                      ticks_per_rtt=c.ticks_per_rtt)
         rate0 = jnp.full((f,), p.init_pkts_per_rtt * core.MSS / p.rtt_s)
+        return times, mbps * links.MBPS, jnp.asarray(p.buffer_bytes, jnp.float32), rtt, start, stop, rate0
+
+    def _robust_link(self, key, p: ParetoParams):
+        """The robust distribution (module docstring), same tuple as ``_paper_link``."""
+        c = self.config
+        f = c.num_flows
+        ks = jax.random.split(key, 10)
+        bw = base.log_uniform(ks[0], p.bw_lo_mbps, p.bw_hi_mbps)
+        rtt_s = base.log_uniform(ks[1], p.rtt_lo_s, p.rtt_hi_s)
+        ratio = base.log_uniform(ks[2], p.dyn_ratio_lo, p.dyn_ratio_hi)
+        every = jax.random.uniform(ks[3], (), minval=p.dyn_every_lo_s, maxval=p.dyn_every_hi_s)
+        up_first = jax.random.uniform(ks[4], ()) < p.p_low_first
+        dynamic = (p.stage == STAGE_ADVANCE) & (jax.random.uniform(ks[5], ()) < p.p_dynamic)
+        seg = jnp.arange(c.num_segments)
+        low_phase = (seg % 2 == 0) == up_first  # alternate low/high, starting either way
+        mbps = jnp.where(dynamic, jnp.where(low_phase, bw, bw * ratio), bw)
+        times = seg.astype(jnp.float32) * jnp.where(dynamic, every, 1e3)
+        bdp_low = bw * links.MBPS * rtt_s  # the BDP at the schedule's lowest capacity
+        buffer = base.log_uniform(ks[6], p.buf_bdp_lo, p.buf_bdp_hi) * bdp_low
+        idx = jnp.arange(f)
+        fair = p.stage == STAGE_FAIRNESS
+        n = jnp.floor(jax.random.uniform(ks[7], (), minval=p.flows_lo, maxval=p.flows_hi + 1.0))
+        n = jnp.where(fair, jnp.clip(n, 1, f), 1)
+        gaps = jax.random.uniform(ks[8], (f,), minval=p.gap_lo_s, maxval=p.gap_hi_s).at[0].set(0.0)
+        start = jnp.cumsum(gaps)
+        horizon = c.max_steps * c.mi_rtts * rtt_s
+        kdep, kwhen = jax.random.split(ks[9])
+        departs = (idx > 0) & (jax.random.uniform(kdep, (f,)) < p.p_depart)
+        leave = start + jax.random.uniform(kwhen, (f,)) * jnp.maximum(horizon - start, 0.0)
+        stop = jnp.where(idx < n, jnp.where(departs, leave, 1e9), 0.0)
+        share = mbps[0] * links.MBPS / n
+        frac = base.log_uniform(jax.random.fold_in(key, 11), p.init_frac_lo, p.init_frac_hi, (f,))
+        rate0 = frac * share
+        return times, mbps * links.MBPS, buffer, jnp.full((f,), rtt_s), start, stop, rate0
+
+    def sample_episode(self, key, p: ParetoParams) -> base.EpisodeInit:
+        c = self.config
+        paper = self._paper_link(key, p)
+        robust = self._robust_link(jax.random.fold_in(key, 0x0B), p)
+        times, rates, buffer, rtt, start, stop, rate0 = (jnp.where(p.robust > 0, b, a) for a, b in zip(paper, robust))
+        link = links.link_from_arrays(times, rates, buffer, p.loss, rtt, start, stop, ticks_per_rtt=c.ticks_per_rtt)
+        f = c.num_flows
         return base.EpisodeInit(link=link, rate=rate0, cwnd=jnp.full((f,), core.BIG), goal=jnp.zeros((f, 0)))
 
     def init_paper(self, init, p):
@@ -248,35 +366,103 @@ class ParetoEnv(base.MultiFlowEnv):
 
     def apply_action(self, state, action, p):
         a = jnp.asarray(action, jnp.float32).reshape(self.config.num_flows)
-        return apply_action(state.rate, a), state.cwnd, state.paper
+        return apply_action(state.rate, a, self.a_range), state.cwnd, state.paper
 
     def observe(self, state, prev: ParetoFlow, m, run, lmi, p):
         min_rtt = mi_lib.known_min_rtt(run, state.link.rtt)
-        feats, new, sig = observe_features(prev, m, min_rtt, p)
+        feats, new, sig = observe_features(prev, m, min_rtt, p, self.config.feature_set)
         r = reward(sig, prev.exp_delay, prev.prev_delayed, prev.dD, prev.d_ms, p)
+        r = jnp.clip(r + link_terms(new.R, m, lmi, p), -p.r_clip, p.r_clip)
         info = {"phase": phase(sig, prev.exp_delay), "d_ms": sig.d_ms}
         return base.StepOut(features=feats, reward=r, paper=new, terminated=jnp.zeros((), bool), info=info)
 
 
+# Validation links for snapshot selection (``jaxcc.agents.pareto.td3``, ``select.validation =
+# "disjoint"``).  Each is a point of the robust distribution chosen to differ from every evaluation
+# scenario and bar (``jaxcc.scenarios``: 50 Mbit/s at 90 ms / 440 KB, 10↔20 and 10↔30 Mbit/s, the
+# LTE trace, 12 Mbit/s / 40 ms / 375 KB, the robust/* 50 Mbit/s links, Aurora's 30 Mbit/s / 60 ms,
+# Eagle's 10 Mbit/s / 100 ms, MOCC's 12 Mbit/s / 20 ms): other bandwidths, RTTs and buffers, other
+# flow counts and start gaps, other step sizes.  Fields: bandwidth Mbit/s, step ratio (1 = fixed),
+# step period s, starts low (1) or high (0), RTT s, buffer in BDPs of the lowest capacity,
+# flows, start gap s, initial rate as a fraction of the fair share.
+VALIDATION_LINKS = (
+    # bw,  ratio, every, low1st, rtt,   buf,  flows, gap, init
+    (35.0, 1.0, 5.0, 1.0, 0.060, 1.2, 1, 0.0, 0.05),
+    (8.0, 1.0, 5.0, 1.0, 0.140, 3.0, 1, 0.0, 0.3),
+    (70.0, 1.0, 5.0, 1.0, 0.035, 4.0, 1, 0.0, 0.02),
+    (15.0, 3.0, 4.0, 1.0, 0.050, 2.0, 1, 0.0, 1.0),
+    (6.0, 6.0, 3.0, 0.0, 0.080, 3.0, 1, 0.0, 0.5),
+    (25.0, 1.0, 5.0, 1.0, 0.070, 1.5, 3, 1.0, 0.1),
+    (80.0, 1.0, 5.0, 1.0, 0.040, 2.0, 4, 0.5, 0.3),
+    (20.0, 1.0, 5.0, 1.0, 0.110, 0.7, 2, 2.0, 2.0),
+)
+VALIDATION_FLOWS = max(v[6] for v in VALIDATION_LINKS)
+
+
+def validation_params(p: ParetoParams) -> ParetoParams:
+    """``VALIDATION_LINKS`` as ``ParetoParams`` with a leading [V] axis (point masses of the robust
+    distribution, no departures), on top of ``p`` (its reward weights and other leaves)."""
+    rows = []
+    for bw, ratio, every, low1st, rtt, buf, flows, gap, init in VALIDATION_LINKS:
+        stage = STAGE_ADVANCE if ratio > 1.0 else (STAGE_FAIRNESS if flows >= 2 else STAGE_BOOTSTRAP)
+        rows.append(p.replace(
+            stage=jnp.asarray(stage, jnp.int32), robust=jnp.float32(1.0), p_dynamic=jnp.float32(ratio > 1.0),
+            bw_lo_mbps=jnp.float32(bw), bw_hi_mbps=jnp.float32(bw), dyn_ratio_lo=jnp.float32(ratio),
+            dyn_ratio_hi=jnp.float32(ratio), dyn_every_lo_s=jnp.float32(every), dyn_every_hi_s=jnp.float32(every),
+            p_low_first=jnp.float32(low1st), rtt_lo_s=jnp.float32(rtt), rtt_hi_s=jnp.float32(rtt),
+            buf_bdp_lo=jnp.float32(buf), buf_bdp_hi=jnp.float32(buf), flows_lo=jnp.float32(flows),
+            flows_hi=jnp.float32(flows), gap_lo_s=jnp.float32(gap), gap_hi_s=jnp.float32(gap),
+            init_frac_lo=jnp.float32(init), init_frac_hi=jnp.float32(init), p_depart=jnp.float32(0.0)))
+    return jax.tree.map(lambda *xs: jnp.stack([jnp.asarray(x) for x in xs]), *rows)
+
+
+def link_terms(R, m: mi_lib.MIStats, lmi: base.LinkMI, p: ParetoParams):
+    """Pareto-Fair v2's training-only reward terms (0 with ``fair_w = util_w = 0``), per flow [F]:
+    −fair_w·|log(R_i / mean R)| over the flows active in the MI when at least two are, and
+    +util_w·min(Σ acked / (capacity·MI), 1), the link's utilization, shared by its flows."""
+    act = m.active > 0
+    n = jnp.sum(act)
+    floor = core.MSS / jnp.maximum(m.duration, 1e-9)
+    Rf = jnp.maximum(R, floor)
+    mean_R = jnp.sum(jnp.where(act, Rf, 0.0)) / jnp.maximum(n, 1)
+    dev = jnp.abs(jnp.log(Rf / jnp.maximum(mean_R, 1e-9)))
+    fair = jnp.where(act & (n >= 2), -p.fair_w * dev, 0.0)
+    util = jnp.minimum(jnp.sum(jnp.where(act, m.acked, 0.0)) / jnp.maximum(lmi.cap_bytes, 1.0), 1.0)
+    return fair + jnp.where(act, p.util_w * util, 0.0)
+
+
 def make_config(num_flows: int = 1, ticks_per_rtt: int = 8, history: int = 8, max_steps: int = 60,
-                **kw) -> base.EnvConfig:
+                feature_set: str = "pareto_v1", **kw) -> ParetoConfig:
     """60 steps of 2 × 90 ms = 10.8 s: capacity segments every 5 s → 3 (4 with slack).  Ring: a
-    full 440 KB buffer drained at 5 Mbps on a 90 ms RTT."""
+    full 440 KB buffer drained at 5 Mbps on a 90 ms RTT.  ``feature_set="pareto_v2"``: Pareto-Fair
+    v2 (module docstring), whose robust distribution needs 8 segments (steps every ≥ 2 s over up to
+    18 s) and whose buffers hold at most ``buf_bdp_hi`` RTTs at the lowest capacity (×2 for
+    cross traffic taking up to half the link)."""
+    if feature_set not in FEATURE_SETS:
+        raise ValueError(f"feature_set: unknown Pareto feature set {feature_set!r}; "
+                         f"expected one of {', '.join(FEATURE_SETS)}")
     p = ParetoParams()
-    wait = (float(p.buffer_bytes) + 2 * core.MSS) / (min(BOOT_MBPS) * links.MBPS)
-    ring = base.ring_len_worst(wait / float(p.rtt_s), ticks_per_rtt)
-    cfg = dict(num_flows=num_flows, ticks_per_rtt=ticks_per_rtt, mi_rtts=2.0, history=history, obs_dim=5,
-               max_steps=max_steps, ring_len=ring, num_segments=4)
+    wait_over_rtt = (float(p.buffer_bytes) + 2 * core.MSS) / (min(BOOT_MBPS) * links.MBPS) / float(p.rtt_s)
+    segments = 4
+    if feature_set == "pareto_v2":
+        wait_over_rtt = max(wait_over_rtt, 2.0 * float(p.buf_bdp_hi))
+        segments = 8
+    ring = base.ring_len_worst(wait_over_rtt, ticks_per_rtt)
+    cfg = dict(num_flows=num_flows, ticks_per_rtt=ticks_per_rtt, mi_rtts=2.0, history=history,
+               obs_dim=len(FEATURE_SETS[feature_set][0]), max_steps=max_steps, ring_len=ring,
+               num_segments=segments, feature_set=feature_set)
     cfg.update(kw)
-    return base.env_config(cfg, min_rtt_s=float(p.rtt_s))  # realism (if any) lengthens the ring
+    min_rtt = float(p.rtt_lo_s) if feature_set == "pareto_v2" else float(p.rtt_s)
+    return base.env_config(cfg, min_rtt_s=min_rtt, cls=ParetoConfig)  # realism (if any) lengthens the ring
 
 
 def export_features_spec(config: base.EnvConfig | None = None) -> dict:
     c = config or make_config()
     p = ParetoParams()
+    names, (lo, hi) = FEATURE_SETS[c.feature_set]
     return {
-        "name": "pareto_v1", "history": c.history, "obs_dim": 5, "feature_names": list(FEATURE_NAMES),
-        "empty": [0.0] * 5, "scale_dR": 20.0, "scale_dD": 5.0, "d_min_ms": 4.0, "ewma_gain": PARETO_EWMA_GAIN,
+        "name": c.feature_set, "history": c.history, "obs_dim": len(names), "feature_names": list(names),
+        "empty": [0.0] * len(names), "scale_dR": 20.0, "scale_dD": 5.0, "d_min_ms": 4.0, "ewma_gain": PARETO_EWMA_GAIN,
         "d_floor_ms": float(p.d_floor_ms), "l_floor": float(p.l_floor), "dt_unit": "ms",
-        "mi_rtts": c.mi_rtts, "ticks_per_rtt": c.ticks_per_rtt, "action_low": A_LOW, "action_high": A_HIGH,
+        "mi_rtts": c.mi_rtts, "ticks_per_rtt": c.ticks_per_rtt, "action_low": lo, "action_high": hi,
     }

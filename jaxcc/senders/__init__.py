@@ -11,6 +11,7 @@ a policy meets in a scenario the features, network and action rules it was train
 
     aurora_v1  Aurora (PPO): latency gradient/ratio, sending ratio; x(1+αa) or x/(1−αa)
     pareto_v1  Pareto (TD3 + LSTM): delay flag, dR, dD/dT, dL/dT, excess; rate·(1+a)
+    pareto_v2  Pareto-Fair v2: pareto_v1's five plus the own standing queue; rate·(1+a)
     eagle_v1   Eagle (CEM + BBR teacher): five rate multipliers and a BDP-based cwnd
     mocc_v1    MOCC (preference-conditioned): cwnd deltas, init-cwnd, paced window
     deepcc_v1  DeepCC (goal-conditioned): an absolute rate in [0, bound]
@@ -33,7 +34,8 @@ from jaxcc.sim.controller import CPARAM_DIM, Controller
 
 # Feature set (a policy file's ``features.name``) -> its sender module, imported when a policy
 # needs it (a baselines-only evaluation loads no environment or network code).
-FEATURE_SETS = {name: f"jaxcc.senders.{name}" for name in ("aurora_v1", "pareto_v1", "eagle_v1", "mocc_v1", "deepcc_v1")}
+FEATURE_SETS = {name: f"jaxcc.senders.{name}" for name in ("aurora_v1", "pareto_v1", "pareto_v2", "eagle_v1", "mocc_v1",
+                                                                   "deepcc_v1")}
 
 
 def feature_set(name: str):

@@ -46,8 +46,9 @@ def params(spec: dict) -> pareto.ParetoParams:
     return p.replace(**{k: jnp.asarray(v, jnp.float32) for k, v in over.items()})
 
 
-def sender(spec: dict, tensors: dict) -> common.Sender:
-    """The ``pareto_v1`` sender of a policy (see the module docstring)."""
+def sender(spec: dict, tensors: dict, feature_set: str = NAME) -> common.Sender:
+    """The ``pareto_v1`` sender of a policy (see the module docstring); ``feature_set``
+    ``pareto_v2`` is Pareto-Fair v2's (``jaxcc.senders.pareto_v2``)."""
     feats = spec["features"]
     p = params(spec)
     init_rtt = float(feats.get("init_rtt_s", 0.09))
@@ -64,7 +65,7 @@ def sender(spec: dict, tensors: dict) -> common.Sender:
         return own._replace(rate=new_rate.astype(jnp.float32))
 
     def observe(own: Own, m, run, rtt0):
-        x, paper, _ = pareto.observe_features(own.paper, m, mi_lib.known_min_rtt(run, rtt0), p)
+        x, paper, _ = pareto.observe_features(own.paper, m, mi_lib.known_min_rtt(run, rtt0), p, feature_set)
         return x[0], own._replace(paper=paper)
 
     def act(own: Own):

@@ -28,26 +28,52 @@ class StageEnv:
     obs_dim: int
     mi_rtts: float
     feature_info: dict  # the policy file's ``features`` block
+    a_range: tuple[float, float]  # the action range (§III's [-0.7, 2]; Pareto-Fair v2's narrower one)
 
 
 _ENVS_STAGE = {"bootstrap": ("pareto", 0), "advance": ("pareto", 1), "fairness": ("pareto-fairness", 2)}
 
 
-def make_stage_env(stage: str, *, overrides: dict | None = None) -> StageEnv:
-    """The Pareto training distribution of ``stage`` (bootstrap | advance | fairness)."""
+def make_stage_env(stage: str, *, overrides: dict | None = None, params: dict | None = None) -> StageEnv:
+    """The Pareto training distribution of ``stage`` (bootstrap | advance | fairness).
+
+    ``overrides``: static ``EnvConfig`` fields (``feature_set``, ``num_flows``, ``realism``...);
+    ``params``: ``ParetoParams`` leaves (``robust``, ``fair_w``, ``util_w``, the ranges...).
+
+    Raises:
+      ValueError: unknown stage or unknown ``params`` field.
+    """
     overrides = dict(overrides or {})
     if stage not in _ENVS_STAGE:
         raise ValueError(f"unknown Pareto stage {stage!r}; expected one of {sorted(_ENVS_STAGE)}")
     name, idx = _ENVS_STAGE[stage]
-    env, params = make_env(name, **overrides)
-    params = params.replace(stage=jnp.asarray(idx, jnp.int32))
+    env, _ = make_env(name, **overrides)
+    extra = dict(params or {})
+    unknown = sorted(set(extra) - set(env.default_params.__dataclass_fields__))
+    if unknown:
+        raise ValueError(f"config.env.params: unknown Pareto parameter(s) {unknown}; "
+                         f"allowed: {sorted(env.default_params.__dataclass_fields__)}")
+    env_params = env.default_params.replace(stage=jnp.asarray(idx, jnp.int32),
+                                            **{k: jnp.asarray(float(v), jnp.float32) for k, v in extra.items()})
     finfo = dict(export_features_spec(name, **overrides))
-    finfo["init_rtt_s"] = float(params.rtt_s)
-    finfo["init_pkts_per_rtt"] = float(params.init_pkts_per_rtt)
+    finfo["init_rtt_s"] = float(env_params.rtt_s)
+    finfo["init_pkts_per_rtt"] = float(env_params.init_pkts_per_rtt)
     finfo["ticks_per_rtt"] = int(env.config.ticks_per_rtt)
-    obs, _ = jax.eval_shape(lambda k: env.reset(k, params), jax.random.PRNGKey(0))
+    obs, _ = jax.eval_shape(lambda k: env.reset(k, env_params), jax.random.PRNGKey(0))
     f, t, d = obs.shape  # [F, T, D]: every flow's window of the last T monitor intervals
-    return StageEnv(env, params, int(f), int(t), int(d), float(env.config.mi_rtts), finfo)
+    return StageEnv(env, env_params, int(f), int(t), int(d), float(env.config.mi_rtts), finfo, env.a_range)
+
+
+def make_validation_env(*, overrides: dict | None = None, params: dict | None = None):
+    """The environment and stacked parameters [V] of Pareto-Fair v2's disjoint validation links
+    (``jaxcc.envs.pareto.VALIDATION_LINKS``): ``overrides`` and ``params`` as in
+    ``make_stage_env`` (the realism ranges and feature set of training; the flow slots are the
+    validation list's largest flow count, episodes 60 steps)."""
+    from jaxcc.envs import pareto
+    over = {**dict(overrides or {}), "num_flows": pareto.VALIDATION_FLOWS, "max_steps": 60}
+    env, p0 = make_env("pareto", **over)
+    p0 = p0.replace(**{k: jnp.asarray(float(v), jnp.float32) for k, v in dict(params or {}).items()})
+    return env, pareto.validation_params(p0)
 
 
 def stage_fns(se: StageEnv) -> tuple[Callable, Callable]:
@@ -75,7 +101,7 @@ def stage_fns(se: StageEnv) -> tuple[Callable, Callable]:
         done_link = (term | trunc)[0]
         valid = jnp.broadcast_to(info["active"], (f,))
         ex = expert_lib.update(st["expert"], info["delivery_rate"], info["rtt_mean"], valid)
-        expert = expert_lib.action(ex, info["rate"])
+        expert = expert_lib.action(ex, info["rate"], se.a_range)
         ex = jax.tree.map(lambda a0, b: jnp.where(done_link, a0, b), expert_lib.init(f, se.mi_rtts), ex)
         new = {"env": env_st, "win": None, "expert": ex}  # "win": kept for the checkpoint tree (see reset)
         return obs.astype(jnp.float32), new, r, term, trunc, valid, info["final_obs"].astype(jnp.float32), expert

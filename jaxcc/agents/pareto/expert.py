@@ -68,11 +68,12 @@ def update(s: MIBBRState, delivery_rate, rtt_mean, active) -> MIBBRState:
     return jax.tree.map(lambda n, o: jnp.where(m.reshape(m.shape + (1,) * (n.ndim - 1)), n, o), new, s)
 
 
-def action(s: MIBBRState, rate) -> jax.Array:
-    """Pareto action that sets the rate ``rate`` (bytes/s, [F]) to BBR's pacing rate."""
+def action(s: MIBBRState, rate, a_range=(A_LOW, A_HIGH)) -> jax.Array:
+    """Pareto action that sets the rate ``rate`` (bytes/s, [F]) to BBR's pacing rate, clipped to
+    the policy's action range (§III's [−0.7, 2] by default)."""
     gains = jnp.asarray(bbr.PACING_GAIN_CYCLE, jnp.float32)
     gain = jnp.where(s.mode == STARTUP, bbr.HIGH_GAIN, jnp.where(s.mode == DRAIN, bbr.DRAIN_GAIN, gains[s.cycle]))
     bw = s.bw_hist.max(1)
     target = gain * bw * (1.0 - bbr.PACING_MARGIN)
     a = jnp.where(bw > 0, target / jnp.maximum(rate, 1.0) - 1.0, bbr.HIGH_GAIN - 1.0)
-    return jnp.clip(a, A_LOW, A_HIGH)
+    return jnp.clip(a, a_range[0], a_range[1])

@@ -25,13 +25,21 @@ from jaxcc.agents import pipeline
 Params = dict[str, dict[str, jax.Array]]
 
 A_LOW, A_HIGH = -0.7, 2.0  # §III: "The agent's output is continuous and can range from -0.7 to 2."
-# Pre-tanh output for a = 0 under the continuous head low + (tanh(z) + 1)/2 · (high − low).
-HOLD_PRE_TANH = float(math.atanh(2.0 * (0.0 - A_LOW) / (A_HIGH - A_LOW) - 1.0))
+PAPER_RANGE = (A_LOW, A_HIGH)  # Pareto-Fair v2 narrows it (jaxcc.envs.pareto.FEATURE_SETS)
+
+
+def hold_pre_tanh(a_range=PAPER_RANGE) -> float:
+    """Pre-tanh output for a = 0 under the continuous head low + (tanh(z) + 1)/2 · (high − low)."""
+    lo, hi = a_range
+    return float(math.atanh(2.0 * (0.0 - lo) / (hi - lo) - 1.0))
+
+
+HOLD_PRE_TANH = hold_pre_tanh()
 
 
 def actor_spec(history: int, obs_dim: int, hidden: int, fc: int, *, mi_rtts: float = 2.0,
-               features: dict | None = None) -> dict[str, Any]:
-    """The actor as a policy-file spec (jaxcc-policy version 1)."""
+               features: dict | None = None, a_range=PAPER_RANGE) -> dict[str, Any]:
+    """The actor as a policy-file spec (jaxcc-policy version 1); ``a_range`` is the head's range."""
     feats = {"name": "pareto_v1", "history": int(history), "obs_dim": int(obs_dim)}
     feats.update(features or {})
     feats["history"], feats["obs_dim"] = int(history), int(obs_dim)
@@ -44,7 +52,7 @@ def actor_spec(history: int, obs_dim: int, hidden: int, fc: int, *, mi_rtts: flo
             {"type": "dense", "name": "fc1", "in": int(hidden), "out": int(fc), "activation": "relu"},
             {"type": "dense", "name": "out", "in": int(fc), "out": 1, "activation": "linear"},
         ],
-        "head": {"type": "continuous", "low": A_LOW, "high": A_HIGH},
+        "head": {"type": "continuous", "low": float(a_range[0]), "high": float(a_range[1])},
         "action": {"type": "rate_multiplicative", "min_mbps": policyfile.DEFAULT_MIN_MBPS,
                    "max_mbps": policyfile.DEFAULT_MAX_MBPS},
     }
@@ -66,12 +74,12 @@ def _lstm_init(key, n_in, h):
             "kernel_h": _glorot(k2, (h, 4 * h), h, 4 * h), "bias": bias}
 
 
-def init_actor(key, obs_dim: int, hidden: int, fc: int) -> Params:
+def init_actor(key, obs_dim: int, hidden: int, fc: int, a_range=PAPER_RANGE) -> Params:
     k1, k2, k3 = jax.random.split(key, 3)
     # A small last layer whose bias maps to a = 0 ("keep the rate"): the middle of [-0.7, 2]
     # would be a = 0.65, i.e. +65% per step, which floods every link before anything is learnt.
     out = _dense_init(k3, fc, 1, gain=0.1)
-    out["bias"] = jnp.full((1,), HOLD_PRE_TANH, jnp.float32)
+    out["bias"] = jnp.full((1,), hold_pre_tanh(a_range), jnp.float32)
     return {"lstm1": _lstm_init(k1, obs_dim, hidden), "fc1": _dense_init(k2, hidden, fc), "out": out}
 
 
@@ -82,16 +90,17 @@ def init_critic(key, obs_dim: int, hidden: int, fc: int) -> Params:
 
 
 def actor_apply(spec: dict, params: Params, obs_window: jax.Array) -> jax.Array:
-    """Action ``a`` in [-0.7, 2] for one window ``[T, D]`` (vmap for batches)."""
+    """Action ``a`` in the spec's head range ([-0.7, 2] in §III) for one window ``[T, D]`` (vmap for batches)."""
     return policyfile.apply(spec, pipeline.flat(params), obs_window)[0]
 
 
-def critic_apply(params: Params, obs_window: jax.Array, action: jax.Array) -> jax.Array:
-    """Q(s, a) for one window ``[T, D]`` and a scalar action (vmap for batches)."""
+def critic_apply(params: Params, obs_window: jax.Array, action: jax.Array, a_range=PAPER_RANGE) -> jax.Array:
+    """Q(s, a) for one window ``[T, D]`` and a scalar action in ``a_range`` (vmap for batches)."""
     p = params["lstm1"]
     hs = policyfile._lstm(obs_window.astype(jnp.float32), p["kernel_i"], p["kernel_h"], p["bias"])
     # The action enters after the LSTM, scaled to about [-1, 1] like the features.
-    a = (jnp.reshape(action, (1,)) - 0.5 * (A_LOW + A_HIGH)) / (0.5 * (A_HIGH - A_LOW))
+    lo, hi = a_range
+    a = (jnp.reshape(action, (1,)) - 0.5 * (lo + hi)) / (0.5 * (hi - lo))
     x = jnp.concatenate([hs[-1], a])
     x = jax.nn.relu(x @ params["fc1"]["kernel"] + params["fc1"]["bias"])
     x = jax.nn.relu(x @ params["fc2"]["kernel"] + params["fc2"]["bias"])

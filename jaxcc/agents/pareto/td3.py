@@ -68,17 +68,18 @@ def _hp(config) -> dict:
 
 # ----------------------------------------------------------------------------- the TD3 step (Algorithm 3, lines 6–13)
 
-LO, HI = networks.A_LOW, networks.A_HIGH  # the action range [-0.7, 2] (§III)
-HALF = 0.5 * (HI - LO)  # noise scales (``policy_noise``, ``noise_clip``, ``expl_noise``) are in units of it
+# The action range is the stage environments' (§III's [-0.7, 2]; Pareto-Fair v2's [-0.3, 0.5]);
+# noise scales (``policy_noise``, ``noise_clip``, ``expl_noise``) are in units of its half-width.
 
 
 def td3_update(agent: dict, batch: dict, w: jax.Array, noise: jax.Array, hp: dict, gstep: jax.Array, *,
                actor_b: Callable, critic_b: Callable, opt: optax.GradientTransformation, policy_delay: int,
-               nan_step: int | None = None):
+               a_range: tuple[float, float] = networks.PAPER_RANGE, nan_step: int | None = None):
     """One TD3 gradient step on a sampled batch (Algorithm 3 lines 8–12, eqs. 3–8).
 
     * eq. (3), target policy smoothing: ``ã = clip(π_θ'(s') + clip(σ·n, −c, c), low, high)``
-      with ``n = noise`` (standard normal, [B]), ``σ = policy_noise·HALF``, ``c = noise_clip·HALF``;
+      with ``n = noise`` (standard normal, [B]), ``σ = policy_noise·HALF``, ``c = noise_clip·HALF``
+      (``HALF``: half the width of ``a_range``, whose ends are ``low``, ``high``);
       ``y = r + γ (1 − done) min(Q_φ'1(s', ã), Q_φ'2(s', ã))`` (no gradient).
     * eq. (4) weighted as eq. (7): the critics minimise ``mean_i w_i · ½[(Q1 − y)² + (Q2 − y)²]``.
     * eq. (5), every ``policy_delay`` steps (``gstep % policy_delay == 0``): the actor minimises
@@ -106,6 +107,8 @@ def td3_update(agent: dict, batch: dict, w: jax.Array, noise: jax.Array, hp: dic
     chex.assert_rank(batch["obs"], 3)
     chex.assert_shape([batch["action"], batch["reward"], batch["done"], w, noise], (batch["obs"].shape[0],))
     # eq. (3): target with clipped smoothing noise ε ~ N(0, σ).
+    LO, HI = a_range
+    HALF = 0.5 * (HI - LO)
     eps = jnp.clip(noise * hp["policy_noise"] * HALF, -hp["noise_clip"] * HALF, hp["noise_clip"] * HALF)
     a2 = jnp.clip(actor_b(agent["actor_t"], batch["next_obs"]) + eps, LO, HI)
     q_t = jnp.minimum(critic_b(agent["critic1_t"], batch["next_obs"], a2),
@@ -194,12 +197,17 @@ def make_train(config, mesh=None) -> Trainer:
     stage_cfgs = [config.stages[n] for n in stage_names]
     env_over = dict(config.env.overrides) if "overrides" in config.env else {}
     # A stage may override static env fields of its own (``stages.fairness.env_overrides.max_steps``).
-    senvs = [env_adapter.make_stage_env(n, overrides={**env_over, **dict(s.get("env_overrides", {}))})
+    env_params = dict(config.env.params) if "params" in config.env else {}
+    senvs = [env_adapter.make_stage_env(n, overrides={**env_over, **dict(s.get("env_overrides", {}))},
+                                        params=env_params)
              for n, s in zip(stage_names, stage_cfgs)]
     T, D = senvs[0].history, senvs[0].obs_dim
     for se in senvs:
-        if (se.history, se.obs_dim) != (T, D):
-            raise ValueError("every stage must share one observation window shape [T, D]")
+        if (se.history, se.obs_dim, se.a_range) != (T, D, senvs[0].a_range):
+            raise ValueError("every stage must share one observation window shape [T, D] and one action range")
+    a_range = senvs[0].a_range
+    LO, HI = a_range
+    HALF = 0.5 * (HI - LO)
     E = int(config.num_envs)
     B = int(t.batch_size)
     chunk = int(config.chunk_updates)
@@ -211,7 +219,7 @@ def make_train(config, mesh=None) -> Trainer:
                              f"chunk_updates={chunk}")
         stages.append(Stage(i, stage_names[i], STAGE_LABELS[stage_names[i]], nu, nu // chunk))
     spec = networks.actor_spec(T, D, int(t.hidden), int(t.fc), mi_rtts=senvs[0].mi_rtts,
-                               features=senvs[0].feature_info)
+                               features=senvs[0].feature_info, a_range=a_range)
     segment_sizes = [int(s.buffer_segment) for s in stage_cfgs]
     opt = optax.chain(optax.clip_by_global_norm(float(t.max_grad_norm)), optax.scale_by_adam())
     rollout = int(config.rollout_len)
@@ -224,6 +232,9 @@ def make_train(config, mesh=None) -> Trainer:
         val_links, val_every = int(sel.links_per_stage), int(sel.every_chunks)
         if val_links < 1 or val_every < 1:
             raise ValueError(f"config.select: links_per_stage={val_links} and every_chunks={val_every} must be >= 1")
+        val_mode = str(sel.get("validation", "training"))
+        if val_mode not in ("training", "disjoint"):
+            raise ValueError(f"config.select.validation: {val_mode!r}; expected 'training' or 'disjoint'")
     nan_at = int(config.get("debug_nan_at_update", -1))
 
     if mesh is not None:
@@ -240,12 +251,12 @@ def make_train(config, mesh=None) -> Trainer:
 
     actor = functools.partial(networks.actor_apply, spec)
     actor_b = jax.vmap(actor, in_axes=(None, 0))
-    critic_b = jax.vmap(networks.critic_apply, in_axes=(None, 0, 0))
+    critic_b = jax.vmap(functools.partial(networks.critic_apply, a_range=a_range), in_axes=(None, 0, 0))
 
     # ------------------------------------------------------------------ init
     def init_agent(key):
         ka, k1, k2 = jax.random.split(key, 3)
-        a = networks.init_actor(ka, D, int(t.hidden), int(t.fc))
+        a = networks.init_actor(ka, D, int(t.hidden), int(t.fc), a_range)
         c1 = networks.init_critic(k1, D, int(t.critic_hidden), int(t.critic_fc))
         c2 = networks.init_critic(k2, D, int(t.critic_hidden), int(t.critic_fc))
         return {"actor": a, "critic1": c1, "critic2": c2, "actor_t": a, "critic1_t": c1, "critic2_t": c2,
@@ -328,7 +339,7 @@ def make_train(config, mesh=None) -> Trainer:
 
     # ------------------------------------------------------------------ learn (Algorithm 3, lines 6–13)
     learn_kw = dict(batch_size=B, shard=data_sharded, actor_b=actor_b, critic_b=critic_b, opt=opt,
-                    policy_delay=delay, nan_step=nan_at * grad_steps if nan_at >= 0 else None)
+                    policy_delay=delay, a_range=a_range, nan_step=nan_at * grad_steps if nan_at >= 0 else None)
 
     def td3_step(carry, _):
         agent, buf, key, hp, gstep = carry
@@ -336,37 +347,54 @@ def make_train(config, mesh=None) -> Trainer:
         return (agent, buf, key, hp, gstep + 1), m
 
     # ------------------------------------------------------------------ snapshot selection (see module docstring)
-    def val_episode(actor_params, key, j: int):
-        """One deterministic episode (no noise, no expert) of stage ``j``'s training distribution.
-        Returns ((1 − utilization) + p95 queue / buffer + loss) / 3 + (1 − Jain), lower is better:
-        the Pareto paper's evaluation quantities (Ankh's number, §V, and Jain's index over the
-        second half of the episode), measured on links drawn from the training stages."""
-        se = senvs[j]
-        env, params = se.env, se.params
+    def episode_score(actor_params, env, params, key, disjoint: bool):
+        """One deterministic episode (no noise, no expert) of ``env`` under ``params``; lower is
+        better.  ``disjoint=False`` (the training-distribution links): ((1 − utilization) + p95
+        queue/buffer + loss)/3 + (1 − Jain), the Pareto paper's evaluation quantities (Ankh's
+        number, §V, and Jain's index over the second half of the episode).  ``disjoint=True``
+        (Pareto-Fair v2's validation links): (1 − utilization) + ½·p95 queue/buffer + 2·loss +
+        (1 − Jain), weighted toward the bars (utilization and fairness) over the queue.  Jain's
+        index is taken over the flows active in the second half."""
         n_steps = int(env.config.max_steps)
         obs, st = env.reset(key, params)
+        buffer = st.link.buffer_bytes
 
         def body(c, k):
             obs, st = c
             a = actor_b(actor_params, obs.astype(jnp.float32))
             obs, st, _, _, _, info = env.step(k, st, a, params)
             return (obs, st), (info["delivery_rate"], info["capacity"][0], info["queue"][0], info["send_rate"],
-                               info["loss_rate"])
+                               info["loss_rate"], info["active"])
 
-        _, (dr, cap, q, sr, lr) = jax.lax.scan(body, (obs, st), jax.random.split(key, n_steps))
+        _, (dr, cap, q, sr, lr, act) = jax.lax.scan(body, (obs, st), jax.random.split(key, n_steps))
         util = jnp.minimum(jnp.sum(dr) / jnp.maximum(jnp.sum(cap), 1.0), 1.0)
-        q95 = jnp.quantile(q / params.buffer_bytes, 0.95)
+        q95 = jnp.quantile(q / buffer, 0.95)
         loss = jnp.sum(sr * lr) / jnp.maximum(jnp.sum(sr), 1.0)
-        x = jnp.sum(dr[n_steps // 2:], axis=0)
-        jain = jnp.square(jnp.sum(x)) / jnp.maximum(x.shape[0] * jnp.sum(x * x), 1e-12)
+        on = jnp.any(act[n_steps // 2:], axis=0)
+        x = jnp.where(on, jnp.sum(dr[n_steps // 2:], axis=0), 0.0)
+        jain = jnp.square(jnp.sum(x)) / jnp.maximum(jnp.sum(on) * jnp.sum(x * x), 1e-12)
+        if disjoint:
+            return (1.0 - util) + 0.5 * q95 + 2.0 * loss + (1.0 - jain)
         return ((1.0 - util) + q95 + loss) / 3.0 + (1.0 - jain)
 
+    if select_on and val_mode == "disjoint":
+        v_env, v_params = env_adapter.make_validation_env(overrides=env_over, params=env_params)
+
     def validate(actor_params, stage_idx: int):
-        """Mean score over fixed validation links of stages 0..stage_idx (keys from the seed only)."""
+        """Mean score over fixed validation links (keys from the seed only): ``select.validation
+        = "training"``, ``links_per_stage`` draws of each training stage 0..stage_idx; "disjoint",
+        every link of ``jaxcc.envs.pareto.VALIDATION_LINKS`` (``links_per_stage`` draws of each
+        link's realism), the same links for every stage."""
+        if val_mode == "disjoint":
+            keys = jax.random.split(jax.random.PRNGKey(int(config.seed) + 7919), val_links)
+            per_link = jax.vmap(lambda pp: jnp.mean(jax.vmap(
+                lambda k: episode_score(actor_params, v_env, pp, k, True))(keys)))(v_params)
+            return jnp.mean(per_link)
         scores = []
         for j in range(stage_idx + 1):
             keys = jax.random.split(jax.random.PRNGKey(int(config.seed) + 7919 * (j + 1)), val_links)
-            scores.append(jnp.mean(jax.vmap(lambda k: val_episode(actor_params, k, j))(keys)))
+            se = senvs[j]
+            scores.append(jnp.mean(jax.vmap(lambda k: episode_score(actor_params, se.env, se.params, k, False))(keys)))
         return jnp.mean(jnp.stack(scores))
 
     def select_step(state, stage_idx: int):
