@@ -23,6 +23,7 @@ def get_config():
     c.td3.critic_fc = 16
     c.td3.batch_size = 32
     c.td3.grad_steps = 2
-    c.select.links_per_stage = 2
+    c.select.links_per_stage = 1
+    c.stages.fairness.env_overrides.num_flows = 2
     c.wandb.mode = "disabled"
     return c

@@ -47,7 +47,8 @@ def test_signals_features_and_reward_by_hand():
 
 def _sig(dR=0.0, dD=0.0, dL=0.0, X=0.0, d_ms=0.0):
     a = lambda v: jnp.array([v], jnp.float32)  # noqa: E731
-    return pareto.ParetoSignals(dR=a(dR), dD=a(dD), dL=a(dL), X=a(X), d_ms=a(d_ms), delayed=jnp.array([d_ms >= 4.0]))
+    return pareto.ParetoSignals(dR=a(dR), dD=a(dD), dL=a(dL), X=a(X), d_ms=a(d_ms), delayed=jnp.array([d_ms >= 4.0]),
+                                q_pkts=a(0.0))
 
 
 def test_reward_phases_by_hand():

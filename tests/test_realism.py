@@ -430,13 +430,18 @@ def test_env_realism_p_each_and_validation():
         envs.make_env("pareto", realism={"jitter": 5})
 
 
-def test_configs_realism_off_except_pareto_realism():
+def test_configs_realism_on_in_the_defaults_off_in_the_papers_setup():
     from jaxcc.configs_path import load_config
 
-    for name in ("pareto_staged", "aurora", "eagle", "pareto_smoke"):
+    for name in ("pareto_paper",):
         c = load_config(name)
         assert base.as_realism(c.env.overrides.realism) is None, name
         assert set(c.env.overrides.realism) == {f.name for f in dataclasses.fields(base.RealismRanges)}
+    # Issue 13: the default Pareto trains with jitter, ACK aggregation, RTT noise and cross traffic.
+    for name in ("pareto_staged", "pareto_smoke"):
+        rr = base.as_realism(load_config(name).env.overrides.realism)
+        assert rr is not None and (rr.jitter_ms_max, rr.ack_agg_ms_max, rr.rtt_noise_ms_max, rr.cross_frac_max) == \
+            (10.0, 10.0, 2.0, 0.3), name
     c = load_config("pareto_realism")
     rr = base.as_realism(c.env.overrides.realism)
     assert rr is not None and rr.jitter_ms_max == 20.0 and rr.cross_segments == 3

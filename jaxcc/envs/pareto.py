@@ -371,9 +371,10 @@ class ParetoEnv(base.MultiFlowEnv):
     def observe(self, state, prev: ParetoFlow, m, run, lmi, p):
         min_rtt = mi_lib.known_min_rtt(run, state.link.rtt)
         feats, new, sig = observe_features(prev, m, min_rtt, p, self.config.feature_set)
-        r = reward(sig, prev.exp_delay, prev.prev_delayed, prev.dD, prev.d_ms, p)
-        r = jnp.clip(r + link_terms(new.R, m, lmi, p), -p.r_clip, p.r_clip)
-        info = {"phase": phase(sig, prev.exp_delay), "d_ms": sig.d_ms}
+        r1 = reward(sig, prev.exp_delay, prev.prev_delayed, prev.dD, prev.d_ms, p)
+        r = jnp.clip(r1 + link_terms(new.R, m, lmi, p), -p.r_clip, p.r_clip)
+        # "alg1_reward": Algorithm 1 alone, what decides when the expert plays (Algorithm 3 line 3).
+        info = {"phase": phase(sig, prev.exp_delay), "d_ms": sig.d_ms, "alg1_reward": r1}
         return base.StepOut(features=feats, reward=r, paper=new, terminated=jnp.zeros((), bool), info=info)
 
 

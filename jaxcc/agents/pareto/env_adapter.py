@@ -78,7 +78,8 @@ def make_validation_env(*, overrides: dict | None = None, params: dict | None = 
 
 def stage_fns(se: StageEnv) -> tuple[Callable, Callable]:
     """``reset(key) -> (obs [F,T,D], state)`` and ``step(key, state, a) -> (obs, state, r [F],
-    term [F], trunc [F], valid [F], final_obs [F,T,D], expert [F])``.
+    term [F], trunc [F], valid [F], final_obs [F,T,D], expert [F], r_alg1 [F])`` (``r_alg1``:
+    Algorithm 1's reward alone, which calls the expert).
 
     ``expert`` is the MI-level BBR's action for the next step (``jaxcc.agents.pareto.expert``,
     updated from the env's ``delivery_rate``, ``rtt_mean`` and ``rate``; reset with the link).
@@ -104,6 +105,11 @@ def stage_fns(se: StageEnv) -> tuple[Callable, Callable]:
         expert = expert_lib.action(ex, info["rate"], se.a_range)
         ex = jax.tree.map(lambda a0, b: jnp.where(done_link, a0, b), expert_lib.init(f, se.mi_rtts), ex)
         new = {"env": env_st, "win": None, "expert": ex}  # "win": kept for the checkpoint tree (see reset)
-        return obs.astype(jnp.float32), new, r, term, trunc, valid, info["final_obs"].astype(jnp.float32), expert
+        # The expert plays after a step whose Algorithm 1 reward was low (Algorithm 3 line 3); the
+        # training-only link-wide terms of Pareto-Fair v2 do not call it (a BBR expert cannot fix
+        # an unfair share, and a fairness penalty below the threshold would hand it most steps).
+        r_alg1 = jnp.broadcast_to(jnp.asarray(info["alg1_reward"], jnp.float32), (f,))
+        return (obs.astype(jnp.float32), new, r, term, trunc, valid, info["final_obs"].astype(jnp.float32), expert,
+                r_alg1)
 
     return reset, step

@@ -14,8 +14,9 @@ snapshot selection → update → chunk); ``jaxcc.train`` drives them from a thi
   ``policy_delay`` steps, importance weights (eq. 6) on every per-sample loss (eq. 7), soft
   target updates with τ (eq. 8) on the delayed steps, and new priorities (eq. 9).  β starts at
   0.4 and grows by 0.001 per gradient step to 1.
-* Expert demonstrations (Algorithm 3 lines 3–4): when a flow's previous step earned a reward
-  below ``expert_threshold``, its next action is BBR's (the MI-level BBR of ``expert``, run
+* Expert demonstrations (Algorithm 3 lines 3–4): when a flow's previous step earned an
+  Algorithm 1 reward below ``expert_threshold`` (Pareto-Fair v2's link-wide terms left out), its
+  next action is BBR's (the MI-level BBR of ``expert``, run
   beside every flow by ``env_adapter``); the share of expert actions is logged.
 * Algorithm 2 (staged): bootstrap → advance → fairness.  Each stage owns one fixed-size segment
   of the shared buffer (``replay.add`` writes only there; older segments are frozen and still
@@ -27,12 +28,15 @@ snapshot selection → update → chunk); ``jaxcc.train`` drives them from a thi
   iterates differ a lot from one update to the next on this task (e.g. one holds a full buffer,
   the next a steady rate far below capacity, with similar returns: Algorithm 1 charges changes
   in delay and loss, not their level).  With ``config.select.enabled``, every
-  ``select.every_chunks`` chunks the current actor plays ``select.links_per_stage`` fixed
-  validation episodes of every stage so far (deterministic: no noise, no expert; links drawn
-  from the training distributions with keys from the seed), scored by the paper's evaluation
-  quantities — ((1 − utilization) + p95 queue/buffer + loss)/3, Ankh's number with d_max = the
-  buffer, plus (1 − Jain's index) on two-flow links — and the best actor of the stage is kept
-  in ``state["select"]``.  At the stage's end it becomes the stage's policy (actor and target
+  ``select.every_chunks`` chunks the current actor plays fixed validation episodes
+  (deterministic: no noise, no expert; keys from the seed) and the best actor of the stage is
+  kept in ``state["select"]``.  ``select.validation = "disjoint"`` (both shipped configs): the
+  links of ``jaxcc.envs.pareto.VALIDATION_LINKS``, chosen to differ from every evaluation
+  scenario and bar, ``links_per_stage`` realism draws of each, scored by (1 − utilization) +
+  ½·p95 queue/buffer + 2·loss + (1 − Jain) (``episode_score``).  ``"training"`` (the earlier
+  behaviour): ``links_per_stage`` episodes drawn from every training stage so far, which by the
+  paper's design contain the test links, scored by ((1 − utilization) + p95 queue/buffer +
+  loss)/3 + (1 − Jain).  At the stage's end it becomes the stage's policy (actor and target
   actor) before the stage checkpoint and export.  Training itself is unchanged.
 
 All hyperparameters that a sweep varies are leaves of ``state["hp"]`` (floats), so they can be
@@ -320,7 +324,7 @@ def make_train(config, mesh=None) -> Trainer:
             use_exp = env["has_prev"] & (env["prev_reward"] < hp["expert_threshold"]) & use_expert
             a = jnp.where(use_exp, env["expert"], a)
             keys = jax.random.split(k_step, E)
-            nobs, nst, r, term, trunc, valid, final, expert = jax.vmap(step)(keys, env["state"], a)
+            nobs, nst, r, term, trunc, valid, final, expert, r_alg1 = jax.vmap(step)(keys, env["state"], a)
             done = term | trunc
             tr = {"obs": obs, "action": a, "reward": r * hp["reward_scale"], "next_obs": final,
                   "done": term.astype(jnp.float32)}
@@ -331,7 +335,7 @@ def make_train(config, mesh=None) -> Trainer:
             m = {"reward": jnp.sum(jnp.where(valid, r, 0.0)), "valid": jnp.sum(valid),
                  "expert": jnp.sum(use_exp & valid), "ep_return_sum": jnp.sum(jnp.where(fin, ep_ret, 0.0)),
                  "ep_count": jnp.sum(fin)}
-            env = {"state": nst, "obs": nobs, "prev_reward": r, "has_prev": valid & ~done,
+            env = {"state": nst, "obs": nobs, "prev_reward": r_alg1, "has_prev": valid & ~done,
                    "expert": expert, "ep_return": jnp.where(done, 0.0, ep_ret)}
             return (agent, buf, env, key, hp), m
 
