@@ -25,7 +25,8 @@ records, measured there by ``recovery_metrics``):
   20 s (``min_fair_share`` ≥ 0.5);
 * the ``robust`` bars below.
 
-``robust`` (issue 13, every shipped policy; suite ``robust``):
+``robust`` (issue 13, every shipped policy; suite ``robust``; "reach" = a 0.5 s bin at ≥ 80 % whose
+next 2 s hold it on average, ``jaxcc.metrics.time_to_share``, also for ``depart4`` above):
 
 * ``robust/start1pct`` (50 Mbit/s, started at 0.5 Mbit/s): ≥ 80 % utilization within 10 s of the
   start (``ramp_s`` ≤ 10);

@@ -155,7 +155,8 @@ def recovery_metrics(tr: metrics.Trace, sc: Scenario) -> dict:
     """Issue 13's recovery and starvation measurements of one run of ``sc`` (``metrics.time_to_share``,
     ``metrics.fair_share_fractions``); the events come from the scenario, not from the trace.
 
-    * ``ramp_s``: from the first flow's start until all flows together carry ≥ 80 % of the capacity;
+    * ``ramp_s``: from the first flow's start until all flows together carry ≥ 80 % of the capacity
+      (and hold it: ``metrics.time_to_share``);
     * ``step_up_at_s`` / ``step_ramp_s``: each upward step of a ``schedule`` link, and how long
       after it the flows carry ≥ 80 % of the new capacity (judged until the next step);
     * ``depart_at_s`` / ``reclaim_s``: each flow that stops before the end while others still
@@ -397,7 +398,8 @@ def main(flag_values=None, argv: Sequence[str] = ()) -> int:
             "ankh": "((1 - R/C) + d95/d_max + loss)/3, d_max = max p95 one-way delay over this run's controllers per scenario",
             "jain": f"over the last {metrics.JAIN_LAST_S:g} s of multi-flow scenarios",
             "recovery": f"ramp_s, step_ramp_s, reclaim_s: s until >= {metrics.RAMP_FRACTION:g} of capacity in a "
-                        f"{metrics.RAMP_BIN_S:g} s bin (null: never); min_fair_share over Jain's window",
+                        f"{metrics.RAMP_BIN_S:g} s bin, held on average for {metrics.RAMP_HOLD_S:g} s from it "
+                        f"(null: never); min_fair_share over Jain's window",
             "skipped": report["skipped"]}
     if FLAGS.bars:
         verdicts = bars.check(FLAGS.bars, report["results"])
