@@ -1,6 +1,9 @@
 """The project's quality bars as checks over ``jaxcc.evaluate`` records.
 
-    python -m jaxcc.evaluate --checkpoint=RUN --controller=bbr,cubic --suite=pareto --bars=pareto --out=DIR
+    python -m jaxcc.evaluate --suite=pareto,pareto-fair,robust --controller=bbr,cubic,policy:FILE --bars=pareto --out=DIR
+    python -m jaxcc.evaluate --suite=aurora-figs,robust --controller=cubic,policy:FILE --bars=aurora --out=DIR
+    python -m jaxcc.evaluate --suite=eagle,robust --controller=bbr,policy:FILE --bars=eagle --out=DIR
+    (or --checkpoint=RUN instead of policy:FILE: every exported stage of a training run)
 
 prints, after the usual table, each evaluated policy's verdict on every bar, and stores the same
 verdicts in ``DIR/results.json`` (``"bars"``).  A bar is never relaxed here: the

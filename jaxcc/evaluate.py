@@ -3,7 +3,8 @@
     python -m jaxcc.evaluate --controller=bbr,cubic,oracle,fixed:40 --suite=pareto --seeds=3 --out=runs/eval
     python -m jaxcc.evaluate --scenario=pareto/fixed50,pareto/shared2 --controller=bbr --out=runs/x
     python -m jaxcc.evaluate --scenario-file=my_link.json --out=runs/y     # the flows' own controllers
-    python -m jaxcc.evaluate --checkpoint=RUN --controller=bbr,cubic --suite=pareto --bars=pareto --out=runs/z
+    python -m jaxcc.evaluate --checkpoint=RUN --controller=bbr,cubic --suite=pareto,pareto-fair,robust \
+        --bars=pareto --out=runs/z                  # every Pareto bar of issues 3 and 13 (jaxcc/bars.py)
     python -m jaxcc.evaluate --suite=aurora-bw,aurora-loss --duration=120 \
         --controller=cubic,policy:checkpoints/aurora/aurora.safetensors --out=runs/aurora   # Aurora §4.1, 2 min
 
@@ -24,6 +25,12 @@ multi-flow scenario is taken over its last 20 s (``jain_note``); a single flow r
 
 ``--suite`` takes one suite or a comma-separated list; ``--duration=S`` runs every scenario for
 S seconds instead of its own length (``with_duration``; e.g. the Aurora paper's two-minute tests).
+
+Records also carry issue 13's recovery measurements (``recovery_metrics``: ``ramp_s``,
+``step_ramp_s``, ``reclaim_s``, ``min_fair_share``), which ``--bars`` (``jaxcc.bars``; a
+comma-separated list of sets) judges.  A baseline given with ``--controller`` on a link whose flow
+has a start rate (``init_rate_mbps``, e.g. ``robust/start1pct``) is not run there ("not run: ...",
+``meta.skipped``).
 
 Controllers are *labels* mapped to controller names by ``controller_entries``;
 ``--checkpoint=DIR`` adds one entry per exported policy (``policy:FILE``) of a training run

@@ -447,8 +447,8 @@ def _pareto() -> dict[str, Callable[[], Scenario]]:
                                             [{"rtt_ms": 30.0, "start_s": 0.0, "controller": "bbr"},
                                              {"rtt_ms": 120.0, "start_s": 2.0, "controller": "bbr"}])
     # Four flows under non-congestive jitter of ± 5 ms: jaxcc.sim.realism adds U[0, jitter_ms]
-    # one way, so jitter_ms = 10 is 5 ms ± 5 ms (exactly uniform here: the 11.25 ms tick is
-    # longer than 10 ms, so the FIFO rule never binds).
+    # one way, so jitter_ms = 10 is 5 ms ± 5 ms (exactly uniform at the default 8 ticks per RTT:
+    # the 11.25 ms tick is longer than 10 ms, so the FIFO rule never binds).
     out["pareto/jitter4"] = lambda: _spec("pareto/jitter4", lf, {"bandwidth_mbps": 50, "buffer_bytes": b,
                                                                 "jitter_ms": 2 * PARETO_JITTER_PM_MS},
                                           _flows(4, PARETO_RTT_MS, lf, gap_s=2.0))
