@@ -3,7 +3,8 @@
     python -m jaxcc.evaluate --controller=bbr,cubic,oracle,fixed:40 --suite=pareto --seeds=3 --out=runs/eval
     python -m jaxcc.evaluate --scenario=pareto/fixed50,pareto/shared2 --controller=bbr --out=runs/x
     python -m jaxcc.evaluate --scenario-file=my_link.json --out=runs/y     # the flows' own controllers
-    python -m jaxcc.evaluate --checkpoint=RUN --controller=bbr,cubic --suite=pareto --bars=pareto --out=runs/z
+    python -m jaxcc.evaluate --checkpoint=RUN --controller=bbr,cubic --suite=pareto,pareto-fair,robust \
+        --bars=pareto --out=runs/z                  # every Pareto bar of issues 3 and 13 (jaxcc/bars.py)
     python -m jaxcc.evaluate --suite=aurora-bw,aurora-loss --duration=120 \
         --controller=cubic,policy:checkpoints/aurora/aurora.safetensors --out=runs/aurora   # Aurora §4.1, 2 min
 
@@ -24,6 +25,12 @@ multi-flow scenario is taken over its last 20 s (``jain_note``); a single flow r
 
 ``--suite`` takes one suite or a comma-separated list; ``--duration=S`` runs every scenario for
 S seconds instead of its own length (``with_duration``; e.g. the Aurora paper's two-minute tests).
+
+Records also carry issue 13's recovery measurements (``recovery_metrics``: ``ramp_s``,
+``step_ramp_s``, ``reclaim_s``, ``min_fair_share``), which ``--bars`` (``jaxcc.bars``; a
+comma-separated list of sets) judges.  A baseline given with ``--controller`` on a link whose flow
+has a start rate (``init_rate_mbps``, e.g. ``robust/start1pct``) is not run there ("not run: ...",
+``meta.skipped``).
 
 Controllers are *labels* mapped to controller names by ``controller_entries``;
 ``--checkpoint=DIR`` adds one entry per exported policy (``policy:FILE``) of a training run
@@ -151,11 +158,64 @@ def _mean(xs):
     return float(np.mean(xs)) if xs else float("nan")
 
 
+def recovery_metrics(tr: metrics.Trace, sc: Scenario) -> dict:
+    """Issue 13's recovery and starvation measurements of one run of ``sc`` (``metrics.time_to_share``,
+    ``metrics.fair_share_fractions``); the events come from the scenario, not from the trace.
+
+    * ``ramp_s``: from the first flow's start until all flows together carry ≥ 80 % of the capacity
+      (and hold it: ``metrics.time_to_share``);
+    * ``step_up_at_s`` / ``step_ramp_s``: each upward step of a ``schedule`` link, and how long
+      after it the flows carry ≥ 80 % of the new capacity (judged until the next step);
+    * ``depart_at_s`` / ``reclaim_s``: each flow that stops before the end while others still
+      send, and how long after its stop the flows still sending carry ≥ 80 % (judged until the
+      next stop or start);
+    * ``min_fair_share``: multi-flow runs: the smallest goodput over the fair share (capacity / n)
+      among the flows of Jain's window (the last ``metrics.JAIN_LAST_S`` s).
+
+    ``inf`` means never (within the judged time).
+    """
+    flows = sc.flows
+    out: dict = {"ramp_s": metrics.time_to_share(tr, min(f.start_s for f in flows))}
+    steps = []
+    sched = sc.link.schedule or ()
+    for i in range(1, len(sched)):
+        if sched[i][1] > sched[i - 1][1]:
+            t_end = sched[i + 1][0] if i + 1 < len(sched) else sc.duration_s
+            steps.append((sched[i][0], metrics.time_to_share(tr, sched[i][0], t_end=t_end)))
+    out["step_up_at_s"] = [t for t, _ in steps]
+    out["step_ramp_s"] = [r for _, r in steps]
+    deps = []
+    for i, f in enumerate(flows):
+        rest = [j for j, g in enumerate(flows) if j != i and g.start_s <= f.stop_s < g.stop_s]
+        if f.stop_s >= sc.duration_s - 1e-9 or not rest:
+            continue
+        t_end = min([flows[j].stop_s for j in rest] + [g.start_s for g in flows if g.start_s > f.stop_s]
+                    + [sc.duration_s])
+        deps.append((f.stop_s, metrics.time_to_share(tr, f.stop_s, flows=rest, t_end=t_end)))
+    deps.sort()
+    out["depart_at_s"] = [t for t, _ in deps]
+    out["reclaim_s"] = [r for _, r in deps]
+    out["min_fair_share"] = float("nan")
+    if len(flows) > 1:
+        fr = [x for x in metrics.fair_share_fractions(tr, metrics.jain_window(float(tr.time[-1]))) if not math.isnan(x)]
+        out["min_fair_share"] = min(fr) if fr else float("nan")
+    return out
+
+
+def _mean_lists(lists: list[list[float]]) -> list[float]:
+    """Element-wise mean of equally long lists (one per run); inf stays inf."""
+    return [float(np.mean(col)) for col in zip(*lists)]
+
+
 def _average_runs(runs: list[dict]) -> dict:
-    """Average the per-run metric dicts (per-flow entries flow by flow)."""
+    """Average the per-run metric dicts (per-flow entries flow by flow; lists element by element)."""
     keys = ["throughput_mbps", "capacity_mbps", "utilization", "p95_owd_ms", "p95_qdelay_ms", "mean_owd_ms", "loss",
-            "power", "jain", "cross_mbps"]
+            "power", "jain", "cross_mbps", "ramp_s", "min_fair_share"]
     out = {k: _mean([r[k] for r in runs]) for k in keys}
+    for k in ("step_ramp_s", "reclaim_s"):
+        out[k] = _mean_lists([r[k] for r in runs])
+    for k in ("step_up_at_s", "depart_at_s"):
+        out[k] = runs[0][k]
     out["jain_note"] = runs[0]["jain_note"]
     out["jain_window_s"] = runs[0]["jain_window_s"]
     flows = []
@@ -175,8 +235,12 @@ def run_evaluation(scenarios: Sequence[Scenario], entries: Sequence[ControllerEn
                    ticks_per_rtt: int | None = None) -> dict:
     """Simulate every scenario × controller × seed and compute the report.
 
+    A controller that cannot run a scenario as given (``Scenario.init_rate_refusals``: a start
+    rate for a baseline, e.g. ``--controller=cubic`` on ``robust/start1pct``) gets no record; the
+    pair and the reason are in ``"skipped"``.  A flow's own controller that cannot is an error.
+
     Returns ``{"results": [record, ...], "series": {(scenario, label): time_series of seed 0},
-    "runs": {(scenario, label): [per-run metrics]}}``.
+    "runs": {(scenario, label): [per-run metrics]}, "skipped": [{"scenario", "controller", "reason"}]}``.
     """
     from jaxcc import senders  # jax is imported only when something is simulated
     from jaxcc.sim import runner
@@ -187,11 +251,17 @@ def run_evaluation(scenarios: Sequence[Scenario], entries: Sequence[ControllerEn
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
         raise ValueError(f"scenario names must be unique in one evaluation, repeated: {dup}")
-    items, keys = [], []
+    items, keys, skipped = [], [], []
     for sc in scenarios:
         for e in entries:
             run_sc = sc if e.name is None else sc.with_controller(e.name)
             label = _own_label(sc) if e.name is None else e.label
+            refused = run_sc.init_rate_refusals()
+            if refused and e.name is None:
+                raise ValueError(refused[0])
+            if refused:  # e.g. --controller=cubic on robust/start1pct: no record, the reason kept
+                skipped.append({"scenario": sc.name, "controller": label, "reason": refused[0]})
+                continue
             for seed in range(seeds if _is_random(sc) else 1):
                 items.append(runner.Item(run_sc, seed, label))
                 keys.append((sc.name, label, seed))
@@ -213,6 +283,7 @@ def run_evaluation(scenarios: Sequence[Scenario], entries: Sequence[ControllerEn
             scen, label, seed = key_of[id(it)]
             tr = metrics.from_batch(traj, rates, b, i)
             m = metrics.evaluate_trace(tr, jain_last_s=metrics.JAIN_LAST_S)
+            m.update(recovery_metrics(tr, it.scenario))
             m["seed"] = seed
             for pf, fl in zip(m["per_flow"], it.scenario.flows):
                 pf["controller"] = fl.controller
@@ -227,6 +298,7 @@ def run_evaluation(scenarios: Sequence[Scenario], entries: Sequence[ControllerEn
     records = []
     for sc in scenarios:
         labels = [(_own_label(sc) if e.name is None else e.label) for e in entries]
+        labels = [lab for lab in labels if (sc.name, lab) in per_run]
         avg = {lab: _average_runs(per_run[(sc.name, lab)]) for lab in labels}
         d_max = max((a["p95_owd_ms"] for a in avg.values() if not math.isnan(a["p95_owd_ms"])), default=float("nan"))
         for lab in labels:
@@ -254,11 +326,18 @@ def run_evaluation(scenarios: Sequence[Scenario], entries: Sequence[ControllerEn
                 "runs": len(per_run[(sc.name, lab)]),
                 "runs_note": None if _is_random(sc) else "deterministic link: one run stands for every seed",
                 "duration_s": sc.duration_s,
+                # issue 13's recovery and starvation measurements (recovery_metrics)
+                "ramp_s": a["ramp_s"],
+                "step_up_at_s": a["step_up_at_s"],
+                "step_ramp_s": a["step_ramp_s"],
+                "depart_at_s": a["depart_at_s"],
+                "reclaim_s": a["reclaim_s"],
+                "min_fair_share": a["min_fair_share"],
             }
             if sc.link.cross_traffic:  # realism: the unresponsive cross traffic the link carried
                 rec["cross_mbps"] = a["cross_mbps"]
             records.append(rec)
-    return {"results": records, "series": series, "runs": dict(per_run)}
+    return {"results": records, "series": series, "runs": dict(per_run), "skipped": skipped}
 
 
 def format_table(records: Sequence[dict]) -> str:
@@ -316,13 +395,19 @@ def main(flag_values=None, argv: Sequence[str] = ()) -> int:
     report = run_evaluation(scenarios, entries, seeds=FLAGS.seeds, progress=FLAGS.progress,
                             ticks_per_rtt=FLAGS.ticks_per_rtt)
     print(format_table(report["results"]))
+    for sk in report["skipped"]:
+        print(f"not run: {sk['controller']} on {sk['scenario']}: {sk['reason']}")
     meta = {"command": " ".join(["python -m jaxcc.evaluate"] + list(argv)),
             "source": source, "controllers": [e.label for e in entries], "seeds": FLAGS.seeds,
             "ticks_per_rtt": FLAGS.ticks_per_rtt or "simulator default",
             "duration_s": FLAGS.duration or "each scenario's own",
             "wall_s": round(time.time() - t0, 1),
             "ankh": "((1 - R/C) + d95/d_max + loss)/3, d_max = max p95 one-way delay over this run's controllers per scenario",
-            "jain": f"over the last {metrics.JAIN_LAST_S:g} s of multi-flow scenarios"}
+            "jain": f"over the last {metrics.JAIN_LAST_S:g} s of multi-flow scenarios",
+            "recovery": f"ramp_s, step_ramp_s, reclaim_s: s until >= {metrics.RAMP_FRACTION:g} of capacity in a "
+                        f"{metrics.RAMP_BIN_S:g} s bin, held on average for {metrics.RAMP_HOLD_S:g} s from it "
+                        f"(null: never); min_fair_share over Jain's window",
+            "skipped": report["skipped"]}
     if FLAGS.bars:
         verdicts = bars.check(FLAGS.bars, report["results"])
         print(bars.format_verdicts(verdicts))
@@ -359,8 +444,8 @@ def define_flags(flag_values=None):
                          "assume the resolution they were trained at", flag_values=fv)
     flags.DEFINE_string("out", None, "output folder (results.json, plots/)", flag_values=fv)
     flags.DEFINE_bool("plots", True, "write plots", flag_values=fv)
-    flags.DEFINE_string("bars", None, "check every evaluated policy against a set of the project's quality bars "
-                        "(jaxcc/bars.py): pareto", flag_values=fv)
+    flags.DEFINE_string("bars", None, "check every evaluated policy against sets of the project's quality bars "
+                        "(jaxcc/bars.py; a comma-separated list): pareto, robust, aurora, eagle", flag_values=fv)
     flags.DEFINE_bool("progress", True, "show a progress bar", flag_values=fv)
     return fv
 

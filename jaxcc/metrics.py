@@ -318,6 +318,65 @@ def evaluate_trace(tr: Trace, *, window: tuple[float, float] | None = None, jain
     }
 
 
+# Issue 13's recovery measurements (``time_to_share``): the goodput must reach RAMP_FRACTION of
+# the capacity in a whole bin of RAMP_BIN_S seconds (5 RTTs at 100 ms) and hold it, on average,
+# for RAMP_HOLD_S seconds from that bin's start (20 RTTs at 100 ms).
+RAMP_FRACTION = 0.8
+RAMP_BIN_S = 0.5
+RAMP_HOLD_S = 2.0
+
+
+def _share(tr: Trace, acked: np.ndarray, window: tuple[float, float]) -> float:
+    """Goodput of ``acked`` [T] over ``window`` divided by the window's mean capacity (NaN if empty)."""
+    m = _window_mask(tr, window)
+    n = int(np.sum(m))
+    return float(np.sum(acked[m])) / (n * tr.dt) / float(np.mean(tr.capacity[m])) if n else float("nan")
+
+
+def time_to_share(tr: Trace, t0: float, *, flows: Sequence[int] | None = None, frac: float = RAMP_FRACTION,
+                  bin_s: float = RAMP_BIN_S, hold_s: float = RAMP_HOLD_S, t_end: float | None = None) -> float:
+    """How long after ``t0`` the goodput of ``flows`` reaches ``frac`` of the link's capacity and holds it.
+
+    Time from ``t0`` is cut into bins ``(t0 + k·bin_s, t0 + (k+1)·bin_s]`` (ticks by their end
+    time, as every window here).  The answer is the end of the first whole bin, before ``t_end``
+    (default: the run's end), in which the bytes ACKed to ``flows`` (all flows by default; by ACK
+    time) per second are at least ``frac`` × the bin's mean capacity, and stay so on average over
+    the ``hold_s`` seconds from the bin's start (cut at ``t_end``).  So a start-up overshoot that
+    falls back within the hold does not count, and a brief dip inside it (BBR's 200 ms ProbeRTT)
+    does not spoil it.  The resolution is ``bin_s``; the shortest answer is ``bin_s``.  ``inf``
+    when no bin qualifies.
+
+    Issue 13's bars: started at 1 % of the capacity (``t0`` = the start) or after a capacity
+    step up (``t0`` = the step), ≥ 80 % within 10 s or 5 s; after a flow leaves (``t0`` = its
+    stop, ``flows`` = those still sending), the rest reach 80 % within 5 s.
+    """
+    if bin_s <= 0 or hold_s < bin_s or not frac > 0:
+        raise ValueError(f"time_to_share: need bin_s > 0, hold_s >= bin_s, frac > 0; got {bin_s}, {hold_s}, {frac}")
+    end = float(tr.time[-1]) if t_end is None else min(float(t_end), float(tr.time[-1]))
+    cols = list(range(tr.num_flows)) if flows is None else list(flows)
+    acked = np.sum(tr.acked[:, cols], axis=1) if cols else np.zeros_like(tr.time)
+    k = 0
+    while t0 + (k + 1) * bin_s <= end + 1e-9:
+        lo = t0 + k * bin_s
+        if (_share(tr, acked, (lo, lo + bin_s)) >= frac
+                and _share(tr, acked, (lo, min(lo + hold_s, end))) >= frac):
+            return (k + 1) * bin_s
+        k += 1
+    return float("inf")
+
+
+def fair_share_fractions(tr: Trace, window: tuple[float, float]) -> list[float]:
+    """Each flow's goodput in ``window`` over its fair share, the window's mean capacity divided by
+    the number of flows counted (``jain_over``'s: active for at least a quarter of the window);
+    NaN for a flow not counted.  Issue 13's starvation bar: every counted flow ≥ ½."""
+    _, counted = jain_over(tr, window)
+    m = _window_mask(tr, window)
+    if not counted or not np.any(m):
+        return [float("nan")] * tr.num_flows
+    share = float(np.mean(tr.capacity[m])) / len(counted)
+    return [flow_throughput(tr, f, window) / share if f in counted else float("nan") for f in range(tr.num_flows)]
+
+
 def time_series(tr: Trace, bin_s: float = 0.5) -> dict:
     """Per-flow goodput per time bin (by ACK time) and the link capacity, for plots.
 

@@ -7,12 +7,26 @@ The spec (every command accepts it as ``--scenario-file``)::
               | "schedule": [[t_s, mbps], ...]    #   or "random_steps" / "poisson" below
               | "trace": path,                     # a Mahimahi trace (loops like mm-link)
               "buffer_bytes": int, "loss": float},
-     "flows": [{"rtt_ms": float, "start_s": float, "stop_s": float, "controller": str}]}
+     "flows": [{"rtt_ms": float, "start_s": float, "stop_s": float, "controller": str,
+                "init_rate_mbps": float}]}             # optional, learned senders only (below)
 
 Extensions: ``"random_steps": {"low_mbps", "high_mbps", "every_s"}`` (a new uniform rate every
 ``every_s``; Aurora Fig. 7), ``"poisson": {"mean_mbps", "slot_ms"}`` (Wi-Fi-like, DeepCC §VI-A),
 ``"trace_bin_ms"`` (default 10) for traces.  Random forms are drawn from the evaluation seed.
 ``stop_s`` defaults to ``duration_s`` and ``start_s`` to 0.
+
+``flows[i].init_rate_mbps`` (optional, ``INIT_RATE_MBPS_MIN``–``INIT_RATE_MBPS_MAX``, the
+environments' rate clip ``jaxcc.envs.base.MIN_RATE``/``MAX_RATE``): the rate a learned sender
+(``policy:FILE``, every feature set) starts from instead of its feature set's own start (e.g.
+Pareto's 10 packets per 90 ms).  It is the rate in force before the policy's first decision,
+which the policy then acts on as in training (the environments draw a start rate and act once
+at reset) — ``jaxcc-sender --init-mbps`` does the same in the datapath.  So a policy whose
+first action is "hold" sends its first monitor interval at exactly this rate; a sender that
+takes its first decision at the end of the first tick (``aurora_v1``, ``mocc_v1``) sends at it
+during that tick.  The classic baselines and the reference senders (``bbr``, ``cubic``,
+``reno``, ``copa``, ``fixed:MBPS``, ``oracle``) refuse it: they start from their own initial
+window or rate, which a start rate does not translate into without changing the algorithm.
+The emulation refuses it too (not emulated yet; the C++ sender's ``--init-mbps`` would carry it).
 
 Realism (optional ``link`` fields, all off by default; the model is in ``jaxcc.sim.realism``;
 random draws come from the evaluation seed; the emulation refuses them, "not emulated yet"):
@@ -31,7 +45,12 @@ random draws come from the evaluation seed; the emulation refuses them, "not emu
 
 Named scenarios (``get_scenario``; ``list_scenarios``; suites with ``get_suite``):
 
-* ``pareto/*`` — Pareto §V test set (Table I/II, Fig. 5–10): RTT 90 ms, 440 KB buffer, 30 s.
+* ``pareto/*`` — Pareto §V test set (Table I/II, Fig. 5–10): RTT 90 ms, 440 KB buffer, 30 s;
+  and issue 13's fairness links on the same 50 Mbit/s / 440 KB bottleneck (suite
+  ``pareto-fair``): ``shared8`` (8 flows), ``rtt30-120`` (30 and 120 ms RTT), ``jitter4`` (4
+  flows, ± 5 ms non-congestive jitter).
+* ``robust/*`` — issue 13's start-rate and capacity-step links for every shipped policy:
+  ``start1pct`` (50 Mbit/s, the flow starts at 0.5 Mbit/s), ``step5-50`` (5 → 50 Mbit/s at 10 s).
 * ``aurora/*`` — Aurora §4.1 sweeps (defaults 30 Mbps, 30 ms latency, 1000 packets, 0% loss)
   and the Fig. 2 / Fig. 7 links.
 * ``mocc/*`` — MOCC §V links (12 Mbps/10 ms/375 KB, 50 Mbps/375 KB, buffers 18–90 KB).
@@ -71,6 +90,8 @@ MAX_CROSS_SEGMENTS = 256  # cross-traffic entries per spec (the model costs O(se
 REALISM_MS_MAX = 1000.0  # jitter_ms, ack_agg_ms, rtt_noise_ms are in [0, 1000]
 CROSS_MBPS_MAX = 100_000.0
 REALISM_FIELDS = ("jitter_ms", "ack_agg_ms", "rtt_noise_ms", "cross_traffic")
+# flows[i].init_rate_mbps: the environments' rate clip (jaxcc.envs.base.MIN_RATE, MAX_RATE) in Mbit/s
+INIT_RATE_MBPS_MIN, INIT_RATE_MBPS_MAX = 0.01, 100_000.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,6 +100,18 @@ class FlowSpec:
     start_s: float
     stop_s: float
     controller: str
+    init_rate_mbps: float | None = None  # a learned sender's start rate (module docstring); None: its own
+
+
+def init_rate_refusal(controller: str, where: str) -> str | None:
+    """Why ``controller`` cannot take ``init_rate_mbps`` (module docstring), or None if it can.
+
+    ``where`` names the field in the message (``<scenario>.flows[i].init_rate_mbps``).
+    """
+    if parse_controller(controller).kind == "policy":
+        return None
+    return (f"{where}: only a learned sender (policy:FILE) takes a start rate; {controller!r} starts "
+            f"from its own initial window/rate (drop the field or use policy:FILE)")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -142,11 +175,26 @@ class Scenario:
     flows: tuple[FlowSpec, ...]
 
     def with_controller(self, controller: str) -> "Scenario":
-        """The same scenario with every flow driven by ``controller``."""
+        """The same scenario with every flow driven by ``controller`` (start rates kept)."""
         parse_controller(controller)
         return dataclasses.replace(
             self, flows=tuple(dataclasses.replace(f, controller=controller) for f in self.flows)
         )
+
+    def init_rate_refusals(self) -> list[str]:
+        """One message per flow whose ``init_rate_mbps`` its controller cannot take (empty: runnable).
+
+        The parser accepts the field with any controller (a named scenario's flows carry a
+        placeholder controller that ``--controller`` replaces); running such a flow is refused
+        (``jaxcc.evaluate`` skips the pair with this message; ``jaxcc.sim.runner`` raises).
+        """
+        out = []
+        for i, f in enumerate(self.flows):
+            if f.init_rate_mbps is not None:
+                why = init_rate_refusal(f.controller, f"{self.name}.flows[{i}].init_rate_mbps")
+                if why:
+                    out.append(why)
+        return out
 
     def to_dict(self) -> dict:
         link = {k: v for k, v in dataclasses.asdict(self.link).items() if v is not None}
@@ -162,7 +210,8 @@ class Scenario:
             "name": self.name,
             "duration_s": self.duration_s,
             "link": link,
-            "flows": [dataclasses.asdict(f) for f in self.flows],
+            "flows": [{k: v for k, v in dataclasses.asdict(f).items() if not (k == "init_rate_mbps" and v is None)}
+                      for f in self.flows],
         }
 
 
@@ -308,7 +357,7 @@ def parse_scenario(spec: dict, *, source: str = "scenario", base_dir: str | None
         w = f"{source}.flows[{i}]"
         if not isinstance(fl, dict):
             raise ValueError(f"{w}: expected an object")
-        _check_keys(fl, {"rtt_ms", "start_s", "stop_s", "controller"}, w)
+        _check_keys(fl, {"rtt_ms", "start_s", "stop_s", "controller", "init_rate_mbps"}, w)
         rtt = _number(fl, "rtt_ms", w, positive=True)
         start = _number(fl, "start_s", w, nonneg=True, default=0.0)
         stop = _number(fl, "stop_s", w, positive=True, default=duration)
@@ -322,7 +371,13 @@ def parse_scenario(spec: dict, *, source: str = "scenario", base_dir: str | None
             if pol and not os.path.isabs(pol):
                 ctrl = "policy:" + os.path.normpath(os.path.join(base_dir, pol))
         parse_controller(ctrl, field=f"{w}.controller", allow_kernel=allow_kernel)
-        parsed.append(FlowSpec(rtt, start, min(stop, duration), ctrl))
+        init_rate = None
+        if "init_rate_mbps" in fl:
+            init_rate = _number(fl, "init_rate_mbps", w)
+            if not INIT_RATE_MBPS_MIN <= init_rate <= INIT_RATE_MBPS_MAX:
+                raise ValueError(f"{w}.init_rate_mbps: must be in [{INIT_RATE_MBPS_MIN:g}, {INIT_RATE_MBPS_MAX:g}] "
+                                 f"Mbit/s, got {fl['init_rate_mbps']!r}")
+        parsed.append(FlowSpec(rtt, start, min(stop, duration), ctrl, init_rate))
     rtts = [f.rtt_ms for f in parsed]
     if max(rtts) > 8 * min(rtts):
         raise ValueError(f"{source}.flows: RTTs on one link may differ by at most 8x "
@@ -381,7 +436,50 @@ def _pareto() -> dict[str, Callable[[], Scenario]]:
     for n in (2, 3, 4, 5):
         out[f"pareto/shared{n}"] = (lambda n=n: _spec(f"pareto/shared{n}", d, {"bandwidth_mbps": 50, "buffer_bytes": b},
                                                       _flows(n, PARETO_RTT_MS, d, gap_s=2.0)))
+    # Issue 13's fairness links, on the same bottleneck (50 Mbit/s, 440 KB).  40 s: Jain's window
+    # (the last 20 s) begins after every flow has started (the 8th starts at 14 s).
+    lf = PARETO_FAIR_DURATION_S
+    out["pareto/shared8"] = lambda: _spec("pareto/shared8", lf, {"bandwidth_mbps": 50, "buffer_bytes": b},
+                                          _flows(8, PARETO_RTT_MS, lf, gap_s=2.0))
+    # Two flows at 30 and 120 ms RTT (a 4x ratio; the parser allows 8x), 2 s apart, the short
+    # one first.  The bar compares with in-sim CUBIC on this same link (its RTT unfairness).
+    out["pareto/rtt30-120"] = lambda: _spec("pareto/rtt30-120", lf, {"bandwidth_mbps": 50, "buffer_bytes": b},
+                                            [{"rtt_ms": 30.0, "start_s": 0.0, "controller": "bbr"},
+                                             {"rtt_ms": 120.0, "start_s": 2.0, "controller": "bbr"}])
+    # Four flows under non-congestive jitter of ± 5 ms: jaxcc.sim.realism adds U[0, jitter_ms]
+    # one way, so jitter_ms = 10 is 5 ms ± 5 ms (exactly uniform at the default 8 ticks per RTT:
+    # the 11.25 ms tick is longer than 10 ms, so the FIFO rule never binds).
+    out["pareto/jitter4"] = lambda: _spec("pareto/jitter4", lf, {"bandwidth_mbps": 50, "buffer_bytes": b,
+                                                                "jitter_ms": 2 * PARETO_JITTER_PM_MS},
+                                          _flows(4, PARETO_RTT_MS, lf, gap_s=2.0))
     return out
+
+
+PARETO_FAIR_DURATION_S = 40.0
+PARETO_JITTER_PM_MS = 5.0  # pareto/jitter4: ± 5 ms around a 5 ms mean (jitter_ms = 10)
+
+# robust/*: 50 Mbit/s with a 100 ms RTT and a 1-BDP buffer (625 KB, the classic rule of thumb).
+# 100 ms lies inside the training RTTs of Aurora (100-1000 ms) and Eagle (10-400 ms) and next to
+# Pareto's 90 ms, so these links test the start rate and the capacity step, not an unseen RTT;
+# 50 Mbit/s is the bandwidth the issue names.
+ROBUST_RTT_MS, ROBUST_MBPS = 100.0, 50.0
+ROBUST_BUFFER = ROBUST_MBPS * links.MBPS * ROBUST_RTT_MS / 1e3  # 1 BDP = 625 KB
+ROBUST_START_FRACTION = 0.01  # robust/start1pct: the flow starts at 1 % of the capacity
+ROBUST_STEP_AT_S = 10.0  # robust/step5-50: 5 Mbit/s, then 50 Mbit/s from 10 s
+
+
+def _robust() -> dict[str, Callable[[], Scenario]]:
+    d = 30.0
+    b = ROBUST_BUFFER
+    return {
+        # The flow's controller is a placeholder: init_rate_mbps is for policy:FILE (--controller).
+        "robust/start1pct": lambda: _spec("robust/start1pct", d, {"bandwidth_mbps": ROBUST_MBPS, "buffer_bytes": b},
+                                          [{"rtt_ms": ROBUST_RTT_MS, "controller": "bbr",
+                                            "init_rate_mbps": ROBUST_START_FRACTION * ROBUST_MBPS}]),
+        "robust/step5-50": lambda: _spec("robust/step5-50", d, {"schedule": [[0, 5.0], [ROBUST_STEP_AT_S, ROBUST_MBPS]],
+                                                                "buffer_bytes": b},
+                                         _flows(1, ROBUST_RTT_MS, d)),
+    }
 
 
 def _aurora() -> dict[str, Callable[[], Scenario]]:
@@ -451,12 +549,16 @@ def _eagle() -> dict[str, Callable[[], Scenario]]:
     return out
 
 
-_REGISTRY: dict[str, Callable[[], Scenario]] = {**_pareto(), **_aurora(), **_mocc(), **_deepcc(), **_eagle()}
+_REGISTRY: dict[str, Callable[[], Scenario]] = {**_pareto(), **_aurora(), **_mocc(), **_deepcc(), **_eagle(),
+                                                **_robust()}
 
 SUITES: dict[str, tuple[str, ...]] = {
     "pareto": ("pareto/fixed50", "pareto/dyn10-20", "pareto/dyn10-30", "pareto/shared2", "pareto/shared3",
                "pareto/shared4", "pareto/shared5", "pareto/depart4", "pareto/lte"),
     # Fig. 5's six environments (a)–(f).
+    # issue 13's fairness links (shared8, rtt30-120, jitter4); the departures are pareto/depart4
+    "pareto-fair": ("pareto/shared8", "pareto/rtt30-120", "pareto/jitter4"),
+    "robust": ("robust/start1pct", "robust/step5-50"),
     "pareto-fig5": ("pareto/fixed50", "pareto/dyn10-20", "pareto/dyn10-30", "pareto/shared4", "pareto/shared5", "pareto/lte"),
     "eagle": ("eagle/10mbps-bdp1", "eagle/10mbps-bdp2", "eagle/10mbps-bdp4", "eagle/lte"),
     "aurora-bw": tuple(k for k in _REGISTRY if k.startswith("aurora/bw")),

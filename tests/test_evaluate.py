@@ -160,7 +160,8 @@ def test_cli_own_controllers_mixed_link(tmp_path):
     (["--suite=pareto", "--bogus=1"], "Unknown command line flag 'bogus'"),
     (["--suite=pareto", "stray"], "unexpected arguments"),
     (["--scenario=pareto/fixed50", "--checkpoint=/nonexistent-jaxcc-run"], "no stage checkpoints"),
-    (["--scenario=pareto/fixed50", "--bars=eagle"], "unknown bar set 'eagle'; expected one of pareto"),
+    (["--scenario=pareto/fixed50", "--bars=nope"], "unknown bar set 'nope'; expected one of aurora, eagle, pareto, robust"),
+    (["--scenario=pareto/fixed50", "--bars=pareto,nope"], "unknown bar set 'nope'; expected one of"),
     (["--scenario=pareto/fixed50", "--duration=-5"], "--duration must be > 0 seconds"),
 ])
 def test_cli_errors_name_the_problem(tmp_path, capsys, args, message):
@@ -186,10 +187,39 @@ def test_cli_bars_reports_what_was_not_evaluated(tmp_path):
     res = _cli("--scenario=pareto/fixed50", "--controller=bbr,policy:" + pol, "--bars=pareto",
                "--out=" + str(tmp_path), "--noplots", "--noprogress")
     assert res.returncode == 0, res.stderr[-3000:]
-    assert "3 of 6 bars met" in res.stdout  # fixed50: 0.951 util, 1.3 ms, 0.31 % (README)
+    assert "3 of 12 bars met" in res.stdout  # fixed50: 0.951 util, 1.3 ms, 0.31 % (README)
     bars = json.loads((tmp_path / "results.json").read_text())["meta"]["bars"]
     assert bars["set"] == "pareto" and list(bars["verdicts"]) == ["policy:" + pol]
     v = {x["bar"]: x for x in bars["verdicts"]["policy:" + pol]}
     assert v["fixed50 util >= 0.85"]["met"] and v["fixed50 loss <= 1%"]["met"]
     assert v["dyn10-30 util >= 0.70"] == {"bar": "dyn10-30 util >= 0.70", "value": "not evaluated", "met": False}
     assert "needs the pareto-fig5 scenarios" in v["Ankh < BBR on >= 4 of 6 Fig. 5 scenarios"]["value"]
+
+
+def test_a_start_rate_on_a_flows_own_baseline_is_an_error(tmp_path, capsys):
+    """robust/start1pct's placeholder controller (bbr) cannot take its start rate: one line, nothing run."""
+    assert evaluate.run_cli(["evaluate", "--scenario=robust/start1pct", "--out=" + str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: robust/start1pct.flows[0].init_rate_mbps: only a learned sender (policy:FILE)")
+    assert len(err.strip().splitlines()) == 1 and not os.listdir(tmp_path)
+
+
+@pytest.mark.slow
+def test_robust_bars_skip_baselines_that_cannot_take_a_start_rate(tmp_path):
+    """--controller=cubic,policy:... on the robust suite: cubic runs the step link only; its start-rate
+    pair is reported as not run (with the reason) and kept in meta; the policy gets both robust bars."""
+    pol = os.path.join(REPO, "checkpoints", "pareto", "pareto_fair.safetensors")
+    res = _cli("--suite=robust", "--controller=cubic,policy:" + pol, "--bars=robust",
+               "--out=" + str(tmp_path), "--noplots", "--noprogress")
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "not run: cubic on robust/start1pct: robust/start1pct.flows[0].init_rate_mbps" in res.stdout
+    doc = json.loads((tmp_path / "results.json").read_text())
+    assert [(r["scenario"], r["controller"]) for r in doc["results"]] == [
+        ("robust/start1pct", "policy:" + pol), ("robust/step5-50", "cubic"), ("robust/step5-50", "policy:" + pol)]
+    assert doc["meta"]["skipped"] == [{"scenario": "robust/start1pct", "controller": "cubic",
+                                       "reason": doc["meta"]["skipped"][0]["reason"]}]
+    v = doc["meta"]["bars"]["verdicts"]["policy:" + pol]
+    assert [x["bar"] for x in v] == ["start at 1%: >= 80% util within 10 s", "5 -> 50 Mbit/s: >= 80% util within 5 s"]
+    assert all(x["value"] != "not evaluated" and not x["value"].startswith("not") for x in v)
+    step = {r["controller"]: r for r in doc["results"] if r["scenario"] == "robust/step5-50"}
+    assert step["cubic"]["step_up_at_s"] == [10.0] and step["cubic"]["step_ramp_s"][0] is not None

@@ -170,8 +170,13 @@ def test_all_off_realism_object_matches_none_to_rounding():
 
 
 def test_named_scenarios_carry_no_realism():
+    """Except issue 13's jitter link, which carries its ± 5 ms jitter (jitter_ms 10) and nothing else."""
     for name in scenarios.list_scenarios():
         sc = scenarios.get_scenario(name)
+        if name == "pareto/jitter4":
+            assert [k for k in scenarios.REALISM_FIELDS if k in sc.to_dict()["link"]] == ["jitter_ms"]
+            assert sc.link.jitter_ms == 10.0
+            continue
         assert sc.link.realism(seed=0) is None, name
         assert not any(k in sc.to_dict()["link"] for k in scenarios.REALISM_FIELDS), name
 

@@ -132,3 +132,83 @@ def test_random_links_are_deterministic_per_seed():
     assert a.rates.min() >= 16 * 125000 and a.rates.max() <= 32 * 125000
     w = scenarios.get_scenario("deepcc/wifi").link.capacity(seed=0, duration_s=30)
     assert w.mean_rate(30) / 125000 == pytest.approx(2.64, rel=0.05)
+
+
+# ----------------------------------------------------------------------------- issue 13
+
+
+def test_issue13_fairness_links():
+    """50 Mbit/s / 440 KB / 90 ms as the Pareto set; Jain's last 20 s begin after the last start."""
+    s8 = scenarios.get_scenario("pareto/shared8")
+    assert (s8.duration_s, s8.link.bandwidth_mbps, s8.link.buffer_bytes) == (40.0, 50.0, 440_000)
+    assert [f.start_s for f in s8.flows] == [0, 2, 4, 6, 8, 10, 12, 14] and {f.rtt_ms for f in s8.flows} == {90.0}
+    assert max(f.start_s for f in s8.flows) < s8.duration_s - 20.0
+    r = scenarios.get_scenario("pareto/rtt30-120")
+    assert [(f.rtt_ms, f.start_s, f.stop_s) for f in r.flows] == [(30.0, 0.0, 40.0), (120.0, 2.0, 40.0)]
+    assert (r.link.bandwidth_mbps, r.link.buffer_bytes) == (50.0, 440_000)
+    j = scenarios.get_scenario("pareto/jitter4")
+    # ± 5 ms: jaxcc.sim.realism draws U[0, jitter_ms] one way, so 10 ms is 5 ± 5 ms
+    assert j.link.jitter_ms == 10.0 and len(j.flows) == 4 and j.link.bandwidth_mbps == 50.0
+    assert scenarios.SUITES["pareto-fair"] == ("pareto/shared8", "pareto/rtt30-120", "pareto/jitter4")
+
+
+def test_issue13_robust_links():
+    s = scenarios.get_scenario("robust/start1pct")
+    assert (s.link.bandwidth_mbps, s.flows[0].rtt_ms, s.flows[0].init_rate_mbps) == (50.0, 100.0, 0.5)
+    assert s.link.buffer_bytes == pytest.approx(50e6 / 8 * 0.1)  # 1 BDP = 625 KB
+    st = scenarios.get_scenario("robust/step5-50")
+    assert st.link.schedule == ((0.0, 5.0), (10.0, 50.0)) and st.link.buffer_bytes == s.link.buffer_bytes
+    assert scenarios.SUITES["robust"] == ("robust/start1pct", "robust/step5-50")
+    for name in ("robust/start1pct", "robust/step5-50", "pareto/shared8", "pareto/rtt30-120", "pareto/jitter4"):
+        sc = scenarios.get_scenario(name)
+        assert parse_scenario(sc.to_dict(), source=name) == sc
+
+
+def test_init_rate_round_trips_and_is_absent_by_default():
+    sc = parse_scenario(spec(**{"flows.0.init_rate_mbps": 0.5, "flows.0.controller": "bbr"}))
+    assert sc.flows[0].init_rate_mbps == 0.5 and sc.to_dict()["flows"][0]["init_rate_mbps"] == 0.5
+    assert parse_scenario(sc.to_dict()) == sc
+    plain = parse_scenario(spec())
+    assert plain.flows[0].init_rate_mbps is None and "init_rate_mbps" not in plain.to_dict()["flows"][0]
+
+
+@pytest.mark.parametrize("value, match", [
+    (0.0, r"^scenario\.flows\[0\]\.init_rate_mbps: must be in \[0\.01, 100000\] Mbit/s, got 0\.0"),
+    (0.005, r"flows\[0\]\.init_rate_mbps: must be in \[0\.01, 100000\]"),
+    (200000, r"flows\[0\]\.init_rate_mbps: must be in \[0\.01, 100000\]"),
+    ("fast", r"flows\[0\]\.init_rate_mbps: expected a finite number"),
+    (float("inf"), r"flows\[0\]\.init_rate_mbps: expected a finite number"),
+])
+def test_bad_init_rate_names_the_field_and_range(value, match):
+    with pytest.raises(ValueError, match=match):
+        parse_scenario(spec(**{"flows.0.init_rate_mbps": value}))
+
+
+def test_init_rate_range_is_the_environments_rate_clip():
+    from jaxcc.envs import base
+    assert scenarios.INIT_RATE_MBPS_MIN * 125_000 == pytest.approx(base.MIN_RATE)
+    assert scenarios.INIT_RATE_MBPS_MAX * 125_000 == pytest.approx(base.MAX_RATE)
+
+
+@pytest.mark.parametrize("ctrl", ["bbr", "cubic", "reno", "copa", "oracle", "fixed:5"])
+def test_init_rate_is_refused_for_senders_with_their_own_start(ctrl):
+    sc = scenarios.get_scenario("robust/start1pct").with_controller(ctrl)
+    (why,) = sc.init_rate_refusals()
+    assert why.startswith("robust/start1pct.flows[0].init_rate_mbps: only a learned sender (policy:FILE)")
+    assert repr(ctrl) in why
+    assert scenarios.get_scenario("robust/step5-50").with_controller(ctrl).init_rate_refusals() == []
+
+
+def test_init_rate_is_accepted_for_policies():
+    import os
+    pol = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "checkpoints", "pareto",
+                       "pareto_fair.safetensors")
+    sc = scenarios.get_scenario("robust/start1pct").with_controller("policy:" + pol)
+    assert sc.init_rate_refusals() == [] and sc.flows[0].init_rate_mbps == 0.5
+
+
+def test_emulation_refuses_init_rate():
+    from jaxcc.emulation import spec as emu_spec
+    from jaxcc.emulation.host import EmulationError
+    with pytest.raises(EmulationError, match=r"^t\.flows\[0\]\.init_rate_mbps: not emulated yet"):
+        emu_spec.as_scenario(spec(**{"flows.0.init_rate_mbps": 2.0}))

@@ -7,7 +7,8 @@ is particular to emulation:
 * ``BUILTIN_SCENARIOS``: three small links for the harness itself (``emu/*``);
 * the refusal of simulator-only controllers (``cubic``, ``reno``, ``copa``, ``oracle``: the C++ sender
   has none of them), of buffers below one packet, and of the simulator's realism fields
-  (``jitter_ms``, ``ack_agg_ms``, ``rtt_noise_ms``, ``cross_traffic``: "not emulated yet");
+  (``jitter_ms``, ``ack_agg_ms``, ``rtt_noise_ms``, ``cross_traffic``) and of a flow's start rate
+  (``init_rate_mbps``): "not emulated yet";
 * ``rate_schedule``: the link's capacity as the ``tc qdisc change`` steps of the tbf
   bottleneck, coarser than the simulator's (see its docstring).
 """
@@ -62,6 +63,10 @@ def as_scenario(spec: scenarios.Scenario | dict[str, Any]) -> scenarios.Scenario
     on = [k for k in scenarios.REALISM_FIELDS if getattr(spec.link, k)]
     if on:  # realism (jaxcc.sim.realism) exists only in the simulator so far
         raise EmulationError(f"{spec.name}.link.{on[0]}: not emulated yet (simulator only: python -m jaxcc.evaluate)")
+    starts = [i for i, f in enumerate(spec.flows) if f.init_rate_mbps is not None]
+    if starts:  # jaxcc-sender --init-mbps has the simulator's meaning, but the runner does not pass it yet
+        raise EmulationError(f"{spec.name}.flows[{starts[0]}].init_rate_mbps: not emulated yet "
+                             f"(simulator only: python -m jaxcc.evaluate)")
     if spec.link.buffer_bytes < MSS:
         raise EmulationError(f"{spec.name}.link.buffer_bytes: must be >= {MSS} (one packet) in "
                              f"emulation, got {spec.link.buffer_bytes:g}")

@@ -25,6 +25,12 @@ MI in which the flow was never active changes nothing but the clock.  The first 
 taken on the empty window (the environments act once at reset, before any feedback): at
 ``init``, or, for a sender whose start needs the link's RTT (``needs_rtt_to_start``), at the end
 of the first tick, which reveals it.
+
+A start rate (``cparam[INIT_RATE] > 0``, a scenario flow's ``init_rate_mbps``) replaces the rate
+of every state ``start`` returns (``own.rate``, which every feature set's state has), so the
+first decision acts on it, as the environments act once on the start rate they draw and as
+``jaxcc-sender --init-mbps`` does; a sender that decides at the end of the first tick sends at
+it during that tick.  Everything else ``start`` sets (a window, the paper's memory) is kept.
 """
 
 from __future__ import annotations
@@ -35,7 +41,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxcc.envs import mi as mi_lib
-from jaxcc.sim.controller import Action, Controller, TickObs
+from jaxcc.sim.controller import INIT_RATE, Action, Controller, TickObs
 
 
 class Sender(NamedTuple):
@@ -116,20 +122,26 @@ def tensors_as_arrays(tensors: dict) -> dict:
     return {k: jnp.asarray(v) for k, v in tensors.items()}
 
 
+def start_at(own, rate0: jax.Array):
+    """``own`` with its rate replaced by ``rate0`` (bytes/s) where ``rate0 > 0``, else unchanged."""
+    r = jnp.broadcast_to(jnp.asarray(rate0, own.rate.dtype), own.rate.shape)
+    return own._replace(rate=jnp.where(r > 0, r, own.rate))
+
+
 def make_controller(name: str, spec: dict, sender: Sender, default_empty=None) -> Controller:
     """The per-tick ``Controller`` that runs ``sender`` (see the module docstring)."""
     T, D, mi_ticks = spec_window(spec)
     tpr = ticks_per_rtt(spec)
 
-    def first_decision(hist, rtt0):
-        return sender.decide(sender.start(rtt0), hist, mi_lib.running_zero(1), rtt0)
+    def first_decision(hist, rtt0, rate0):
+        return sender.decide(start_at(sender.start(rtt0), rate0), hist, mi_lib.running_zero(1), rtt0)
 
     def init(cparam):
         hist = empty_window(spec, default_empty)
         if sender.needs_rtt_to_start:
-            own, started = sender.start(None), jnp.zeros((), bool)
+            own, started = start_at(sender.start(None), cparam[INIT_RATE]), jnp.zeros((), bool)
         else:
-            own, started = first_decision(hist, None), jnp.ones((), bool)
+            own, started = first_decision(hist, None, cparam[INIT_RATE]), jnp.ones((), bool)
         return SenderState(own=own, hist=hist, tick=jnp.zeros((), jnp.int32), m=mi_lib.mi_zero(1),
                            run=mi_lib.running_zero(1), started=started)
 
@@ -139,7 +151,7 @@ def make_controller(name: str, spec: dict, sender: Sender, default_empty=None) -
     def update(s: SenderState, obs: TickObs, cparam):
         rtt0 = obs.dt * tpr  # the link's min propagation RTT (the env's fallback before a sample)
         if sender.needs_rtt_to_start:
-            own = jax.lax.cond(s.started, lambda: s.own, lambda: first_decision(s.hist, rtt0))
+            own = jax.lax.cond(s.started, lambda: s.own, lambda: first_decision(s.hist, rtt0, cparam[INIT_RATE]))
             s = s._replace(own=own, started=jnp.ones((), bool))
         m = mi_lib.mi_add_tick(s.m, mi_tick(obs), obs.dt)
         n = s.tick + 1

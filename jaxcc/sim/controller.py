@@ -6,8 +6,8 @@ A controller is three pure functions over one flow, vmapped over flows by the ru
     action = act(cstate, cparam)                # what to send during the next tick
     cstate = update(cstate, obs, cparam)        # after the tick, with its feedback
 
-``cparam`` is a small per-flow float vector (e.g. the rate of ``fixed:MBPS``), so one compiled
-run serves every parameter value.  ``obs`` carries only what a real sender can measure — ACKed
+``cparam`` is a small per-flow float vector (e.g. the rate of ``fixed:MBPS``; a learned
+sender's start rate in slot ``INIT_RATE``), so one compiled run serves every parameter value.  ``obs`` carries only what a real sender can measure — ACKed
 and lost bytes and RTT samples that arrived during the tick, and its own sending — plus two
 *privileged* fields (``capacity``, ``n_active``) that only the ``oracle`` controller may read.
 """
@@ -22,6 +22,10 @@ import jax.numpy as jnp
 from jaxcc.sim.core import BIG, TickOut
 
 CPARAM_DIM = 4  # length of the per-flow controller parameter vector
+# cparam[INIT_RATE]: a learned sender's start rate in bytes/s (a scenario flow's init_rate_mbps,
+# set by the runner; 0: the sender's own start).  Only jaxcc.senders reads it; the baselines use
+# cparam[0] and never this slot.
+INIT_RATE = CPARAM_DIM - 1
 
 
 class TickObs(NamedTuple):

@@ -37,6 +37,8 @@ class FlowSpec(Protocol):
     start_s: float
     stop_s: float
     controller: str  # a name ``resolve`` understands
+    # optional ``init_rate_mbps`` (float | None): a learned sender's start rate, put in
+    # ``cparam[controller.INIT_RATE]``; only controllers named ``policy:*`` may take it
 
 
 class LinkSpec(Protocol):
@@ -148,6 +150,12 @@ def build_batches(items: Sequence[Item], *, resolve: Resolve, ticks_per_rtt: int
                     ctrls.append(ctrl)
                 row_ids[j] = names.index(ctrl.name)
                 row_cp[j] = cparam
+                init_mbps = getattr(fl, "init_rate_mbps", None)
+                if init_mbps is not None:
+                    if not ctrl.name.startswith("policy:"):
+                        raise ValueError(f"flows[{j}].init_rate_mbps: only a learned sender (policy:FILE) takes a "
+                                         f"start rate; {fl.controller!r} starts from its own initial window/rate")
+                    row_cp[j, ctl.INIT_RATE] = float(init_mbps) * links.MBPS
             ids.append(row_ids)
             cps.append(row_cp)
         batches.append(Batch(

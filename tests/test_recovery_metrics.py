@@ -1,0 +1,210 @@
+"""Issue 13's measurements in the simulator, against senders whose answer is known by hand.
+
+* ``metrics.time_to_share`` / ``evaluate.recovery_metrics``: ``fixed:N`` (a constant rate) and
+  ``oracle`` (c(t)/n from the tick after a change) on the named links, where the goodput of each
+  0.5 s bin follows from the rates, the RTT and the capacity;
+* ``metrics.fair_share_fractions``: two constant-rate flows below the capacity;
+* a flow's start rate (``init_rate_mbps``): a policy whose every action is "hold" sends at exactly
+  the start rate in every tick (and at its feature set's own start without it).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+import pytest
+
+from jaxcc import evaluate as ev
+from jaxcc import metrics, policyfile, scenarios, senders
+from jaxcc.senders import common
+from jaxcc.sim import controller as ctl
+from jaxcc.sim import runner
+
+MBPS = 125_000.0
+
+
+def _traces(sc_list):
+    """One ``metrics.Trace`` per scenario (each flow runs its own controller)."""
+    items = [runner.Item(sc, 0) for sc in sc_list]
+    out = []
+    for b in runner.build_batches(items, resolve=senders.resolve):
+        _, traj, rates = runner.run_batch(b)
+        out += [(it.scenario.name, metrics.from_batch(traj, rates, b, i)) for i, it in enumerate(b.items)]
+    by = dict(out)
+    return [by[sc.name] for sc in sc_list]
+
+
+def _renamed(sc, name, controller):
+    d = sc.with_controller(controller).to_dict()
+    d["name"] = name
+    return scenarios.parse_scenario(d, source=name)
+
+
+def test_reclaim_after_departures_oracle_at_once_fixed_never():
+    """pareto/depart4 (50 Mbit/s, 90 ms; stops at 30, 40, 50 s).  oracle: the rest send the new share
+    c/n from the tick after a stop, so the first 0.5 s bin already carries
+    (0.09 s x the old share + 0.41 s x 50) / 0.5 s >= 0.95 of 50 (0.955 at 30 s): 0.5 s each time.
+    fixed:12.5: the rest keep 37.5, 25, 12.5 Mbit/s = 75, 50, 25 % < 80 %: never."""
+    dep = scenarios.get_scenario("pareto/depart4")
+    recs = ev.run_evaluation([dep], ev.controller_entries("oracle,fixed:12.5"), progress=False,
+                             keep_series=False)["results"]
+    by = {r["controller"]: r for r in recs}
+    assert by["oracle"]["depart_at_s"] == [30.0, 40.0, 50.0] and by["oracle"]["reclaim_s"] == [0.5, 0.5, 0.5]
+    assert by["fixed:12.5"]["reclaim_s"] == [math.inf] * 3
+    assert by["oracle"]["step_ramp_s"] == []
+    # Jain's window 40-60 s counts flows 2 (25 Mbit/s until 50 s) and 3 (25, then 50): fair share 25
+    assert by["oracle"]["min_fair_share"] == pytest.approx(1.0, rel=0.01)
+
+
+def test_time_to_share_after_a_step_and_from_a_start():
+    """robust/step5-50 with oracle: after the 10 s step the ACKs at 50 Mbit/s begin one tick (12.5 ms)
+    plus one RTT (100 ms) later, so the first bin carries (0.1125 x 5 + 0.3875 x 50) / 0.5 = 39.9 Mbit/s
+    (0.80 of 50): at 70 % it is the first bin (0.5 s), at 90 % the second (1.0 s).
+    robust/step5-50's capacity under fixed:45 from 0 s is 5 Mbit/s; a fixed:45 flow on a plain
+    50 Mbit/s, 100 ms link delivers nothing in its first 0.1 s: its first bin carries
+    45 x 0.4 / 0.5 = 36 (72 %), the next 45 (90 %): 80 % after 1.0 s, 95 % never."""
+    step = _renamed(scenarios.get_scenario("robust/step5-50"), "step-oracle", "oracle")
+    flat = scenarios.parse_scenario({"name": "flat-fixed45", "duration_s": 5.0,
+                                     "link": {"bandwidth_mbps": 50, "buffer_bytes": 625_000},
+                                     "flows": [{"rtt_ms": 100.0, "controller": "fixed:45"}]})
+    tr_step, tr_flat = _traces([step, flat])
+    assert metrics.time_to_share(tr_step, 10.0, frac=0.7) == 0.5
+    assert metrics.time_to_share(tr_step, 10.0, frac=0.9) == 1.0
+    assert metrics.time_to_share(tr_step, 10.0, frac=0.9, t_end=10.9) == math.inf  # only whole bins count
+    assert metrics.time_to_share(tr_flat, 0.0) == 1.0
+    assert metrics.time_to_share(tr_flat, 0.0, frac=0.95) == math.inf
+    rm = ev.recovery_metrics(tr_step, step)
+    assert rm["step_up_at_s"] == [10.0] and rm["step_ramp_s"] == [1.0] and rm["depart_at_s"] == []
+
+
+def test_fair_share_of_two_constant_flows():
+    """fixed:10 next to fixed:30 on 50 Mbit/s (no queue): fair share 25, so 0.4 and 1.2."""
+    sc = scenarios.parse_scenario({"name": "two-fixed", "duration_s": 25.0,
+                                   "link": {"bandwidth_mbps": 50, "buffer_bytes": 440_000},
+                                   "flows": [{"rtt_ms": 90.0, "controller": "fixed:10"},
+                                             {"rtt_ms": 90.0, "controller": "fixed:30"}]})
+    (tr,) = _traces([sc])
+    fr = metrics.fair_share_fractions(tr, metrics.jain_window(float(tr.time[-1])))
+    assert fr == pytest.approx([0.4, 1.2], rel=1e-4)
+    assert ev.recovery_metrics(tr, sc)["min_fair_share"] == pytest.approx(0.4, rel=1e-4)
+
+
+def test_recovery_events_come_from_the_scenario():
+    dyn = scenarios.get_scenario("pareto/dyn10-30")  # 10/30 every 5 s: steps up at 5, 15, 25 s
+    tr = metrics.Trace(time=np.arange(1, 2401) * 0.0125, dt=0.0125, active=np.ones((2400, 1), bool),
+                       sent=np.zeros((2400, 1)), acked=np.zeros((2400, 1)), lost=np.zeros((2400, 1)),
+                       admitted=np.zeros((2400, 1)), owd=np.zeros((2400, 1)), qdelay=np.zeros(2400),
+                       capacity=np.full(2400, 10 * MBPS))
+    rm = ev.recovery_metrics(tr, dyn)
+    assert rm["step_up_at_s"] == [5.0, 15.0, 25.0] and rm["step_ramp_s"] == [math.inf] * 3  # nothing ACKed
+    assert rm["ramp_s"] == math.inf and rm["depart_at_s"] == [] and math.isnan(rm["min_fair_share"])
+
+
+# ----------------------------------------------------------------------------- start rate
+
+
+def _hold_policy(tmp_path, name):
+    """A policy of feature set ``name`` whose every action keeps the rate: a zero network (Aurora's
+    clipped mean 0 is x1); Pareto's tanh head maps its output bias to a = 0 (x(1 + 0)); Eagle's
+    logits favour the x1.0 entry."""
+    spec, tensors = policyfile.make_feature_policy(name, 0)
+    tensors = {k: np.zeros_like(v) for k, v in tensors.items()}
+    if spec["head"]["type"] == "continuous":  # lo + (tanh(z) + 1)(hi - lo)/2 = 0
+        lo, hi = spec["head"]["low"], spec["head"]["high"]
+        tensors["out.bias"][:] = np.arctanh(2.0 * (0.0 - lo) / (hi - lo) - 1.0)
+    if name == "eagle_v1":
+        tensors["logits.bias"][spec["action"]["multipliers"].index(1.0)] = 1.0
+    path = os.path.join(tmp_path, f"hold_{name}.safetensors")
+    policyfile.save(path, spec, tensors)
+    return path
+
+
+def _link(pol, init=None, rtt_ms=100.0):
+    fl = {"rtt_ms": rtt_ms, "controller": f"policy:{pol}"}
+    if init is not None:
+        fl["init_rate_mbps"] = init
+    return scenarios.parse_scenario({"name": f"hold-{init}-{os.path.basename(pol)}", "duration_s": 3.0,
+                                     "link": {"bandwidth_mbps": 50, "buffer_bytes": 625_000}, "flows": [fl]})
+
+
+@pytest.mark.parametrize("name, own_start_mbps, first_tick_silent", [
+    ("pareto_v1", 10 * 1500 / 0.09 / MBPS, False),  # the env's 10 packets per 90 ms
+    ("aurora_v1", 10 * 1500 / 0.1 / MBPS, True),  # 10 packets per min RTT, known after the first tick
+])
+def test_hold_policy_sends_at_the_start_rate_every_tick(tmp_path, name, own_start_mbps, first_tick_silent):
+    pol = _hold_policy(tmp_path, name)
+    with_rate, own = _traces([_link(pol, 7.0), _link(pol)])
+    dt = with_rate.dt
+    assert with_rate.sent[:, 0] == pytest.approx(7.0 * MBPS * dt, rel=1e-5)  # from the first tick on
+    sent_own = own.sent[1:, 0] if first_tick_silent else own.sent[:, 0]
+    assert sent_own == pytest.approx(own_start_mbps * MBPS * dt, rel=1e-5)
+    if first_tick_silent:
+        assert own.sent[0, 0] == 0.0
+
+
+def test_start_rate_replaces_only_the_rate_of_every_feature_sets_start(tmp_path):
+    """Every feature set's state has a rate; ``start_at`` sets it (bytes/s) and keeps the rest."""
+    import jax
+    r = np.float32(3.5 * MBPS)
+    for name in sorted(senders.FEATURE_SETS):
+        spec, tensors = policyfile.make_feature_policy(name, 0)
+        mod = senders.feature_set(name)
+        snd = mod.sender(spec, tensors)
+        own = snd.start(0.1)
+        new = common.start_at(own, r)
+        assert np.all(np.asarray(new.rate) == r), name
+        assert np.asarray(new.rate).shape == np.asarray(own.rate).shape, name
+        same = [np.array_equal(a, b) for a, b in zip(jax.tree.leaves(new._replace(rate=own.rate)), jax.tree.leaves(own))]
+        assert all(same), name
+        kept = common.start_at(own, np.float32(0.0))  # 0: the feature set's own start
+        assert np.array_equal(np.asarray(kept.rate), np.asarray(own.rate)), name
+
+
+def test_eagle_hold_keeps_the_start_rate_and_its_own_window(tmp_path):
+    """Eagle's first decision ("hold", x1.0) on the start rate: the rate stays 2 Mbit/s (not the
+    paper's 0.3) and the window is the one Eagle computes, as without the start rate."""
+    from jaxcc.sim.controller import INIT_RATE
+    pol = _hold_policy(tmp_path, "eagle_v1")
+    ctrl, cparam = senders.policy_controller(pol)
+    cp = cparam.copy()
+    cp[INIT_RATE] = 2.0 * MBPS
+    s_own, s_init = ctrl.init(cparam), ctrl.init(cp)
+    assert float(s_init.own.rate[0]) == pytest.approx(2.0 * MBPS)
+    assert float(s_own.own.rate[0]) == pytest.approx(0.3 * MBPS)
+    assert float(s_init.own.cwnd[0]) == float(s_own.own.cwnd[0])
+
+
+def test_runner_refuses_a_start_rate_for_a_baseline():
+    sc = scenarios.get_scenario("robust/start1pct")  # its placeholder controller is bbr
+    with pytest.raises(ValueError, match=r"flows\[0\]\.init_rate_mbps: only a learned sender \(policy:FILE\)"):
+        runner.build_batches([runner.Item(sc, 0)], resolve=senders.resolve)
+    assert ctl.INIT_RATE == ctl.CPARAM_DIM - 1
+
+
+def _synthetic(goodput_mbps, dt=0.0125, cap_mbps=50.0):
+    """A one-flow trace whose ACKed bytes per tick follow ``goodput_mbps`` [T] on a constant link."""
+    g = np.asarray(goodput_mbps, np.float64)
+    n = g.size
+    return metrics.Trace(time=np.arange(1, n + 1) * dt, dt=dt, active=np.ones((n, 1), bool),
+                         sent=(g * MBPS * dt)[:, None], acked=(g * MBPS * dt)[:, None], lost=np.zeros((n, 1)),
+                         admitted=(g * MBPS * dt)[:, None], owd=np.zeros((n, 1)), qdelay=np.zeros(n),
+                         capacity=np.full(n, cap_mbps * MBPS))
+
+
+def test_a_spike_that_falls_back_does_not_count_and_a_short_dip_does_not_spoil():
+    """40 ticks per 0.5 s bin.  A 0.5 s spike at 45 Mbit/s (1.5-2 s) then 25: the bin reaches 90 %
+    but the 2 s from its start average (45 + 3 x 25) / 4 = 30 (60 %): not counted; from 6 s on 45
+    Mbit/s with a 0.25 s dip to 5 Mbit/s at 7 s: the 6-6.5 s bin and its 2 s (1.75 s x 45 +
+    0.25 s x 5) / 2 = 40 (80 %) qualify: 6.5 s."""
+    t = np.arange(1, 801) * 0.0125  # 10 s
+    g = np.full(t.size, 25.0)
+    g[(t > 1.5) & (t <= 2.0)] = 45.0
+    g[t > 6.0] = 45.0
+    g[(t > 7.0) & (t <= 7.25)] = 5.0
+    tr = _synthetic(g)
+    assert metrics.time_to_share(tr, 0.0) == 6.5
+    assert metrics.time_to_share(tr, 0.0, hold_s=0.5) == 2.0  # without the hold the spike would count
+    with pytest.raises(ValueError, match="hold_s >= bin_s"):
+        metrics.time_to_share(tr, 0.0, hold_s=0.25)
