@@ -49,9 +49,9 @@ Usage: jaxcc-sender --controller=SPEC --dest=IP --port=N [options]
 Controllers (--controller):
   policy:FILE     an exported jaxcc policy (.safetensors); decisions once per monitor
                   interval (spec.mi_rtts x min RTT) from the features named in the file
-                  (aurora_v1, pareto_v1, eagle_v1, mocc_v1, deepcc_v1; others exit 2). As in
-                  the environments, the first decision is taken on the empty history before
-                  the first packet
+                  (aurora_v1, pareto_v1, pareto_v2, eagle_v1, mocc_v1, deepcc_v1; others
+                  exit 2). As in the environments, the first decision is taken on the empty
+                  history before the first packet
   fixed:MBPS      constant pacing rate, no window
   bbr             BBR-like controller (startup/drain/probe-bw/probe-rtt)
 
@@ -72,7 +72,7 @@ Options:
   --packet-size=B      UDP payload bytes, 32..65507 (default 1472 = one 1500-byte frame)
   --init-mbps=X        starting rate for policy and bbr controllers (default 1; a policy starts
                        where the simulator's sender for its feature set does unless this is
-                       given: aurora_v1 10 packets per RTT (--rtt-hint-ms), pareto_v1 the env's
+                       given: aurora_v1 10 packets per RTT (--rtt-hint-ms), pareto_v1/v2 the env's
                        init_pkts_per_rtt / init_rtt_s, eagle_v1 the paper's 300 kbit/s)
   --rtt-hint-ms=X      path RTT to assume until the first RTT sample (default 100): the start
                        of aurora_v1, the pacing of mocc_v1's first window, the features'
