@@ -22,7 +22,7 @@ import pytest
 
 from jaxcc import parity_vectors, policyfile, senders
 from jaxcc.envs import mi as mi_lib
-from jaxcc.senders import pareto_v1, pareto_v2
+from jaxcc.senders import common, pareto_v1, pareto_v2
 
 VECTORS = pathlib.Path(__file__).parent / "vectors"
 
@@ -163,3 +163,84 @@ def test_policy_controller_matches_env_rollout(tmp_path):
     steps = np.diff(np.log(env_rates))
     assert steps.max() > 0.05 and steps.min() < -0.05  # it raised and lowered its rate
     assert np.all(steps <= np.log1p(0.5) + 1e-6) and np.all(steps >= np.log1p(-0.3) - 1e-6)
+
+
+def _replay_mi(row: dict) -> mi_lib.MIStats:
+    """The MI statistics pareto_v2 reads (duration, sent, acked, lost, RTT mean and min), float64,
+    from one row of ``jaxcc-sender --log`` (rates in Mbit/s, RTTs in ms)."""
+    f64 = jnp.float64
+    dur = float(row["mi_s"])
+    acked = float(row["throughput_mbps"]) * 125_000.0 * dur
+    loss = float(row["loss"])
+    lost = loss * acked / (1.0 - loss) if loss < 1.0 else 1500.0
+    has = acked > 0
+    m = mi_lib.mi_zero(1, f64)
+    one = lambda x: jnp.full((1,), x, f64)  # noqa: E731
+    return m.replace(duration=one(dur), active=one(dur), sent=one(float(row["sent_mbps"]) * 125_000.0 * dur),
+                     acked=one(acked), lost=one(lost), rtt_wsum=one(float(row["rtt_mean_ms"]) * 1e-3 * acked),
+                     rtt_min=one(float(row["rtt_min_ms"]) * 1e-3 if has else mi_lib.BIG),
+                     n_samples=one(1.0 if has else 0.0))
+
+
+def test_sender_binary_run_replays_in_the_python_sender(tmp_path):
+    """The C++ sender (``jaxcc-sender``) drives a real flow on loopback with the v2 vector's file;
+    its per-MI log, fed through the Python sender, gives the same action after every MI and the
+    same rate in force during the next (the C++ binary's whole loop: MI statistics on real
+    packets, the six features, the window, the network, rate·(1 + a))."""
+    import csv
+    import socket
+    import subprocess
+    import time
+
+    from jaxcc.emulation import host
+
+    snd_bin, rcv_bin = host.sender_binary(), host.receiver_binary()
+    if snd_bin is None or rcv_bin is None:
+        pytest.skip("datapath not built (datapath/build.sh)")
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    log = tmp_path / "s.csv"
+    rcv = subprocess.Popen([str(rcv_bin), f"--port={port}", "--bind=127.0.0.1", "--duration=30"],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(0.3)
+        pol = VECTORS / "features_pareto_v2.safetensors"
+        subprocess.run([str(snd_bin), f"--controller=policy:{pol}", f"--port={port}", "--duration=2",
+                        "--min-mi-ms=20", f"--log={log}"], check=True, timeout=30, capture_output=True)
+    finally:
+        rcv.terminate()
+        rcv.wait(timeout=10)
+    rows = list(csv.DictReader(log.open()))
+    assert len(rows) > 20
+
+    spec, tensors = policyfile.load(pol)
+    snd = pareto_v2.sender(spec, tensors)
+    ten = {k: jnp.asarray(v) for k, v in tensors.items()}
+    rate_of = lambda row: float(row["rate_mbps"]) * 125_000.0  # noqa: E731
+
+    @jax.jit
+    def step(own, hist, run, m, rate_in):
+        """One MI of the Python sender: features, window, the action, the next rate."""
+        run = mi_lib.running_update(run, m)
+        x, own = snd.observe(own, m, run, 0.1)
+        hist = common.push(hist, x.astype(jnp.float32))
+        a = jnp.reshape(policyfile.apply(spec, ten, hist), (-1,))[0]
+        own = snd.decide(own._replace(rate=rate_in), hist, run, 0.1)
+        return own, hist, run, a
+
+    with jax.enable_x64(True):
+        hist = common.empty_window(spec, None)
+        run = mi_lib.running_zero(1, jnp.float64)
+        own = snd.decide(snd.start(0.1), hist, run, 0.1)
+        assert float(own.rate) == pytest.approx(rate_of(rows[0]), rel=1e-5)
+        acts = []
+        for i, row in enumerate(rows):
+            # The rate in force during the MI as the C++ logged it (Python's own is checked below).
+            own, hist, run, a = step(own, hist, run, _replay_mi(row), jnp.float32(rate_of(row)))
+            assert float(a) == pytest.approx(float(row["action"]), rel=1e-5, abs=1e-6), f"MI {i}: action"
+            if i + 1 < len(rows):
+                assert float(own.rate) == pytest.approx(rate_of(rows[i + 1]), rel=1e-5), f"MI {i}: rate"
+            acts.append(float(a))
+    assert min(acts) >= -0.3 - 1e-6 and max(acts) <= 0.5 + 1e-6
+    assert len(set(np.round(acts, 4))) > 3  # the policy reacted to what it saw

@@ -63,7 +63,8 @@ Options:
   --drain=S            after sending, wait up to S seconds for the last ACKs (default 0.5)
   --log=FILE           per-monitor-interval CSV: t_s,mi_s,rate_mbps,cwnd_bytes,sent_mbps,
                        throughput_mbps,loss,rtt_mean_ms,rtt_min_ms,rtt_max_ms,min_rtt_ms,
-                       action,decision_us
+                       action,decision_us (17 significant digits; rate_mbps and cwnd_bytes
+                       are what was in force during the MI, action is the decision after it)
   --summary=FILE       JSON summary: throughput_mbps (goodput: acked bytes over the sending
                        time), p50/p95_owd_ms (receiver time minus send time, from ACKs),
                        p95_qdelay_ms (OWD minus the flow's minimum OWD), p50/p95_rtt_ms,
@@ -359,6 +360,9 @@ int Main(int argc, char** argv) {
       std::cerr << "jaxcc-sender: cannot write --log file " << cfg.log_path << "\n";
       return kExitBadInput;
     }
+    // Every number round-trips (17 significant digits), so a run can be replayed exactly
+    // through the Python sender (tests/test_pareto_v2_features.py).
+    log.precision(17);
     log << "t_s,mi_s,rate_mbps,cwnd_bytes,sent_mbps,throughput_mbps,loss,rtt_mean_ms,rtt_min_ms,rtt_max_ms,"
            "min_rtt_ms,action,decision_us\n";
   }
