@@ -651,8 +651,11 @@ def make_random_policy(kind: str, key, *, history: int | None = None, obs_dim: i
 
 # Feature set -> (its environment, the random network kind shaped like its paper's).
 FEATURE_POLICIES = {"aurora_v1": ("aurora", "mlp"), "pareto_v1": ("pareto", "lstm"),
+                    "pareto_v2": ("pareto", "lstm"),
                     "eagle_v1": ("eagle", "lstm2_discrete"), "mocc_v1": ("mocc", "q_values"),
                     "deepcc_v1": ("deepcc", "conv1d_goal")}
+# Feature sets that are one configuration of their environment: its ``make_config`` keywords.
+FEATURE_ENV_CONFIG = {"pareto_v2": {"feature_set": "pareto_v2"}}
 
 
 def make_feature_policy(name: str, key) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
@@ -662,7 +665,9 @@ def make_feature_policy(name: str, key) -> tuple[dict[str, Any], dict[str, np.nd
     (``jaxcc.envs.export_features_spec``), the network is ``FEATURE_POLICIES[name]``'s kind with
     the environment's history, observation size, goal size and number of actions, and the
     action block is the one the feature set needs (Eagle: its rate multipliers; MOCC: its cwnd
-    deltas in bytes; DeepCC: an absolute rate up to its bound; Aurora and Pareto: the kind's).
+    deltas in bytes; DeepCC: an absolute rate up to its bound; Aurora and Pareto: the kind's),
+    and a continuous head spans the set's ``action_low``/``action_high`` where the environment
+    states them (Pareto-Fair v2: [−0.3, 0.5]).
     So every sender accepts it: ``jaxcc.senders`` in the simulator and the C++ datapath.
 
     Args:
@@ -677,10 +682,11 @@ def make_feature_policy(name: str, key) -> tuple[dict[str, Any], dict[str, np.nd
     from jaxcc.envs.registry import export_features_spec, make_env
 
     env_name, kind = FEATURE_POLICIES[name]
-    feats_spec = export_features_spec(env_name)
+    env_config = FEATURE_ENV_CONFIG.get(name, {})
+    feats_spec = export_features_spec(env_name, **env_config)
     mi_rtts = float(feats_spec.pop("mi_rtts"))
     T, D = int(feats_spec["history"]), int(feats_spec["obs_dim"])
-    env, _ = make_env(env_name, num_flows=1)
+    env, _ = make_env(env_name, num_flows=1, **env_config)
     G = int(env.config.goal_dim)
     spec, tensors = make_random_policy(kind, key, history=T, obs_dim=D, goal_dim=G, features=name,
                                        n_actions=int(env.action_spec().get("n", 5)))
@@ -691,6 +697,8 @@ def make_feature_policy(name: str, key) -> tuple[dict[str, Any], dict[str, np.nd
         spec["action"] = dict(type="cwnd_table", deltas=[d * MSS for d in feats_spec["cwnd_deltas_pkts"]], **bounds)
     elif name == "deepcc_v1":
         spec["action"] = dict(type="rate_absolute", bound_mbps=float(feats_spec["bound_mbps"]), **bounds)
+    if spec["head"]["type"] == "continuous" and "action_low" in feats_spec:
+        spec["head"] = dict(spec["head"], low=float(feats_spec["action_low"]), high=float(feats_spec["action_high"]))
     spec["features"] = dict(feats_spec)
     spec["mi_rtts"] = mi_rtts
     spec["algorithm"] = "random"

@@ -1,5 +1,5 @@
 """The simulator's senders (``jaxcc.senders``) against the shared parity vectors, and ``policy:FILE``
-end to end for all five feature sets.
+end to end for all six feature sets.
 
 ``tests/vectors/features_<set>.json`` (``python -m jaxcc.parity_vectors``) hold per-packet events
 per monitor interval and what the environments' own code makes of them: features, and the rate
@@ -25,7 +25,7 @@ from jaxcc.envs import mi as mi_lib
 from jaxcc.senders import common, eagle_v1
 
 VECTORS = pathlib.Path(__file__).parent / "vectors"
-SETS = ("aurora_v1", "pareto_v1", "eagle_v1", "mocc_v1", "deepcc_v1")
+SETS = ("aurora_v1", "pareto_v1", "pareto_v2", "eagle_v1", "mocc_v1", "deepcc_v1")
 
 
 def _close(got, want, rel, abs_tol, what):
@@ -140,7 +140,7 @@ def test_resolve_names_every_simulator_controller(tmp_path):
 
 
 def test_policy_file_runs_every_feature_set_in_the_simulator(tmp_path):
-    """``policy:FILE`` for random-weight files of all five sets, as ``python -m jaxcc.policyfile
+    """``policy:FILE`` for random-weight files of all six sets, as ``python -m jaxcc.policyfile
     --random=SET`` writes them, in one evaluation: the wiring end to end (file → sender →
     runner → metrics), each flow sending with a finite delay.  What each sender decides is held
     to the C++ twin's parity vectors by the tests above."""

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <deque>
 #include <nlohmann/json.hpp>
 
@@ -45,6 +46,13 @@ bool SameTable(const std::vector<double>& a, const std::vector<double>& b) {
   for (size_t i = 0; i < a.size(); ++i)
     if (std::fabs(a[i] - b[i]) > 1e-6 * std::max(std::fabs(a[i]), std::fabs(b[i])) + 1e-9) return false;
   return true;
+}
+
+// Shortest %g text of a number ("-0.3", "2").
+std::string G(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%g", x);
+  return buf;
 }
 
 std::string Join(const std::vector<double>& v) {
@@ -113,15 +121,7 @@ inline double Ewma(double prev, double now, double gain, bool first) {
 // Start: the env's init_pkts_per_rtt packets per init_rtt_s, as the simulator's sender starts.
 class ParetoFeatures : public FeatureFn {
  public:
-  explicit ParetoFeatures(const json& f)
-      : gain_(Param(f, "ewma_gain", 0.8)),
-        scale_dR_(Param(f, "scale_dR", 20.0)),
-        scale_dD_(Param(f, "scale_dD", 5.0)),
-        d_min_ms_(Param(f, "d_min_ms", 4.0)),
-        d_floor_ms_(Param(f, "d_floor_ms", 0.01)),
-        l_floor_(Param(f, "l_floor", 0.001)),
-        init_rate_(Positive(f, "init_pkts_per_rtt", 10.0) * kMss / Positive(f, "init_rtt_s", 0.09)),
-        empty_(EmptyFrom(f, {0, 0, 0, 0, 0})) {}
+  explicit ParetoFeatures(const json& f) : ParetoFeatures(f, 5) {}
   int dim() const override { return 5; }
   std::vector<float> Empty() const override { return empty_; }
   void Start(double* rate, double*) override { *rate = init_rate_; }
@@ -157,11 +157,69 @@ class ParetoFeatures : public FeatureFn {
     exp_delay_ = exp_now;
   }
 
+ protected:
+  // `dim`: the length of the feature vector ("empty" must list that many numbers).
+  ParetoFeatures(const json& f, size_t dim)
+      : gain_(Param(f, "ewma_gain", 0.8)),
+        scale_dR_(Param(f, "scale_dR", 20.0)),
+        scale_dD_(Param(f, "scale_dD", 5.0)),
+        d_min_ms_(Param(f, "d_min_ms", 4.0)),
+        d_floor_ms_(Param(f, "d_floor_ms", 0.01)),
+        l_floor_(Param(f, "l_floor", 0.001)),
+        init_rate_(Positive(f, "init_pkts_per_rtt", 10.0) * kMss / Positive(f, "init_rtt_s", 0.09)),
+        empty_(EmptyFrom(f, std::vector<float>(dim, 0.0f))) {}
+
+  double R() const { return R_; }  // the EWMA delivery rate after the last Compute (bytes/s)
+
  private:
   double gain_, scale_dR_, scale_dD_, d_min_ms_, d_floor_ms_, l_floor_, init_rate_;
   std::vector<float> empty_;
   bool started_ = false, exp_delay_ = false;
   double rtt_ = 0, R_ = 0, l_ = 0, d_ms_ = 0;
+};
+
+// Python twin: jaxcc/senders/pareto_v2.py, over jaxcc/envs/pareto.py `signals` + `features`
+// with feature_set "pareto_v2" (Pareto-Fair v2, ours, not the paper's): pareto_v1's five and
+// the flow's own standing queue in packets,
+//   5. log2(1 + q) / 8,  q = R * d / MSS,  d = max(MI min RTT sample - min RTT, 0) when the MI
+//      had an RTT sample, else 0,
+// with R pareto_v1's EWMA delivery rate after this MI and the min RTT over the connection
+// including this MI (R * d is Vegas's "extra packets in the queue", Brakmo & Peterson 1995;
+// the MI's smallest sample is Copa's RTTstanding, Arun & Balakrishnan 2018, §2.1).
+// Everything else (start, action rate * (1 + a) over the file's head range) is pareto_v1's.
+// A file that states its action range (features.action_low/high, export_features_spec) must
+// have a continuous head over that range and a rate_multiplicative action.
+class ParetoV2Features : public ParetoFeatures {
+ public:
+  explicit ParetoV2Features(const json& f)
+      : ParetoFeatures(f, 6),
+        has_range_(f.contains("action_low") || f.contains("action_high")),
+        a_low_(Param(f, "action_low", -0.3)),
+        a_high_(Param(f, "action_high", 0.5)) {}
+  int dim() const override { return 6; }
+
+  void Check(const Policy& p) const override {
+    if (p.action().type != ActionType::kRateMultiplicative)
+      throw PolicyError("pareto_v2 needs action rate_multiplicative (rate x (1 + a))");
+    if (!has_range_) return;
+    const Head& h = p.head();
+    const double tol = 1e-6 * (std::fabs(a_low_) + std::fabs(a_high_));
+    if (h.type != HeadType::kContinuous || std::fabs(h.low - a_low_) > tol || std::fabs(h.high - a_high_) > tol)
+      throw PolicyError("pareto_v2 needs a continuous head over the feature set's action range [" + G(a_low_) +
+                        ", " + G(a_high_) + "] (features.action_low/high), the file's is [" + G(h.low) + ", " +
+                        G(h.high) + "]");
+  }
+
+  void Compute(const MonitorStats& m, const RunningStats& run, float* out) override {
+    ParetoFeatures::Compute(m, run, out);
+    const double d_stand = m.HasRtt() ? std::max(m.rtt_min - run.KnownMinRtt(0.0), 0.0) : 0.0;
+    const double q_pkts = R() * d_stand / kMss;
+    out[5] = static_cast<float>(std::log2(1.0 + q_pkts) / 8.0);
+  }
+
+ private:
+  bool has_range_;
+  double a_low_, a_high_;
 };
 
 
@@ -461,13 +519,16 @@ class DeepccFeatures : public FeatureFn {
 
 }  // namespace
 
-std::vector<std::string> KnownFeatureSets() { return {"aurora_v1", "pareto_v1", "eagle_v1", "mocc_v1", "deepcc_v1"}; }
+std::vector<std::string> KnownFeatureSets() {
+  return {"aurora_v1", "pareto_v1", "pareto_v2", "eagle_v1", "mocc_v1", "deepcc_v1"};
+}
 
 std::unique_ptr<FeatureFn> MakeFeatureFn(const std::string& name, const std::string& features_json) {
   json f = json::parse(features_json, nullptr, false);
   if (f.is_discarded() || !f.is_object()) throw PolicyError("policy features: not a JSON object");
   if (name == "aurora_v1") return std::make_unique<AuroraFeatures>(f);
   if (name == "pareto_v1") return std::make_unique<ParetoFeatures>(f);
+  if (name == "pareto_v2") return std::make_unique<ParetoV2Features>(f);
   if (name == "eagle_v1") return std::make_unique<EagleFeatures>(f);
   if (name == "mocc_v1") return std::make_unique<MoccFeatures>(f);
   if (name == "deepcc_v1") return std::make_unique<DeepccFeatures>(f);

@@ -49,9 +49,9 @@ Usage: jaxcc-sender --controller=SPEC --dest=IP --port=N [options]
 Controllers (--controller):
   policy:FILE     an exported jaxcc policy (.safetensors); decisions once per monitor
                   interval (spec.mi_rtts x min RTT) from the features named in the file
-                  (aurora_v1, pareto_v1, eagle_v1, mocc_v1, deepcc_v1; others exit 2). As in
-                  the environments, the first decision is taken on the empty history before
-                  the first packet
+                  (aurora_v1, pareto_v1, pareto_v2, eagle_v1, mocc_v1, deepcc_v1; others
+                  exit 2). As in the environments, the first decision is taken on the empty
+                  history before the first packet
   fixed:MBPS      constant pacing rate, no window
   bbr             BBR-like controller (startup/drain/probe-bw/probe-rtt)
 
@@ -63,7 +63,8 @@ Options:
   --drain=S            after sending, wait up to S seconds for the last ACKs (default 0.5)
   --log=FILE           per-monitor-interval CSV: t_s,mi_s,rate_mbps,cwnd_bytes,sent_mbps,
                        throughput_mbps,loss,rtt_mean_ms,rtt_min_ms,rtt_max_ms,min_rtt_ms,
-                       action,decision_us
+                       action,decision_us (17 significant digits; rate_mbps and cwnd_bytes
+                       are what was in force during the MI, action is the decision after it)
   --summary=FILE       JSON summary: throughput_mbps (goodput: acked bytes over the sending
                        time), p50/p95_owd_ms (receiver time minus send time, from ACKs),
                        p95_qdelay_ms (OWD minus the flow's minimum OWD), p50/p95_rtt_ms,
@@ -72,7 +73,7 @@ Options:
   --packet-size=B      UDP payload bytes, 32..65507 (default 1472 = one 1500-byte frame)
   --init-mbps=X        starting rate for policy and bbr controllers (default 1; a policy starts
                        where the simulator's sender for its feature set does unless this is
-                       given: aurora_v1 10 packets per RTT (--rtt-hint-ms), pareto_v1 the env's
+                       given: aurora_v1 10 packets per RTT (--rtt-hint-ms), pareto_v1/v2 the env's
                        init_pkts_per_rtt / init_rtt_s, eagle_v1 the paper's 300 kbit/s)
   --rtt-hint-ms=X      path RTT to assume until the first RTT sample (default 100): the start
                        of aurora_v1, the pacing of mocc_v1's first window, the features'
@@ -359,6 +360,9 @@ int Main(int argc, char** argv) {
       std::cerr << "jaxcc-sender: cannot write --log file " << cfg.log_path << "\n";
       return kExitBadInput;
     }
+    // Every number round-trips (17 significant digits), so a run can be replayed exactly
+    // through the Python sender (tests/test_pareto_v2_features.py).
+    log.precision(17);
     log << "t_s,mi_s,rate_mbps,cwnd_bytes,sent_mbps,throughput_mbps,loss,rtt_mean_ms,rtt_min_ms,rtt_max_ms,"
            "min_rtt_ms,action,decision_us\n";
   }

@@ -102,9 +102,10 @@ ok = s["decisions"] > 10 and s["throughput_mbps"] > 0.5 and len(rows) == s["deci
 if not ok:
     print("FAIL: policy run", json.dumps(s)); sys.exit(1)
 PY
-# Eagle (rate table + BDP window), MOCC (window + preference goal) and DeepCC (absolute rate +
-# goal) policies: run, decide every MI, and (Eagle, MOCC) drive a finite window.
-for SET in eagle_v1 mocc_v1 deepcc_v1; do
+# Pareto-Fair v2 (six features, rate x (1 + a) over [-0.3, 0.5]), Eagle (rate table + BDP window),
+# MOCC (window + preference goal) and DeepCC (absolute rate + goal) policies: run, decide every
+# MI, (Eagle, MOCC) drive a finite window, (Pareto-Fair v2) act inside the file's range.
+for SET in pareto_v2 eagle_v1 mocc_v1 deepcc_v1; do
   PORT=$((PORT + 1))
   "$RCV" --port=$PORT --bind=127.0.0.1 --duration=60 --summary="$T/r_$SET.json" &
   RP=$!
@@ -120,8 +121,10 @@ rows = list(csv.DictReader(open(d + "/s_%s.csv" % fs)))
 ok = s["decisions"] > 5 and s["throughput_mbps"] > 0 and len(rows) == s["decisions"] \
     and s["policy"]["features"] == fs and not math.isnan(s["initial_action"]) \
     and all(r["action"] not in ("nan", "") for r in rows)
-if fs != "deepcc_v1":
+if fs in ("eagle_v1", "mocc_v1"):
     ok = ok and all(float(r["cwnd_bytes"]) > 0 for r in rows)
+if fs == "pareto_v2":  # the file's head range, not pareto_v1's [-0.7, 2]
+    ok = ok and all(-0.3 - 1e-6 <= float(r["action"]) <= 0.5 + 1e-6 for r in rows)
 if not ok:
     print("FAIL: %s policy run" % fs, json.dumps(s)); sys.exit(1)
 PY

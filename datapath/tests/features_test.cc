@@ -109,11 +109,74 @@ TEST_P(Features, MatchEnvsAndPolicy) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Sets, Features,
-                         ::testing::Values("aurora_v1", "pareto_v1", "eagle_v1", "mocc_v1", "deepcc_v1"));
+                         ::testing::Values("aurora_v1", "pareto_v1", "pareto_v2", "eagle_v1", "mocc_v1", "deepcc_v1"));
+
+// The vector exercises what pareto_v2 adds (its events are random, so this guards the
+// generator): MIs without an RTT sample after the rate became positive, where the own-queue
+// feature must be 0, and MIs where it is clearly positive.
+TEST(Features, ParetoV2VectorCoversTheQueueFeature) {
+  std::ifstream f(kDir + "/features_pareto_v2.json");
+  ASSERT_TRUE(f);
+  const json v = json::parse(f);
+  int no_sample = 0, queued = 0;
+  for (size_t i = 1; i < v["mis"].size(); ++i) {
+    const json& m = v["mis"][i];
+    const double q = m["features"][5].get<double>();
+    if (m["samples"].empty()) {
+      EXPECT_EQ(q, 0.0) << "MI " << i;
+      ++no_sample;
+    }
+    if (q > 0.1) ++queued;
+  }
+  EXPECT_GE(no_sample, 1);
+  EXPECT_GE(queued, 4);
+}
+
+// The sixth feature by hand: R = 12.5e6 B/s (100 Mbit/s), the MI's smallest RTT 0.1012 s, min
+// RTT 0.1 s -> q = 12.5e6 x 0.0012 / 1500 = 10 packets -> log2(11) / 8. MI 0 sets the min RTT
+// (q = 0); MI 1 queues; MI 2 has no RTT sample (q = 0 although R > 0); MI 3: R = 0.8 x 6.25e6 +
+// 0.2 x 2.5e6 = 5.5e6, d = 0.6 ms -> q = 2.2; MI 4 sees a new, lower min RTT (q = 0).
+TEST(Features, ParetoV2OwnQueueByHand) {
+  auto fn = jaxcc::MakeFeatureFn("pareto_v2", "{}");
+  ASSERT_EQ(fn->dim(), 6);
+  jaxcc::RunningStats run;
+  std::vector<float> x(6);
+  auto mi = [&](int pkts, double r_min, double r_other) {
+    jaxcc::MonitorStats m;
+    m.duration = m.active = 0.12;
+    for (int k = 0; k < pkts; ++k) m.AddSample(1500.0, k == pkts / 2 ? r_min : r_other, 0.12 * k / pkts);
+    m.sent = pkts * 1500.0;
+    run.Update(m);
+    fn->Compute(m, run, x.data());
+    return x[5];
+  };
+  EXPECT_EQ(mi(1000, 0.1, 0.1), 0.0f);                      // R = 1000 x 1500 / 0.12 = 12.5e6
+  EXPECT_NEAR(mi(1000, 0.1012, 0.103), std::log2(11.0) / 8, 1e-6);  // R = 12.5e6
+  EXPECT_EQ(mi(0, 0, 0), 0.0f);                             // R = 0.2 x 12.5e6 = 2.5e6
+  EXPECT_NEAR(mi(500, 0.1006, 0.104), std::log2(3.2) / 8, 1e-6);
+  EXPECT_EQ(mi(500, 0.099, 0.1), 0.0f);
+  // The first five are pareto_v1's, unchanged.
+  auto v1 = jaxcc::MakeFeatureFn("pareto_v1", "{}");
+  auto v2 = jaxcc::MakeFeatureFn("pareto_v2", "{}");
+  jaxcc::RunningStats r1;
+  std::vector<float> a(5), b(6);
+  for (int i = 0; i < 4; ++i) {
+    jaxcc::MonitorStats m;
+    m.duration = m.active = 0.05;
+    for (int k = 0; k < 10 + i; ++k) m.AddSample(1500.0, 0.04 + 0.002 * i + 1e-4 * k, 0.005 * k);
+    m.sent = 14 * 1500.0;
+    m.lost = i * 1500.0;
+    r1.Update(m);
+    v1->Compute(m, r1, a.data());
+    v2->Compute(m, r1, b.data());
+    for (int k = 0; k < 5; ++k) EXPECT_EQ(a[k], b[k]) << "MI " << i << " feature " << k;
+  }
+}
 
 // A policy whose head/action does not fit its feature set's paper is refused (exit 2 in the
 // sender), naming what is wrong.
 TEST(Features, PaperSetsCheckTheirPolicy) {
+  jaxcc::Policy mlp = jaxcc::Policy::LoadFile(kDir + "/mlp.safetensors");
   for (const char* set : {"eagle_v1", "mocc_v1", "deepcc_v1"}) {
     jaxcc::Policy p = jaxcc::Policy::LoadFile(kDir + "/features_" + std::string(set) + ".safetensors");
     // The MLP vector policy (continuous head, aurora action) fits none of them.
@@ -133,18 +196,36 @@ TEST(Features, PaperSetsCheckTheirPolicy) {
   EXPECT_NO_THROW(jaxcc::MakeFeatureFn("eagle_v1", R"({"bw_window_steps": 0})"));
   EXPECT_THROW(jaxcc::MakeFeatureFn("mocc_v1", R"({"bw_set_mbps": [12, 6]})"), jaxcc::PolicyError);
   EXPECT_THROW(jaxcc::MakeFeatureFn("deepcc_v1", R"({"bound_mbps": 0})"), jaxcc::PolicyError);
+  // pareto_v2: rate x (1 + a) over its own range; a v1-range head ([-0.7, 2], lstm.json) is refused
+  // when the file states the v2 range, as is an aurora action.
+  jaxcc::Policy v2 = jaxcc::Policy::LoadFile(kDir + "/features_pareto_v2.safetensors");
+  EXPECT_NO_THROW(jaxcc::MakeFeatureFn("pareto_v2", v2.features_json())->Check(v2));
+  jaxcc::Policy v1_head = jaxcc::Policy::LoadFile(kDir + "/lstm.safetensors");
+  auto ranged = jaxcc::MakeFeatureFn("pareto_v2", R"({"action_low": -0.3, "action_high": 0.5})");
+  for (const jaxcc::Policy* wrong : {&v1_head, &mlp}) {
+    try {
+      ranged->Check(*wrong);
+      ADD_FAILURE() << "pareto_v2 accepted a policy that does not fit";
+    } catch (const jaxcc::PolicyError& e) {
+      EXPECT_NE(std::string(e.what()).find("pareto_v2"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_NO_THROW(jaxcc::MakeFeatureFn("pareto_v2", "{}")->Check(v1_head));  // no range stated
+  EXPECT_THROW(jaxcc::MakeFeatureFn("pareto_v2", R"({"empty": [0, 0, 0, 0, 0]})"), jaxcc::PolicyError);
 }
 
-// Starts of the simulator's senders (jaxcc/senders/{aurora,pareto,eagle}_v1.py).
+// Starts of the simulator's senders (jaxcc/senders/{aurora,pareto,eagle}_v1.py, pareto_v2.py).
 TEST(Features, StartWhereTheSimulatorDoes) {
   double rate = 1.0, cwnd = 1e30;
   auto aurora = jaxcc::MakeFeatureFn("aurora_v1", "{}");
   aurora->SetRttGuess(0.04);
   aurora->Start(&rate, &cwnd);
   EXPECT_DOUBLE_EQ(rate, 10 * 1500 / 0.04);  // 10 packets per RTT
-  auto pareto = jaxcc::MakeFeatureFn("pareto_v1", R"({"init_pkts_per_rtt": 20, "init_rtt_s": 0.1})");
-  pareto->Start(&rate, &cwnd);
-  EXPECT_DOUBLE_EQ(rate, 20 * 1500 / 0.1);
+  for (const char* set : {"pareto_v1", "pareto_v2"}) {
+    auto pareto = jaxcc::MakeFeatureFn(set, R"({"init_pkts_per_rtt": 20, "init_rtt_s": 0.1})");
+    pareto->Start(&rate, &cwnd);
+    EXPECT_DOUBLE_EQ(rate, 20 * 1500 / 0.1) << set;
+  }
   auto eagle = jaxcc::MakeFeatureFn("eagle_v1", "{}");
   eagle->Start(&rate, &cwnd);
   EXPECT_DOUBLE_EQ(rate, 0.3 * 125000);  // Eagle §III-B "Startup": 300 Kbps, cwnd 10
