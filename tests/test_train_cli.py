@@ -110,6 +110,6 @@ def test_run_ends_with_policies_and_the_evaluate_command(tmp_path):
     assert cmd[:3] == ["python", "-m", "jaxcc.evaluate"]
     fv = evaluate.define_flags(flags.FlagValues())
     assert fv(["evaluate", *cmd[3:]]) == ["evaluate"]  # every flag exists and parses
-    assert fv.checkpoint == workdir and fv.suite == "pareto" and fv.bars == "pareto"
+    assert fv.checkpoint == workdir and fv.suite == "pareto,pareto-fair,robust" and fv.bars == "pareto"
     assert fv.controller == "bbr,cubic" and fv.out == os.path.join("results", "run")
     assert "resume" in train.next_steps({"workdir": workdir, "stopped": True}, "pareto_td3", "x")

@@ -17,7 +17,7 @@ a policy meets in a scenario the features, network and action rules it was train
     deepcc_v1  DeepCC (goal-conditioned): an absolute rate in [0, bound]
 
 The per-tick plumbing they share (MI accumulation, the feature window, the first decision) is
-``jaxcc.senders.common``; the parity vectors (``tests/vectors/features_*_v1.json``) hold each
+``jaxcc.senders.common``; the parity vectors (``tests/vectors/features_<set>.json``) hold each
 module to the environments and to the C++ datapath (``tests/test_senders.py``).
 """
 
