@@ -18,7 +18,7 @@ LEVELS = {
     3: ("jaxcc.policyfile",),
     4: ("jaxcc.senders", "jaxcc.agents"),
     5: ("jaxcc.evaluate", "jaxcc.export", "jaxcc.bench", "jaxcc.emulation", "jaxcc.parity_vectors"),
-    6: ("jaxcc.train", "jaxcc.emulate", "jaxcc.sim2real", "jaxcc.fidelity"),
+    6: ("jaxcc.train", "jaxcc.emulate", "jaxcc.sim2real", "jaxcc.fidelity", "jaxcc.seeds"),
 }
 
 
