@@ -208,7 +208,24 @@ def eagle(records: Sequence[dict], controller: str) -> list[Verdict]:
     return out + robust(records, controller)
 
 
-BAR_SETS = {"pareto": pareto, "robust": robust, "aurora": aurora, "eagle": eagle}
+def pareto_links(records: Sequence[dict], controller: str) -> list[Verdict]:
+    """Issue 13's fixed-link bars on both links of suite ``pareto-links`` (in the simulator or
+    from ``jaxcc.emulate``/``sim2real`` records): utilization ≥ 0.85, p95 queueing ≤ 45 ms,
+    loss ≤ 1 % on ``pareto/fixed50`` and on ``pareto/link12`` (12 Mbit/s, 40 ms, 375 KB)."""
+    by = _index(records)
+    out = []
+    for scen in SUITES["pareto-links"]:
+        f = by.get((scen, controller))
+        short = scen.split("/")[1]
+        for name, key, fmt, ok in ((f"{short} util >= 0.85", "utilization", "{:.3f}", lambda x: x >= 0.85),
+                                   (f"{short} p95 queueing <= 45 ms", "p95_qdelay_ms", "{:.1f} ms", lambda x: x <= 45.0),
+                                   (f"{short} loss <= 1%", "loss", "{:.2%}", lambda x: x <= 0.01)):
+            out.append(Verdict(name, f"{NOT_EVALUATED} (needs {scen})", False) if f is None
+                       else Verdict(name, fmt.format(f[key]), ok(f[key])))
+    return out
+
+
+BAR_SETS = {"pareto": pareto, "robust": robust, "aurora": aurora, "eagle": eagle, "pareto-links": pareto_links}
 BASELINE_LABELS = ("bbr", "cubic", "reno", "copa", "oracle")
 
 

@@ -452,6 +452,11 @@ def _pareto() -> dict[str, Callable[[], Scenario]]:
     out["pareto/jitter4"] = lambda: _spec("pareto/jitter4", lf, {"bandwidth_mbps": 50, "buffer_bytes": b,
                                                                 "jitter_ms": 2 * PARETO_JITTER_PM_MS},
                                           _flows(4, PARETO_RTT_MS, lf, gap_s=2.0))
+    # The emulation's reference link (tests/test_emulate.py, Mahimahi's `mm-delay 20` with a
+    # 12 Mbit/s trace): 12 Mbit/s, 40 ms RTT, 375 KB (6.25 BDP).  Issue 13 judges the shipped
+    # Pareto's fixed-link bars here too, in the simulator and over netns.
+    out["pareto/link12"] = lambda: _spec("pareto/link12", d, {"bandwidth_mbps": 12, "buffer_bytes": 375 * KB},
+                                         _flows(1, 40.0, d))
     return out
 
 
@@ -559,6 +564,8 @@ SUITES: dict[str, tuple[str, ...]] = {
     # issue 13's fairness links (shared8, rtt30-120, jitter4); the departures are pareto/depart4
     "pareto-fair": ("pareto/shared8", "pareto/rtt30-120", "pareto/jitter4"),
     "robust": ("robust/start1pct", "robust/step5-50"),
+    # The two fixed links of issue 13's emulation bars (jaxcc.bars "pareto-links").
+    "pareto-links": ("pareto/fixed50", "pareto/link12"),
     "pareto-fig5": ("pareto/fixed50", "pareto/dyn10-20", "pareto/dyn10-30", "pareto/shared4", "pareto/shared5", "pareto/lte"),
     "eagle": ("eagle/10mbps-bdp1", "eagle/10mbps-bdp2", "eagle/10mbps-bdp4", "eagle/lte"),
     "aurora-bw": tuple(k for k in _REGISTRY if k.startswith("aurora/bw")),

@@ -177,7 +177,7 @@ def test_missing_scenarios_or_bbr_are_unmet_with_the_reason():
 
 @pytest.mark.parametrize("name, bad", [("nope", "nope"), ("pareto,nope", "nope"), ("", "")])
 def test_unknown_bar_set_names_the_valid_ones(name, bad):
-    with pytest.raises(ValueError, match=f"unknown bar set '{bad}'; expected one of aurora, eagle, pareto, robust"):
+    with pytest.raises(ValueError, match=f"unknown bar set '{bad}'; expected one of aurora, eagle, pareto, pareto-links, robust"):
         bars.check(name, [])
 
 
@@ -190,3 +190,18 @@ def test_shipped_pareto_fair_meets_what_its_readme_claims():
     assert _met(v) == [True, True, True, False, False, True] + [False] * 6
     assert v[3].value == "0.447" and v[5].value == "5 of 6"
     assert all(x.value.startswith(("not evaluated", "not measured")) for x in v[6:]), v[6:]
+
+
+def test_pareto_links_bars_on_both_fixed_links_at_their_thresholds():
+    def rec(scen, util, q, loss):
+        return {"scenario": scen, "controller": "P", "utilization": util, "p95_qdelay_ms": q, "loss": loss}
+
+    ok = [rec("pareto/fixed50", 0.85, 45.0, 0.01), rec("pareto/link12", 0.85, 45.0, 0.01)]
+    vs = bars.check("pareto-links", ok)["P"]
+    assert [v.bar for v in vs] == ["fixed50 util >= 0.85", "fixed50 p95 queueing <= 45 ms", "fixed50 loss <= 1%",
+                                   "link12 util >= 0.85", "link12 p95 queueing <= 45 ms", "link12 loss <= 1%"]
+    assert all(v.met for v in vs)
+    bad = [rec("pareto/fixed50", 0.85, 45.0, 0.01), rec("pareto/link12", 0.849, 45.1, 0.0101)]
+    assert [v.met for v in bars.check("pareto-links", bad)["P"]] == [True] * 3 + [False] * 3
+    missing = bars.check("pareto-links", ok[:1])["P"]
+    assert [v.value for v in missing[3:]] == ["not evaluated (needs pareto/link12)"] * 3
