@@ -108,7 +108,12 @@ def resolve_scenarios(*, suite: str | None = None, scenario: str | None = None,
                          f"suites: {', '.join(sorted(SUITES))}")
     if suite:
         names = [n.strip() for n in suite.split(",") if n.strip()]
-        return [sc for n in names for sc in get_suite(n)], f"suite {','.join(names)}"
+        out, seen = [], set()
+        for sc in (sc for n in names for sc in get_suite(n)):  # a scenario in two suites runs once
+            if sc.name not in seen:
+                seen.add(sc.name)
+                out.append(sc)
+        return out, f"suite {','.join(names)}"
     if scenario:
         names = [n.strip() for n in scenario.split(",") if n.strip()]
         unknown = [n for n in names if n not in list_scenarios()]

@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from jaxcc import evaluate
+from jaxcc.scenarios import SUITES
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -223,3 +224,10 @@ def test_robust_bars_skip_baselines_that_cannot_take_a_start_rate(tmp_path):
     assert all(x["value"] != "not evaluated" and not x["value"].startswith("not") for x in v)
     step = {r["controller"]: r for r in doc["results"] if r["scenario"] == "robust/step5-50"}
     assert step["cubic"]["step_up_at_s"] == [10.0] and step["cubic"]["step_ramp_s"][0] is not None
+
+
+def test_overlapping_suites_run_each_scenario_once():
+    """pareto-links shares pareto/fixed50 with pareto: the union keeps the first order, no repeats."""
+    scs, _ = evaluate.resolve_scenarios(suite="pareto,pareto-links")
+    names = [s.name for s in scs]
+    assert names == list(SUITES["pareto"]) + ["pareto/link12"]
