@@ -75,8 +75,8 @@ def get_config() -> ml_collections.ConfigDict:
 
     # Snapshot selection (jaxcc/agents/pareto/td3.py docstring): the stage's policy is its best
     # validated actor, not its last one.
-    c.select = ml_collections.ConfigDict({"enabled": True, "links_per_stage": 2, "every_chunks": 2,
-                                          "validation": "disjoint"})
+    c.select = ml_collections.ConfigDict({"enabled": True, "links_per_stage": 1, "every_chunks": 2,
+                                          "validation": "disjoint", "max_steps": 150})
 
     c.replay = ml_collections.ConfigDict()
     c.replay.new_priority_max = True  # new samples get the max priority seen (else the paper's initial 1)

@@ -24,6 +24,8 @@ def get_config():
     c.td3.batch_size = 32
     c.td3.grad_steps = 2
     c.select.links_per_stage = 1
+    c.select.max_steps = 30
     c.stages.fairness.env_overrides.num_flows = 2
+    c.stages.fairness.env_overrides.max_steps = 60
     c.wandb.mode = "disabled"
     return c

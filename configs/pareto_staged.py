@@ -51,9 +51,11 @@ def get_config() -> ml_collections.ConfigDict:
     c.stages = ml_collections.ConfigDict()
     c.stages.bootstrap = ml_collections.ConfigDict({"num_updates": 600, "buffer_segment": 40_000})
     c.stages.advance = ml_collections.ConfigDict({"num_updates": 600, "buffer_segment": 40_000})
-    # Shared links: 4 flow slots, 2–4 flows active (ParetoParams.flows_lo/hi), random start gaps.
+    # Shared links: 4 flow slots, 2–4 flows active (ParetoParams.flows_lo/hi), random start gaps;
+    # 150-step episodes (27 s at 90 ms, the paper's fairness episodes are 30 s) so that flows
+    # starting up to 6 s apart have time to converge (the cost per update is the same).
     c.stages.fairness = ml_collections.ConfigDict({"num_updates": 400, "buffer_segment": 40_000,
-                                                   "env_overrides": {"max_steps": 60, "num_flows": 4}})
+                                                   "env_overrides": {"max_steps": 150, "num_flows": 4}})
 
     c.td3 = ml_collections.ConfigDict()
     c.td3.hidden = 32  # actor LSTM units
@@ -87,9 +89,10 @@ def get_config() -> ml_collections.ConfigDict:
 
     # Snapshot selection (jaxcc/agents/pareto/td3.py docstring): the stage's policy is its best
     # validated actor, not its last one, validated on links disjoint from every evaluation
-    # scenario (jaxcc.envs.pareto.VALIDATION_LINKS; 2 realism draws of each of the 8 links).
-    c.select = ml_collections.ConfigDict({"enabled": True, "links_per_stage": 2, "every_chunks": 2,
-                                          "validation": "disjoint"})
+    # scenario (jaxcc.envs.pareto.VALIDATION_LINKS: one realism draw of each of the 8 links,
+    # 150-step episodes, long enough for 3-4 flows to converge).
+    c.select = ml_collections.ConfigDict({"enabled": True, "links_per_stage": 1, "every_chunks": 2,
+                                          "validation": "disjoint", "max_steps": 150})
 
     c.replay = ml_collections.ConfigDict()
     c.replay.new_priority_max = True  # new samples get the max priority seen (else the paper's initial 1)

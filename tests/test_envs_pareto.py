@@ -160,7 +160,7 @@ def test_relative_features_preserve_the_rate_ratio_of_flows_sharing_a_queue():
     from jaxcc import policyfile
 
     path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                        "checkpoints/pareto/pareto_fair.safetensors")
+                        "checkpoints/pareto/pareto_paper.safetensors")
     spec, tensors = policyfile.load(path)
     ten = {k: jnp.asarray(v) for k, v in tensors.items()}
     env, p = make_env("pareto-fairness")

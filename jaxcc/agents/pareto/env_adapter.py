@@ -64,13 +64,13 @@ def make_stage_env(stage: str, *, overrides: dict | None = None, params: dict | 
     return StageEnv(env, env_params, int(f), int(t), int(d), float(env.config.mi_rtts), finfo, env.a_range)
 
 
-def make_validation_env(*, overrides: dict | None = None, params: dict | None = None):
+def make_validation_env(*, overrides: dict | None = None, params: dict | None = None, max_steps: int = 60):
     """The environment and stacked parameters [V] of Pareto-Fair v2's disjoint validation links
     (``jaxcc.envs.pareto.VALIDATION_LINKS``): ``overrides`` and ``params`` as in
     ``make_stage_env`` (the realism ranges and feature set of training; the flow slots are the
-    validation list's largest flow count, episodes 60 steps)."""
+    validation list's largest flow count, episodes ``max_steps`` steps)."""
     from jaxcc.envs import pareto
-    over = {**dict(overrides or {}), "num_flows": pareto.VALIDATION_FLOWS, "max_steps": 60}
+    over = {**dict(overrides or {}), "num_flows": pareto.VALIDATION_FLOWS, "max_steps": int(max_steps)}
     env, p0 = make_env("pareto", **over)
     p0 = p0.replace(**{k: jnp.asarray(float(v), jnp.float32) for k, v in dict(params or {}).items()})
     return env, pareto.validation_params(p0)

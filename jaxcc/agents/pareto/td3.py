@@ -382,7 +382,8 @@ def make_train(config, mesh=None) -> Trainer:
         return ((1.0 - util) + q95 + loss) / 3.0 + (1.0 - jain)
 
     if select_on and val_mode == "disjoint":
-        v_env, v_params = env_adapter.make_validation_env(overrides=env_over, params=env_params)
+        v_env, v_params = env_adapter.make_validation_env(overrides=env_over, params=env_params,
+                                                          max_steps=int(sel.get("max_steps", 60)))
 
     def validate(actor_params, stage_idx: int):
         """Mean score over fixed validation links (keys from the seed only): ``select.validation
