@@ -43,7 +43,7 @@ def get_config() -> ml_collections.ConfigDict:
         cross_every_s=5.0, cross_segments=4))
     # ParetoParams leaves (jaxcc/envs/pareto.py): the robust link distribution and the
     # training-only reward terms of Pareto-Fair v2.
-    c.env.params = ml_collections.ConfigDict({"robust": 1.0, "fair_w": 10.0, "util_w": 10.0})
+    c.env.params = ml_collections.ConfigDict({"robust": 1.0, "fair_w": 20.0, "util_w": 10.0})
 
     # Algorithm 2: each stage adds one fixed-size segment to the shared buffer.
     # --config.stages.advance.num_updates=500 changes one stage; --config.stage_order=bootstrap runs one.
