@@ -433,10 +433,16 @@ def test_env_realism_p_each_and_validation():
 def test_configs_realism_off_except_pareto_realism():
     from jaxcc.configs_path import load_config
 
-    for name in ("pareto_staged", "aurora", "eagle", "pareto_smoke"):
+    for name in ("pareto_staged", "aurora_paper", "eagle_paper", "pareto_smoke"):
         c = load_config(name)
         assert base.as_realism(c.env.overrides.realism) is None, name
         assert set(c.env.overrides.realism) == {f.name for f in dataclasses.fields(base.RealismRanges)}
+    # Issue 13: the default Aurora and Eagle commands train with moderate realism (their configs
+    # say why these maxima).
+    for name, segs in (("aurora", 8), ("eagle", 12)):
+        rr = base.as_realism(load_config(name).env.overrides.realism)
+        assert rr == base.RealismRanges(p_each=0.5, jitter_ms_max=5.0, ack_agg_ms_max=5.0, rtt_noise_ms_max=2.0,
+                                        cross_frac_max=0.3, cross_every_s=5.0, cross_segments=segs), name
     c = load_config("pareto_realism")
     rr = base.as_realism(c.env.overrides.realism)
     assert rr is not None and rr.jitter_ms_max == 20.0 and rr.cross_segments == 3
