@@ -58,20 +58,41 @@ def test_pareto_fair_on_the_fixed_50mbps_link():
     assert all(v.met for v in fixed50), fixed50
 
 
-# checkpoints/aurora/README.md, "Fig. 2 and Fig. 7 links": the shipped policy loses 27.9 % of its
-# packets on aurora/fig2 (it overdrives the 10-packet queue at 1.39 x the capacity).
-AURORA_FIG2_LOSS = 0.279
+# checkpoints/aurora/README.md, "Issue 13": the shipped policy (seed 0 of the robust default
+# command) loses 38.1 % of its packets on aurora/fig2: it settles at ≈ 1.6 x the capacity, where
+# its action on a flat history with that sending ratio crosses zero (a loss-free climb at the
+# action clip looks the same to the sending-ratio feature).
+AURORA_FIG2_LOSS = 0.381
 AURORA_FIG2_LOSS_TOL = 0.005  # ±0.5 points: the README's rounding (±0.05) plus float32 drift
-#   across backends; a changed policy or environment moves it by more (the README's trials:
-#   9 %, 14 %, 18 %, 27 %, 28 %).
+#   across backends; a changed policy or environment moves it by more (the README's four seeds:
+#   38.1 %, 27.7 %, 33.9 %, 28.5 %).
 
 
 def test_aurora_keeps_the_lossy_link_full_where_cubic_does_not():
     """Issue 5 / Aurora Fig. 2: 30 Mbit/s with 1 % random loss and a 10-packet queue: ≥ 90 %
-    utilization, CUBIC far lower — and the price the README documents: 27.9 % loss."""
+    utilization, CUBIC far lower — and the price the README documents: 38.1 % loss."""
     pol = os.path.join(REPO, "checkpoints/aurora/aurora.safetensors")
     by = _run(["aurora/fig2"], ["cubic", f"policy:{pol}"])
     aurora = by[("aurora/fig2", "aurora.safetensors")]
     assert aurora["utilization"] >= 0.90, aurora
     assert abs(aurora["loss"] - AURORA_FIG2_LOSS) <= AURORA_FIG2_LOSS_TOL, aurora
     assert by[("aurora/fig2", "cubic")]["utilization"] <= 0.5
+
+
+# Issue 13's Aurora bars (``jaxcc.bars.aurora``): the start at 1 % and the 5 -> 50 Mbit/s step
+# are met (2.5 s and 2.0 s); the loss on Fig. 2's 10-packet queue (0.07 BDP) is not (38.1 % vs
+# CUBIC's 1.00 %, on all four seeds; checkpoints/aurora/README.md, "Why Fig. 2 is still missed").
+AURORA_FIG2_BAR_MISSED = pytest.mark.xfail(
+    strict=True, reason="aurora/fig2 only (10-packet queue = 0.07 BDP, 1 % random loss): 38.1 % loss vs "
+                        "CUBIC's 1.00 %; a loss-free climb and overdrive give the same sending ratio")
+
+
+@pytest.mark.parametrize("bar", [pytest.param(0, marks=AURORA_FIG2_BAR_MISSED), 1, 2])
+def test_aurora_issue13_bars(bar):
+    """``--bars=aurora``: [0] aurora/fig2 loss below in-sim CUBIC's, [1] robust/start1pct ≥ 80 %
+    within 10 s, [2] robust/step5-50 ≥ 80 % within 5 s of the jump."""
+    pol = os.path.join(REPO, "checkpoints/aurora/aurora.safetensors")
+    scs = [scenarios.get_scenario(n) for n in ("aurora/fig2", "robust/start1pct", "robust/step5-50")]
+    rep = ev.run_evaluation(scs, ev.controller_entries(["cubic", f"policy:{pol}"]), progress=False, keep_series=False)
+    verdicts = bars.aurora(rep["results"], ev.controller_entries([f"policy:{pol}"])[0].label)
+    assert len(verdicts) == 3 and verdicts[bar].met, verdicts
