@@ -134,10 +134,20 @@ def test_config_matches_the_paper():
     assert tuple(c.ppo.hidden) == (32, 16) and c.ppo.gamma == 0.99
     assert c.ppo.clip_eps == 0.2 and c.ppo.update_epochs == 4 and c.ppo.ent_coef == 0.01
     assert c.num_envs * c.ppo.num_steps // c.ppo.num_minibatches == 2048  # PPO1 optim_batchsize
-    # The one deviation from the paper's training distribution is set and explained in the config.
-    assert c.env.params.init_far_frac == 0.7 and c.env.params.init_far_lo == 0.001
+    # The deviations from the paper's training distribution (far starts; issue 13: far-above
+    # starts, capacity steps, realism) are set and explained in the config.
+    p = c.env.params
+    assert (p.init_far_frac, p.init_far_lo, p.init_above_frac, p.init_above_hi) == (0.5, 0.001, 0.15, 10.0)
+    assert (p.step_frac, p.step_max, c.env.overrides.num_segments) == (0.4, 10.0, 3)
     with open(os.path.join(REPO, "configs", "aurora.py")) as f:
-        assert "Deviation from the paper" in f.read()
+        text = f.read()
+        assert "Deviation from the paper" in text and "Robust training" in text
+    # aurora_paper keeps Table 1: the paper's starts, constant links, no realism.
+    cp = _config("aurora_paper")
+    _, pp = ap.make_env(cp)
+    assert float(pp.init_far_frac) == 0.0 and float(pp.init_above_frac) == 0.0 and float(pp.step_frac) == 0.0
+    assert set(cp.env.overrides) == {"realism"}  # one segment: constant links
+    assert not any(v for k, v in cp.env.overrides.realism.items() if k.endswith("_max"))
 
 
 def test_env_params_from_config():

@@ -152,3 +152,58 @@ def test_hold_near_capacity_beats_three_times_capacity():
     ep = np.asarray(r[:, :STEPS, 0]).sum(axis=1)
     good, bad = ep[0::2], ep[1::2]
     assert np.all(good > bad), (good, bad)
+
+
+def test_far_above_starts_and_capacity_steps():
+    """Robust training (issue 13, ``configs/aurora.py``): ``init_above_frac`` starts that share at
+    log-uniform 1.5–``init_above_hi`` × bandwidth; with ``num_segments=3`` and ``step_frac`` the
+    capacity is ×/÷ 2–``step_max`` from t1 to t2 (fractions of the 400-MI episode) and back.
+    Neither changes the link's bandwidth, latency or queue draw."""
+    env1, p = make_env("aurora")
+    env3, _ = make_env("aurora", num_segments=3)
+    keys = jax.random.split(jax.random.PRNGKey(3), 1024)
+    sample = lambda env, params: jax.vmap(lambda k: env.sample_episode(k, params))(keys)  # noqa: E731
+    base_ep = sample(env1, p)
+    bw = np.asarray(base_ep.link.cap_bps[:, 0])
+
+    up = sample(env1, p.replace(init_above_frac=jnp.float32(1.0)))
+    x = np.asarray(up.rate[:, 0]) / bw
+    assert x.min() >= 1.5 * (1 - 1e-5) and x.max() <= 10.0 * (1 + 1e-5)
+    assert 3.2 < np.median(x) < 4.6  # log-uniform: median √(1.5·10) ≈ 3.87
+    np.testing.assert_array_equal(np.asarray(up.link.buffer_bytes), np.asarray(base_ep.link.buffer_bytes))
+    mix = sample(env1, p.replace(init_far_frac=jnp.float32(0.5), init_above_frac=jnp.float32(0.2)))
+    x = np.asarray(mix.rate[:, 0]) / bw
+    assert 0.45 < (x < 0.3).mean() < 0.55 and 0.15 < (x > 1.5).mean() < 0.25
+
+    flat = sample(env3, p)  # step_frac 0: three segments of one rate, the same link otherwise
+    np.testing.assert_array_equal(np.asarray(flat.link.cap_bps), np.repeat(bw[:, None], 3, axis=1))
+    np.testing.assert_array_equal(np.asarray(flat.rate), np.asarray(base_ep.rate))
+    np.testing.assert_array_equal(np.asarray(flat.link.rtt), np.asarray(base_ep.link.rtt))
+
+    st = sample(env3, p.replace(step_frac=jnp.float32(1.0)))
+    t, c = np.asarray(st.link.cap_t), np.asarray(st.link.cap_bps)
+    ep = 400 * 0.5 * np.asarray(st.link.rtt[:, 0])  # the episode's seconds: 400 MIs of ½ RTT
+    f = c[:, 1] / bw
+    np.testing.assert_allclose(c[:, 0], bw, rtol=1e-6)
+    np.testing.assert_allclose(c[:, 2], bw, rtol=1e-6)
+    mag = np.maximum(f, 1 / f)
+    assert mag.min() >= 2.0 * (1 - 1e-5) and mag.max() <= 10.0 * (1 + 1e-5)
+    assert 0.4 < (f > 1).mean() < 0.6  # up and down alike
+    assert np.all(t[:, 1] >= 0.1 * ep * (1 - 1e-5)) and np.all(t[:, 1] <= 0.5 * ep * (1 + 1e-5))
+    d = (t[:, 2] - t[:, 1]) / ep
+    assert d.min() >= 0.15 - 1e-4 and d.max() <= 0.4 + 1e-4
+
+
+def test_robust_config_resets_and_steps():
+    """The default ``aurora`` config's env (realism, far starts, capacity steps) resets and steps
+    under jit with finite observations and rewards."""
+    from jaxcc.agents import aurora_ppo as ap
+    from jaxcc.configs_path import load_config
+
+    c = load_config("aurora")
+    c.env.overrides.max_steps = 20
+    env, p = ap.make_env(c)
+    assert env.config.realism is not None and env.config.num_segments == 3
+    keys = jax.random.split(jax.random.PRNGKey(0), 8)
+    r, *_rest = jax.jit(jax.vmap(lambda k: rollout(env, p, k, oracle_policy("aurora", 1.0), 20)))(keys)
+    assert np.isfinite(np.asarray(r)).all()

@@ -131,3 +131,54 @@ def test_hold_near_capacity_beats_always_increasing():
     env, params, keys, mult, run, (r, *_rest) = _batch_run()
     ep = np.asarray(r[:, :STEPS, 0]).sum(axis=1)
     assert np.all(ep[0::2] > ep[1::2]), (ep[0::2], ep[1::2])
+
+
+def _rate_at(times, rates, t):
+    """The piecewise-constant capacity at time ``t`` (by hand: the last segment started)."""
+    return rates[np.searchsorted(times, t, side="right") - 1]
+
+
+def test_start_rates_and_capacity_steps():
+    """Robust training (issue 13, ``configs/eagle.py``): ``init_rel_frac`` starts that share at
+    log-uniform ``init_rel_lo``–``init_rel_hi`` × the starting capacity instead of 300 Kbps;
+    ``capacity_steps`` with ``step_frac`` multiplies the paper's schedule by f (|f| in 2–10) from
+    t1 to t2 and leaves it unchanged elsewhere (checked on a time grid against the paper's draw)."""
+    env0, p = make_env("eagle")
+    env1, _ = make_env("eagle", capacity_steps=True)
+    assert env1.config.num_segments == env0.config.num_segments + 2
+    assert env1.config.ring_len > env0.config.ring_len  # sized for a 10x step down
+    keys = jax.random.split(jax.random.PRNGKey(4), 256)
+    sample = lambda env, params: jax.vmap(lambda k: env.sample_episode(k, params))(keys)  # noqa: E731
+    paper = sample(env0, p)
+    assert np.allclose(np.asarray(paper.rate) / 125000.0, 0.3)
+
+    rel = sample(env0, p.replace(init_rel_frac=jnp.float32(1.0)))
+    x = np.asarray(rel.rate[:, 0]) / np.asarray(paper.link.cap_bps[:, 0])
+    assert x.min() >= 0.3 * (1 - 1e-5) and x.max() <= 4.0 * (1 + 1e-5)
+    np.testing.assert_array_equal(np.asarray(rel.link.cap_bps), np.asarray(paper.link.cap_bps))
+
+    for frac in (0.0, 1.0):
+        st = sample(env1, p.replace(step_frac=jnp.float32(frac)))
+        np.testing.assert_array_equal(np.asarray(st.link.buffer_bytes), np.asarray(paper.link.buffer_bytes))
+        n_up = 0
+        for i in range(0, 256, 8):
+            t0, c0 = np.asarray(paper.link.cap_t[i]), np.asarray(paper.link.cap_bps[i])
+            t1, c1 = np.asarray(st.link.cap_t[i]), np.asarray(st.link.cap_bps[i])
+            grid = np.linspace(0.0, 60.0, 2401)
+            ratio = np.array([_rate_at(t1, c1, g) / _rate_at(t0, c0, g) for g in grid])
+            if frac == 0.0:
+                np.testing.assert_allclose(ratio, 1.0, rtol=1e-6)
+                continue
+            changed = np.abs(ratio - 1.0) > 1e-5
+            f = ratio[changed]
+            assert changed.any() and np.allclose(f, f[0], rtol=1e-5)  # one factor, one interval
+            assert 2.0 * (1 - 1e-5) <= max(f[0], 1 / f[0]) <= 10.0 * (1 + 1e-5)
+            idx = np.flatnonzero(changed)
+            assert np.all(np.diff(idx) == 1)
+            ep = 50 * 3.0 * float(st.link.rtt[i, 0])
+            start, length = grid[idx[0]], grid[idx[-1]] - grid[idx[0]]
+            assert 0.15 * ep - 0.03 <= start <= 0.5 * ep + 0.03
+            assert 0.2 * ep - 0.06 <= length <= 0.4 * ep + 0.03
+            n_up += f[0] > 1
+        if frac == 1.0:
+            assert 6 <= n_up <= 26  # of 32: either direction

@@ -438,7 +438,7 @@ def test_env_realism_p_each_and_validation():
 def test_configs_realism_on_in_the_defaults_off_in_the_papers_setup():
     from jaxcc.configs_path import load_config
 
-    for name in ("pareto_paper",):
+    for name in ("pareto_paper", "aurora_paper", "eagle_paper"):
         c = load_config(name)
         assert base.as_realism(c.env.overrides.realism) is None, name
         assert set(c.env.overrides.realism) == {f.name for f in dataclasses.fields(base.RealismRanges)}
@@ -447,6 +447,12 @@ def test_configs_realism_on_in_the_defaults_off_in_the_papers_setup():
         rr = base.as_realism(load_config(name).env.overrides.realism)
         assert rr is not None and (rr.jitter_ms_max, rr.ack_agg_ms_max, rr.rtt_noise_ms_max, rr.cross_frac_max) == \
             (10.0, 10.0, 2.0, 0.3), name
+    # Issue 13: the default Aurora and Eagle commands train with moderate realism (their configs
+    # say why these maxima).
+    for name, segs in (("aurora", 8), ("eagle", 12)):
+        rr = base.as_realism(load_config(name).env.overrides.realism)
+        assert rr == base.RealismRanges(p_each=0.5, jitter_ms_max=5.0, ack_agg_ms_max=5.0, rtt_noise_ms_max=2.0,
+                                        cross_frac_max=0.3, cross_every_s=5.0, cross_segments=segs), name
     c = load_config("pareto_realism")
     rr = base.as_realism(c.env.overrides.realism)
     assert rr is not None and rr.jitter_ms_max == 20.0 and rr.cross_segments == 3

@@ -26,18 +26,20 @@ def _run(scenario_names, controllers):
 
 
 # Issue 12 corrected the model's feedback timing (ACKs clocked by the link) and in-sim BBR's
-# delivery-rate samples: BBR's standing queue on the 10 Mbit/s / 100 ms link fell from 160 to 82 ms
-# p95 one-way (ns-3's and the kernel's BBR keep the buffer near empty too).  The shipped Eagle was
-# trained and selected on the old model and misses its bar on both links now (checkpoints/eagle/
-# README.md, "After the model correction"); retraining it is issue 13.  Strict: when a retrained
-# policy meets the bar, these marks must go.
-EAGLE_MISSED_AFTER_ISSUE_12 = pytest.mark.xfail(
-    strict=True, reason="shipped Eagle trained on the pre-issue-12 model: 10 Mbit/s 2 BDP 57.2 vs BBR 82.4 ms "
-                        "(1.4x, bar 2x); LTE 4.12 vs 5.38 Mbit/s (77 %, bar 90 %)")
+# delivery-rate samples: BBR's p95 one-way delay on the 10 Mbit/s / 100 ms links is 82.4 ms, with
+# 50 ms of propagation, so "2x lower" (41.2 ms) is below the propagation delay: no sender can meet
+# it on eagle/10mbps-*.  The shipped Eagle (issue 13, seed 0 of the robust default command) gets
+# 8.92 Mbit/s (92 %) at 122.7 ms there, and on LTE 3.58 vs 5.38 Mbit/s (66 %) at 68.2 vs 203.7 ms
+# (checkpoints/eagle/README.md, "Issue 13").  Strict: a policy meeting either bar must drop its mark.
+EAGLE_10MBPS_UNREACHABLE = pytest.mark.xfail(
+    strict=True, reason="eagle/10mbps-bdp2: BBR's p95 one-way 82.4 ms / 2 = 41.2 ms < the 50 ms propagation; "
+                        "the shipped Eagle: 122.7 ms")
+EAGLE_LTE_THROUGHPUT_MISSED = pytest.mark.xfail(
+    strict=True, reason="eagle/lte (Verizon LTE trace, 20 ms RTT, 375 KB): 3.58 vs BBR 5.38 Mbit/s (66 %, bar 90 %)")
 
 
-@pytest.mark.parametrize("scenario", [pytest.param("eagle/10mbps-bdp2", marks=EAGLE_MISSED_AFTER_ISSUE_12),
-                                      pytest.param("eagle/lte", marks=EAGLE_MISSED_AFTER_ISSUE_12)])
+@pytest.mark.parametrize("scenario", [pytest.param("eagle/10mbps-bdp2", marks=EAGLE_10MBPS_UNREACHABLE),
+                                      pytest.param("eagle/lte", marks=EAGLE_LTE_THROUGHPUT_MISSED)])
 def test_eagle_beats_bbr_delay_at_its_throughput(scenario):
     """Issue 5 / Eagle §V (Fig. 7's 10 Mbit/s link with a 2-BDP buffer, Fig. 5's Verizon LTE
     trace): ≥ 90 % of in-sim BBR's throughput at ≥ 2× lower p95 delay."""
@@ -46,6 +48,39 @@ def test_eagle_beats_bbr_delay_at_its_throughput(scenario):
     bbr, eagle = by[(scenario, "bbr")], by[(scenario, "eagle.safetensors")]
     assert eagle["throughput_mbps"] >= 0.9 * bbr["throughput_mbps"], (eagle, bbr)
     assert eagle["p95_owd_ms"] * 2.0 <= bbr["p95_owd_ms"], (eagle, bbr)
+
+
+# The shipped Eagle's numbers (checkpoints/eagle/README.md, seed 0): a changed policy or
+# environment moves them by more than these tolerances (the four seeds differ by 0.2-0.5 Mbit/s
+# and by 2-65 ms).
+EAGLE_PINS = {"eagle/10mbps-bdp2": (8.92, 122.7), "eagle/lte": (3.58, 68.2)}  # Mbit/s, p95 one-way ms
+
+
+def test_eagle_scores_what_its_readme_says():
+    pol = os.path.join(REPO, "checkpoints/eagle/eagle.safetensors")
+    by = _run(list(EAGLE_PINS), [f"policy:{pol}"])
+    for name, (thr, p95) in EAGLE_PINS.items():
+        r = by[(name, "eagle.safetensors")]
+        assert abs(r["throughput_mbps"] - thr) <= 0.05 and abs(r["p95_owd_ms"] - p95) <= 1.0, (name, r)
+
+
+# Issue 13's robust bars for Eagle (``jaxcc.bars.eagle`` [4], [5]): the start at 1 % is met
+# (3.0 s); after the 5 -> 50 Mbit/s jump the policy holds ≈ 5 Mbit/s (no probing from a flat
+# state, checkpoints/eagle/README.md), on all four seeds.
+EAGLE_STEP_MISSED = pytest.mark.xfail(
+    strict=True, reason="robust/step5-50 only: the shipped Eagle never reaches 80 % of 50 Mbit/s after the jump "
+                        "(13 % utilization over the 30 s)")
+
+
+@pytest.mark.parametrize("bar", [4, pytest.param(5, marks=EAGLE_STEP_MISSED)])
+def test_eagle_issue13_robust_bars(bar):
+    """``--bars=eagle`` [4] robust/start1pct ≥ 80 % within 10 s, [5] robust/step5-50 ≥ 80 % within
+    5 s of the jump."""
+    pol = os.path.join(REPO, "checkpoints/eagle/eagle.safetensors")
+    scs = [scenarios.get_scenario(n) for n in ("robust/start1pct", "robust/step5-50")]
+    rep = ev.run_evaluation(scs, ev.controller_entries([f"policy:{pol}"]), progress=False, keep_series=False)
+    verdicts = bars.eagle(rep["results"], ev.controller_entries([f"policy:{pol}"])[0].label)
+    assert len(verdicts) == 6 and verdicts[bar].met, verdicts
 
 
 def test_pareto_fair_on_the_fixed_50mbps_link():
@@ -58,20 +93,41 @@ def test_pareto_fair_on_the_fixed_50mbps_link():
     assert all(v.met for v in fixed50), fixed50
 
 
-# checkpoints/aurora/README.md, "Fig. 2 and Fig. 7 links": the shipped policy loses 27.9 % of its
-# packets on aurora/fig2 (it overdrives the 10-packet queue at 1.39 x the capacity).
-AURORA_FIG2_LOSS = 0.279
+# checkpoints/aurora/README.md, "Issue 13": the shipped policy (seed 0 of the robust default
+# command) loses 38.1 % of its packets on aurora/fig2: it settles at ≈ 1.6 x the capacity, where
+# its action on a flat history with that sending ratio crosses zero (a loss-free climb at the
+# action clip looks the same to the sending-ratio feature).
+AURORA_FIG2_LOSS = 0.381
 AURORA_FIG2_LOSS_TOL = 0.005  # ±0.5 points: the README's rounding (±0.05) plus float32 drift
-#   across backends; a changed policy or environment moves it by more (the README's trials:
-#   9 %, 14 %, 18 %, 27 %, 28 %).
+#   across backends; a changed policy or environment moves it by more (the README's four seeds:
+#   38.1 %, 27.7 %, 33.9 %, 28.5 %).
 
 
 def test_aurora_keeps_the_lossy_link_full_where_cubic_does_not():
     """Issue 5 / Aurora Fig. 2: 30 Mbit/s with 1 % random loss and a 10-packet queue: ≥ 90 %
-    utilization, CUBIC far lower — and the price the README documents: 27.9 % loss."""
+    utilization, CUBIC far lower — and the price the README documents: 38.1 % loss."""
     pol = os.path.join(REPO, "checkpoints/aurora/aurora.safetensors")
     by = _run(["aurora/fig2"], ["cubic", f"policy:{pol}"])
     aurora = by[("aurora/fig2", "aurora.safetensors")]
     assert aurora["utilization"] >= 0.90, aurora
     assert abs(aurora["loss"] - AURORA_FIG2_LOSS) <= AURORA_FIG2_LOSS_TOL, aurora
     assert by[("aurora/fig2", "cubic")]["utilization"] <= 0.5
+
+
+# Issue 13's Aurora bars (``jaxcc.bars.aurora``): the start at 1 % and the 5 -> 50 Mbit/s step
+# are met (2.5 s and 2.0 s); the loss on Fig. 2's 10-packet queue (0.07 BDP) is not (38.1 % vs
+# CUBIC's 1.00 %, on all four seeds; checkpoints/aurora/README.md, "Why Fig. 2 is still missed").
+AURORA_FIG2_BAR_MISSED = pytest.mark.xfail(
+    strict=True, reason="aurora/fig2 only (10-packet queue = 0.07 BDP, 1 % random loss): 38.1 % loss vs "
+                        "CUBIC's 1.00 %; a loss-free climb and overdrive give the same sending ratio")
+
+
+@pytest.mark.parametrize("bar", [pytest.param(0, marks=AURORA_FIG2_BAR_MISSED), 1, 2])
+def test_aurora_issue13_bars(bar):
+    """``--bars=aurora``: [0] aurora/fig2 loss below in-sim CUBIC's, [1] robust/start1pct ≥ 80 %
+    within 10 s, [2] robust/step5-50 ≥ 80 % within 5 s of the jump."""
+    pol = os.path.join(REPO, "checkpoints/aurora/aurora.safetensors")
+    scs = [scenarios.get_scenario(n) for n in ("aurora/fig2", "robust/start1pct", "robust/step5-50")]
+    rep = ev.run_evaluation(scs, ev.controller_entries(["cubic", f"policy:{pol}"]), progress=False, keep_series=False)
+    verdicts = bars.aurora(rep["results"], ev.controller_entries([f"policy:{pol}"])[0].label)
+    assert len(verdicts) == 3 and verdicts[bar].met, verdicts

@@ -271,10 +271,19 @@ def schedule_update(s: dict, mean_reward: jax.Array, c) -> dict:
 
 
 def make_env(config):
-    """``jaxcc.envs.make_env(config.env.name, **config.env.overrides)`` → (env, params)."""
+    """``jaxcc.envs.make_env(config.env.name, **config.env.overrides)`` → (env, params), with
+    the training distribution's fields named in ``config.env.params`` replaced (e.g.
+    ``step_frac``; an unknown name is an error)."""
     from jaxcc import envs
 
-    return envs.make_env(str(config.env.name), **dict(config.env.get("overrides", {}) or {}))
+    env, params = envs.make_env(str(config.env.name), **dict(config.env.get("overrides", {}) or {}))
+    over = dict(config.env.get("params", {}) or {})
+    unknown = sorted(k for k in over if not hasattr(params, k))
+    if unknown:
+        raise ValueError(f"config.env.params: unknown field(s) {unknown} of {type(params).__name__}")
+    if over:
+        params = params.replace(**{k: jnp.asarray(v, jnp.asarray(getattr(params, k)).dtype) for k, v in over.items()})
+    return env, params
 
 
 def env_contract(config) -> tuple[tuple[float, ...], dict]:

@@ -56,6 +56,20 @@ class AuroraParams:
     # also sees links far above its starting rate (``configs/aurora.py`` explains why).
     init_far_frac: jax.Array = 0.0
     init_far_lo: jax.Array = 0.01
+    # Not in the paper (0 = off): this fraction starts log-uniformly between ``init_rate_hi`` and
+    # ``init_above_hi`` × bandwidth instead (far above the link; drawn after the far-below choice).
+    init_above_frac: jax.Array = 0.0
+    init_above_hi: jax.Array = 10.0
+    # Not in the paper (0 = off): with probability ``step_frac`` the capacity steps by a factor
+    # 2–``step_max`` up or down (``base.capacity_step``) at a time uniform in ``step_t_lo``–
+    # ``step_t_hi`` of the episode and back after ``step_dur_lo``–``step_dur_hi`` of it.  Needs
+    # ``num_segments=3`` (the env config) so that the schedule has room for the two switches.
+    step_frac: jax.Array = 0.0
+    step_max: jax.Array = 10.0
+    step_t_lo: jax.Array = 0.1
+    step_t_hi: jax.Array = 0.5
+    step_dur_lo: jax.Array = 0.15
+    step_dur_hi: jax.Array = 0.4
     alpha: jax.Array = ALPHA
     w_throughput: jax.Array = 10.0
     w_latency: jax.Array = 1000.0
@@ -145,7 +159,14 @@ class AuroraEnv(base.MultiFlowEnv):
         latency = jax.random.uniform(kl, (), minval=p.latency_lo_s, maxval=p.latency_hi_s)
         queue = base.log_uniform(kq, p.queue_pkts_lo, p.queue_pkts_hi) * core.MSS
         loss = jax.random.uniform(kloss, (), minval=p.loss_lo, maxval=p.loss_hi)
-        times, rates = base.constant_schedule(c.num_segments, bw)
+        if c.num_segments >= 3:  # room for a capacity step (robust training); keys of its own
+            times, rates = base.constant_schedule(c.num_segments - 2, bw)
+            ep = c.max_steps * c.mi_rtts * 2.0 * latency  # the episode's length in seconds
+            times, rates, _ = base.capacity_step(jax.random.fold_in(key, 0x57E9), times, rates, p.step_frac,
+                                                 p.step_max, p.step_t_lo * ep, p.step_t_hi * ep,
+                                                 p.step_dur_lo * ep, p.step_dur_hi * ep)
+        else:
+            times, rates = base.constant_schedule(c.num_segments, bw)
         f = c.num_flows
         rtt = jnp.full((f,), 2.0 * latency)
         link = links.link_from_arrays(times, rates, queue, loss, rtt, jnp.zeros((f,)), jnp.full((f,), 1e9),
@@ -154,7 +175,11 @@ class AuroraEnv(base.MultiFlowEnv):
         # Far-below starts use keys folded from ``kr``, so the paper's draws (frac 0) are unchanged.
         k_far, k_which = jax.random.fold_in(kr, 1), jax.random.fold_in(kr, 2)
         x_far = base.log_uniform(k_far, p.init_far_lo, p.init_rate_lo, (f,)) * bw
-        x0 = jnp.where(jax.random.uniform(k_which, (f,)) < p.init_far_frac, x_far, x0)
+        u = jax.random.uniform(k_which, (f,))
+        x0 = jnp.where(u < p.init_far_frac, x_far, x0)
+        k_above = jax.random.fold_in(kr, 3)
+        x_above = base.log_uniform(k_above, p.init_rate_hi, jnp.maximum(p.init_above_hi, p.init_rate_hi), (f,)) * bw
+        x0 = jnp.where((u >= p.init_far_frac) & (u < p.init_far_frac + p.init_above_frac), x_above, x0)
         return base.EpisodeInit(link=link, rate=x0, cwnd=jnp.full((f,), core.BIG), goal=jnp.zeros((f, 0)))
 
     def init_paper(self, init, p):
@@ -176,9 +201,12 @@ class AuroraEnv(base.MultiFlowEnv):
 
 def make_config(num_flows: int = 1, ticks_per_rtt: int = 8, max_steps: int = 400, **kw) -> base.EnvConfig:
     """Static shape for Table 1: the ring holds a full 2981-packet queue drained at 100 pkt/s
-    on the shortest (100 ms) RTT."""
+    on the shortest (100 ms) RTT (at 10 pkt/s, a 10× step down, with ``num_segments=3``; the
+    ring is capped at 4096 ticks, beyond which feedback is clamped and counted, which only a
+    queue of hundreds of BDPs at the step's low capacity reaches)."""
     lo = AuroraParams()
-    wait = (float(lo.queue_pkts_hi) * core.MSS + 2 * core.MSS) / (float(lo.bw_pps_lo) * core.MSS)
+    low = float(lo.bw_pps_lo) / (float(lo.step_max) if kw.get("num_segments", 1) >= 3 else 1.0)
+    wait = (float(lo.queue_pkts_hi) * core.MSS + 2 * core.MSS) / (low * core.MSS)
     ring = base.ring_len_worst(wait / (2 * float(lo.latency_lo_s)), ticks_per_rtt)
     cfg = dict(num_flows=num_flows, ticks_per_rtt=ticks_per_rtt, mi_rtts=0.5, history=HISTORY, obs_dim=3,
                max_steps=max_steps, ring_len=ring, num_segments=1)

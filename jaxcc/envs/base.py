@@ -467,6 +467,29 @@ def constant_schedule(num_segments: int, bps) -> tuple[jax.Array, jax.Array]:
     return times, jnp.full((num_segments,), bps, jnp.float32)
 
 
+def capacity_step(key, times, rates, p_step, factor_max, t_lo, t_hi, dur_lo, dur_hi):
+    """A capacity step up or down inside an episode (robust training, not in any paper).
+
+    With probability ``p_step`` the capacity is multiplied by ``f`` from ``t1`` to ``t2`` and
+    goes back afterwards (e.g. 5 -> 50 -> 5 Mbit/s): ``|log f|`` uniform in
+    ``[log 2, log factor_max]`` with a random sign, ``t1`` uniform in ``[t_lo, t_hi]`` s and
+    ``t2 = t1 + U[dur_lo, dur_hi]`` s.  The schedule ``(times, rates)`` [S] becomes [S + 2]:
+    the two switch times are merged in (sorted); without a step they repeat a rate and the
+    link is the same.  Returns ``(times, rates, f)``; ``f`` is 1 without a step.
+    """
+    kp, kf, ks, k1, k2 = jax.random.split(key, 5)
+    mag = jnp.exp(jax.random.uniform(kf, (), minval=jnp.log(2.0), maxval=jnp.log(jnp.maximum(factor_max, 2.0))))
+    f = jnp.where(jax.random.uniform(ks, ()) < 0.5, mag, 1.0 / mag)
+    f = jnp.where(jax.random.uniform(kp, ()) < p_step, f, 1.0)
+    t1 = jax.random.uniform(k1, (), minval=t_lo, maxval=t_hi)
+    t2 = t1 + jax.random.uniform(k2, (), minval=dur_lo, maxval=dur_hi)
+    t_all = jnp.sort(jnp.concatenate([times, jnp.stack([t1, t2]).astype(times.dtype)]))
+    t_all = jnp.maximum(t_all, times[0])  # a switch before the first time only moves it
+    idx = jnp.clip(jnp.searchsorted(times, t_all, side="right") - 1, 0, times.shape[0] - 1)
+    mult = jnp.where((t_all >= t1) & (t_all < t2), f, 1.0)
+    return t_all, rates[idx] * mult, f
+
+
 def ewma(prev: jax.Array, new: jax.Array, gain: float, first: jax.Array) -> jax.Array:
     """``gain·new + (1−gain)·prev``, or ``new`` on the first sample (``first`` True)."""
     return jnp.where(first, new, gain * new + (1.0 - gain) * prev)

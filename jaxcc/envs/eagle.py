@@ -91,6 +91,22 @@ class EagleParams:
     delay_thresh_ms: jax.Array = 4.0
     ewma_gain: jax.Array = EAGLE_EWMA_GAIN
     bw_window_steps: jax.Array = BW_WINDOW_STEPS  # 0: the whole episode
+    # Not in the paper (0 = off): this fraction of the episodes starts at ``init_rel_lo``–
+    # ``init_rel_hi`` × the link's starting capacity (log-uniform) instead of 300 Kbps, which is
+    # 0.25–1.5 % of the 20–120 Mbps links, so the policy also meets starts near and far above it.
+    init_rel_frac: jax.Array = 0.0
+    init_rel_lo: jax.Array = 0.3
+    init_rel_hi: jax.Array = 4.0
+    # Not in the paper (0 = off): with probability ``step_frac`` the capacity is multiplied by 2–
+    # ``step_max`` or divided by it (``base.capacity_step``) from ``step_t_lo``–``step_t_hi`` of
+    # the episode on, for ``step_dur_lo``–``step_dur_hi`` of it.  Needs ``make_config(
+    # capacity_steps=True)`` (two more schedule segments).
+    step_frac: jax.Array = 0.0
+    step_max: jax.Array = 10.0
+    step_t_lo: jax.Array = 0.15
+    step_t_hi: jax.Array = 0.5
+    step_dur_lo: jax.Array = 0.2
+    step_dur_hi: jax.Array = 0.4
     max_time_s: jax.Array = jnp.inf
 
 
@@ -164,20 +180,35 @@ class EagleEnv(base.MultiFlowEnv):
     def sample_episode(self, key, p: EagleParams) -> base.EpisodeInit:
         c = self.config
         kb, ks, kw, kr, kq, kl1, kl2 = jax.random.split(key, 7)
-        times, walk = links.sample_schedule_steps(kw, c.num_segments, 1.0, p.bw_lo_mbps, p.bw_hi_mbps, "walk")
+        n_walk = walk_segments(c.max_steps)
+        stepped = c.num_segments == n_walk + 2  # make_config(capacity_steps=True)
+        if c.num_segments not in (n_walk, n_walk + 2):
+            raise ValueError(f"eagle: num_segments must be {n_walk} or {n_walk + 2} (capacity steps) for "
+                             f"max_steps={c.max_steps}, got {c.num_segments}")
+        times, walk = links.sample_schedule_steps(kw, n_walk, 1.0, p.bw_lo_mbps, p.bw_hi_mbps, "walk")
         times = times * p.walk_every_s
         fixed = jax.random.uniform(kb, (), minval=p.bw_lo_mbps, maxval=p.bw_hi_mbps) * links.MBPS
         stoch = jax.random.uniform(ks, ()) < p.p_stochastic
-        rates = jnp.where(stoch, walk, jnp.full((c.num_segments,), fixed))
+        rates = jnp.where(stoch, walk, jnp.full((n_walk,), fixed))
         rtt_s = jax.random.uniform(kr, (), minval=p.rtt_lo_s, maxval=p.rtt_hi_s)
         buf = base.log_uniform(kq, p.buf_bdp_lo, p.buf_bdp_hi) * rates[0] * rtt_s
         buf = jnp.maximum(buf, 2 * core.MSS)
+        cap0 = rates[0]
+        if stepped:  # keys of their own: the paper's draws are unchanged
+            ep = c.max_steps * c.mi_rtts * rtt_s
+            times, rates, _ = base.capacity_step(jax.random.fold_in(key, 0x57E9), times, rates, p.step_frac,
+                                                 p.step_max, p.step_t_lo * ep, p.step_t_hi * ep,
+                                                 p.step_dur_lo * ep, p.step_dur_hi * ep)
         loss = jnp.where(jax.random.uniform(kl1, ()) < p.p_lossy,
                          jax.random.uniform(kl2, (), minval=0.0, maxval=p.loss_hi), 0.0)
         f = c.num_flows
         link = links.link_from_arrays(times, rates, buf, loss, jnp.full((f,), rtt_s), jnp.zeros((f,)),
                                       jnp.full((f,), 1e9), ticks_per_rtt=c.ticks_per_rtt)
-        return base.EpisodeInit(link=link, rate=jnp.full((f,), p.init_rate_mbps * links.MBPS),
+        x0 = jnp.full((f,), p.init_rate_mbps * links.MBPS)
+        k_rel, k_which = jax.random.fold_in(key, 0x1417), jax.random.fold_in(key, 0x1418)
+        x_rel = base.log_uniform(k_rel, p.init_rel_lo, p.init_rel_hi, (f,)) * cap0
+        x0 = jnp.where(jax.random.uniform(k_which, (f,)) < p.init_rel_frac, x_rel, x0)
+        return base.EpisodeInit(link=link, rate=x0,
                                 cwnd=jnp.full((f,), p.init_cwnd_pkts * core.MSS), goal=jnp.zeros((f, 0)))
 
     def init_paper(self, init, p):
@@ -221,15 +252,24 @@ class EagleEnv(base.MultiFlowEnv):
                             info={"phase": ph, "cwnd": state.cwnd})
 
 
-def make_config(num_flows: int = 1, ticks_per_rtt: int = 8, history: int = 4, max_steps: int = 50,
-                **kw) -> base.EnvConfig:
-    """50 steps × 3 × 400 ms = 60 s of 1 s capacity segments (61).  Ring: a 4-BDP buffer whose
-    capacity walked from 120 down to 20 Mbps (24 RTTs of waiting)."""
+def walk_segments(max_steps: int) -> int:
+    """1-s capacity segments covering the longest episode: ``max_steps`` × 3 × 400 ms."""
     p = EagleParams()
-    ratio = float(p.buf_bdp_hi) * float(p.bw_hi_mbps) / float(p.bw_lo_mbps)
-    ratio += 2 * core.MSS / (float(p.bw_lo_mbps) * links.MBPS * float(p.rtt_lo_s))
+    return int(max_steps * 3 * float(p.rtt_hi_s) / float(p.walk_every_s)) + 1
+
+
+def make_config(num_flows: int = 1, ticks_per_rtt: int = 8, history: int = 4, max_steps: int = 50,
+                capacity_steps: bool = False, **kw) -> base.EnvConfig:
+    """50 steps × 3 × 400 ms = 60 s of 1 s capacity segments (61).  Ring: a 4-BDP buffer whose
+    capacity walked from 120 down to 20 Mbps (24 RTTs of waiting).  ``capacity_steps`` (not in
+    the paper) adds the two segments of ``base.capacity_step`` and sizes the ring for a step
+    down by ``step_max`` (capped at 4096 ticks; beyond, feedback is clamped and counted)."""
+    p = EagleParams()
+    low = float(p.bw_lo_mbps) / (float(p.step_max) if capacity_steps else 1.0)
+    ratio = float(p.buf_bdp_hi) * float(p.bw_hi_mbps) / low
+    ratio += 2 * core.MSS / (low * links.MBPS * float(p.rtt_lo_s))
     ring = base.ring_len_worst(ratio, ticks_per_rtt)
-    seg = int(max_steps * 3 * float(p.rtt_hi_s) / float(p.walk_every_s)) + 1
+    seg = walk_segments(max_steps) + (2 if capacity_steps else 0)
     cfg = dict(num_flows=num_flows, ticks_per_rtt=ticks_per_rtt, mi_rtts=3.0, history=history, obs_dim=5,
                max_steps=max_steps, ring_len=ring, num_segments=seg)
     cfg.update(kw)
