@@ -83,14 +83,42 @@ def test_eagle_issue13_robust_bars(bar):
     assert len(verdicts) == 6 and verdicts[bar].met, verdicts
 
 
-def test_pareto_fair_on_the_fixed_50mbps_link():
-    """Issue 3: Pareto-Fair on fixed 50 Mbit/s / 90 ms: ≥ 85 % utilization, p95 queueing ≤ 45 ms, loss ≤ 1 %
-    (the first three of ``jaxcc.bars.pareto``)."""
+# checkpoints/pareto/README.md: the shipped Pareto-Fair v2 (seed 0 of the default command) on every
+# Pareto bar (jaxcc.bars "pareto" and "pareto-links"), one evaluation for all of them.  The bars it
+# misses are strict expected failures naming the link and the number; when a retrained file meets
+# one, its mark must go.
+PARETO_SUITES = ("pareto", "pareto-fair", "robust", "pareto-links")
+PARETO_MISSED = {
+    "Jain >= 0.95 for 2-5 flows": "shared2-5 Jain 0.819 / 0.858 / 0.842 / 0.822: late flows converge in 15-25 s",
+    "rtt30-120 Jain >= in-sim CUBIC's": "30/120 ms Jain 0.843 vs CUBIC 0.948",
+    "5 -> 50 Mbit/s: >= 80% util within 5 s": "robust/step5-50: 80 % after 5.5 s",
+}
+
+
+@pytest.fixture(scope="module")
+def pareto_verdicts():
     pol = os.path.join(REPO, "checkpoints/pareto/pareto_fair.safetensors")
-    rep = ev.run_evaluation([scenarios.get_scenario("pareto/fixed50")], ev.controller_entries([f"policy:{pol}"]),
-                            progress=False, keep_series=False)
-    fixed50 = bars.pareto(rep["results"], rep["results"][0]["controller"])[:3]
-    assert all(v.met for v in fixed50), fixed50
+    names = []
+    for suite in PARETO_SUITES:
+        names += [n for n in scenarios.SUITES[suite] if n not in names]
+    entries = ev.controller_entries(["bbr", "cubic", f"policy:{pol}"])
+    scs = [scenarios.get_scenario(n) for n in names]
+    rep = ev.run_evaluation(scs, entries, progress=False, keep_series=True)
+    v = bars.check("pareto,pareto-links", rep["results"])[entries[-1].label]
+    return {x.bar: x for x in v}
+
+
+def _pareto_bar_names():
+    recs = [{"scenario": "none", "controller": "P"}]
+    return [v.bar for v in bars.check("pareto,pareto-links", recs)["P"]]
+
+
+@pytest.mark.parametrize("bar", [pytest.param(b, marks=pytest.mark.xfail(strict=True, reason=PARETO_MISSED[b]))
+                                 if b in PARETO_MISSED else b for b in _pareto_bar_names()])
+def test_pareto_fair_bars(pareto_verdicts, bar):
+    """Issues 3 and 13: each Pareto bar as the README reports it for the shipped file (15 bars)."""
+    assert len(pareto_verdicts) == 15
+    assert pareto_verdicts[bar].met, pareto_verdicts[bar]
 
 
 # checkpoints/aurora/README.md, "Issue 13": the shipped policy (seed 0 of the robust default
