@@ -1,13 +1,15 @@
 """Pareto (IEEE TNSE 2022) as written: TD3 + LSTM, staged bootstrap → advance → fairness
-(Algorithm 2), §III's five features and action range, Algorithm 1's reward, §V-A's training links.
-For reproduction; the project's default is Pareto-Fair v2 (``configs/pareto_staged.py``).
+(Algorithm 2), §III's five features and action range, Algorithm 1's reward alone, §V-A's training
+links (two flows 2 s apart in the fairness stage, 60-step episodes), no realism.  For reproduction;
+the project's default is Pareto-Fair v2 (``configs/pareto_staged.py``), whose every other setting
+(network, TD3, replay, expert, snapshot selection on the disjoint validation links) this keeps.
 
-``python -m jaxcc.train --config=pareto_paper`` — sized for a 2-core laptop CPU (240 s on the
-dev machine; what it scores: ``checkpoints/pareto/README.md``, "Pareto as written").
-Snapshot selection validates on links disjoint from the evaluation scenarios, as the default does.
-Scale ``num_envs``, ``stages[*].num_updates`` and ``td3.grad_steps`` up on a GPU/TPU
-(``launch/train_gpu.sh``).
+``python -m jaxcc.train --config=pareto_paper`` — what its policy scored when it was the default:
+``checkpoints/pareto/README.md``, "Pareto as written".
 """
+
+import importlib.util
+import os
 
 import ml_collections
 
@@ -15,82 +17,16 @@ from jaxcc.envs.base import realism_config
 
 
 def get_config() -> ml_collections.ConfigDict:
-    c = ml_collections.ConfigDict()
-    c.algo = "pareto_td3"
-    c.seed = 0
-    c.num_envs = 16  # links simulated in parallel (sharded over devices: a multiple of the device count)
-    c.rollout_len = 6  # env steps (monitor intervals of 2 RTTs) per update on every link
-    c.chunk_updates = 10  # updates per jitted lax.scan chunk (the Python loop runs per chunk)
-    c.checkpoint_every_chunks = 5  # rolling checkpoint every 5 chunks = 50 updates, and at each stage end
-    c.keep_checkpoints = 2
-
-    c.env = ml_collections.ConfigDict()
-    c.env.name = "pareto"
-    c.env.overrides = ml_collections.ConfigDict()  # EnvConfig overrides passed to make_env (e.g. history=8)
-    # Link realism in the training distribution (jaxcc.envs.base.RealismRanges: jitter, ACK
-    # aggregation, RTT noise, cross traffic).  Off (every maximum 0): the paper's literal setup,
-    # bit-identical to no realism.  --config.env.overrides.realism.jitter_ms_max=20 turns one on.
-    c.env.overrides.realism = ml_collections.ConfigDict(realism_config())
-
-    # Algorithm 2: each stage adds one fixed-size segment to the shared buffer.
-    # --config.stages.advance.num_updates=500 changes one stage; --config.stage_order=bootstrap runs one.
-    c.stage_order = "bootstrap,advance,fairness"
-    c.stages = ml_collections.ConfigDict()
-    c.stages.bootstrap = ml_collections.ConfigDict({"num_updates": 600, "buffer_segment": 40_000})
-    c.stages.advance = ml_collections.ConfigDict({"num_updates": 600, "buffer_segment": 40_000})
+    spec = importlib.util.spec_from_file_location(
+        "_pareto_staged", os.path.join(os.path.dirname(os.path.abspath(__file__)), "pareto_staged.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    c = mod.get_config()
+    c.env.overrides.feature_set = "pareto_v1"
+    c.env.overrides.realism = ml_collections.ConfigDict(realism_config())  # off
+    c.env.params = ml_collections.ConfigDict({"robust": 0.0, "fair_w": 0.0, "util_w": 0.0})
     # The paper's fairness stage: two flows per link (--config.stages.fairness.env_overrides.num_flows=3
-    # trains on three, starting 0/2/4 s; see checkpoints/pareto/README.md).
-    c.stages.fairness = ml_collections.ConfigDict({"num_updates": 400, "buffer_segment": 40_000,
-                                                   "env_overrides": {"max_steps": 60, "num_flows": 2}})
-
-    c.td3 = ml_collections.ConfigDict()
-    c.td3.hidden = 32  # actor LSTM units
-    c.td3.fc = 32
-    c.td3.critic_hidden = 32
-    c.td3.critic_fc = 64
-    c.td3.batch_size = 128
-    c.td3.grad_steps = 8  # TD3 iterations per update (Algorithm 3 line 7)
-    c.td3.policy_delay = 2  # delayed actor / target updates (TD3)
-    c.td3.max_grad_norm = 10.0
-    # Sweepable leaves (state["hp"]): change them without recompiling.
-    c.td3.gamma = 0.9  # finite 60-step episodes; an effective horizon of ~10 steps = 20 RTTs
-    c.td3.tau = 0.005  # eq. (8)
-    c.td3.lr_actor = 3e-4
-    c.td3.lr_critic = 1e-3
-    c.td3.policy_noise = 0.2  # ε ~ N(0, σ) in eq. (3), as a fraction of the action half-range
-    c.td3.noise_clip = 0.5
-    c.td3.expl_noise = 0.1  # behaviour noise, fraction of the half-range
-    c.td3.alpha = 0.6  # P(i) ∝ p_i^α (§IV)
-    c.td3.beta0 = 0.4  # eq. (6) β: 0.4, +0.001 per iteration, up to 1
-    c.td3.beta_inc = 0.001
-    c.td3.prio_c = 10.0  # eq. (2): c
-    c.td3.prio_zeta = 1e-5  # eq. (2): ζ
-    # Algorithm 3 line 3 says "if reward r_t < 0 then next action by expert".  Read literally the
-    # BBR expert plays ~45% of all actions for the whole run here (Algorithm 1 is slightly negative
-    # on most queue-draining steps: −10·X for the few % a full queue drops), where the paper's
-    # appendix B has the expert share fall as the model improves.  −2 keeps the expert for clearly
-    # bad steps (~15% of actions) and trained better policies in our sweep (checkpoints/pareto/README.md).
-    c.td3.expert_threshold = -2.0
-    c.td3.reward_scale = 0.1  # rewards in [-50, 50] -> [-5, 5] for the critics
-
-    # Snapshot selection (jaxcc/agents/pareto/td3.py docstring): the stage's policy is its best
-    # validated actor, not its last one.
-    c.select = ml_collections.ConfigDict({"enabled": True, "links_per_stage": 1, "every_chunks": 2,
-                                          "validation": "disjoint", "max_steps": 150})
-
-    c.replay = ml_collections.ConfigDict()
-    c.replay.new_priority_max = True  # new samples get the max priority seen (else the paper's initial 1)
-
-    c.expert = ml_collections.ConfigDict()
-    c.expert.enabled = True
-
-    c.wandb = ml_collections.ConfigDict()
-    c.wandb.project = "jaxcc"
-    c.wandb.mode = "auto"  # auto: online with credentials, else offline; WANDB_MODE wins; "disabled" off
-    c.wandb.entity = ""
+    # trains on three, starting 0/2/4 s).
+    c.stages.fairness.env_overrides = ml_collections.ConfigDict({"max_steps": 60, "num_flows": 2})
     c.wandb.group = "pareto_paper"
-
-    c.export_stages = True  # write <Stage>.safetensors beside each stage checkpoint
-    c.debug_nan_at_update = -1  # test hook: poison the critic at this update (NaN guard test)
-    c.debug_chunk_sleep_s = 0.0  # test hook: pause after each chunk (kill -9 resume test)
     return c
