@@ -51,7 +51,8 @@ def get_config() -> ml_collections.ConfigDict:
     c.stages = ml_collections.ConfigDict()
     c.stages.bootstrap = ml_collections.ConfigDict({"num_updates": 600, "buffer_segment": 40_000})
     c.stages.advance = ml_collections.ConfigDict({"num_updates": 600, "buffer_segment": 40_000})
-    # Shared links: 4 flow slots, 2–4 flows active (ParetoParams.flows_lo/hi), random start gaps;
+    # Shared links: 4 flow slots, 2–4 flows active (ParetoParams.flows_lo/hi = 2/8 capped at the 4
+    # slots: 2 or 3 flows in 1/7 of the episodes each, 4 in 5/7), random start gaps;
     # 150-step episodes (27 s at 90 ms, the paper's fairness episodes are 30 s) so that flows
     # starting up to 6 s apart have time to converge (the cost per update is the same).
     c.stages.fairness = ml_collections.ConfigDict({"num_updates": 400, "buffer_segment": 40_000,

@@ -141,7 +141,9 @@ class ParetoParams:
     dyn_every_hi_s: jax.Array = 6.0
     init_frac_lo: jax.Array = 0.01
     init_frac_hi: jax.Array = 2.0
-    flows_lo: jax.Array = 2.0  # shared links: active flows drawn uniformly from {flows_lo..flows_hi} (<= F)
+    # Shared links: active flows drawn uniformly from {flows_lo..flows_hi}, then capped at the F slots
+    # (with F = 4: 2 and 3 flows in 1/7 of the episodes each, 4 in 5/7).
+    flows_lo: jax.Array = 2.0
     flows_hi: jax.Array = 8.0
     gap_lo_s: jax.Array = 0.0  # start gap between consecutive flows, uniform in [gap_lo_s, gap_hi_s]
     gap_hi_s: jax.Array = 2.0
@@ -328,10 +330,10 @@ class ParetoEnv(base.MultiFlowEnv):
         rtt_s = base.log_uniform(ks[1], p.rtt_lo_s, p.rtt_hi_s)
         ratio = base.log_uniform(ks[2], p.dyn_ratio_lo, p.dyn_ratio_hi)
         every = jax.random.uniform(ks[3], (), minval=p.dyn_every_lo_s, maxval=p.dyn_every_hi_s)
-        up_first = jax.random.uniform(ks[4], ()) < p.p_low_first
+        low_first = jax.random.uniform(ks[4], ()) < p.p_low_first
         dynamic = (p.stage == STAGE_ADVANCE) & (jax.random.uniform(ks[5], ()) < p.p_dynamic)
         seg = jnp.arange(c.num_segments)
-        low_phase = (seg % 2 == 0) == up_first  # alternate low/high, starting either way
+        low_phase = (seg % 2 == 0) == low_first  # alternate low/high, starting either way
         mbps = jnp.where(dynamic, jnp.where(low_phase, bw, bw * ratio), bw)
         times = seg.astype(jnp.float32) * jnp.where(dynamic, every, 1e3)
         bdp_low = bw * links.MBPS * rtt_s  # the BDP at the schedule's lowest capacity
