@@ -148,3 +148,14 @@ def test_validation_params_are_point_masses_of_the_robust_distribution():
         np.testing.assert_allclose(float(a.link.buffer_bytes), buf * bw * links.MBPS * rtt, rtol=1e-4)
         assert int(np.sum(np.asarray(a.link.stop) > 0)) == flows
         np.testing.assert_allclose(np.asarray(a.link.start)[:flows], np.arange(flows) * gap, atol=1e-5)
+
+
+def test_unknown_env_param_is_a_one_line_error_naming_it():
+    from jaxcc.agents.pareto import env_adapter
+
+    with pytest.raises(ValueError, match=r"^config.env.params: unknown Pareto parameter\(s\) \['fair_weight'\]; allowed: "):
+        env_adapter.make_stage_env("fairness", params={"fair_weight": 1.0})
+    se = env_adapter.make_stage_env("fairness", overrides={"feature_set": "pareto_v2", "num_flows": 4},
+                                    params={"fair_w": 3.0, "robust": 1.0})
+    assert float(se.params.fair_w) == 3.0 and int(se.params.stage) == pareto.STAGE_FAIRNESS
+    assert se.a_range == (-0.3, 0.5) and se.obs_dim == 6 and se.feature_info["name"] == "pareto_v2"
