@@ -36,7 +36,7 @@ def test_export_roundtrip_exact(tmp_path):
     assert r.returncode == 0, r.stderr
     spec, tensors = policyfile.load(out)
     assert spec["algorithm"] == "pareto" and spec["mi_rtts"] == 2.0 and spec["stage"] == "Pareto-Fair"
-    assert spec["features"]["name"] == "pareto_v1" and spec["head"] == {"type": "continuous", "low": -0.7, "high": 2.0}
+    assert spec["features"]["name"] == "pareto_v2" and spec["head"] == {"type": "continuous", "low": -0.3, "high": 0.5}
     assert spec["action"]["type"] == "rate_multiplicative"
     T, D = spec["features"]["history"], spec["features"]["obs_dim"]
     obs = jax.random.normal(jax.random.PRNGKey(0), (64, T, D))
