@@ -153,7 +153,7 @@ def test_validation_params_are_point_masses_of_the_robust_distribution():
 def test_unknown_env_param_is_a_one_line_error_naming_it():
     from jaxcc.agents.pareto import env_adapter
 
-    with pytest.raises(ValueError, match=r"^config.env.params: unknown Pareto parameter\(s\) \['fair_weight'\]; allowed: "):
+    with pytest.raises(ValueError, match=r"^config.env.params: unknown field\(s\) \['fair_weight'\] of ParetoParams; allowed: "):
         env_adapter.make_stage_env("fairness", params={"fair_weight": 1.0})
     se = env_adapter.make_stage_env("fairness", overrides={"feature_set": "pareto_v2", "num_flows": 4},
                                     params={"fair_w": 3.0, "robust": 1.0})

@@ -189,15 +189,10 @@ def make_env(config):
     the training distribution's fields named in ``config.env.params`` replaced (e.g.
     ``init_far_frac``; an unknown name is an error)."""
     from jaxcc import envs
+    from jaxcc.envs import base as env_base
 
     env, params = envs.make_env(str(config.env.name), **dict(config.env.get("overrides", {}) or {}))
-    over = dict(config.env.get("params", {}) or {})
-    unknown = sorted(k for k in over if not hasattr(params, k))
-    if unknown:
-        raise ValueError(f"config.env.params: unknown field(s) {unknown} of {type(params).__name__}")
-    if over:
-        params = params.replace(**{k: jnp.asarray(v, jnp.asarray(getattr(params, k)).dtype) for k, v in over.items()})
-    return env, params
+    return env, env_base.replace_params(params, config.env.get("params", {}))
 
 
 def features_spec(config) -> dict:

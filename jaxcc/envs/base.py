@@ -456,6 +456,22 @@ def params_as_arrays(params, int_fields: tuple[str, ...] = ()):
     return params.replace(**vals)
 
 
+def replace_params(params, over: dict | None):
+    """``params`` with the fields named in ``over`` (a config's ``env.params``) replaced, each
+    keeping its field's dtype.
+
+    Raises:
+      ValueError: a name that is not a field of ``params``, in one line with the allowed names.
+    """
+    over = dict(over or {})
+    names = [f.name for f in dataclasses.fields(params)]
+    unknown = sorted(k for k in over if k not in names)
+    if unknown:
+        raise ValueError(f"config.env.params: unknown field(s) {unknown} of {type(params).__name__}; "
+                         f"allowed: {', '.join(sorted(names))}")
+    return params.replace(**{k: jnp.asarray(v, jnp.asarray(getattr(params, k)).dtype) for k, v in over.items()})
+
+
 def log_uniform(key, lo, hi, shape=()):
     """exp(U[log lo, log hi])."""
     return jnp.exp(jax.random.uniform(key, shape, minval=jnp.log(lo), maxval=jnp.log(hi)))

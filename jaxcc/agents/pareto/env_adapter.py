@@ -16,6 +16,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxcc.agents.pareto import expert as expert_lib
+from jaxcc.envs import base as env_base
 from jaxcc.envs import export_features_spec, make_env, pareto
 
 
@@ -34,20 +35,6 @@ class StageEnv:
 _ENVS_STAGE = {"bootstrap": ("pareto", 0), "advance": ("pareto", 1), "fairness": ("pareto-fairness", 2)}
 
 
-def _with_params(p: pareto.ParetoParams, params: dict | None) -> pareto.ParetoParams:
-    """``p`` with the float leaves named in ``params`` (``config.env.params``) replaced.
-
-    Raises:
-      ValueError: a name that is not a ``ParetoParams`` field.
-    """
-    extra = dict(params or {})
-    unknown = sorted(set(extra) - set(p.__dataclass_fields__))
-    if unknown:
-        raise ValueError(f"config.env.params: unknown Pareto parameter(s) {unknown}; "
-                         f"allowed: {sorted(p.__dataclass_fields__)}")
-    return p.replace(**{k: jnp.asarray(float(v), jnp.float32) for k, v in extra.items()})
-
-
 def make_stage_env(stage: str, *, overrides: dict | None = None, params: dict | None = None) -> StageEnv:
     """The Pareto training distribution of ``stage`` (bootstrap | advance | fairness).
 
@@ -62,7 +49,7 @@ def make_stage_env(stage: str, *, overrides: dict | None = None, params: dict | 
         raise ValueError(f"unknown Pareto stage {stage!r}; expected one of {sorted(_ENVS_STAGE)}")
     name, idx = _ENVS_STAGE[stage]
     env, _ = make_env(name, **overrides)
-    env_params = _with_params(env.default_params, params).replace(stage=jnp.asarray(idx, jnp.int32))
+    env_params = env_base.replace_params(env.default_params, params).replace(stage=jnp.asarray(idx, jnp.int32))
     finfo = dict(export_features_spec(name, **overrides))
     finfo["init_rtt_s"] = float(env_params.rtt_s)
     finfo["init_pkts_per_rtt"] = float(env_params.init_pkts_per_rtt)
@@ -79,7 +66,7 @@ def make_validation_env(*, overrides: dict | None = None, params: dict | None = 
     validation list's largest flow count, episodes ``max_steps`` steps)."""
     over = {**dict(overrides or {}), "num_flows": pareto.VALIDATION_FLOWS, "max_steps": int(max_steps)}
     env, p0 = make_env("pareto", **over)
-    return env, pareto.validation_params(_with_params(p0, params))
+    return env, pareto.validation_params(env_base.replace_params(p0, params))
 
 
 def stage_fns(se: StageEnv) -> tuple[Callable, Callable]:
