@@ -9,20 +9,16 @@ before issue 13 (70 % of the starts at 0.1–30 %) is
 ``--config=aurora_paper --config.env.params.init_far_frac=0.7 --config.env.params.init_far_lo=0.001``.
 """
 
-import importlib.util
 import os
 
 import ml_collections
 
+from jaxcc.configs_path import load_config
 from jaxcc.envs.base import realism_config
 
 
 def get_config() -> ml_collections.ConfigDict:
-    spec = importlib.util.spec_from_file_location(
-        "_aurora_base", os.path.join(os.path.dirname(os.path.abspath(__file__)), "aurora.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    c = mod.get_config()
+    c = load_config(os.path.join(os.path.dirname(os.path.abspath(__file__)), "aurora.py"))  # its sibling, not ./configs
     c.env.overrides = ml_collections.ConfigDict()
     c.env.overrides.realism = ml_collections.ConfigDict(realism_config())  # off
     c.env.params = ml_collections.ConfigDict()

@@ -6,20 +6,16 @@ default ``eagle`` config trains on a robust distribution instead.
     python -m jaxcc.train --config=eagle_paper
 """
 
-import importlib.util
 import os
 
 import ml_collections
 
+from jaxcc.configs_path import load_config
 from jaxcc.envs.base import realism_config
 
 
 def get_config() -> ml_collections.ConfigDict:
-    spec = importlib.util.spec_from_file_location(
-        "_eagle_base", os.path.join(os.path.dirname(os.path.abspath(__file__)), "eagle.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    c = mod.get_config()
+    c = load_config(os.path.join(os.path.dirname(os.path.abspath(__file__)), "eagle.py"))  # its sibling, not ./configs
     c.env.overrides = ml_collections.ConfigDict()
     c.env.overrides.realism = ml_collections.ConfigDict(realism_config())  # off
     c.env.params = ml_collections.ConfigDict()

@@ -8,20 +8,16 @@ the project's default is Pareto-Fair v2 (``configs/pareto_staged.py``), whose ev
 ``checkpoints/pareto/README.md``, "Pareto as written".
 """
 
-import importlib.util
 import os
 
 import ml_collections
 
+from jaxcc.configs_path import load_config
 from jaxcc.envs.base import realism_config
 
 
 def get_config() -> ml_collections.ConfigDict:
-    spec = importlib.util.spec_from_file_location(
-        "_pareto_staged", os.path.join(os.path.dirname(os.path.abspath(__file__)), "pareto_staged.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    c = mod.get_config()
+    c = load_config(os.path.join(os.path.dirname(os.path.abspath(__file__)), "pareto_staged.py"))  # its sibling, not ./configs
     c.env.overrides.feature_set = "pareto_v1"
     c.env.overrides.realism = ml_collections.ConfigDict(realism_config())  # off
     c.env.params = ml_collections.ConfigDict({"robust": 0.0, "fair_w": 0.0, "util_w": 0.0})

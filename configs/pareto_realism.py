@@ -12,20 +12,16 @@ starting capacity.  Everything else is ``pareto_staged``; the evaluation scenari
 effects as ``link`` fields (``jaxcc.scenarios``).
 """
 
-import importlib.util
 import os
 
 import ml_collections
 
+from jaxcc.configs_path import load_config
 from jaxcc.envs.base import realism_config
 
 
 def get_config() -> ml_collections.ConfigDict:
-    spec = importlib.util.spec_from_file_location(
-        "_pareto_staged", os.path.join(os.path.dirname(os.path.abspath(__file__)), "pareto_staged.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    c = mod.get_config()
+    c = load_config(os.path.join(os.path.dirname(os.path.abspath(__file__)), "pareto_staged.py"))  # its sibling, not ./configs
     # 10.8-s episodes (60 steps of 2 × 90 ms): 3 cross-traffic segments of 5 s cover them.
     c.env.overrides.realism = ml_collections.ConfigDict(realism_config(
         p_each=0.5, jitter_ms_max=20.0, ack_agg_ms_max=20.0, rtt_noise_ms_max=5.0, cross_frac_max=0.5,

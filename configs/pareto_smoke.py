@@ -1,15 +1,12 @@
 """A tiny Pareto run for tests and smoke checks: three short stages, a few links (~1 minute)."""
 
-import importlib.util
 import os
+
+from jaxcc.configs_path import load_config
 
 
 def get_config():
-    spec = importlib.util.spec_from_file_location(
-        "_pareto_staged", os.path.join(os.path.dirname(os.path.abspath(__file__)), "pareto_staged.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    c = mod.get_config()
+    c = load_config(os.path.join(os.path.dirname(os.path.abspath(__file__)), "pareto_staged.py"))  # its sibling, not ./configs
     c.num_envs = 8
     c.rollout_len = 2
     c.chunk_updates = 2
