@@ -140,7 +140,8 @@ def with_duration(sc: Scenario, duration_s: float) -> Scenario:
     """The scenario run for ``duration_s`` seconds instead (``--duration``).
 
     Flows that ran to the end still do; flows that stop earlier keep their stop time (capped at
-    the new length); random capacity forms draw their segments for the new length.
+    the new length); preference changes at or after the new end are dropped (they never come);
+    random capacity forms draw their segments for the new length.
     """
     if not duration_s > 0:
         raise ValueError(f"--duration must be > 0 seconds, got {duration_s}")
@@ -151,6 +152,10 @@ def with_duration(sc: Scenario, duration_s: float) -> Scenario:
         if f["stop_s"] >= old:
             f["stop_s"] = float(duration_s)
         f["stop_s"] = min(f["stop_s"], float(duration_s))
+        if "preference_changes" in f:
+            f["preference_changes"] = [c for c in f["preference_changes"] if c["at_s"] < float(duration_s)]
+            if not f["preference_changes"]:
+                del f["preference_changes"]
     return parse_scenario(d, source=sc.name)
 
 

@@ -186,6 +186,16 @@ def test_preference_changes_field_is_validated(changes, needle):
         scenarios.parse_scenario(_spec(preference_changes=changes), source="sc")
 
 
+def test_with_duration_keeps_the_preference_and_drops_changes_that_never_come():
+    sc = scenarios.parse_scenario(_spec(preference=[1, 0, 0], preference_changes=[
+        {"at_s": 2.5, "preference": [0, 1, 0]}, {"at_s": 6, "preference": [0, 0, 1]}]))
+    short = evaluate.with_duration(sc, 5.0)
+    assert short.flows[0].preference == (1.0, 0.0, 0.0)
+    assert short.flows[0].preference_changes == ((2.5, (0.0, 1.0, 0.0)),)
+    assert evaluate.with_duration(sc, 2.0).flows[0].preference_changes == ()
+    assert evaluate.with_duration(sc, 20.0).flows[0].preference_changes == sc.flows[0].preference_changes
+
+
 def test_preference_at_picks_the_change_in_force():
     cp = np.zeros((ctl.CPARAM_DIM,), np.float32)
     default = jnp.array([1 / 3] * 3)
@@ -304,3 +314,61 @@ def test_a_preference_for_a_controller_without_one_is_refused(tmp_path, mocc_fil
         runner.build_batches([runner.Item(sc)], resolve=senders.resolve)
     ok = scenarios.parse_scenario(dict(_spec(controller=f"policy:{mocc_file}", preference=[0, 1, 0]), name="ok"))
     assert senders.preference_refusals(ok) == []
+
+
+# ------------------------------------------------------------------ the parity vectors
+
+
+def test_q_values_vector_is_the_goal_weighted_argmax():
+    """tests/vectors/q_values.json (read by the C++ tests): each case's action is the first argmax of
+    the preference-weighted Q-values, recomputed here in numpy from its net_out; and the
+    preference decides (the one-hot preferences pick different actions for some observation)."""
+    vec = json.loads((VECTORS / "q_values.json").read_text())
+    spec, _ = pf.load(VECTORS / vec["policy"])
+    n, m = spec["head"]["n"], spec["head"]["objectives"]
+    assert (n, m) == (7, 3)
+    by_obs: dict = {}
+    for c in vec["cases"]:
+        q = np.asarray(c["net_out"], np.float64).reshape(n, m) @ np.asarray(c["goal"], np.float64)
+        np.testing.assert_allclose(c["q_weighted"], q, rtol=1e-5, atol=1e-6)
+        assert c["output"] == int(np.argmax(q))
+        by_obs.setdefault(json.dumps(c["obs"]), []).append((tuple(c["goal"]), c["output"]))
+    assert all(dict(v)[(0.0, 0.0, 0.0)] == 0 for v in by_obs.values())  # no weight: a tie, the first action
+    assert any(len({dict(v)[g] for g in parity_vectors._ONE_HOT_GOALS}) > 1 for v in by_obs.values())
+    one = json.loads((VECTORS / "q_values_1obj.json").read_text())
+    assert "objectives" not in pf.load(VECTORS / one["policy"])[0]["head"]
+    assert all(c["output"] == int(np.argmax(c["net_out"])) for c in one["cases"])
+
+
+def test_sender_reproduces_the_preference_switch_vector():
+    """tests/vectors/mocc_preference_switch.json: the mocc_v1 sender's loop with the preference
+    changed at run time (each MI record's goal), as the C++ sender must reproduce it."""
+    from jaxcc.envs import mi as mi_lib
+    from jaxcc.senders import common
+
+    vec = json.loads((VECTORS / "mocc_preference_switch.json").read_text())
+    base = json.loads((VECTORS / "features_mocc_v1.json").read_text())
+    spec, tensors = pf.load(VECTORS / vec["policy"])
+    snd = mocc_v1.sender(spec, tensors, goal=vec["goal"])
+    rtt0 = float(vec["rtt_guess"])
+    assert vec["decisions_changed"] > 0 and vec["goal"] == base["goal"]
+    outs = []
+    with jax.enable_x64(True):
+        run = mi_lib.running_zero(1, jnp.float64)
+        own = snd.decide(snd.start(rtt0), common.empty_window(spec), run, rtt0)
+        hist = common.empty_window(spec)
+        add_sample = jax.jit(mi_lib.mi_add_sample)
+        for i, rec in enumerate(vec["mis"]):
+            assert rec["goal"] == (vec["goal"] if i < vec["switch_mi"] else vec["switch_goal"])
+            m = parity_vectors._event_mi(add_sample, rec)
+            run = mi_lib.running_update(run, m)
+            x, own = snd.observe(own, m, run, rtt0)
+            hist = common.push(hist, jnp.asarray(np.asarray(x, np.float32)))
+            own = snd.decide(own, hist, run, rtt0, jnp.asarray(rec["goal"], jnp.float32))
+            a = snd.act(own)
+            assert float(a.cwnd) == pytest.approx(rec["cwnd"], rel=1e-5, abs=1e-3), f"MI {i} cwnd"
+            assert float(a.rate) == pytest.approx(rec["rate"], rel=1e-5, abs=1e-3), f"MI {i} rate"
+            outs.append(int(pf.apply(spec, tensors, np.asarray(hist), jnp.asarray(rec["goal"]))))
+    assert outs == [r["output"] for r in vec["mis"]]
+    same = [a["output"] == b["output"] for a, b in zip(vec["mis"], base["mis"])]
+    assert all(same[:vec["switch_mi"]]) and not all(same[vec["switch_mi"]:])

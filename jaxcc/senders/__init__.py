@@ -16,6 +16,10 @@ a policy meets in a scenario the features, network and action rules it was train
     mocc_v1    MOCC (preference-conditioned): cwnd deltas, init-cwnd, paced window
     deepcc_v1  DeepCC (goal-conditioned): an absolute rate in [0, bound]
 
+A scenario flow's ``preference`` / ``preference_changes`` reach a preference-conditioned policy
+(``mocc_v1``) through its cparam (``jaxcc.sim.controller.PREFERENCE``); ``preference_refusals``
+names the flows whose controller takes none.
+
 The per-tick plumbing they share (MI accumulation, the feature window, the first decision) is
 ``jaxcc.senders.common``; the parity vectors (``tests/vectors/features_<set>.json``) hold each
 module to the environments and to the C++ datapath (``tests/test_senders.py``).
