@@ -259,8 +259,8 @@ EDGE_TOL = 1e-6  # a preference is on the throughput-delay edge when its loss we
 
 def spearman(x: Sequence[float], y: Sequence[float]) -> float:
     """Spearman's rank correlation of ``x`` and ``y`` (``scipy.stats.spearmanr``: Pearson's r of
-    the average ranks, so ties share their mean rank); NaN when either is constant (undefined)
-    or shorter than 2."""
+    the average ranks, so ties share their mean rank); NaN when either is constant (undefined),
+    shorter than 2 or holds a NaN (a metric not measured)."""
     import warnings
 
     from scipy import stats
@@ -268,7 +268,7 @@ def spearman(x: Sequence[float], y: Sequence[float]) -> float:
     x, y = [float(v) for v in x], [float(v) for v in y]
     if len(x) != len(y):
         raise ValueError(f"spearman: x and y differ in length ({len(x)} vs {len(y)})")
-    if len(x) < 2 or len(set(x)) < 2 or len(set(y)) < 2:
+    if len(x) < 2 or len(set(x)) < 2 or len(set(y)) < 2 or any(math.isnan(v) for v in x + y):
         return float("nan")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -324,7 +324,13 @@ def _mocc(records: Sequence[dict], controller: str) -> list[tuple[Verdict, dict]
         rt = spearman(w, [r["throughput_mbps"] for r in edge])
         rq = spearman(w, [r["p95_qdelay_ms"] for r in edge])
         nums.update(rho_throughput=rt, rho_p95_qdelay=rq)
-        txt = " / ".join("undefined (constant)" if math.isnan(x) else f"{x:.2f}" for x in (rt, rq))
+        def rho_text(rho, ys):
+            if not math.isnan(rho):
+                return f"{rho:.2f}"
+            return "undefined (not measured at some preference)" if any(math.isnan(v) for v in ys) else "undefined (constant)"
+
+        txt = " / ".join(rho_text(rho, [float(r[k]) for r in edge])
+                         for rho, k in ((rt, "throughput_mbps"), (rq, "p95_qdelay_ms")))
         out.append((Verdict(bar, f"{txt} over {len(edge)} points", rt >= MOCC_SPEARMAN_MIN and rq >= MOCC_SPEARMAN_MIN),
                     nums))
     # (b), (c) on the 12 Mbit/s link

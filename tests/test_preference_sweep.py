@@ -38,6 +38,7 @@ def test_spearman_hand_computed_with_ties():
 def test_spearman_undefined_for_a_constant_series():
     assert math.isnan(bars.spearman([1, 2, 3], [5, 5, 5]))
     assert math.isnan(bars.spearman([1], [2]))
+    assert math.isnan(bars.spearman([1, 2, 3], [1, float("nan"), 3]))
     with pytest.raises(ValueError, match="differ in length"):
         bars.spearman([1, 2], [1, 2, 3])
 
@@ -140,6 +141,10 @@ def test_bar_a_misses_when_delay_is_constant():
     (bar,) = _failed(recs)
     assert bar.startswith("mocc/buffer18kb: Spearman")
     assert "undefined (constant)" in _verdicts(recs)[bar].value
+    recs = sweep_records()
+    _set(recs, "M", "mocc/buffer18kb", (0.0, 1.0, 0.0), p95_qdelay_ms=float("nan"))  # e.g. nothing sent
+    (bar,) = _failed(recs)
+    assert "undefined (not measured at some preference)" in _verdicts(recs)[bar].value
 
 
 def test_bar_a_needs_nine_edge_points():
