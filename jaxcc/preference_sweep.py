@@ -53,8 +53,7 @@ from typing import Sequence
 import numpy as np
 
 from jaxcc import bars, metrics
-from jaxcc.evaluate import (OWN, ControllerEntry, checkpoint_entries, controller_entries, resolve_scenarios,
-                            run_evaluation, with_duration)
+from jaxcc.evaluate import OWN, ControllerEntry, controller_entries, resolve_scenarios, run_evaluation, with_duration
 from jaxcc.scenarios import SUITES, Scenario, parse_scenario
 
 EDGE_W_THR = tuple(round(1.0 - 0.1 * i, 10) for i in range(11))  # 1.0, 0.9, ..., 0.0
@@ -112,19 +111,38 @@ def parse_preferences(text: str | None) -> list[tuple[float, float, float]]:
 
 def policy_entries(checkpoint: str) -> list[ControllerEntry]:
     """One ``policy:FILE`` entry per policy of each comma-separated ``--checkpoint`` entry (a file,
-    a folder of files or a training run: ``jaxcc.evaluate.checkpoint_entries``), labels unique."""
-    out: list[ControllerEntry] = []
+    a folder of files or a training run: ``jaxcc.export.checkpoint_policies``).
+
+    A policy's label is its file name without ``.safetensors`` (a run's: its stage name).  When
+    several policies share a name (one file per training seed), each gets ``@<folder>`` (the
+    file's folder; for a run, the run's), then ``#2``, ``#3``... if still not unique; a
+    baseline's name is never a label.
+
+    Raises:
+      ValueError: an entry that does not exist or holds no policy, or one file given twice.
+    """
+    from jaxcc.export import checkpoint_policies
+
+    found: list[tuple[str, str, str]] = []  # (label, file, folder)
     for path in [p.strip() for p in checkpoint.split(",") if p.strip()]:
         if not os.path.exists(path):
             raise ValueError(f"--checkpoint: {path!r} does not exist")
-        taken = [e.label for e in out] + list(bars.BASELINE_LABELS)
-        for e in checkpoint_entries(path, taken=taken):
-            if e.label in [x.label for x in out] or e.name in [x.name for x in out]:
-                raise ValueError(f"--checkpoint: {path!r} gives the policy {e.name[len('policy:'):]!r} twice "
-                                 f"(label {e.label!r})")
-            out.append(e)
-    if not out:
+        for label, f in checkpoint_policies(path):
+            if f in [x[1] for x in found]:
+                raise ValueError(f"--checkpoint: the policy {f!r} is given twice")
+            folder = os.path.dirname(f) if os.path.isfile(path) else os.path.normpath(os.path.abspath(path))
+            found.append((label, f, os.path.basename(folder)))
+    if not found:
         raise ValueError("--checkpoint: give at least one policy file (comma-separated for several seeds)")
+    names = [x[0] for x in found]
+    out: list[ControllerEntry] = []
+    for label, f, folder in found:
+        if names.count(label) > 1 or label in bars.BASELINE_LABELS:
+            label = f"{label}@{folder}"
+        base, k = label, 2
+        while label in [x.label for x in out]:
+            label, k = f"{base}#{k}", k + 1
+        out.append(ControllerEntry(label, f"policy:{f}"))
     return out
 
 

@@ -235,6 +235,27 @@ def test_parse_preferences():
             ps.parse_preferences(bad)
 
 
+def test_policy_labels_one_per_seed(tmp_path):
+    files = []
+    for seed in ("s0", "s1", "s2"):
+        (tmp_path / seed).mkdir()
+        files.append(tmp_path / seed / "mocc.safetensors")
+        files[-1].write_bytes(b"x")  # only the names matter here
+    (tmp_path / "bbr.safetensors").write_bytes(b"x")
+    es = ps.policy_entries(",".join(map(str, files + [tmp_path / "bbr.safetensors"])))
+    assert [e.label for e in es] == ["mocc@s0", "mocc@s1", "mocc@s2", f"bbr@{tmp_path.name}"]
+    (tmp_path / "other" / "s0").mkdir(parents=True)
+    twin = tmp_path / "other" / "s0" / "mocc.safetensors"
+    twin.write_bytes(b"x")
+    assert [e.label for e in ps.policy_entries(f"{files[0]},{twin}")] == ["mocc@s0", "mocc@s0#2"]
+    assert [e.label for e in ps.policy_entries(str(files[0]))] == ["mocc"]
+    assert [e.name for e in es] == [f"policy:{f}" for f in files + [tmp_path / "bbr.safetensors"]]
+    with pytest.raises(ValueError, match="given twice"):
+        ps.policy_entries(f"{files[0]},{files[0]}")
+    with pytest.raises(ValueError, match="does not exist"):
+        ps.policy_entries(str(tmp_path / "nope.safetensors"))
+
+
 def test_table_and_plots_from_records(tmp_path):
     recs = sweep_records("s0") + sweep_records("s1", baselines=False)
     md = ps.table_markdown(recs)
@@ -279,3 +300,44 @@ def test_cli_errors_are_one_line(tmp_path):
         r = _cli(*args)
         assert r.returncode == 2 and r.stderr.strip().startswith("error:") and msg in r.stderr, r.stderr
         assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_end_to_end_on_a_random_mocc_policy(tmp_path):
+    """The command on a random MOCC policy (2 preferences, one 3-s link, BBR beside): every file is
+    written, the records carry their preferences, and each equals what ``jaxcc.evaluate`` gives
+    for a scenario file with that preference on the flow."""
+    pol = tmp_path / "mocc.safetensors"
+    r = subprocess.run([sys.executable, "-m", "jaxcc.policyfile", "--random=mocc_v1", f"--out={pol}"], cwd=REPO,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    out = tmp_path / "sweep"
+    prefs = [(1.0, 0.0, 0.0), (0.0, 1.0, 0.0)]
+    r = _cli(f"--checkpoint={pol}", "--scenario=mocc/12mbps", "--duration=3", "--baselines=bbr",
+             "--preferences=" + ";".join(",".join(f"{v:g}" for v in p) for p in prefs), f"--out={out}", "--progress=false")
+    assert r.returncode == 0, r.stderr
+    for f in ("sweep.json", "table.md", "bars.md", "plots/frontier_mocc_12mbps.png", "plots/frontier_all.png"):
+        assert (out / f).stat().st_size > 0, f
+    doc = json.loads((out / "sweep.json").read_text())
+    recs = doc["results"]
+    assert [(x["scenario"], x["controller"], x["preference"]) for x in recs] == [
+        ("mocc/12mbps", "bbr", None), ("mocc/12mbps", "mocc", [1.0, 0.0, 0.0]), ("mocc/12mbps", "mocc", [0.0, 1.0, 0.0])]
+    assert doc["meta"]["preferences"] == [list(p) for p in prefs] and doc["meta"]["policies"] == {"mocc": str(pol)}
+    assert all(x["duration_s"] == 3.0 and "ankh" not in x for x in recs)
+    assert "mocc (1/0/0)" in (out / "table.md").read_text()
+    assert set(doc["bars"]["verdicts"]) == {"mocc"}  # judged (not evaluated: one link, two preferences)
+    # the same runs through jaxcc.evaluate, one scenario file per preference
+    files = []
+    for i, p in enumerate(prefs):
+        spec = {"name": f"p{i}", "duration_s": 3.0, "link": {"bandwidth_mbps": 12, "buffer_bytes": 375000},
+                "flows": [{"rtt_ms": 20.0, "controller": f"policy:{pol}", "preference": list(p)}]}
+        files.append(tmp_path / f"p{i}.json")
+        files[-1].write_text(json.dumps(spec))
+    ev = tmp_path / "ev"
+    r = subprocess.run([sys.executable, "-m", "jaxcc.evaluate", "--scenario-file=" + ",".join(map(str, files)),
+                        f"--out={ev}", "--plots=false", "--progress=false"], cwd=REPO, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    by = {x["scenario"]: x for x in json.loads((ev / "results.json").read_text())["results"]}
+    for i, x in enumerate(recs[1:]):
+        for k in ("throughput_mbps", "p95_qdelay_ms", "loss"):
+            assert x[k] == by[f"p{i}"][k], (x["preference"], k)
