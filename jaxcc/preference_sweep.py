@@ -151,13 +151,28 @@ def pref_text(p: Sequence[float]) -> str:
 
 
 def preference_scenario(sc: Scenario, policy_file: str, pref: Sequence[float]) -> Scenario:
-    """``sc`` with every flow driven by ``policy:policy_file`` at preference ``pref``, renamed
-    ``<name>@<w_thr/w_delay/w_loss>`` (scenario names are unique within one evaluation)."""
+    """``sc`` with every flow driven by ``policy:policy_file`` at the fixed preference ``pref``
+    (a ``preference_changes`` of the spec dropped), renamed ``<name>@<w_thr,w_delay,w_loss>``
+    (scenario names are unique within one evaluation)."""
     d = sc.to_dict()
-    d["name"] = f"{sc.name}@{pref_text(pref)}"
+    d["name"] = _variant_name(sc.name, pref)
     for f in d["flows"]:
+        f.pop("preference_changes", None)
         f["controller"] = f"policy:{policy_file}"
         f["preference"] = [float(v) for v in pref]
+    return parse_scenario(d, source=sc.name, allow_kernel=False)
+
+
+def _variant_name(name: str, pref: Sequence[float]) -> str:
+    return f"{name}@{','.join(repr(float(v)) for v in pref)}"
+
+
+def without_preferences(sc: Scenario) -> Scenario:
+    """``sc`` with no flow carrying a preference (what a baseline runs: it takes none)."""
+    d = sc.to_dict()
+    for f in d["flows"]:
+        f.pop("preference", None)
+        f.pop("preference_changes", None)
     return parse_scenario(d, source=sc.name, allow_kernel=False)
 
 
@@ -185,20 +200,15 @@ def run_sweep(scenarios: Sequence[Scenario], policies: Sequence[ControllerEntry]
     skipped: list[dict] = []
     if baselines:
         t0 = time.time()
-        rep = run_evaluation(scenarios, controller_entries(list(baselines)), progress=progress, keep_series=False,
-                             ticks_per_rtt=ticks_per_rtt)
+        rep = run_evaluation([without_preferences(sc) for sc in scenarios], controller_entries(list(baselines)),
+                             progress=progress, keep_series=False, ticks_per_rtt=ticks_per_rtt)
         wall["baselines"] = round(time.time() - t0, 1)
         skipped += rep["skipped"]
         for r in rep["results"]:
             records.append({**{k: v for k, v in r.items() if k not in _DROP}, "preference": None, "policy_file": None})
     for e in policies:
         path = e.name[len("policy:"):]
-        variants, origin = [], {}
-        for sc in scenarios:
-            for p in prefs:
-                v = preference_scenario(sc, path, p)
-                variants.append(v)
-                origin[v.name] = (sc.name, p)
+        variants = [preference_scenario(sc, path, p) for sc in scenarios for p in prefs]
         t0 = time.time()
         rep = run_evaluation(variants, [ControllerEntry(OWN, None)], progress=progress, keep_series=False,
                              ticks_per_rtt=ticks_per_rtt)
@@ -206,7 +216,7 @@ def run_sweep(scenarios: Sequence[Scenario], policies: Sequence[ControllerEntry]
         by_name = {r["scenario"]: r for r in rep["results"]}
         for sc in scenarios:  # link order, then preference order
             for p in prefs:
-                r = by_name[f"{sc.name}@{pref_text(p)}"]
+                r = by_name[_variant_name(sc.name, p)]
                 rec = {k: v for k, v in r.items() if k not in _DROP}
                 rec.update(scenario=sc.name, controller=e.label, preference=list(p), policy_file=os.path.abspath(path))
                 records.append(rec)

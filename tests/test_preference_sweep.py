@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from jaxcc import bars
+from jaxcc import bars, evaluate
 from jaxcc import preference_sweep as ps
 from jaxcc.scenarios import SUITES
 
@@ -256,6 +256,24 @@ def test_policy_labels_one_per_seed(tmp_path):
         ps.policy_entries(str(tmp_path / "nope.safetensors"))
 
 
+def test_preference_variants_of_a_scenario(tmp_path):
+    from jaxcc.scenarios import parse_scenario
+
+    pol = tmp_path / "p.safetensors"
+    pol.write_bytes(b"x")  # parsing checks only that the file exists
+    sc = parse_scenario({"name": "two", "duration_s": 10.0, "link": {"bandwidth_mbps": 12, "buffer_bytes": 375000},
+                         "flows": [{"rtt_ms": 20.0, "controller": f"policy:{pol}", "preference": [0.2, 0.8, 0.0],
+                                    "preference_changes": [{"at_s": 5.0, "preference": [1, 0, 0]}]},
+                                   {"rtt_ms": 40.0, "start_s": 2.0, "controller": "cubic"}]})
+    v = ps.preference_scenario(sc, str(pol), (0.7, 0.3, 0.0))
+    assert v.name == "two@0.7,0.3,0.0"
+    assert [(f.controller, f.preference, f.preference_changes) for f in v.flows] == [
+        (f"policy:{pol}", (0.7, 0.3, 0.0), ())] * 2
+    assert [(f.rtt_ms, f.start_s) for f in v.flows] == [(20.0, 0.0), (40.0, 2.0)]
+    b = ps.without_preferences(sc)
+    assert b.name == "two" and [(f.preference, f.preference_changes) for f in b.flows] == [(None, ())] * 2
+
+
 def test_table_and_plots_from_records(tmp_path):
     recs = sweep_records("s0") + sweep_records("s1", baselines=False)
     md = ps.table_markdown(recs)
@@ -303,7 +321,7 @@ def test_cli_errors_are_one_line(tmp_path):
 
 
 def test_end_to_end_on_a_random_mocc_policy(tmp_path):
-    """The command on a random MOCC policy (2 preferences, one 3-s link, BBR beside): every file is
+    """The command on a random MOCC policy (2 preferences, one 2-s link, BBR beside): every file is
     written, the records carry their preferences, and each equals what ``jaxcc.evaluate`` gives
     for a scenario file with that preference on the flow."""
     pol = tmp_path / "mocc.safetensors"
@@ -312,9 +330,10 @@ def test_end_to_end_on_a_random_mocc_policy(tmp_path):
     assert r.returncode == 0, r.stderr
     out = tmp_path / "sweep"
     prefs = [(1.0, 0.0, 0.0), (0.0, 1.0, 0.0)]
-    r = _cli(f"--checkpoint={pol}", "--scenario=mocc/12mbps", "--duration=3", "--baselines=bbr",
-             "--preferences=" + ";".join(",".join(f"{v:g}" for v in p) for p in prefs), f"--out={out}", "--progress=false")
-    assert r.returncode == 0, r.stderr
+    rc = ps.run_cli(["prog", f"--checkpoint={pol}", "--scenario=mocc/12mbps", "--duration=2", "--baselines=bbr",
+                     "--preferences=" + ";".join(",".join(f"{v:g}" for v in p) for p in prefs), f"--out={out}",
+                     "--progress=false"])
+    assert rc == 0
     for f in ("sweep.json", "table.md", "bars.md", "plots/frontier_mocc_12mbps.png", "plots/frontier_all.png"):
         assert (out / f).stat().st_size > 0, f
     doc = json.loads((out / "sweep.json").read_text())
@@ -322,21 +341,19 @@ def test_end_to_end_on_a_random_mocc_policy(tmp_path):
     assert [(x["scenario"], x["controller"], x["preference"]) for x in recs] == [
         ("mocc/12mbps", "bbr", None), ("mocc/12mbps", "mocc", [1.0, 0.0, 0.0]), ("mocc/12mbps", "mocc", [0.0, 1.0, 0.0])]
     assert doc["meta"]["preferences"] == [list(p) for p in prefs] and doc["meta"]["policies"] == {"mocc": str(pol)}
-    assert all(x["duration_s"] == 3.0 and "ankh" not in x for x in recs)
+    assert all(x["duration_s"] == 2.0 and "ankh" not in x for x in recs)
     assert "mocc (1/0/0)" in (out / "table.md").read_text()
     assert set(doc["bars"]["verdicts"]) == {"mocc"}  # judged (not evaluated: one link, two preferences)
     # the same runs through jaxcc.evaluate, one scenario file per preference
     files = []
     for i, p in enumerate(prefs):
-        spec = {"name": f"p{i}", "duration_s": 3.0, "link": {"bandwidth_mbps": 12, "buffer_bytes": 375000},
+        spec = {"name": f"p{i}", "duration_s": 2.0, "link": {"bandwidth_mbps": 12, "buffer_bytes": 375000},
                 "flows": [{"rtt_ms": 20.0, "controller": f"policy:{pol}", "preference": list(p)}]}
         files.append(tmp_path / f"p{i}.json")
         files[-1].write_text(json.dumps(spec))
     ev = tmp_path / "ev"
-    r = subprocess.run([sys.executable, "-m", "jaxcc.evaluate", "--scenario-file=" + ",".join(map(str, files)),
-                        f"--out={ev}", "--plots=false", "--progress=false"], cwd=REPO, capture_output=True, text=True,
-                       timeout=300)
-    assert r.returncode == 0, r.stderr
+    assert evaluate.run_cli(["prog", "--scenario-file=" + ",".join(map(str, files)), f"--out={ev}", "--plots=false",
+                             "--progress=false"]) == 0
     by = {x["scenario"]: x for x in json.loads((ev / "results.json").read_text())["results"]}
     for i, x in enumerate(recs[1:]):
         for k in ("throughput_mbps", "p95_qdelay_ms", "loss"):
