@@ -15,9 +15,9 @@ def get_config() -> ml_collections.ConfigDict:
     c = ml_collections.ConfigDict()
     c.algo = "mocc_envelope"
     c.seed = 0
-    c.num_envs = 128  # links stepped at once (one flow each, as in the paper); decided
-    c.num_updates = 6000  # env steps per link: 768 k transitions
-    c.chunk_updates = 200
+    c.num_envs = 256  # links stepped at once (one flow each, as in the paper); decided
+    c.num_updates = 30000  # env steps per link: 7.7 M transitions, 120 k gradient steps
+    c.chunk_updates = 500
     c.checkpoint_every_chunks = 5
     c.keep_checkpoints = 2
 
@@ -28,17 +28,17 @@ def get_config() -> ml_collections.ConfigDict:
 
     c.moq = ml_collections.ConfigDict()
     c.moq.hidden = 64  # decided: two layers
-    c.moq.fc1_activation = "relu"
+    c.moq.fc1_activation = "tanh"  # bounded first layer: the cwnd/BDP and rate features have long tails
     c.moq.double_q = False  # True: the online network picks (a*, ω*), the target evaluates it
-    c.moq.gamma = 0.95  # decided: a 20-step (20-RTT) horizon
-    c.moq.lr = 5e-4
+    c.moq.gamma = 0.9  # decided: a 10-step (10-RTT) horizon
+    c.moq.lr = 1e-4
     c.moq.max_grad_norm = 10.0
-    c.moq.batch_transitions = 64  # N_τ (Algorithm 2 line 18)
+    c.moq.batch_transitions = 128  # N_τ (Algorithm 2 line 18)
     c.moq.batch_preferences = 8  # N_ω (line 19)
-    c.moq.buffer_size = 200_000
+    c.moq.buffer_size = 500_000
     c.moq.learning_starts = 5_000
-    c.moq.updates_per_step = 1
-    c.moq.target_every = 200  # gradient steps between copies θ_k ← θ (tau = 0)
+    c.moq.updates_per_step = 4
+    c.moq.target_every = 2000  # gradient steps between copies θ_k ← θ (tau = 0)
     c.moq.tau = 0.0  # > 0: soft target updates instead
     c.moq.eps_start = 1.0
     c.moq.eps_end = 0.05

@@ -18,5 +18,6 @@ def get_config():
     c.moq.buffer_size = 2_000
     c.moq.learning_starts = 100
     c.moq.target_every = 20
+    c.moq.updates_per_step = 1
     c.wandb.mode = "disabled"
     return c
