@@ -446,7 +446,12 @@ def _paper_vector(name: str, env_name: str, seed: int, goal_seed: int, event_see
     spec, tensors = make_feature_policy(name, seed) if policy is None else policy
     mi_rtts = float(spec["mi_rtts"])
     T, D = int(spec["features"]["history"]), int(spec["features"]["obs_dim"])
-    env, p = make_env(env_name, num_flows=1)
+    if name == "mocc_v1":  # the environment with the file's numbers (a trained file states its own)
+        from jaxcc.senders import mocc_v1
+
+        env, p = mocc_v1.env_and_params(spec)
+    else:
+        env, p = make_env(env_name, num_flows=1)
     G = int(spec["goal_dim"])
     g_rng = np.random.default_rng(goal_seed)
     goal = g_rng.dirichlet(np.ones(G)).astype(np.float32) if G > 0 else None

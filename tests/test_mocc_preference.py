@@ -372,3 +372,11 @@ def test_sender_reproduces_the_preference_switch_vector():
     assert outs == [r["output"] for r in vec["mis"]]
     same = [a["output"] == b["output"] for a, b in zip(vec["mis"], base["mis"])]
     assert all(same[:vec["switch_mi"]]) and not all(same[vec["switch_mi"]:])
+
+
+def test_vectors_command_checks_the_mocc_policy(tmp_path):
+    with pytest.raises(SystemExit):
+        parity_vectors.main(["--out", str(tmp_path), f"--mocc-policy={tmp_path / 'missing.safetensors'}"])
+    with pytest.raises(SystemExit):
+        parity_vectors.main(["--out", str(tmp_path), f"--mocc-policy={VECTORS / 'mlp.safetensors'}"])
+    assert not list(tmp_path.iterdir())  # refused before writing anything
