@@ -51,11 +51,14 @@ std::string PreferenceMismatch(const Policy& p) {
   if (p.goal_dim() != kPreferenceDim)
     return "the policy takes no 3-value preference (its goal_dim is " + std::to_string(p.goal_dim()) + ")";
   const nlohmann::json f = nlohmann::json::parse(p.features_json(), nullptr, /*allow_exceptions=*/false);
-  if (f.is_object() && f.contains("objectives")) {
+  // mocc_v1 names its objectives in features.objectives, deepcc_v1 in features.goal.
+  for (const char* key : {"objectives", "goal"}) {
+    if (!f.is_object() || !f.contains(key) || !f[key].is_array()) continue;
     const nlohmann::json want = {"throughput", "delay", "loss"};
-    if (f["objectives"] != want)
-      return "the policy's objectives are " + f["objectives"].dump() +
+    if (f[key] != want)
+      return std::string("the policy's objectives (features.") + key + ") are " + f[key].dump() +
              ", a preference is (throughput, delay, loss): give the raw goal with --goal";
+    break;
   }
   return "";
 }

@@ -23,8 +23,9 @@ using Preference = std::array<float, kPreferenceDim>;
 std::string ParsePreference(const std::string& text, Preference* out);
 
 // Why this policy cannot take a preference ("" if it can): it needs goal_dim 3 and, when its
-// features block names its objectives (spec.features.objectives), exactly
-// ["throughput", "delay", "loss"], so the weights mean what --preference says.
+// features block names its objectives (spec.features.objectives for mocc_v1, else
+// spec.features.goal for deepcc_v1), exactly ["throughput", "delay", "loss"], so the weights
+// mean what --preference says.
 std::string PreferenceMismatch(const Policy& p);
 
 // One line of the control input (jaxcc-sender --control-stdin):

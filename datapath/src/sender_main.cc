@@ -17,6 +17,7 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iostream>
@@ -201,11 +202,26 @@ void ControlThread(std::atomic<bool>* stop, GoalControl* gc, std::string why_not
   if (!buf.empty() && !stop->load()) handle(buf);  // a last line without a newline
 }
 
+// The shortest decimal that reads back as the same float (0.6f -> "0.6", not 0.600000024).
+std::string ShortFloat(float x) {
+  char buf[32];
+  for (int prec = 6; prec <= 9; ++prec) {
+    std::snprintf(buf, sizeof(buf), "%.*g", prec, static_cast<double>(x));
+    if (std::strtof(buf, nullptr) == x) break;
+  }
+  return buf;
+}
+
 std::string JoinGoal(const std::vector<float>& g) {
-  std::ostringstream os;
-  os.precision(9);
-  for (size_t i = 0; i < g.size(); ++i) os << (i ? ";" : "") << g[i];
-  return os.str();
+  std::string s;
+  for (size_t i = 0; i < g.size(); ++i) s += (i ? ";" : "") + ShortFloat(g[i]);
+  return s;
+}
+
+nlohmann::json GoalJson(const std::vector<float>& g) {
+  nlohmann::json a = nlohmann::json::array();
+  for (float x : g) a.push_back(std::strtod(ShortFloat(x).c_str(), nullptr));
+  return a;
 }
 
 struct AckSide {
@@ -613,7 +629,7 @@ int Main(int argc, char** argv) {
         cfg.goal = gc.goal;
         gc.pending.store(false);
         const double applied_s = (now - t0) * 1e-9;
-        goal_changes.push_back({{"line", gc.line}, {"goal", cfg.goal}, {"received_s", gc.received_s},
+        goal_changes.push_back({{"line", gc.line}, {"goal", GoalJson(cfg.goal)}, {"received_s", gc.received_s},
                                 {"applied_s", applied_s}, {"decision", decisions}});
         std::cerr << "jaxcc-sender: goal " << JoinGoal(cfg.goal) << " applied at decision " << decisions
                   << " (t=" << applied_s << " s)\n";
@@ -738,8 +754,8 @@ int Main(int argc, char** argv) {
     s["initial_action"] = initial_action;
     s["decision_us_mean"] = decisions ? decision_us_sum / decisions : 0.0;
     s["decision_us_max"] = decision_us_max;
-    if (policy->goal_dim() > 0) s["goal"] = initial_goal;
-    if (cfg.preference_given) s["preference"] = initial_goal;
+    if (policy->goal_dim() > 0) s["goal"] = GoalJson(initial_goal);
+    if (cfg.preference_given) s["preference"] = GoalJson(initial_goal);
     if (cfg.control_stdin) s["goal_changes"] = goal_changes;
   }
   if (bbr) s["bbr"] = {{"max_bw_mbps", bbr->max_bw() * 8 / 1e6}, {"min_rtt_ms", bbr->min_rtt_s() * 1e3},

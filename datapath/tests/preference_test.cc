@@ -75,7 +75,7 @@ TEST(Preference, ControlLines) {
 }
 
 // A goal_dim-G policy whose features block may name its objectives.
-Policy GoalPolicy(int goal_dim, const json& objectives) {
+Policy GoalPolicy(int goal_dim, const json& objectives, const char* key = "objectives") {
   json s = json::parse(R"({
     "format": "jaxcc-policy", "version": 1, "algorithm": "random",
     "features": {"name": "test", "history": 1, "obs_dim": 1}, "mi_rtts": 1.0,
@@ -85,7 +85,7 @@ Policy GoalPolicy(int goal_dim, const json& objectives) {
     "action": {"type": "cwnd_table", "deltas": [-1500.0, 1500.0]}})");
   s["goal_dim"] = goal_dim;
   s["layers"][2]["in"] = 1 + goal_dim;
-  if (!objectives.is_null()) s["features"]["objectives"] = objectives;
+  if (!objectives.is_null()) s["features"][key] = objectives;
   std::map<std::string, jaxcc_test::T> t = {
       {"q.kernel", {{1 + goal_dim, 2}, std::vector<float>(2 * (1 + goal_dim), 0.5f)}}, {"q.bias", {{2}, {0.0f, 0.0f}}}};
   auto blob = jaxcc_test::MakeSafetensors(s, t);
@@ -96,8 +96,11 @@ TEST(Preference, PolicyMustTakeIt) {
   EXPECT_EQ(jaxcc::PreferenceMismatch(GoalPolicy(3, json({"throughput", "delay", "loss"}))), "");
   EXPECT_EQ(jaxcc::PreferenceMismatch(GoalPolicy(3, json())), "");  // no names: trusted as (thr, delay, loss)
   std::string why = jaxcc::PreferenceMismatch(GoalPolicy(3, json({"throughput", "loss", "delay"})));
-  EXPECT_NE(why.find("objectives are [\"throughput\",\"loss\",\"delay\"]"), std::string::npos) << why;
+  EXPECT_NE(why.find("(features.objectives) are [\"throughput\",\"loss\",\"delay\"]"), std::string::npos) << why;
   EXPECT_NE(why.find("--goal"), std::string::npos) << why;
+  EXPECT_EQ(jaxcc::PreferenceMismatch(GoalPolicy(3, json({"throughput", "delay", "loss"}), "goal")), "");  // deepcc_v1
+  why = jaxcc::PreferenceMismatch(GoalPolicy(3, json({"delay", "throughput", "loss"}), "goal"));
+  EXPECT_NE(why.find("(features.goal) are [\"delay\""), std::string::npos) << why;
   why = jaxcc::PreferenceMismatch(GoalPolicy(2, json()));
   EXPECT_NE(why.find("goal_dim is 2"), std::string::npos) << why;
 }
