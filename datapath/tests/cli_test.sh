@@ -189,7 +189,7 @@ if ok:
     # rows before the change decided with the old goal, the row of the change and after with the new;
     # the change is applied at the first decision after it was received
     ok = all(r["goal"] == "0.8;0.1;0.1" for r in rows[:k]) and all(r["goal"] == "0.1;0.8;0.1" for r in rows[k:]) \
-        and float(rows[k]["t_s"]) >= ch[0]["received_s"] and (k == 0 or float(rows[k - 1]["t_s"]) <= ch[0]["received_s"])
+        and (k == 0 or float(rows[k - 1]["t_s"]) <= ch[0]["received_s"]) and ch[0]["applied_s"] == float(rows[k]["t_s"])
 if not ok:
     print("FAIL: runtime preference", json.dumps(s), [r["goal"] for r in rows][:3]); sys.exit(1)
 PY
