@@ -138,17 +138,35 @@ def test_settle_counts_decisions_to_the_band_for_good(tmp_path):
 
 
 def test_settle_reports_not_settled_and_late_application(tmp_path):
-    # the last row outside the band: not settled, whatever the rest did
+    # a row of the tail outside the band: not settled, whatever the rest did
     x = [100.0] * 50 + [50.0] * 49 + [70.0]
     _write_run(tmp_path / "a", x, k=50, received_s=1.005)
     c = settle.analyse_run_dir(tmp_path / "a")["changes"][0]
     assert c["settle_decisions"] is None and c["settle_s"] is None
     assert 0.9 < c["tail_in_band"] < 1.0
     assert "not settled" in settle.summary_line(settle.analyse_run_dir(tmp_path / "a"))
+    # an oscillation 30 <-> 180 (a random policy's +10 / -50 packets): the median is 30, half
+    # the tail is outside: not settled, even though the last row is inside the band
+    x = [100.0] * 50 + [30.0, 180.0] * 25
+    _write_run(tmp_path / "o", x, k=50, received_s=1.005)
+    c = settle.analyse_run_dir(tmp_path / "o")["changes"][0]
+    assert c["settle_decisions"] is None and c["tail_in_band"] == pytest.approx(0.5, abs=0.05)
     # received before row 48's decision but applied at row 50: not the next decision
     _write_run(tmp_path / "b", [100.0] * 100, k=50, received_s=48 * 0.02 + 0.001)
     c = settle.analyse_run_dir(tmp_path / "b")["changes"][0]
     assert c["applied_next_decision"] is False
+
+
+def test_settle_smoothing(tmp_path):
+    # 4 <-> 5 packets (+-11% around 4.5): never inside +-10% of the median row by row; the mean
+    # of 2 rows is 4.5 from the segment's second row on (row k alone is 4): D = 1
+    x = [100.0] * 50 + [4.0, 5.0] * 25
+    _write_run(tmp_path / "a", x, k=50, received_s=1.005)
+    assert settle.analyse_run_dir(tmp_path / "a")["changes"][0]["settle_decisions"] is None
+    res = settle.analyse_run_dir(tmp_path / "a", smooth=2)
+    c = res["changes"][0]
+    assert res["smooth"] == 2 and c["level"] == 4.5 and c["settle_decisions"] == 1
+    assert c["previous_level"] == 100.0
 
 
 def test_settle_signal_choice(tmp_path):

@@ -1,7 +1,7 @@
 """How many decisions a sender takes to settle after a runtime preference change (MOCC).
 
     python -m jaxcc.emulate --scenario=emu/mocc_settle --controller=policy:FILE --out=DIR
-    python -m jaxcc.emulation.settle DIR/runs/emu_mocc_settle__*/flow0 [--signal=auto] [--band=0.1] [--tail-s=5]
+    python -m jaxcc.emulation.settle DIR/runs/emu_mocc_settle__*/flow0 [--signal=auto] [--band=0.1] [--tail-s=5] [--smooth=1]
 
 The emulation run (``emu/mocc_settle``: 12 Mbit/s, 20 ms RTT, 375 KB, 45 s; preference
 (0.8, 0.1, 0.1), switched to (0.1, 0.8, 0.1) at 15 s and back at 30 s) puts this analysis in
@@ -24,8 +24,12 @@ Definitions (rows j = 0, 1, ... of the log; x_j the signal in row j):
 * settle: D = the smallest D >= 0 such that |x_j - L| <= band * L (band 0.1: +-10%) for every
   j in k+D .. e-1 — the number of decisions taken under the new preference before the signal is
   in the band for good (x_{k+D} is set by decision k+D-1; D = 0: it already was). ``settle_s``
-  is the time from decision k to decision k+D-1. D is None when the last row is outside the band
-  (not settled); ``tail_in_band`` says which fraction of the tail rows is inside it.
+  is the time from decision k to decision k+D-1. D is None (not settled) unless every tail row
+  is inside the band, so a settled signal stayed in it for at least the tail; ``tail_in_band``
+  says which fraction of the tail rows is inside it.
+* ``smooth`` N > 1 replaces x_j by the mean of x over rows max(k, j-N+1) .. j (the same
+  segment only) before all of the above: a policy whose smallest step is more than 10% of its
+  window (MOCC's -0.5 packet at a few packets) can then settle.
 * ``applied_next_decision``: the change was used by the first decision after the sender received
   it (no decision in between).
 """
@@ -66,23 +70,30 @@ def pick_signal(rows: list[dict[str, str]], signal: str = "auto") -> str:
 
 
 def settle_segment(t: list[float], x: list[float], k: int, e: int, band: float = BAND,
-                   tail_s: float = TAIL_S) -> dict[str, Any]:
+                   tail_s: float = TAIL_S, smooth: int = 1) -> dict[str, Any]:
     """Settle of the segment k .. e-1 (module docstring) of times ``t`` and signal ``x``."""
     if not 0 <= k < e <= len(x):
         raise ValueError(f"segment {k}..{e} outside the log's {len(x)} rows")
+    if smooth > 1:
+        x = list(x)
+        raw = x[k:e]
+        for j in range(k, e):
+            lo_j = max(k, j - smooth + 1)
+            x[j] = sum(raw[lo_j - k:j - k + 1]) / (j - lo_j + 1)
     t_end = t[e - 1]
     start = max(t_end - tail_s, 0.5 * (t[k] + t_end))
     tail = [x[j] for j in range(k, e) if t[j] >= start]
     level = statistics.median(tail)
     lo, hi = level - band * abs(level), level + band * abs(level)
     inside = [lo <= x[j] <= hi for j in range(k, e)]
+    tail_in = sum(lo <= v <= hi for v in tail) / len(tail)
     d = None
-    if inside[-1]:
+    if tail_in == 1.0:
         d = len(inside)
         while d > 0 and inside[d - 1]:
             d -= 1
     out = {"decision": k, "rows": e - k, "t_s": t[k], "level": level,
-           "tail_rows": len(tail), "tail_in_band": sum(lo <= v <= hi for v in tail) / len(tail),
+           "tail_rows": len(tail), "tail_in_band": tail_in,
            "settle_decisions": d,
            "settle_s": None if d is None else (t[k + d - 1] - t[k] if d > 0 else 0.0),
            "mean_mi_s": (t_end - t[k]) / max(e - 1 - k, 1)}
@@ -90,7 +101,7 @@ def settle_segment(t: list[float], x: list[float], k: int, e: int, band: float =
 
 
 def analyse(csv_path: str | Path, summary_path: str | Path, signal: str = "auto", band: float = BAND,
-            tail_s: float = TAIL_S) -> dict[str, Any]:
+            tail_s: float = TAIL_S, smooth: int = 1) -> dict[str, Any]:
     """Settle of every applied goal change of one sender run (module docstring)."""
     rows = read_log(csv_path)
     with open(summary_path) as f:
@@ -109,8 +120,8 @@ def analyse(csv_path: str | Path, summary_path: str | Path, signal: str = "auto"
         if k >= len(rows):
             out.append({"line": c.get("line"), "goal": c["goal"], "error": "applied after the last logged row"})
             continue
-        seg = settle_segment(t, x, k, e, band, tail_s) if e > k else {"error": "empty segment"}
-        before = settle_segment(t, x, prev_start, k, band, tail_s)["level"] if k > prev_start else None
+        seg = settle_segment(t, x, k, e, band, tail_s, smooth) if e > k else {"error": "empty segment"}
+        before = settle_segment(t, x, prev_start, k, band, tail_s, smooth)["level"] if k > prev_start else None
         # Applied at the first decision after it was received: the decision before k was taken
         # before the receipt. (Row k's time is its interval's end, read just before the decision
         # looks for a change, so a line received in between is used by decision k with t[k]
@@ -120,7 +131,7 @@ def analyse(csv_path: str | Path, summary_path: str | Path, signal: str = "auto"
                     "applied_next_decision": k == 0 or t[k - 1] <= c["received_s"]})
         out.append(seg)
         prev_start = k
-    return {"signal": name, "column": col, "band": band, "tail_s": tail_s, "changes": out}
+    return {"signal": name, "column": col, "band": band, "tail_s": tail_s, "smooth": smooth, "changes": out}
 
 
 def analyse_run_dir(flow_dir: str | Path, **kw) -> dict[str, Any]:
@@ -151,12 +162,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--signal", default="auto", help=f"auto or one of {sorted(SIGNALS)}")
     ap.add_argument("--band", type=float, default=BAND, help="relative half-width of the band (0.1: +-10%%)")
     ap.add_argument("--tail-s", type=float, default=TAIL_S, help="seconds at a segment's end that set its level")
+    ap.add_argument("--smooth", type=int, default=1, help="trailing mean over this many decisions (1: none)")
     a = ap.parse_args(argv)
-    if not (0 < a.band < 1) or not (a.tail_s > 0 and math.isfinite(a.tail_s)):
-        print("settle: --band must be in (0, 1) and --tail-s > 0", file=sys.stderr)
+    if not (0 < a.band < 1) or not (a.tail_s > 0 and math.isfinite(a.tail_s)) or a.smooth < 1:
+        print("settle: --band must be in (0, 1), --tail-s > 0 and --smooth >= 1", file=sys.stderr)
         return 2
     try:
-        res = analyse_run_dir(a.flow_dir, signal=a.signal, band=a.band, tail_s=a.tail_s)
+        res = analyse_run_dir(a.flow_dir, signal=a.signal, band=a.band, tail_s=a.tail_s, smooth=a.smooth)
     except (OSError, ValueError, KeyError) as e:
         print(f"settle: {e}", file=sys.stderr)
         return 2
