@@ -26,6 +26,13 @@ multi-flow scenario is taken over its last 20 s (``jain_note``); a single flow r
 ``--suite`` takes one suite or a comma-separated list; ``--duration=S`` runs every scenario for
 S seconds instead of its own length (``with_duration``; e.g. the Aurora paper's two-minute tests).
 
+A flow's ``preference`` (a MOCC policy's (throughput, delay, loss) weights, and its
+``preference_changes``; ``jaxcc.scenarios``) is what that flow's policy decides with; each
+record's ``per_flow`` entries carry their flow's ``preference`` (null: the policy's default) and
+the record a ``preference`` when all its flows share one (so a preference sweep groups by it).
+A controller that takes no preference on such a flow (``--controller=bbr``) is not run there
+("not run: ...").
+
 Records also carry issue 13's recovery measurements (``recovery_metrics``: ``ramp_s``,
 ``step_ramp_s``, ``reclaim_s``, ``min_fair_share``), which ``--bars`` (``jaxcc.bars``; a
 comma-separated list of sets) judges.  A baseline given with ``--controller`` on a link whose flow
@@ -133,7 +140,8 @@ def with_duration(sc: Scenario, duration_s: float) -> Scenario:
     """The scenario run for ``duration_s`` seconds instead (``--duration``).
 
     Flows that ran to the end still do; flows that stop earlier keep their stop time (capped at
-    the new length); random capacity forms draw their segments for the new length.
+    the new length); preference changes at or after the new end are dropped (they never come);
+    random capacity forms draw their segments for the new length.
     """
     if not duration_s > 0:
         raise ValueError(f"--duration must be > 0 seconds, got {duration_s}")
@@ -144,6 +152,10 @@ def with_duration(sc: Scenario, duration_s: float) -> Scenario:
         if f["stop_s"] >= old:
             f["stop_s"] = float(duration_s)
         f["stop_s"] = min(f["stop_s"], float(duration_s))
+        if "preference_changes" in f:
+            f["preference_changes"] = [c for c in f["preference_changes"] if c["at_s"] < float(duration_s)]
+            if not f["preference_changes"]:
+                del f["preference_changes"]
     return parse_scenario(d, source=sc.name)
 
 
@@ -235,6 +247,11 @@ def _average_runs(runs: list[dict]) -> dict:
     return out
 
 
+def _common_preference(per_flow: list[dict]) -> list[float] | None:
+    prefs = [pf.get("preference") for pf in per_flow]
+    return prefs[0] if prefs and all(p == prefs[0] for p in prefs) else None
+
+
 def run_evaluation(scenarios: Sequence[Scenario], entries: Sequence[ControllerEntry], *, seeds: int = 1,
                    progress: bool = True, keep_series: bool = True, series_bin_s: float = 0.5,
                    ticks_per_rtt: int | None = None) -> dict:
@@ -261,7 +278,7 @@ def run_evaluation(scenarios: Sequence[Scenario], entries: Sequence[ControllerEn
         for e in entries:
             run_sc = sc if e.name is None else sc.with_controller(e.name)
             label = _own_label(sc) if e.name is None else e.label
-            refused = run_sc.init_rate_refusals()
+            refused = run_sc.init_rate_refusals() + senders.preference_refusals(run_sc)
             if refused and e.name is None:
                 raise ValueError(refused[0])
             if refused:  # e.g. --controller=cubic on robust/start1pct: no record, the reason kept
@@ -292,6 +309,9 @@ def run_evaluation(scenarios: Sequence[Scenario], entries: Sequence[ControllerEn
             m["seed"] = seed
             for pf, fl in zip(m["per_flow"], it.scenario.flows):
                 pf["controller"] = fl.controller
+                pf["preference"] = None if fl.preference is None else list(fl.preference)
+                if fl.preference_changes:
+                    pf["preference_changes"] = [{"at_s": t, "preference": list(w)} for t, w in fl.preference_changes]
             per_run[(scen, label)].append(m)
             if keep_series and seed == 0:
                 series[(scen, label)] = metrics.time_series(tr, series_bin_s)
@@ -313,6 +333,8 @@ def run_evaluation(scenarios: Sequence[Scenario], entries: Sequence[ControllerEn
             rec = {
                 "scenario": sc.name,
                 "controller": lab,
+                # the flows' preference when they share one (else None; each flow's is in per_flow)
+                "preference": _common_preference(a["per_flow"]),
                 "throughput_mbps": a["throughput_mbps"],
                 "utilization": a["utilization"],
                 "p95_owd_ms": a["p95_owd_ms"],

@@ -1,6 +1,7 @@
 """The shared C++/Python parity vectors in ``tests/vectors`` (one command writes them all)::
 
     python -m jaxcc.parity_vectors --out tests/vectors
+    python -m jaxcc.parity_vectors --out tests/vectors --mocc-policy=checkpoints/mocc/mocc.safetensors  # trained MOCC
 
 They hold three implementations of the same rules together: the policy-file interpreter
 (``jaxcc.policyfile``) and the C++ loader (``datapath/tests/vectors_test.cc``: ``<kind>.json``,
@@ -11,6 +12,12 @@ per-packet events -> monitor-interval statistics -> features -> policy output ->
 
 Everything is drawn from one seed, so a rerun writes byte-identical files;
 ``tests/test_policyfile.py`` checks that the committed files are what this code writes.
+
+MOCC (``features_mocc_v1``, ``mocc_preference_switch``) uses a random policy of the exported
+shape unless ``--mocc-policy=FILE`` names one (the trained file once it ships; the committed
+vectors then come from that command, and the check above must be told the same file:
+``tests/test_policyfile.py`` reads ``tests/vectors/mocc_policy.txt`` when it exists — the
+command writes it, holding the file's path relative to the repository).
 """
 
 from __future__ import annotations
@@ -24,20 +31,45 @@ import sys
 
 import numpy as np
 
-from jaxcc.policyfile import (BYTES_PER_MBIT, MSS, apply, forward, make_feature_policy, make_random_policy,
-                              map_action, save)
+from jaxcc.policyfile import (BYTES_PER_MBIT, MSS, apply, forward, load, make_feature_policy, make_random_policy,
+                              map_action, q_objectives, save, scalarised_q)
 
 def _f32_list(a) -> list:
     return np.asarray(a, dtype=np.float32).astype(np.float64).tolist()
 
 
-def write_vectors(out_dir: str | os.PathLike, n_cases: int = 4, seed: int = 0) -> list[str]:
+MOCC_POLICY_MARKER = "mocc_policy.txt"  # names the --mocc-policy file the vectors were written with
+
+# Network kinds with a ``<kind>.json`` vector: (file stem, ``make_random_policy`` kind, its keywords).
+# ``q_values`` is MOCC's shape (7 actions x 3 objectives, goal-weighted argmax);
+# ``q_values_1obj`` the same head with one objective (``objectives`` absent: argmax of 7 values).
+_KINDS = (("mlp", "mlp", {}), ("lstm", "lstm", {}), ("lstm2_discrete", "lstm2_discrete", {}),
+          ("conv1d_goal", "conv1d_goal", {}), ("q_values", "q_values", {}),
+          ("q_values_1obj", "q_values", {"objectives": 1}))
+# The q_values cases' goals besides a random one: each objective alone, and no weight at all
+# (every action scores 0: a tie, the first action wins).
+_ONE_HOT_GOALS = ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0))
+
+
+def write_vectors(out_dir: str | os.PathLike, n_cases: int = 4, seed: int = 0,
+                  mocc_policy: str | os.PathLike | None = None) -> list[str]:
     """Writes policy files + expected outputs that the C++ tests check against.
 
-    For each random kind: ``<kind>.safetensors`` and ``<kind>.json`` with
+    For each random kind (``_KINDS``): ``<kind>.safetensors`` and ``<kind>.json`` with
     ``cases`` of {obs [T][D], goal [G], net_out [..], output, rate_in, cwnd_in,
-    rate, cwnd}; then the feature-set vectors (monitor-interval stats -> features,
-    ``_write_feature_vectors``).
+    rate, cwnd}; a multi-objective ``q_values`` head's cases also carry ``q_weighted``
+    ([n] goal-weighted Q-values, the scores its argmax takes) and each observation is met with a
+    random preference, each one-hot preference and the zero vector (a tie: action 0); then the
+    feature-set vectors (monitor-interval stats -> features, ``_write_feature_vectors``).
+    Each kind draws from its own stream (``[seed, 1, k]``), so changing one kind leaves the other
+    files as they were.
+
+    Args:
+      out_dir: the folder (the repository's: ``tests/vectors``).
+      n_cases: observations per kind.
+      seed: the one seed everything is drawn from (committed: 0).
+      mocc_policy: a MOCC policy file (e.g. the shipped trained one) to use for
+        ``features_mocc_v1`` and ``mocc_preference_switch`` instead of a random one.
 
     Returns:
         the list of files written.
@@ -49,44 +81,78 @@ def write_vectors(out_dir: str | os.PathLike, n_cases: int = 4, seed: int = 0) -
     os.makedirs(out_dir, exist_ok=True)
     rng = np.random.default_rng(seed)
     written = []
-    for k_i, kind in enumerate(("mlp", "lstm", "lstm2_discrete", "conv1d_goal", "q_values")):
-        spec, tensors = make_random_policy(kind, seed * 100 + k_i + 1)
-        pol = os.path.join(out_dir, f"{kind}.safetensors")
+    for k_i, (stem, kind, kw) in enumerate(_KINDS):
+        spec, tensors = make_random_policy(kind, seed * 100 + k_i + 1, **kw)
+        k_rng = np.random.default_rng([seed, 1, k_i])
+        pol = os.path.join(out_dir, f"{stem}.safetensors")
         save(pol, spec, tensors)
         T, D, G = spec["features"]["history"], spec["features"]["obs_dim"], spec["goal_dim"]
+        m_obj = q_objectives(spec)
         jt = {k: jnp.asarray(v) for k, v in tensors.items()}
         # One compilation per kind (eager lax.scan would compile on every call).
         both = jax.jit(lambda t, o, g, spec=spec: (forward(spec, t, o, g), apply(spec, t, o, g)))
         cases = []
         for _ in range(n_cases):
-            obs = rng.normal(0.0, 1.0, size=(T, D)).astype(np.float32)
-            goal = rng.dirichlet(np.ones(G)).astype(np.float32) if G > 0 else None
-            net, out = both(jt, obs, goal)
-            rate_in = np.float32(rng.uniform(0.5, 50.0) * BYTES_PER_MBIT)
-            cwnd_in = np.float32(rng.uniform(4, 200) * MSS)
-            rate, cwnd = map_action(spec, out, rate_in, cwnd_in)
-            cases.append({
-                "obs": _f32_list(obs), "goal": _f32_list(goal) if goal is not None else [],
-                "net_out": _f32_list(net),
-                "output": int(out) if np.ndim(out) == 0 else _f32_list(out),
-                "rate_in": float(rate_in), "cwnd_in": float(cwnd_in),
-                "rate": float(rate), "cwnd": float(cwnd),
-            })
-        vec = os.path.join(out_dir, f"{kind}.json")
+            obs = k_rng.normal(0.0, 1.0, size=(T, D)).astype(np.float32)
+            goals = [k_rng.dirichlet(np.ones(G)).astype(np.float32) if G > 0 else None]
+            if m_obj > 1:
+                goals += [np.asarray(g, np.float32) for g in _ONE_HOT_GOALS] + [np.zeros(G, np.float32)]
+            for goal in goals:
+                net, out = both(jt, obs, goal)
+                rate_in = np.float32(k_rng.uniform(0.5, 50.0) * BYTES_PER_MBIT)
+                cwnd_in = np.float32(k_rng.uniform(4, 200) * MSS)
+                rate, cwnd = map_action(spec, out, rate_in, cwnd_in)
+                case = {
+                    "obs": _f32_list(obs), "goal": _f32_list(goal) if goal is not None else [],
+                    "net_out": _f32_list(net),
+                    "output": int(out) if np.ndim(out) == 0 else _f32_list(out),
+                    "rate_in": float(rate_in), "cwnd_in": float(cwnd_in),
+                    "rate": float(rate), "cwnd": float(cwnd),
+                }
+                if m_obj > 1:
+                    case["q_weighted"] = _f32_list(scalarised_q(net, goal, int(spec["head"]["n"]), m_obj))
+                cases.append(case)
+        if m_obj > 1:
+            _check_preference_matters(stem, cases, len(goals))
+        vec = os.path.join(out_dir, f"{stem}.json")
         with open(vec, "w") as f:
-            json.dump({"policy": f"{kind}.safetensors", "kind": kind, "cases": cases}, f, indent=1)
+            json.dump({"policy": f"{stem}.safetensors", "kind": kind, "cases": cases}, f, indent=1)
         written += [pol, vec]
-    written += _write_feature_vectors(out_dir, rng)
+    written += _write_feature_vectors(out_dir, rng, mocc_policy)
+    marker = os.path.join(out_dir, MOCC_POLICY_MARKER)
+    if mocc_policy is not None:
+        with open(marker, "w") as f:
+            f.write(os.fspath(mocc_policy) + "\n")
+        written.append(marker)
+    elif os.path.exists(marker):
+        os.remove(marker)
     written += _write_pareto_v2_vectors(out_dir, seed)
     with open(os.path.join(out_dir, "README.md"), "w") as f:
         f.write("Generated by `python -m jaxcc.parity_vectors --out tests/vectors`; do not edit.\n"
-                "Read by datapath/tests/vectors_test.cc (forward pass + action mapping: <kind>.json) and\n"
+                "With the trained MOCC policy: add `--mocc-policy=checkpoints/mocc/mocc.safetensors`\n"
+                "(features_mocc_v1 and mocc_preference_switch then run that file; the rest is unchanged).\n"
+                "Read by datapath/tests/vectors_test.cc (forward pass + action mapping: <kind>.json;\n"
+                "q_values is MOCC's multi-objective head: 7 actions x 3 objectives, action-major net_out,\n"
+                "output = first argmax of q_weighted[a] = sum_k goal[k] * net_out[a*3+k]; q_values_1obj\n"
+                "the single-objective head) and\n"
                 "datapath/tests/features_test.cc (per-packet events -> MI stats -> features -> policy:\n"
                 "features_<set>.json; for pareto_v2, eagle_v1, mocc_v1 and deepcc_v1 the sender's whole\n"
                 "decision loop: start, first decision on the empty history, rate and cwnd after every MI,\n"
                 "from the environments' own observe/apply_action; pareto_v2's policy is built as the\n"
-                "Pareto trainer exports its actor). C++ and Python must agree to 1e-5 relative.\n")
+                "Pareto trainer exports its actor). mocc_preference_switch.json is features_mocc_v1's loop\n"
+                "with the preference changed at run time: each MI record's `goal` is the preference its\n"
+                "decision uses (the top-level `goal` until `switch_mi`, then `switch_goal`).\n"
+                "C++ and Python must agree to 1e-5 relative.\n")
     return written
+
+
+def _check_preference_matters(stem: str, cases: list[dict], per_obs: int) -> None:
+    """The multi-objective cases must show that the preference picks the action: for some
+    observation the one-hot preferences choose different actions (else the head is not tested)."""
+    for i in range(0, len(cases), per_obs):
+        if len({c["output"] for c in cases[i + 1:i + 4]}) > 1:
+            return
+    raise RuntimeError(f"{stem}: no observation where the preference changes the action; pick another seed")
 
 
 def _random_mi_events(rng: np.random.Generator, n_mi: int, no_ack: tuple[int, ...] = (3,)) -> list[dict]:
@@ -115,7 +181,7 @@ def _random_mi_events(rng: np.random.Generator, n_mi: int, no_ack: tuple[int, ..
     return mis
 
 
-def _write_feature_vectors(out_dir: str, rng: np.random.Generator) -> list[str]:
+def _write_feature_vectors(out_dir: str, rng: np.random.Generator, mocc_policy=None) -> list[str]:
     """Feature-parity vectors: per-packet events -> MI statistics -> features -> policy output.
 
     For each feature set implemented in both jaxcc/envs and the datapath, writes
@@ -175,7 +241,7 @@ def _write_feature_vectors(out_dir: str, rng: np.random.Generator) -> list[str]:
         with open(path, "w") as fh:
             json.dump({"policy": os.path.basename(pol), "features": name, "mis": out_mis}, fh, indent=1)
         written += [pol, path]
-    return written + _write_paper_vectors(out_dir, rng)
+    return written + _write_paper_vectors(out_dir, rng, mocc_policy)
 
 
 def _write_pareto_v2_vectors(out_dir: str, seed: int) -> list[str]:
@@ -292,7 +358,7 @@ def nearest_rank_p95(rtts) -> float:
     return v[min(max(int(math.ceil(95.0 / 100.0 * len(v))), 1), len(v)) - 1]
 
 
-def _write_paper_vectors(out_dir: str, rng: np.random.Generator) -> list[str]:
+def _write_paper_vectors(out_dir: str, rng: np.random.Generator, mocc_policy=None) -> list[str]:
     """Vectors for ``_PAPER_SETS``: the whole decision loop of the sender, with the environment's
     own code on the Python side.  A sender-side start (the env's reset rate/cwnd), a first
     decision on the empty history (``env.apply_action``, as the env acts at reset), then per MI:
@@ -305,16 +371,22 @@ def _write_paper_vectors(out_dir: str, rng: np.random.Generator) -> list[str]:
     the nearest-rank p95 of the packets' RTTs (``delay_p95`` of the spec; the env's per-tick
     ``rtt_max`` is that statistic for its <= 20 samples per MI).  Of a few random policies the
     first whose decisions cover the set's branches is kept (Eagle: an increase and a decrease
-    while delayed, so both counters move).
+    while delayed, so both counters move).  ``mocc_policy`` (a file) replaces MOCC's random policy.
+
+    MOCC also gets ``mocc_preference_switch.json``: the same loop, policy and events with the
+    preference changed at run time before the decision after MI ``switch_mi`` (to the one-hot
+    preference that changes the most decisions), each MI record's ``goal`` the preference its
+    decision used — what the C++ sender's runtime preference change must reproduce.
     """
     written = []
     for name, env_name in _PAPER_SETS:
         seeds = [int(rng.integers(1 << 30)) for _ in range(8)]
         goal_seed, event_seed = int(rng.integers(1 << 30)), int(rng.integers(1 << 30))
         vec = None
+        given = load(mocc_policy) if (name == "mocc_v1" and mocc_policy) else None
         for seed in seeds:
-            spec, tensors, vec = _paper_vector(name, env_name, seed, goal_seed, event_seed)
-            if _covers_branches(name, vec):
+            spec, tensors, vec = _paper_vector(name, env_name, seed, goal_seed, event_seed, policy=given)
+            if given is not None or _covers_branches(name, vec):
                 break
         pol = os.path.join(out_dir, f"features_{name}.safetensors")
         save(pol, spec, tensors)
@@ -322,7 +394,32 @@ def _write_paper_vectors(out_dir: str, rng: np.random.Generator) -> list[str]:
         with open(path, "w") as fh:
             json.dump(dict(policy=os.path.basename(pol), features=name, **vec), fh, indent=1)
         written += [pol, path]
+        if name == "mocc_v1":
+            written.append(_write_mocc_switch(out_dir, env_name, seed, goal_seed, event_seed, (spec, tensors), vec,
+                                              os.path.basename(pol)))
     return written
+
+
+MOCC_SWITCH_MI = 8  # mocc_preference_switch: the decision after this MI is the first with the new preference
+
+
+def _write_mocc_switch(out_dir, env_name, seed, goal_seed, event_seed, policy, base_vec, pol_name) -> str:
+    """``mocc_preference_switch.json`` (see ``_write_paper_vectors``)."""
+    best = None
+    for g in _ONE_HOT_GOALS:
+        _, _, vec = _paper_vector("mocc_v1", env_name, seed, goal_seed, event_seed, policy=policy,
+                                  switch=(MOCC_SWITCH_MI, np.asarray(g, np.float32)))
+        changed = sum(a["output"] != b["output"] for a, b in zip(vec["mis"], base_vec["mis"]))
+        if best is None or changed > best[0]:
+            best = (changed, g, vec)
+    changed, g, vec = best
+    if changed == 0:
+        raise RuntimeError("mocc_preference_switch: no one-hot preference changes a decision; pick another seed")
+    path = os.path.join(out_dir, "mocc_preference_switch.json")
+    with open(path, "w") as fh:
+        json.dump(dict(policy=pol_name, features="mocc_v1", switch_mi=MOCC_SWITCH_MI, switch_goal=list(g),
+                       decisions_changed=changed, **vec), fh, indent=1)
+    return path
 
 
 def _covers_branches(name: str, vec: dict) -> bool:
@@ -332,9 +429,11 @@ def _covers_branches(name: str, vec: dict) -> bool:
     return any(a in (0, 1) for a in delayed) and any(a in (3, 4) for a in delayed)
 
 
-def _paper_vector(name: str, env_name: str, seed: int, goal_seed: int, event_seed: int):
+def _paper_vector(name: str, env_name: str, seed: int, goal_seed: int, event_seed: int, policy=None,
+                  switch=None):
     """(spec, tensors, vector dict) of one random policy fitting ``name`` on ``env_name``'s set
-    (``policyfile.make_feature_policy``)."""
+    (``policyfile.make_feature_policy``), or of ``policy`` (spec, tensors) when given.  ``switch``
+    ``(i, goal)``: the decisions after MI i onward use ``goal`` (each MI record then has its ``goal``)."""
     import types
 
     import jax
@@ -344,10 +443,15 @@ def _paper_vector(name: str, env_name: str, seed: int, goal_seed: int, event_see
     from jaxcc.envs import mi as mi_lib
     from jaxcc.envs.registry import make_env
 
-    spec, tensors = make_feature_policy(name, seed)
+    spec, tensors = make_feature_policy(name, seed) if policy is None else policy
     mi_rtts = float(spec["mi_rtts"])
     T, D = int(spec["features"]["history"]), int(spec["features"]["obs_dim"])
-    env, p = make_env(env_name, num_flows=1)
+    if name == "mocc_v1":  # the environment with the file's numbers (a trained file states its own)
+        from jaxcc.senders import mocc_v1
+
+        env, p = mocc_v1.env_and_params(spec)
+    else:
+        env, p = make_env(env_name, num_flows=1)
     G = int(spec["goal_dim"])
     g_rng = np.random.default_rng(goal_seed)
     goal = g_rng.dirichlet(np.ones(G)).astype(np.float32) if G > 0 else None
@@ -396,11 +500,16 @@ def _paper_vector(name: str, env_name: str, seed: int, goal_seed: int, event_see
         rate, cwnd, paper = act(out, rate, cwnd, run, paper)
         start.update(rate=rate, cwnd=cwnd)
         out_mis = []
-        for ev in events:
+        goal0 = goal
+        for i, ev in enumerate(events):
+            if switch is not None and i == switch[0]:
+                goal = switch[1]
             m = _event_mi(add_sample, ev)
             run = mi_lib.running_update(run, m)
             rec = dict(ev, rtt_mean=float(mi_lib.rtt_mean(m)[0]), rtt_slope=float(mi_lib.rtt_slope(m)[0]),
                        loss_rate=float(mi_lib.loss_rate(m)[0]))
+            if switch is not None:
+                rec["goal"] = _f32_list(goal)
             if name == "deepcc_v1" and ev["samples"]:
                 rec["rtt_p95"] = nearest_rank_p95(r for _, r, _ in ev["samples"])
                 m = m.replace(rtt_max=jnp.array([rec["rtt_p95"]], f64))
@@ -414,7 +523,7 @@ def _paper_vector(name: str, env_name: str, seed: int, goal_seed: int, event_see
             rate, cwnd, paper = act(out, rate, cwnd, run, paper)
             rec.update(rate=rate, cwnd=cwnd)
             out_mis.append(rec)
-    vec = {"goal": _f32_list(goal) if goal is not None else [], "rtt_guess": rtt_guess, "start": start,
+    vec = {"goal": _f32_list(goal0) if goal0 is not None else [], "rtt_guess": rtt_guess, "start": start,
            "mis": out_mis}
     return spec, tensors, vec
 
@@ -456,8 +565,17 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m jaxcc.parity_vectors", description=__doc__.split("\n")[0])
     p.add_argument("--out", metavar="DIR", required=True, help="write the vectors into DIR (the repository's: tests/vectors)")
     p.add_argument("--seed", type=int, default=0, help="the one seed everything is drawn from (committed: 0)")
+    p.add_argument("--mocc-policy", metavar="FILE", default=None,
+                   help="a MOCC policy file (the trained one: checkpoints/mocc/mocc.safetensors) for features_mocc_v1 "
+                        "and mocc_preference_switch instead of a random policy")
     a = p.parse_args(argv)
-    for path in write_vectors(a.out, seed=a.seed):
+    if a.mocc_policy is not None:
+        if not os.path.isfile(a.mocc_policy):
+            p.error(f"--mocc-policy: {a.mocc_policy!r} does not exist")
+        spec, _ = load(a.mocc_policy)
+        if spec["features"]["name"] != "mocc_v1":
+            p.error(f"--mocc-policy: {a.mocc_policy!r} is a {spec['features']['name']} policy, expected mocc_v1")
+    for path in write_vectors(a.out, seed=a.seed, mocc_policy=a.mocc_policy):
         print(path)
     return 0
 

@@ -45,7 +45,13 @@ Heads take the final layer's output vector ``z`` (the last layer should be a
 * ``continuous`` (``low``, ``high``): ``low + (tanh(z) + 1) / 2 * (high - low)``.
 * ``gaussian_mean`` (``low``, ``high``): ``clip(z, low, high)`` (the mean of the
   Gaussian used in training; deployment is deterministic).
-* ``discrete`` (``n``) and ``q_values`` (``n``): ``argmax(z)`` (first maximum).
+* ``discrete`` (``n``): ``argmax(z)`` (first maximum).
+* ``q_values`` (``n``, optional ``objectives`` M, an integer >= 1, default 1): with M = 1
+  ``argmax(z)`` (first maximum), ``z`` has ``n`` values.  With M > 1 (a multi-objective Q
+  network, MOCC's envelope Q-learning, Algorithm 2) the network outputs ``n * M`` values,
+  action-major (``z[a*M + k]`` = Q_k(s, a, ω), objective k of action a), the spec's ``goal_dim``
+  must be M (the goal is the preference ω), and the action is
+  ``argmax_a sum_k goal[k] * z[a*M + k]`` (first maximum; the scalarised Q-value ω·Q(s, a, ω)).
 
 Actions (``map_action``); rates are bytes/s, windows bytes; ``a`` is the first
 element of a continuous head's output, ``i`` a discrete head's index:
@@ -242,8 +248,23 @@ def expected_tensor_shapes(spec: Mapping[str, Any]) -> dict[str, tuple[int, ...]
             raise _err(f"head.low ({lo}) must be < head.high ({hi})")
     else:
         n = _pos_int(_req(head, "n", f"head ({htype})"), "head.n")
-        if n != out_dim:
+        n_obj = 1
+        if htype == "q_values" and "objectives" in head:
+            n_obj = head["objectives"]
+            if isinstance(n_obj, bool) or not isinstance(n_obj, (int, np.integer)) or int(n_obj) < 1:
+                raise _err(f"head.objectives must be an integer >= 1 (objectives per action), got {n_obj!r}")
+            n_obj = int(n_obj)
+        if htype == "discrete" and "objectives" in head:
+            raise _err("head.objectives is only allowed on a q_values head, got a discrete head")
+        if n * n_obj != out_dim:
+            if n_obj > 1:
+                raise _err(f"head (q_values) has n={n} and objectives={n_obj}: the final layer must output "
+                           f"n*objectives={n * n_obj} values, got {out_dim}")
             raise _err(f"head ({htype}) has n={n} but the network outputs {out_dim} values")
+        if n_obj > 1 and G != n_obj:
+            raise _err(f"head.objectives is {n_obj} but spec.goal_dim is {G}: the goal (preference) must "
+                       f"have one weight per objective")
+        out_dim = n  # the head's output: one index among n actions
 
     action = _req(spec, "action", "spec")
     atype = action.get("type") if isinstance(action, Mapping) else None
@@ -473,7 +494,8 @@ def apply(spec: Mapping[str, Any], tensors: Mapping[str, Any], obs_window, goal=
 
     Returns:
         continuous/gaussian_mean heads: float32 array [A] in [low, high];
-        discrete/q_values heads: int32 scalar index (argmax).
+        discrete/q_values heads: int32 scalar index (argmax; for a q_values head with
+        ``objectives`` M > 1 the argmax of the goal-weighted Q-values, see the module docstring).
     """
     import jax.numpy as jnp
 
@@ -485,7 +507,27 @@ def apply(spec: Mapping[str, Any], tensors: Mapping[str, Any], obs_window, goal=
         return lo + (jnp.tanh(z) + 1.0) * (0.5 * (hi - lo))
     if h == "gaussian_mean":
         return jnp.clip(z, float(head["low"]), float(head["high"]))
+    m = q_objectives(spec)
+    if m > 1:
+        return jnp.argmax(scalarised_q(z, goal, int(head["n"]), m)).astype(jnp.int32)
     return jnp.argmax(z).astype(jnp.int32)
+
+
+def q_objectives(spec: Mapping[str, Any]) -> int:
+    """Objectives per action of a ``q_values`` head (``head.objectives``, default 1; 1 for any other head)."""
+    head = spec["head"]
+    return int(head.get("objectives", 1)) if head["type"] == "q_values" else 1
+
+
+def scalarised_q(z, goal, n: int, m: int):
+    """The ``[n]`` goal-weighted Q-values ``sum_k goal[k] * z[a*m + k]`` of a multi-objective
+    ``q_values`` output ``z`` ``[n*m]`` (action-major); jnp, jittable."""
+    import jax.numpy as jnp
+
+    if goal is None:
+        raise ValueError("this policy needs a goal vector (a q_values head with objectives > 1)")
+    q = jnp.reshape(z, (n, m))
+    return q @ jnp.asarray(goal, jnp.float32).reshape((m,))
 
 
 def map_action(spec: Mapping[str, Any], raw_output, current_rate, current_cwnd):
@@ -541,8 +583,8 @@ def _glorot(rng: np.random.Generator, shape, fan_in: int, fan_out: int, gain: fl
 
 def make_random_policy(kind: str, key, *, history: int | None = None, obs_dim: int | None = None,
                        goal_dim: int | None = None, hidden: int | None = None,
-                       features: str | None = None,
-                       n_actions: int | None = None) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+                       features: str | None = None, n_actions: int | None = None,
+                       objectives: int | None = None) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """Builds a valid random policy (spec, tensors) shaped like a paper's network.
 
     Args:
@@ -550,13 +592,17 @@ def make_random_policy(kind: str, key, *, history: int | None = None, obs_dim: i
           ``lstm`` (Pareto: LSTM 64 over a 10x5 window, dense, continuous head
           [-0.7, 2]), ``lstm2_discrete`` (Eagle: two LSTM(64), 5-way discrete),
           ``conv1d_goal`` (DeepCC: conv1d + concat_goal + dense, absolute rate),
-          ``q_values`` (MOCC: preference goal, Q-values over a cwnd table).
+          ``q_values`` (MOCC, the shape of its exported policy: history 1 × 4 features and a
+          3-weight preference -> 64 -> 64 ReLU -> 7 actions × 3 objectives, ``q_values`` head with
+          ``objectives`` 3, ``cwnd_table`` with ``jaxcc.envs.mocc.CWND_DELTAS_PKTS`` × 1500 bytes).
         key: a ``jax.random`` key or an int seed.
         history, obs_dim, goal_dim, hidden: override the kind's defaults.
         features: feature-set name to record in the spec.
-        n_actions: outputs of a discrete kind (default 5); the action table is then spread
-          evenly (``lstm2_discrete``: multipliers 0.5..2 geometrically, ``q_values``: deltas
-          -2..+2 packets) unless n is 5, which keeps the tables below.
+        n_actions: outputs of a discrete kind (default 5; ``q_values``: 7); the action table is
+          then spread evenly (``lstm2_discrete``: multipliers 0.5..2 geometrically, ``q_values``:
+          deltas -2..+2 packets) unless n is the default, which keeps the tables below.
+        objectives: ``q_values`` only: objectives per action (default 3, MOCC's throughput, delay,
+          loss; 1: a single-objective Q network, argmax of n values); goal_dim defaults to it.
 
     Returns:
         (spec, tensors); tensors are float32 numpy arrays.
@@ -573,7 +619,7 @@ def make_random_policy(kind: str, key, *, history: int | None = None, obs_dim: i
         "lstm": dict(history=10, obs_dim=5, goal_dim=0, hidden=64, features="pareto_v1", algorithm="pareto"),
         "lstm2_discrete": dict(history=10, obs_dim=5, goal_dim=0, hidden=64, features="eagle_v1", algorithm="eagle"),
         "conv1d_goal": dict(history=10, obs_dim=5, goal_dim=2, hidden=64, features="deepcc_v1", algorithm="deepcc"),
-        "q_values": dict(history=10, obs_dim=5, goal_dim=3, hidden=64, features="mocc_v1", algorithm="mocc"),
+        "q_values": dict(history=1, obs_dim=4, goal_dim=3, hidden=64, features="mocc_v1", algorithm="mocc"),
     }
     if kind not in defaults:
         raise ValueError(f"unknown random policy kind {kind!r} (known: {', '.join(defaults)})")
@@ -582,8 +628,16 @@ def make_random_policy(kind: str, key, *, history: int | None = None, obs_dim: i
                  ("features", features)):
         if v is not None:
             d[k] = v
+    if kind != "q_values" and objectives is not None:
+        raise ValueError(f"objectives applies to the q_values kind only, got kind {kind!r}")
+    n_obj = 1
+    if kind == "q_values":
+        n_obj = 3 if objectives is None else _pos_int(objectives, "objectives")
+        if goal_dim is None and n_obj > 1:
+            d["goal_dim"] = n_obj
     T, D, G, H = d["history"], d["obs_dim"], d["goal_dim"], d["hidden"]
-    n_act = 5 if n_actions is None else _pos_int(n_actions, "n_actions")
+    default_n = _mocc_deltas_pkts() if kind == "q_values" else None
+    n_act = (len(default_n) if default_n else 5) if n_actions is None else _pos_int(n_actions, "n_actions")
     if n_act < 2 and kind in ("lstm2_discrete", "q_values"):
         raise ValueError(f"{kind} needs n_actions >= 2, got {n_act}")
     tensors: dict[str, np.ndarray] = {}
@@ -633,9 +687,9 @@ def make_random_policy(kind: str, key, *, history: int | None = None, obs_dim: i
         if G <= 0:
             raise ValueError("q_values needs goal_dim > 0")
         layers = [{"type": "flatten"}, {"type": "concat_goal"}, dense("fc1", T * D + G, H, "relu"),
-                  dense("fc2", H, H, "relu"), dense("q", H, n_act, "linear")]
-        head = {"type": "q_values", "n": n_act}
-        deltas = ([-3000.0, -1500.0, 0.0, 1500.0, 3000.0] if n_act == 5
+                  dense("fc2", H, H, "relu"), dense("q", H, n_act * n_obj, "linear")]
+        head = {"type": "q_values", "n": n_act, **({"objectives": n_obj} if n_obj > 1 else {})}
+        deltas = ([float(x) * MSS for x in default_n] if n_act == len(default_n)
                   else np.linspace(-3000.0, 3000.0, n_act).tolist())
         action = {"type": "cwnd_table", "deltas": deltas}
     action.setdefault("min_mbps", DEFAULT_MIN_MBPS)
@@ -647,6 +701,13 @@ def make_random_policy(kind: str, key, *, history: int | None = None, obs_dim: i
     }
     validate(spec, tensors)
     return spec, tensors
+
+
+def _mocc_deltas_pkts() -> tuple[float, ...]:
+    """MOCC's action table (``jaxcc.envs.mocc.CWND_DELTAS_PKTS``, packets)."""
+    from jaxcc.envs import mocc
+
+    return tuple(float(x) for x in mocc.CWND_DELTAS_PKTS)
 
 
 # Feature set -> (its environment, the random network kind shaped like its paper's).
@@ -688,8 +749,9 @@ def make_feature_policy(name: str, key) -> tuple[dict[str, Any], dict[str, np.nd
     T, D = int(feats_spec["history"]), int(feats_spec["obs_dim"])
     env, _ = make_env(env_name, num_flows=1, **env_config)
     G = int(env.config.goal_dim)
+    n_obj = len(feats_spec["objectives"]) if kind == "q_values" else None  # MOCC: one Q per objective
     spec, tensors = make_random_policy(kind, key, history=T, obs_dim=D, goal_dim=G, features=name,
-                                       n_actions=int(env.action_spec().get("n", 5)))
+                                       n_actions=int(env.action_spec().get("n", 5)), objectives=n_obj)
     bounds = {"min_mbps": DEFAULT_MIN_MBPS, "max_mbps": DEFAULT_MAX_MBPS}
     if name == "eagle_v1":
         spec["action"] = dict(type="rate_table", multipliers=list(feats_spec["multipliers"]), **bounds)

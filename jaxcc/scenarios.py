@@ -8,7 +8,9 @@ The spec (every command accepts it as ``--scenario-file``)::
               | "trace": path,                     # a Mahimahi trace (loops like mm-link)
               "buffer_bytes": int, "loss": float},
      "flows": [{"rtt_ms": float, "start_s": float, "stop_s": float, "controller": str,
-                "init_rate_mbps": float}]}             # optional, learned senders only (below)
+                "init_rate_mbps": float,                # optional, learned senders only (below)
+                "preference": [w_thr, w_delay, w_loss],  # optional, MOCC policies only (below)
+                "preference_changes": [{"at_s": float, "preference": [w_thr, w_delay, w_loss]}, ...]}]}
 
 Extensions: ``"random_steps": {"low_mbps", "high_mbps", "every_s"}`` (a new uniform rate every
 ``every_s``; Aurora Fig. 7), ``"poisson": {"mean_mbps", "slot_ms"}`` (Wi-Fi-like, DeepCC §VI-A),
@@ -27,6 +29,17 @@ during that tick.  The classic baselines and the reference senders (``bbr``, ``c
 ``reno``, ``copa``, ``fixed:MBPS``, ``oracle``) refuse it: they start from their own initial
 window or rate, which a start rate does not translate into without changing the algorithm.
 The emulation refuses it too (not emulated yet; the C++ sender's ``--init-mbps`` would carry it).
+
+``flows[i].preference`` (optional): the preference ω = (throughput, delay, loss) weights of a
+preference-conditioned policy (``policy:FILE`` of a MOCC policy: goal_dim 3, a ``q_values`` head
+with ``objectives`` 3), 3 numbers >= 0 summing to 1 (within ``PREFERENCE_SUM_TOL``); without it
+the policy runs at 1/3 each.  ``flows[i].preference_changes`` (optional, at most
+``MAX_PREFERENCE_CHANGES``): the preference switches to each entry's at ``at_s`` (seconds since the
+scenario began, after the flow's ``start_s``, before ``duration_s``, increasing) — the next
+decision uses it, without a restart.  ``jaxcc.evaluate`` (the simulator) and ``jaxcc.emulate``
+(the C++ sender's ``--preference``) honour both.  The parser cannot tell what a policy file
+takes: a flow whose controller takes no preference is refused where the controller is resolved
+(``jaxcc.senders.preference_refusal``; ``jaxcc.sim.runner``), naming the field.
 
 Realism (optional ``link`` fields, all off by default; the model is in ``jaxcc.sim.realism``;
 random draws come from the evaluation seed; the emulation refuses them, "not emulated yet"):
@@ -82,6 +95,7 @@ import numpy as np
 
 from jaxcc.controllers import parse_controller
 from jaxcc.sim import links
+from jaxcc.sim.controller import MAX_PREFERENCE_CHANGES
 from jaxcc.sim.trace import find_trace
 
 KB = 1000  # the papers' buffer sizes (375 KB, 440 KB) are decimal kilobytes
@@ -92,6 +106,7 @@ CROSS_MBPS_MAX = 100_000.0
 REALISM_FIELDS = ("jitter_ms", "ack_agg_ms", "rtt_noise_ms", "cross_traffic")
 # flows[i].init_rate_mbps: the environments' rate clip (jaxcc.envs.base.MIN_RATE, MAX_RATE) in Mbit/s
 INIT_RATE_MBPS_MIN, INIT_RATE_MBPS_MAX = 0.01, 100_000.0
+PREFERENCE_SUM_TOL = 1e-3  # flows[i].preference: the weights sum to 1 within this
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,6 +116,8 @@ class FlowSpec:
     stop_s: float
     controller: str
     init_rate_mbps: float | None = None  # a learned sender's start rate (module docstring); None: its own
+    preference: tuple[float, float, float] | None = None  # (throughput, delay, loss) weights; None: the policy's default
+    preference_changes: tuple[tuple[float, tuple[float, float, float]], ...] = ()  # ((at_s, weights), ...)
 
 
 def init_rate_refusal(controller: str, where: str) -> str | None:
@@ -196,6 +213,12 @@ class Scenario:
                     out.append(why)
         return out
 
+    def preference_flows(self) -> list[tuple[int, str]]:
+        """(flow index, field) of each flow with a ``preference`` or ``preference_changes``; only a
+        preference-conditioned policy takes them (``jaxcc.senders.preference_refusal``)."""
+        return [(i, "preference" if f.preference is not None else "preference_changes")
+                for i, f in enumerate(self.flows) if f.preference is not None or f.preference_changes]
+
     def to_dict(self) -> dict:
         link = {k: v for k, v in dataclasses.asdict(self.link).items() if v is not None}
         if link.get("trace_bin_ms") == 10.0:
@@ -210,9 +233,20 @@ class Scenario:
             "name": self.name,
             "duration_s": self.duration_s,
             "link": link,
-            "flows": [{k: v for k, v in dataclasses.asdict(f).items() if not (k == "init_rate_mbps" and v is None)}
-                      for f in self.flows],
+            "flows": [_flow_dict(f) for f in self.flows],
         }
+
+
+def _flow_dict(f: FlowSpec) -> dict:
+    """A flow as its spec JSON (optional fields only when set)."""
+    d = {"rtt_ms": f.rtt_ms, "start_s": f.start_s, "stop_s": f.stop_s, "controller": f.controller}
+    if f.init_rate_mbps is not None:
+        d["init_rate_mbps"] = f.init_rate_mbps
+    if f.preference is not None:
+        d["preference"] = list(f.preference)
+    if f.preference_changes:
+        d["preference_changes"] = [{"at_s": t, "preference": list(w)} for t, w in f.preference_changes]
+    return d
 
 
 # ----------------------------------------------------------------------------- validation
@@ -272,6 +306,41 @@ def _parse_realism(link: dict, where: str) -> dict[str, Any]:
             raise ValueError(f"{w}[0].t_s: the cross traffic must start at 0, got {pairs[0][0]}")
         kw["cross_traffic"] = tuple(pairs)
     return kw
+
+
+def _preference(v: Any, where: str) -> tuple[float, float, float]:
+    """A preference ``[w_thr, w_delay, w_loss]`` (each >= 0, sum 1 within ``PREFERENCE_SUM_TOL``)."""
+    ok = (isinstance(v, (list, tuple)) and len(v) == 3
+          and all(not isinstance(x, bool) and isinstance(x, (int, float)) and math.isfinite(x) and x >= 0 for x in v)
+          and abs(sum(v) - 1.0) <= PREFERENCE_SUM_TOL)
+    if not ok:
+        raise ValueError(f"{where}: must be 3 numbers >= 0 summing to 1 (throughput, delay, loss), got {v!r}")
+    return tuple(float(x) for x in v)
+
+
+def _preference_changes(v: Any, where: str, start_s: float, duration: float):
+    """``[{"at_s", "preference"}, ...]``: at most ``MAX_PREFERENCE_CHANGES``, start_s < at_s < duration_s, increasing."""
+    if not isinstance(v, list) or not v:
+        raise ValueError(f"{where}: expected a non-empty list of {{\"at_s\": seconds, \"preference\": [w_thr, w_delay, "
+                         f"w_loss]}}, got {v!r}")
+    if len(v) > MAX_PREFERENCE_CHANGES:
+        raise ValueError(f"{where}: at most {MAX_PREFERENCE_CHANGES} changes, got {len(v)}")
+    out: list[tuple[float, tuple[float, float, float]]] = []
+    for k, ch in enumerate(v):
+        w = f"{where}[{k}]"
+        if not isinstance(ch, dict):
+            raise ValueError(f"{w}: expected {{\"at_s\": seconds, \"preference\": [w_thr, w_delay, w_loss]}}, got {ch!r}")
+        _check_keys(ch, {"at_s", "preference"}, w)
+        t = _number(ch, "at_s", w)
+        if not start_s < t < duration:
+            raise ValueError(f"{w}.at_s: must be after the flow's start_s ({start_s:g}) and before duration_s "
+                             f"({duration:g}), got {ch['at_s']!r}")
+        if out and t <= out[-1][0]:
+            raise ValueError(f"{w}.at_s: times must increase ({t:g} after {out[-1][0]:g})")
+        if "preference" not in ch:
+            raise ValueError(f"{w}.preference: missing (required)")
+        out.append((t, _preference(ch["preference"], f"{w}.preference")))
+    return tuple(out)
 
 
 def parse_scenario(spec: dict, *, source: str = "scenario", base_dir: str | None = None,
@@ -357,7 +426,8 @@ def parse_scenario(spec: dict, *, source: str = "scenario", base_dir: str | None
         w = f"{source}.flows[{i}]"
         if not isinstance(fl, dict):
             raise ValueError(f"{w}: expected an object")
-        _check_keys(fl, {"rtt_ms", "start_s", "stop_s", "controller", "init_rate_mbps"}, w)
+        _check_keys(fl, {"rtt_ms", "start_s", "stop_s", "controller", "init_rate_mbps", "preference",
+                         "preference_changes"}, w)
         rtt = _number(fl, "rtt_ms", w, positive=True)
         start = _number(fl, "start_s", w, nonneg=True, default=0.0)
         stop = _number(fl, "stop_s", w, positive=True, default=duration)
@@ -377,7 +447,10 @@ def parse_scenario(spec: dict, *, source: str = "scenario", base_dir: str | None
             if not INIT_RATE_MBPS_MIN <= init_rate <= INIT_RATE_MBPS_MAX:
                 raise ValueError(f"{w}.init_rate_mbps: must be in [{INIT_RATE_MBPS_MIN:g}, {INIT_RATE_MBPS_MAX:g}] "
                                  f"Mbit/s, got {fl['init_rate_mbps']!r}")
-        parsed.append(FlowSpec(rtt, start, min(stop, duration), ctrl, init_rate))
+        pref = _preference(fl["preference"], f"{w}.preference") if "preference" in fl else None
+        changes = (_preference_changes(fl["preference_changes"], f"{w}.preference_changes", start, duration)
+                   if "preference_changes" in fl else ())
+        parsed.append(FlowSpec(rtt, start, min(stop, duration), ctrl, init_rate, pref, changes))
     rtts = [f.rtt_ms for f in parsed]
     if max(rtts) > 8 * min(rtts):
         raise ValueError(f"{source}.flows: RTTs on one link may differ by at most 8x "

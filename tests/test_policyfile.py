@@ -261,7 +261,10 @@ def test_vectors_command_and_committed_vectors_are_current(tmp_path):
 
     from jaxcc import parity_vectors
 
-    assert parity_vectors.main(["--out", str(tmp_path)]) == 0
+    repo = pathlib.Path(__file__).parent.parent
+    marker = repo / "tests" / "vectors" / parity_vectors.MOCC_POLICY_MARKER  # written with --mocc-policy
+    extra = [f"--mocc-policy={repo / marker.read_text().strip()}"] if marker.exists() else []
+    assert parity_vectors.main(["--out", str(tmp_path)] + extra) == 0
     d = json.loads((tmp_path / "lstm.json").read_text())
     spec, t = pf.load(tmp_path / d["policy"])
     c = d["cases"][0]
@@ -282,10 +285,14 @@ def test_random_command_writes_kinds_and_feature_sets(tmp_path, capsys):
     feature set as its environment exports it (``make_feature_policy``); anything else is refused."""
     out = str(tmp_path / "p.safetensors")
     assert pf.main(["--random", "q_values", "--out", out]) == 0
-    assert pf.load(out)[0]["features"] == {"name": "mocc_v1", "history": 10, "obs_dim": 5}
+    spec = pf.load(out)[0]  # MOCC's exported shape
+    assert spec["features"] == {"name": "mocc_v1", "history": 1, "obs_dim": 4}
+    assert spec["goal_dim"] == 3 and spec["head"] == {"type": "q_values", "n": 7, "objectives": 3}
+    assert spec["action"]["deltas"] == [-750.0, -75000.0, -15000.0, 0.0, 15000.0, 3000.0, 75000.0]
     assert pf.main(["--random", "mocc_v1", "--out", out]) == 0
     spec = pf.load(out)[0]
-    assert spec["features"]["obs_dim"] == 4 and spec["goal_dim"] == 3 and spec["head"]["n"] == 7
+    assert spec["features"]["obs_dim"] == 4 and spec["goal_dim"] == 3
+    assert spec["head"] == {"type": "q_values", "n": 7, "objectives": len(spec["features"]["objectives"])}
     assert spec["action"]["deltas"] == [d * 1500 for d in spec["features"]["cwnd_deltas_pkts"]]
     capsys.readouterr()
     assert pf.main(["--random", "nope", "--out", out]) == 2

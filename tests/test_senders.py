@@ -23,6 +23,7 @@ import pytest
 from jaxcc import parity_vectors, policyfile, senders
 from jaxcc.envs import mi as mi_lib
 from jaxcc.senders import common, eagle_v1
+from jaxcc.sim.controller import CPARAM_DIM
 
 VECTORS = pathlib.Path(__file__).parent / "vectors"
 SETS = ("aurora_v1", "pareto_v1", "pareto_v2", "eagle_v1", "mocc_v1", "deepcc_v1")
@@ -130,7 +131,7 @@ def test_goal_conditioned_sets_refuse_a_policy_that_does_not_fit(name, field):
 def test_resolve_names_every_simulator_controller(tmp_path):
     for name in ("bbr", "cubic", "copa", "oracle"):
         ctrl, cp = senders.resolve(name)
-        assert ctrl.name == name and cp.shape == (4,) and not cp.any()
+        assert ctrl.name == name and cp.shape == (CPARAM_DIM,) and not cp.any()
     ctrl, cp = senders.resolve("fixed:12.5")
     assert ctrl.name == "fixed" and cp[0] == np.float32(12.5)
     with pytest.raises(ValueError, match="only in emulation"):

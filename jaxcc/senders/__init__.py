@@ -16,6 +16,10 @@ a policy meets in a scenario the features, network and action rules it was train
     mocc_v1    MOCC (preference-conditioned): cwnd deltas, init-cwnd, paced window
     deepcc_v1  DeepCC (goal-conditioned): an absolute rate in [0, bound]
 
+A scenario flow's ``preference`` / ``preference_changes`` reach a preference-conditioned policy
+(``mocc_v1``) through its cparam (``jaxcc.sim.controller.PREFERENCE``); ``preference_refusals``
+names the flows whose controller takes none.
+
 The per-tick plumbing they share (MI accumulation, the feature window, the first decision) is
 ``jaxcc.senders.common``; the parity vectors (``tests/vectors/features_<set>.json``) hold each
 module to the environments and to the C++ datapath (``tests/test_senders.py``).
@@ -58,6 +62,27 @@ def policy_controller(path: str) -> tuple[Controller, np.ndarray]:
     return ctrl, np.zeros((CPARAM_DIM,), np.float32)
 
 
+def preference_refusals(scenario) -> list[str]:
+    """One message per flow of ``scenario`` (``jaxcc.scenarios.Scenario``) with a ``preference``
+    or ``preference_changes`` whose controller takes none (empty: runnable).  Only a
+    preference-conditioned policy does (``policy:FILE`` whose sender has a preference:
+    ``mocc_v1``, goal_dim 3).  Each message names ``<scenario>.flows[i].<field>``.
+
+    Raises:
+      ValueError: a ``policy:FILE`` that cannot be loaded.
+    """
+    out, takes = [], {}
+    for i, field in scenario.preference_flows():
+        name = scenario.flows[i].controller
+        if name not in takes:
+            spec = parse_controller(name)
+            takes[name] = spec.kind == "policy" and resolve(name)[0].takes_preference
+        if not takes[name]:
+            out.append(f"{scenario.name}.flows[{i}].{field}: only a preference-conditioned policy (policy:FILE of a "
+                       f"MOCC policy, goal_dim 3) takes a preference; {name!r} does not (drop the field or use one)")
+    return out
+
+
 def resolve(name: str) -> tuple[Controller, np.ndarray]:
     """The in-simulator ``Controller`` of a controller name and its cparam ``[CPARAM_DIM]``.
 
@@ -90,4 +115,4 @@ def resolve(name: str) -> tuple[Controller, np.ndarray]:
     raise ValueError(f"controller {name!r} cannot run in the simulator")
 
 
-__all__ = ["FEATURE_SETS", "feature_set", "policy_controller", "resolve"]
+__all__ = ["FEATURE_SETS", "feature_set", "policy_controller", "preference_refusals", "resolve"]

@@ -31,6 +31,13 @@ of every state ``start`` returns (``own.rate``, which every feature set's state 
 first decision acts on it, as the environments act once on the start rate they draw and as
 ``jaxcc-sender --init-mbps`` does; a sender that decides at the end of the first tick sends at
 it during that tick.  Everything else ``start`` sets (a window, the paper's memory) is kept.
+
+A preference-conditioned sender (``Sender.preference``, its default preference: ``mocc_v1``)
+decides with the preference in force at the decision (``jaxcc.sim.controller.preference_at``):
+the flow's ``preference`` (``cparam[PREFERENCE:]``, a scenario flow's field), switched by its
+``preference_changes`` table at their times (the end of the first tick at or after ``at_s``,
+so the next decision uses it), else the sender's default.  The controller says so
+(``Controller.takes_preference``) and the runner refuses those fields for any other.
 """
 
 from __future__ import annotations
@@ -41,7 +48,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxcc.envs import mi as mi_lib
-from jaxcc.sim.controller import INIT_RATE, Action, Controller, TickObs
+from jaxcc.sim.controller import INIT_RATE, PREFERENCE_DIM, Action, Controller, TickObs, preference_at
 
 
 class Sender(NamedTuple):
@@ -52,6 +59,9 @@ class Sender(NamedTuple):
     observe: Callable[[Any, mi_lib.MIStats, mi_lib.RunningStats, Any], tuple[jax.Array, Any]]
     act: Callable[[Any], Action]
     needs_rtt_to_start: bool = False
+    # A preference-conditioned sender's default preference [PREFERENCE_DIM] (None: it takes none).
+    # Such a sender's ``decide`` takes a fifth argument, the preference in force at the decision.
+    preference: Any = None
 
 
 class SenderState(NamedTuple):
@@ -132,16 +142,25 @@ def make_controller(name: str, spec: dict, sender: Sender, default_empty=None) -
     """The per-tick ``Controller`` that runs ``sender`` (see the module docstring)."""
     T, D, mi_ticks = spec_window(spec)
     tpr = ticks_per_rtt(spec)
+    takes_pref = sender.preference is not None
+    if takes_pref and len(sender.preference) != PREFERENCE_DIM:
+        raise ValueError(f"{name}: a preference-conditioned sender needs {PREFERENCE_DIM} weights, "
+                         f"got {len(sender.preference)}")
 
-    def first_decision(hist, rtt0, rate0):
-        return sender.decide(start_at(sender.start(rtt0), rate0), hist, mi_lib.running_zero(1), rtt0)
+    def decide(own, hist, run, rtt0, cparam, now):
+        if not takes_pref:
+            return sender.decide(own, hist, run, rtt0)
+        return sender.decide(own, hist, run, rtt0, preference_at(cparam, now, sender.preference))
+
+    def first_decision(hist, rtt0, cparam, now):
+        return decide(start_at(sender.start(rtt0), cparam[INIT_RATE]), hist, mi_lib.running_zero(1), rtt0, cparam, now)
 
     def init(cparam):
         hist = empty_window(spec, default_empty)
         if sender.needs_rtt_to_start:
             own, started = start_at(sender.start(None), cparam[INIT_RATE]), jnp.zeros((), bool)
-        else:
-            own, started = first_decision(hist, None, cparam[INIT_RATE]), jnp.ones((), bool)
+        else:  # before the first tick: the flow's preference (a change needs at_s > its start)
+            own, started = first_decision(hist, None, cparam, -jnp.inf), jnp.ones((), bool)
         return SenderState(own=own, hist=hist, tick=jnp.zeros((), jnp.int32), m=mi_lib.mi_zero(1),
                            run=mi_lib.running_zero(1), started=started)
 
@@ -151,7 +170,7 @@ def make_controller(name: str, spec: dict, sender: Sender, default_empty=None) -
     def update(s: SenderState, obs: TickObs, cparam):
         rtt0 = obs.dt * tpr  # the link's min propagation RTT (the env's fallback before a sample)
         if sender.needs_rtt_to_start:
-            own = jax.lax.cond(s.started, lambda: s.own, lambda: first_decision(s.hist, rtt0, cparam[INIT_RATE]))
+            own = jax.lax.cond(s.started, lambda: s.own, lambda: first_decision(s.hist, rtt0, cparam, obs.now))
             s = s._replace(own=own, started=jnp.ones((), bool))
         m = mi_lib.mi_add_tick(s.m, mi_tick(obs), obs.dt)
         n = s.tick + 1
@@ -164,7 +183,7 @@ def make_controller(name: str, spec: dict, sender: Sender, default_empty=None) -
             x, own = sender.observe(s.own, m, run, rtt0)
             own = keep(own, s.own)
             hist = jnp.where(on, push(s.hist, x), s.hist)
-            own = keep(sender.decide(own, hist, run, rtt0), own)
+            own = keep(decide(own, hist, run, rtt0, cparam, obs.now), own)
             return SenderState(own=own, hist=hist, tick=jnp.zeros((), jnp.int32), m=mi_lib.mi_zero(1), run=run,
                                started=s.started)
 
@@ -173,4 +192,4 @@ def make_controller(name: str, spec: dict, sender: Sender, default_empty=None) -
 
         return jax.lax.cond(n >= mi_ticks, boundary, inside, None)
 
-    return Controller(name, init, act, update)
+    return Controller(name, init, act, update, takes_preference=takes_pref)

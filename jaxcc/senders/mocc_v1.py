@@ -8,8 +8,12 @@ window action, cwnd += ``cwnd_deltas_pkts[a]`` packets (at least ``min_cwnd_pkts
 at step ``init_step`` by §IV-B's init-cwnd b × F(mean ACK rate) packets, and paced at
 ``pacing_gain`` · cwnd / min RTT — ``MoccEnv.apply_action`` with the file's table and numbers.
 
-Preference ω: the policy's goal input, 1/3 each unless given (``controller(..., goal=)``) — what
-the datapath sender feeds without ``--goal``.
+Preference ω (throughput, delay, loss; ``jaxcc.envs.mocc.OBJECTIVES``): the policy's goal input
+and the weights of its Q-values (a ``q_values`` head with ``objectives`` 3: the action is
+argmax_a ω·Q(s, a, ω)).  A scenario flow's ``preference`` (and its ``preference_changes`` at
+their times) when given (``jaxcc.senders.common``: the controller reads them from the flow's
+cparam), else ``controller(..., goal=)``, else 1/3 each — what the datapath sender feeds without
+``--preference``.
 
 Start: a window of ``init_cwnd_pkts`` (10) packets, and the first decision on the empty window
 (the environment acts at reset).  Its pacing needs the min RTT, which the simulator reveals with
@@ -53,16 +57,18 @@ def env_and_params(spec: dict):
     feats = spec["features"]
     deltas = [float(d) for d in feats.get("cwnd_deltas_pkts", mocc.CWND_DELTAS_PKTS)]
     head, action = spec["head"], spec["action"]
-    if head["type"] not in ("discrete", "q_values") or int(head["n"]) != len(deltas):
-        raise ValueError(f"mocc_v1: head must be discrete or q_values over {len(deltas)} actions "
-                         f"(features.cwnd_deltas_pkts), got {head['type']} n={head.get('n')}")
+    n_obj = len(feats.get("objectives", mocc.OBJECTIVES))
+    if (head["type"] != "q_values" or int(head["n"]) != len(deltas)
+            or int(head.get("objectives", 1)) != n_obj):
+        raise ValueError(f"mocc_v1: head must be q_values over {len(deltas)} actions (features.cwnd_deltas_pkts) "
+                         f"with objectives {n_obj} (features.objectives: {', '.join(feats.get('objectives', mocc.OBJECTIVES))}), "
+                         f"got {head['type']} n={head.get('n')} objectives={head.get('objectives', 1)}")
     want = [d * policyfile.MSS for d in deltas]
     got = [float(d) for d in action.get("deltas", [])] if action["type"] == "cwnd_table" else None
     if got is None or len(got) != len(want) or any(abs(a - b) > 1e-6 * max(abs(a), abs(b)) + 1e-9
                                                    for a, b in zip(got, want)):
         raise ValueError(f"mocc_v1: action must be cwnd_table with deltas {want} bytes (features.cwnd_deltas_pkts "
                          f"x 1500), got {action['type']} {got}")
-    n_obj = len(feats.get("objectives", mocc.OBJECTIVES))
     if int(spec.get("goal_dim", 0)) != n_obj:
         raise ValueError(f"mocc_v1: goal_dim must be {n_obj} (one preference per objective), got {spec.get('goal_dim')}")
     bw_set = [float(x) for x in feats.get("bw_set_mbps", mocc.BW_SET_MBPS)]
@@ -88,8 +94,8 @@ def sender(spec: dict, tensors: dict, goal=None) -> common.Sender:
         return Own(rate=jnp.full((1,), SENDER_INIT_RATE, jnp.float32),
                    cwnd=jnp.full((1,), p.init_cwnd_pkts * MSS, jnp.float32), paper=env.init_paper(None, p))
 
-    def decide(own: Own, hist, run, rtt0):
-        a = policyfile.apply(spec, ten, hist, g).reshape((1,))
+    def decide(own: Own, hist, run, rtt0, preference=None):
+        a = policyfile.apply(spec, ten, hist, g if preference is None else preference).reshape((1,))
         st = types.SimpleNamespace(link=types.SimpleNamespace(rtt=jnp.full((1,), rtt0)), cwnd=own.cwnd, run=run,
                                    paper=own.paper)
         rate, cwnd, paper = env.apply_action(st, a, p)  # with the file's delta table (p.cwnd_deltas_pkts)
@@ -106,7 +112,8 @@ def sender(spec: dict, tensors: dict, goal=None) -> common.Sender:
     def act(own: Own):
         return Action(rate=own.rate[0], cwnd=own.cwnd[0])
 
-    return common.Sender(start=start, decide=decide, observe=observe, act=act, needs_rtt_to_start=True)
+    return common.Sender(start=start, decide=decide, observe=observe, act=act, needs_rtt_to_start=True,
+                         preference=g)
 
 
 def controller(name: str, spec: dict, tensors: dict, goal=None) -> Controller:

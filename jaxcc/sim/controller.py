@@ -21,11 +21,19 @@ import jax.numpy as jnp
 
 from jaxcc.sim.core import BIG, TickOut
 
-CPARAM_DIM = 4  # length of the per-flow controller parameter vector
 # cparam[INIT_RATE]: a learned sender's start rate in bytes/s (a scenario flow's init_rate_mbps,
 # set by the runner; 0: the sender's own start).  Only jaxcc.senders reads it; the baselines use
 # cparam[0] and never this slot.
-INIT_RATE = CPARAM_DIM - 1
+INIT_RATE = 3
+# cparam[PREFERENCE:PREFERENCE + PREFERENCE_DIM]: a preference-conditioned policy's preference
+# (throughput, delay, loss) (a scenario flow's ``preference``; all 0: the policy's default).
+PREFERENCE, PREFERENCE_DIM = 4, 3
+# cparam[PREFERENCE_CHANGES:]: MAX_PREFERENCE_CHANGES rows (at_s, w_thr, w_delay, w_loss), at_s
+# increasing, seconds since the scenario began (a flow's ``preference_changes``); unused rows are
+# all 0 (a preference sums to 1, so a row of zero weights is no change).  A decision taken at a
+# tick ending at or after at_s uses that row.
+PREFERENCE_CHANGES, MAX_PREFERENCE_CHANGES = PREFERENCE + PREFERENCE_DIM, 8
+CPARAM_DIM = PREFERENCE_CHANGES + MAX_PREFERENCE_CHANGES * (1 + PREFERENCE_DIM)  # per-flow parameter vector
 
 
 class TickObs(NamedTuple):
@@ -62,6 +70,20 @@ class Controller(NamedTuple):
     init: Callable[[jax.Array], Any]
     act: Callable[[Any, jax.Array], Action]
     update: Callable[[Any, TickObs, jax.Array], Any]
+    takes_preference: bool = False  # reads cparam's PREFERENCE slots (a preference-conditioned policy)
+
+
+def preference_at(cparam: jax.Array, now: jax.Array, default: jax.Array) -> jax.Array:
+    """The ``[PREFERENCE_DIM]`` preference in force at time ``now`` (s since the scenario began):
+    the last row of the change table with at_s <= now, else the flow's preference, else
+    ``default`` (a cparam whose preference slots are all 0 has none).  jnp, jittable."""
+    base = cparam[PREFERENCE:PREFERENCE + PREFERENCE_DIM]
+    base = jnp.where(jnp.sum(base) > 0, base, jnp.asarray(default, base.dtype))
+    table = cparam[PREFERENCE_CHANGES:].reshape((MAX_PREFERENCE_CHANGES, 1 + PREFERENCE_DIM))
+    used = jnp.sum(table[:, 1:], axis=1) > 0  # unused rows are all 0
+    passed = jnp.sum(((now >= table[:, 0]) & used).astype(jnp.int32))  # at_s increase: the rows passed
+    row = table[jnp.maximum(passed - 1, 0), 1:]
+    return jnp.where(passed > 0, row, base)
 
 
 def tick_obs(out: TickOut, dt: jax.Array) -> TickObs:

@@ -39,6 +39,9 @@ class FlowSpec(Protocol):
     controller: str  # a name ``resolve`` understands
     # optional ``init_rate_mbps`` (float | None): a learned sender's start rate, put in
     # ``cparam[controller.INIT_RATE]``; only controllers named ``policy:*`` may take it
+    # optional ``preference`` ([3] | None) and ``preference_changes`` (((at_s, [3]), ...)): a
+    # preference-conditioned policy's preference and its changes, put in cparam's PREFERENCE
+    # slots; only a controller with ``takes_preference`` may take them
 
 
 class LinkSpec(Protocol):
@@ -156,6 +159,7 @@ def build_batches(items: Sequence[Item], *, resolve: Resolve, ticks_per_rtt: int
                         raise ValueError(f"flows[{j}].init_rate_mbps: only a learned sender (policy:FILE) takes a "
                                          f"start rate; {fl.controller!r} starts from its own initial window/rate")
                     row_cp[j, ctl.INIT_RATE] = float(init_mbps) * links.MBPS
+                _put_preference(row_cp[j], fl, ctrl, j)
             ids.append(row_ids)
             cps.append(row_cp)
         batches.append(Batch(
@@ -163,6 +167,28 @@ def build_batches(items: Sequence[Item], *, resolve: Resolve, ticks_per_rtt: int
             cparams=np.stack(cps), controllers=tuple(ctrls), num_ticks=ticks, ring_len=ring,
             schedules=[g[1] for g in group], num_real_flows=[len(g[2]) for g in group]))
     return batches
+
+
+def _put_preference(cp: np.ndarray, fl: FlowSpec, ctrl: ctl.Controller, j: int) -> None:
+    """Writes a flow's ``preference`` and ``preference_changes`` into its cparam row ``cp``."""
+    pref = getattr(fl, "preference", None)
+    changes = tuple(getattr(fl, "preference_changes", None) or ())
+    if pref is None and not changes:
+        return
+    field = "preference" if pref is not None else "preference_changes"
+    if not ctrl.takes_preference:
+        raise ValueError(f"flows[{j}].{field}: only a preference-conditioned policy (policy:FILE of a MOCC "
+                         f"policy, goal_dim 3) takes a preference; {fl.controller!r} does not")
+    if len(changes) > ctl.MAX_PREFERENCE_CHANGES:
+        raise ValueError(f"flows[{j}].preference_changes: at most {ctl.MAX_PREFERENCE_CHANGES} changes "
+                         f"in the simulator, got {len(changes)}")
+    if pref is not None:
+        cp[ctl.PREFERENCE:ctl.PREFERENCE + ctl.PREFERENCE_DIM] = np.asarray(pref, np.float32)
+    width = 1 + ctl.PREFERENCE_DIM
+    for k, (at_s, w) in enumerate(changes):
+        row = ctl.PREFERENCE_CHANGES + k * width
+        cp[row] = float(at_s)
+        cp[row + 1:row + width] = np.asarray(w, np.float32)
 
 
 def _where_flow(mask: jax.Array, a, b):
