@@ -43,6 +43,25 @@ policy's loss below in-sim CUBIC's (needs ``cubic``); and the ``robust`` bars.
 ``bbr``); and the ``robust`` bars.  (Issue 13 asks for these on 3 of 4 training seeds: one
 evaluation judges one policy file; run it once per seed.)
 
+``mocc`` (issue 14, over the records of ``python -m jaxcc.preference_sweep --suite=mocc``, which
+carry each MOCC run's ``preference`` = (w_thr, w_delay, w_loss); an evaluation without preferences
+leaves every bar "not evaluated"):
+
+* (a) on **each** of the ``mocc`` suite's links (``MOCC_LINKS``: 12 and 50 Mbit/s, the 18–90 KB
+  buffers, LTE up and down — "MOCC's links"; one verdict per link, so a policy meets (a) when all
+  nine are met): over the throughput–delay edge of the sweep (w_loss = 0, ≥ 9 points, ordered by
+  falling w_thr), Spearman's rank correlation between w_thr and throughput ≥ 0.8 and between
+  w_thr and p95 queueing delay ≥ 0.8 (both fall as the throughput weight falls).  A constant
+  series has no rank correlation (undefined: unmet);
+* (b) on ``mocc/12mbps``: the most throughput-heavy preference (largest w_thr) reaches ≥ 90 %
+  utilization;
+* (c) on ``mocc/12mbps``: the most delay-heavy preference (largest w_delay) has a p95 queueing
+  delay ≤ 25 % of the throughput-heavy one's while holding ≥ 50 % utilization (the sweep's
+  report gives the same numbers on every link, ``mocc_extremes``);
+* (d) on each link: none of in-sim BBR, CUBIC and Copa dominates every MOCC point of the sweep
+  (all preferences, the loss-heavy ones included); dominates = throughput ≥ and p95 queueing
+  delay ≤, at least one strictly (``dominates``).
+
 ``--bars`` takes a comma-separated list; a bar named by two sets is judged once.
 """
 
@@ -225,7 +244,168 @@ def pareto_links(records: Sequence[dict], controller: str) -> list[Verdict]:
     return out
 
 
-BAR_SETS = {"pareto": pareto, "robust": robust, "aurora": aurora, "eagle": eagle, "pareto-links": pareto_links}
+# ----------------------------------------------------------------------------- MOCC (issue 14)
+
+MOCC_LINKS = SUITES["mocc"]  # the links the per-link bars are judged on (module docstring)
+MOCC_LINK12 = "mocc/12mbps"  # the 12 Mbit/s / 20 ms RTT / 375 KB link of bars (b) and (c)
+MOCC_BASELINES = ("bbr", "cubic", "copa")  # the issue's in-sim baselines of bar (d)
+MOCC_SPEARMAN_MIN = 0.8
+MOCC_MIN_EDGE_POINTS = 9  # the issue's sweep: >= 9 points on the throughput-delay edge
+MOCC_UTIL_THR_MIN = 0.90  # (b) the most throughput-heavy preference on mocc/12mbps
+MOCC_DELAY_RATIO_MAX = 0.25  # (c) its p95 queueing delay over the throughput-heavy one's, at most
+MOCC_UTIL_DELAY_MIN = 0.50  # (c) ... while holding this utilization
+EDGE_TOL = 1e-6  # a preference is on the throughput-delay edge when its loss weight is below this
+
+
+def spearman(x: Sequence[float], y: Sequence[float]) -> float:
+    """Spearman's rank correlation of ``x`` and ``y`` (``scipy.stats.spearmanr``: Pearson's r of
+    the average ranks, so ties share their mean rank); NaN when either is constant (undefined),
+    shorter than 2 or holds a NaN (a metric not measured)."""
+    import warnings
+
+    from scipy import stats
+
+    x, y = [float(v) for v in x], [float(v) for v in y]
+    if len(x) != len(y):
+        raise ValueError(f"spearman: x and y differ in length ({len(x)} vs {len(y)})")
+    if len(x) < 2 or len(set(x)) < 2 or len(set(y)) < 2 or any(math.isnan(v) for v in x + y):
+        return float("nan")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return float(stats.spearmanr(x, y).statistic)
+
+
+def dominates(a: tuple[float, float], b: tuple[float, float]) -> bool:
+    """Whether point ``a`` = (throughput, p95 queueing delay) dominates ``b``: throughput >= and
+    delay <=, at least one of them strictly (exact comparisons, no tolerance)."""
+    (ta, qa), (tb, qb) = a, b
+    return ta >= tb and qa <= qb and (ta > tb or qa < qb)
+
+
+def _pref(r: dict) -> tuple[float, float, float] | None:
+    p = r.get("preference")
+    if not isinstance(p, (list, tuple)) or len(p) != 3:
+        return None
+    return tuple(float(v) for v in p)
+
+
+def mocc_points(records: Sequence[dict], controller: str, scenario: str) -> list[dict]:
+    """``controller``'s preference-sweep records on ``scenario`` (those with a ``preference``)."""
+    return [r for r in records if r["controller"] == controller and r["scenario"] == scenario and _pref(r) is not None]
+
+
+def edge_points(points: Sequence[dict]) -> list[dict]:
+    """The points on the throughput-delay edge (loss weight 0), by falling throughput weight."""
+    return sorted((r for r in points if _pref(r)[2] < EDGE_TOL), key=lambda r: -_pref(r)[0])
+
+
+def _pref_text(p) -> str:
+    return "(" + ", ".join(f"{v:g}" for v in p) + ")"
+
+
+_NEEDS_SWEEP = "needs the preference sweep's records: python -m jaxcc.preference_sweep --suite=mocc"
+
+
+def _mocc(records: Sequence[dict], controller: str) -> list[tuple[Verdict, dict]]:
+    """Each MOCC bar's verdict with the numbers it was judged on (NaN: not measured)."""
+    nan = float("nan")
+    out: list[tuple[Verdict, dict]] = []
+    # (a) per link: Spearman(w_thr, throughput) and Spearman(w_thr, p95 queueing) over the edge sweep
+    for link in MOCC_LINKS:
+        bar = (f"{link}: Spearman(w_thr, throughput) >= {MOCC_SPEARMAN_MIN:g} and "
+               f"Spearman(w_thr, p95 queueing) >= {MOCC_SPEARMAN_MIN:g}")
+        edge = edge_points(mocc_points(records, controller, link))
+        nums = {"rho_throughput": nan, "rho_p95_qdelay": nan, "edge_points": len(edge)}
+        if len(edge) < MOCC_MIN_EDGE_POINTS:
+            why = _NEEDS_SWEEP if not edge else f"{len(edge)} edge preferences, needs >= {MOCC_MIN_EDGE_POINTS}"
+            out.append((Verdict(bar, f"{NOT_EVALUATED} ({why})", False), nums))
+            continue
+        w = [_pref(r)[0] for r in edge]
+        rt = spearman(w, [r["throughput_mbps"] for r in edge])
+        rq = spearman(w, [r["p95_qdelay_ms"] for r in edge])
+        nums.update(rho_throughput=rt, rho_p95_qdelay=rq)
+        def rho_text(rho, ys):
+            if not math.isnan(rho):
+                return f"{rho:.2f}"
+            return "undefined (not measured at some preference)" if any(math.isnan(v) for v in ys) else "undefined (constant)"
+
+        txt = " / ".join(rho_text(rho, [float(r[k]) for r in edge])
+                         for rho, k in ((rt, "throughput_mbps"), (rq, "p95_qdelay_ms")))
+        out.append((Verdict(bar, f"{txt} over {len(edge)} points", rt >= MOCC_SPEARMAN_MIN and rq >= MOCC_SPEARMAN_MIN),
+                    nums))
+    # (b), (c) on the 12 Mbit/s link
+    pts = mocc_points(records, controller, MOCC_LINK12)
+    bar_b = f"{MOCC_LINK12}: most throughput-heavy preference util >= {MOCC_UTIL_THR_MIN:g}"
+    bar_c = (f"{MOCC_LINK12}: most delay-heavy preference p95 queueing <= {MOCC_DELAY_RATIO_MAX:g} x the "
+             f"throughput-heavy one's at util >= {MOCC_UTIL_DELAY_MIN:g}")
+    if not pts:
+        out.append((Verdict(bar_b, f"{NOT_EVALUATED} ({_NEEDS_SWEEP})", False), {"utilization": nan}))
+        out.append((Verdict(bar_c, f"{NOT_EVALUATED} ({_NEEDS_SWEEP})", False),
+                    {"qdelay_ratio": nan, "utilization": nan}))
+        return out + _mocc_dominance(records, controller)
+    th = mocc_extremes(pts)
+    t, d = th["throughput_heavy"], th["delay_heavy"]
+    out.append((Verdict(bar_b, f"{t['utilization']:.3f} at {_pref_text(_pref(t))}", t["utilization"] >= MOCC_UTIL_THR_MIN),
+                {"utilization": t["utilization"]}))
+    ratio = th["qdelay_ratio"]
+    ok = d["p95_qdelay_ms"] <= MOCC_DELAY_RATIO_MAX * t["p95_qdelay_ms"] and d["utilization"] >= MOCC_UTIL_DELAY_MIN
+    out.append((Verdict(bar_c, f"{d['p95_qdelay_ms']:.1f} vs {t['p95_qdelay_ms']:.1f} ms "
+                               f"({'ratio undefined' if math.isnan(ratio) else f'{ratio:.2f}x'}), util "
+                               f"{d['utilization']:.3f} at {_pref_text(_pref(d))}", ok),
+                {"qdelay_ratio": ratio, "utilization": d["utilization"]}))
+    return out + _mocc_dominance(records, controller)
+
+
+def mocc_extremes(points: Sequence[dict]) -> dict:
+    """The most throughput-heavy point (largest w_thr; ties: smallest w_loss) and the most
+    delay-heavy one (largest w_delay; ties: smallest w_loss) of one link's sweep, and the ratio
+    of their p95 queueing delays (NaN when the throughput-heavy one's is 0)."""
+    t = min(points, key=lambda r: (-_pref(r)[0], _pref(r)[2]))
+    d = min(points, key=lambda r: (-_pref(r)[1], _pref(r)[2]))
+    q = t["p95_qdelay_ms"]
+    return {"throughput_heavy": t, "delay_heavy": d, "qdelay_ratio": d["p95_qdelay_ms"] / q if q > 0 else float("nan")}
+
+
+def dominating_baselines(records: Sequence[dict], controller: str, link: str) -> list[str] | None:
+    """The baselines of ``MOCC_BASELINES`` that dominate every one of ``controller``'s sweep points
+    on ``link`` (throughput and p95 queueing delay); None when the points or a baseline are missing."""
+    pts = mocc_points(records, controller, link)
+    base = {r["controller"]: r for r in records if r["scenario"] == link and r["controller"] in MOCC_BASELINES}
+    if not pts or any(b not in base for b in MOCC_BASELINES):
+        return None
+    return [b for b in MOCC_BASELINES
+            if all(dominates((base[b]["throughput_mbps"], base[b]["p95_qdelay_ms"]),
+                             (r["throughput_mbps"], r["p95_qdelay_ms"])) for r in pts)]
+
+
+def _mocc_dominance(records: Sequence[dict], controller: str) -> list[tuple[Verdict, dict]]:
+    out = []
+    for link in MOCC_LINKS:
+        bar = f"{link}: no baseline ({', '.join(MOCC_BASELINES)}) dominates every MOCC point"
+        dom = dominating_baselines(records, controller, link)
+        if dom is None:
+            why = (_NEEDS_SWEEP if not mocc_points(records, controller, link)
+                   else f"needs {link} with --baselines={','.join(MOCC_BASELINES)}")
+            out.append((Verdict(bar, f"{NOT_EVALUATED} ({why})", False), {"dominating": float("nan")}))
+            continue
+        n = len(mocc_points(records, controller, link))
+        out.append((Verdict(bar, f"dominated by {', '.join(dom)}" if dom else f"none dominates all {n} points", not dom),
+                    {"dominating": float(len(dom))}))
+    return out
+
+
+def mocc(records: Sequence[dict], controller: str) -> list[Verdict]:
+    """Issue 14's MOCC bars for ``controller`` over ``jaxcc.preference_sweep`` records (module docstring)."""
+    return [v for v, _ in _mocc(records, controller)]
+
+
+def mocc_numbers(records: Sequence[dict], controller: str) -> list[tuple[str, dict]]:
+    """The numbers behind each of ``mocc``'s verdicts, in the same order: (bar, {name: value})."""
+    return [(v.bar, nums) for v, nums in _mocc(records, controller)]
+
+
+BAR_SETS = {"pareto": pareto, "robust": robust, "aurora": aurora, "eagle": eagle, "pareto-links": pareto_links,
+            "mocc": mocc}
 BASELINE_LABELS = ("bbr", "cubic", "reno", "copa", "oracle")
 
 

@@ -66,7 +66,8 @@ Named scenarios (``get_scenario``; ``list_scenarios``; suites with ``get_suite``
   ``start1pct`` (50 Mbit/s, the flow starts at 0.5 Mbit/s), ``step5-50`` (5 → 50 Mbit/s at 10 s).
 * ``aurora/*`` — Aurora §4.1 sweeps (defaults 30 Mbps, 30 ms latency, 1000 packets, 0% loss)
   and the Fig. 2 / Fig. 7 links.
-* ``mocc/*`` — MOCC §V links (12 Mbps/10 ms/375 KB, 50 Mbps/375 KB, buffers 18–90 KB).
+* ``mocc/*`` — MOCC §V links (12 Mbps/10 ms/375 KB, 50 Mbps/375 KB, buffers 18–90 KB) and the
+  Verizon LTE traces (``lte-up``, ``lte-down``; 10 ms one way, 375 KB).
 * ``deepcc/*`` — DeepCC §VI links (Wi-Fi-like Poisson, satellite).
 * ``eagle/*`` — Eagle §V links (10 Mbps/100 ms at 1–4 BDP buffers; Verizon LTE, 10 ms one way).
 
@@ -599,6 +600,12 @@ def _mocc() -> dict[str, Callable[[], Scenario]]:
     for kb in (18, 36, 54, 72, 90):
         out[f"mocc/buffer{kb}kb"] = (lambda kb=kb: _spec(f"mocc/buffer{kb}kb", d, {"bandwidth_mbps": 12, "buffer_bytes": kb * KB},
                                                          _flows(1, 20.0, d)))
+    # Issue 14's cellular links for MOCC's preference sweep: the shipped Verizon LTE traces (up and
+    # down), 10 ms one way (20 ms RTT) and 375 KB, as MOCC's 12 Mbit/s link.
+    for direction in ("up", "down"):
+        out[f"mocc/lte-{direction}"] = (lambda direction=direction: _spec(
+            f"mocc/lte-{direction}", d, {"trace": f"Verizon-LTE-short.{direction}", "buffer_bytes": 375 * KB},
+            _flows(1, 20.0, d)))
     return out
 
 

@@ -18,7 +18,9 @@ A = lambda *v: jnp.array(v, jnp.float32)  # noqa: E731
 def test_activation_and_reward_vector_by_hand():
     np.testing.assert_allclose(mocc.L(A(0.0, 0.5, 1.0)), [0.0, 1 - 10 ** -0.5, 0.9], rtol=1e-6)
     r = mocc.reward_vector(A(1.2e6), A(1.5e6), A(0.01), A(0.05), A(0.2))
-    np.testing.assert_allclose(r[0], [1 - 10 ** -0.8, -(1 - 10 ** -0.01), -(1 - 10 ** -0.25)], rtol=1e-5)
+    # (throughput, delay, loss): the order of a preference [w_thr, w_delay, w_loss]
+    assert mocc.OBJECTIVES == ("throughput", "delay", "loss")
+    np.testing.assert_allclose(r[0], [1 - 10 ** -0.8, -(1 - 10 ** -0.25), -(1 - 10 ** -0.01)], rtol=1e-5)
 
 
 def test_actions_timeout_and_init_cwnd():
@@ -58,7 +60,9 @@ def _batch_run():
     lane = jnp.arange(LANES)
     params = jax.tree.map(lambda x: jnp.broadcast_to(x, (LANES,) + x.shape), p)
     owd = 0.005 + 0.005 * (lane // 2 % 8)
-    params = params.replace(owd_lo_s=owd, owd_hi_s=owd)
+    full = jnp.full((LANES,), 375e3)
+    params = params.replace(owd_lo_s=owd, owd_hi_s=owd, buffer_lo_bytes=full, buffer_hi_bytes=full,
+                            p_vary=jnp.zeros((LANES,)))  # a steady link: the wins below need it
     # "near capacity" for a window: 1.2 BDP keeps the link busy with a small standing queue
     mult = jnp.where(lane % 2 == 0, 1.2, 3.0)
     keys = jax.vmap(lambda i: jax.random.fold_in(jax.random.PRNGKey(2), i))(lane // 2)
@@ -102,3 +106,25 @@ def test_hold_near_capacity_beats_three_times_capacity():
     scal = np.asarray((r[:, :, 0, :] * w).sum(-1))
     mean = np.array([scal[i, : end[i] + 1].mean() for i in range(LANES)])
     assert np.all(mean[0::2] > mean[1::2]), (mean[0::2], mean[1::2])
+
+
+def test_training_links_cover_the_papers_evaluation():
+    """The per-episode draw (module docstring, "Training links"): ranges, the cellular-like
+    share, and that 12/50 Mbps, 10 ms, 18-375 KB are inside it."""
+    env, p = make_env("mocc")
+    inits = jax.vmap(lambda k: env.sample_episode(k, p))(jax.random.split(jax.random.PRNGKey(0), 2000))
+    link = inits.link
+    bw0 = np.asarray(link.cap_bps[:, 0]) / 125000.0
+    owd = np.asarray(link.rtt[:, 0]) / 2
+    buf = np.asarray(link.buffer_bytes)
+    assert bw0.min() >= 6.0 - 1e-3 and bw0.max() <= 100.0 + 1e-3 and np.mean(bw0 < 12) > 0.2 and np.mean(bw0 > 50) > 0.15
+    assert owd.min() >= 0.001 - 1e-7 and owd.max() <= 0.03 + 1e-7 and np.mean(owd < 0.01) > 0.5
+    assert buf.min() >= 15e3 - 1 and buf.max() <= 375e3 + 1 and np.mean(buf < 90e3) > 0.4
+    rel = np.asarray(link.cap_bps) / np.asarray(link.cap_bps[:, :1])
+    varied = np.any(np.abs(rel - 1) > 1e-6, axis=1)
+    assert 0.45 < varied.mean() < 0.55
+    assert rel.min() >= 0.25 - 1e-6 and rel.max() <= 2.0 + 1e-6
+    # segments of 12.5 min RTTs: 16 of them span the 200-step (200-RTT) episode
+    np.testing.assert_allclose(np.asarray(link.cap_t[:, 1] - link.cap_t[:, 0]), 12.5 * 2 * owd, rtol=1e-4)
+    g = np.asarray(inits.goal)
+    assert g.shape == (2000, 1, 3) and np.allclose(g.sum(-1), 1.0, atol=1e-5)

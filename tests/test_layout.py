@@ -17,7 +17,8 @@ LEVELS = {
     2: ("jaxcc.baselines", "jaxcc.envs", "jaxcc.scenarios", "jaxcc.bars"),
     3: ("jaxcc.policyfile",),
     4: ("jaxcc.senders", "jaxcc.agents"),
-    5: ("jaxcc.evaluate", "jaxcc.export", "jaxcc.bench", "jaxcc.emulation", "jaxcc.parity_vectors"),
+    5: ("jaxcc.evaluate", "jaxcc.export", "jaxcc.bench", "jaxcc.emulation", "jaxcc.parity_vectors",
+        "jaxcc.preference_sweep"),
     6: ("jaxcc.train", "jaxcc.emulate", "jaxcc.sim2real", "jaxcc.fidelity", "jaxcc.seeds"),
 }
 

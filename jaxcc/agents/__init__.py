@@ -25,6 +25,7 @@ import importlib
 ALGOS = {
     "aurora_ppo": "jaxcc.agents.aurora_ppo",
     "eagle_cem": "jaxcc.agents.eagle_cem",
+    "mocc_envelope": "jaxcc.agents.mocc_envelope",
     "pareto_td3": "jaxcc.agents.pareto.td3",
 }
 

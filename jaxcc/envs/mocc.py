@@ -17,8 +17,11 @@ Paper: /work/shared/seeds/002_d7dc697112d5ee48.txt, §IV-A (state, actions, rewa
   paper; we take it literally.  MOCC is window-based; the window is paced at
   1.2 · cwnd / min RTT (Linux's congestion-avoidance pacing ratio), because the fluid model
   would otherwise send a whole window in one tick and ACK bursts would alias with the step.
-* Vector reward (§IV-A): [L(Throughput/bandwidth), −L(Loss_rate), −L(Delay/timeout)] with
-  L(x) = 1 − 10^(−x).  The printed "L(x) = (−10)^(−x) + 1" is complex-valued for non-integer
+* Vector reward (§IV-A): [L(Throughput/bandwidth), −L(Delay/timeout), −L(Loss_rate)] with
+  L(x) = 1 − 10^(−x).  The paper lists the objectives as (throughput, loss, delay); we order them
+  (throughput, delay, loss), the order in which a user states a preference
+  ``[w_thr, w_delay, w_loss]`` (issue 14), so a preference *is* the policy's goal vector and
+  nothing anywhere reorders it.  The printed "L(x) = (−10)^(−x) + 1" is complex-valued for non-integer
   x; reading the sign as applying to the power (−10^(−x) + 1) gives a real, increasing,
   saturating activation with L(0) = 0.  Loss and delay are penalties, so their objectives are
   negated, and every objective is "higher is better" under ω ≥ 0.  Throughput is the ACK rate
@@ -36,9 +39,17 @@ Paper: /work/shared/seeds/002_d7dc697112d5ee48.txt, §IV-A (state, actions, rewa
 * Dynamic terminal episode (Algorithm 1, M = L = 50, T = 200): see ``termination``.  Win and
   lose are true terminals; a tie at T = 200 is also a terminal ("the policy has finished
   sending the data") unless ``tie_is_terminal = 0``, when it is a truncation.
-* Training links: the paper trains on Mahimahi links around 12 Mbps, 10 ms, 375 KB (§V-D) and
-  evaluates 12/50/100 Mbps; we draw the bandwidth from {6, 12, 24, 50, 100} Mbps (the same set
-  as F), one-way delay 5–40 ms, a 375 KB buffer, no random loss.
+* Training links: the paper trains on a Mahimahi link of 12 Mbps, 10 ms, 375 KB (§V-D) and
+  evaluates on 12 and 50 Mbps links, 18–375 KB buffers and cellular traces (§V-B–D).  One policy
+  must serve all of them, so every episode draws (decided): a starting capacity log-uniform in
+  ``[bw_lo_mbps, bw_hi_mbps]`` = [6, 100] Mbps (F's range), a one-way delay log-uniform in
+  ``[owd_lo_s, owd_hi_s]`` = [1, 30] ms (the 50 Mbps link of §V-B has "no delay": Mahimahi's
+  ~1 ms), a buffer log-uniform in [15, 375] KB, no random loss; and with probability ``p_vary``
+  (0.5) a cellular-like capacity: ``num_segments`` segments of ``vary_seg_rtts`` (12.5) min RTTs
+  each (so an episode of 200 one-RTT steps meets all of them), each at the starting capacity
+  times exp(σ·N(0, 1)), σ = ``vary_sigma`` (0.5), clipped to [``vary_lo``, ``vary_hi``] =
+  [0.25, 2] × — a capacity that moves by tens of percent every few RTTs, as the LTE traces do
+  (the shipped traces themselves are evaluation links, never training ones).
 """
 
 from __future__ import annotations
@@ -55,7 +66,7 @@ CWND_DELTAS_PKTS = (-0.5, -50.0, -10.0, 0.0, 10.0, 2.0, 50.0)
 N_ACTIONS = len(CWND_DELTAS_PKTS)
 HOLD_ACTION = 3
 FEATURE_NAMES = ("delay_over_timeout", "ack_rate_over_max", "send_rate_over_max", "cwnd_over_bdp")
-OBJECTIVES = ("throughput", "loss", "delay")
+OBJECTIVES = ("throughput", "delay", "loss")  # the preference order [w_thr, w_delay, w_loss]
 BW_SET_MBPS = (6.0, 12.0, 24.0, 50.0, 100.0)
 INT_FIELDS = ("init_step", "win_M", "lose_L", "max_T", "tie_is_terminal")
 OUT_NONE, OUT_WIN, OUT_LOSE, OUT_TIE = 0, 1, 2, 3
@@ -63,10 +74,18 @@ OUT_NONE, OUT_WIN, OUT_LOSE, OUT_TIE = 0, 1, 2, 3
 
 @struct.dataclass
 class MoccParams:
-    bw_set_mbps: jax.Array = BW_SET_MBPS
-    owd_lo_s: jax.Array = 0.005
-    owd_hi_s: jax.Array = 0.04
-    buffer_bytes: jax.Array = 375_000.0
+    bw_set_mbps: jax.Array = BW_SET_MBPS  # F's bandwidth set (eq. 2), not the training draw
+    bw_lo_mbps: jax.Array = 6.0
+    bw_hi_mbps: jax.Array = 100.0
+    owd_lo_s: jax.Array = 0.001
+    owd_hi_s: jax.Array = 0.03
+    buffer_lo_bytes: jax.Array = 15_000.0
+    buffer_hi_bytes: jax.Array = 375_000.0
+    p_vary: jax.Array = 0.5
+    vary_seg_rtts: jax.Array = 12.5
+    vary_sigma: jax.Array = 0.5
+    vary_lo: jax.Array = 0.25
+    vary_hi: jax.Array = 2.0
     loss: jax.Array = 0.0
     init_cwnd_pkts: jax.Array = 10.0
     min_cwnd_pkts: jax.Array = 2.0
@@ -104,8 +123,8 @@ def timeout(min_rtt, p: MoccParams):
 
 
 def reward_vector(thr, bandwidth, loss, delay, tmo):
-    """[L(thr/bw), −L(loss), −L(delay/timeout)], [..., 3]."""
-    return jnp.stack([L(thr / jnp.maximum(bandwidth, 1e-9)), -L(loss), -L(delay / tmo)], axis=-1)
+    """[L(thr/bw), −L(delay/timeout), −L(loss)], [..., 3] (``OBJECTIVES`` order)."""
+    return jnp.stack([L(thr / jnp.maximum(bandwidth, 1e-9)), -L(delay / tmo), -L(loss)], axis=-1)
 
 
 def init_cwnd(ack_rate_bps, bw_set_mbps, b=2.5):
@@ -156,15 +175,21 @@ class MoccEnv(base.MultiFlowEnv):
         return base.params_as_arrays(MoccParams(), INT_FIELDS)
 
     def sample_episode(self, key, p: MoccParams) -> base.EpisodeInit:
+        """One training link (module docstring, "Training links") and a preference per flow,
+        uniform on the simplex (Algorithm 2 line 6)."""
         c = self.config
-        kb, kd, kg = jax.random.split(key, 3)
-        bw = p.bw_set_mbps[jax.random.randint(kb, (), 0, p.bw_set_mbps.shape[0])] * links.MBPS
-        owd = jax.random.uniform(kd, (), minval=p.owd_lo_s, maxval=p.owd_hi_s)
-        times, rates = base.constant_schedule(c.num_segments, bw)
+        kb, kd, kq, kv, kz, kg = jax.random.split(key, 6)
+        bw = base.log_uniform(kb, p.bw_lo_mbps, p.bw_hi_mbps) * links.MBPS
+        owd = base.log_uniform(kd, p.owd_lo_s, p.owd_hi_s)
+        buf = base.log_uniform(kq, p.buffer_lo_bytes, p.buffer_hi_bytes)
+        S = c.num_segments
+        mult = jnp.clip(jnp.exp(p.vary_sigma * jax.random.normal(kz, (S,))), p.vary_lo, p.vary_hi)
+        mult = jnp.where(jax.random.uniform(kv, ()) < p.p_vary, mult.at[0].set(1.0), 1.0)
+        times = jnp.arange(S, dtype=jnp.float32) * (p.vary_seg_rtts * 2 * owd)
         f = c.num_flows
-        link = links.link_from_arrays(times, rates, p.buffer_bytes, p.loss, jnp.full((f,), 2 * owd),
+        link = links.link_from_arrays(times, bw * mult, buf, p.loss, jnp.full((f,), 2 * owd),
                                       jnp.zeros((f,)), jnp.full((f,), 1e9), ticks_per_rtt=c.ticks_per_rtt)
-        goal = jax.random.dirichlet(kg, jnp.ones((3,)), (f,))
+        goal = jax.random.dirichlet(kg, jnp.ones((len(OBJECTIVES),)), (f,))
         return base.EpisodeInit(link=link, rate=jnp.full((f,), base.MAX_RATE),
                                 cwnd=jnp.full((f,), p.init_cwnd_pkts * core.MSS), goal=goal)
 
@@ -214,17 +239,23 @@ class MoccEnv(base.MultiFlowEnv):
 
 
 def make_config(num_flows: int = 1, ticks_per_rtt: int = 16, **kw) -> base.EnvConfig:
-    """T = 200 steps (a tie); ring: 375 KB drained at 6 Mbps on a 10 ms RTT.
+    """T = 200 steps (a tie); 16 capacity segments (the cellular-like draw).
 
     16 ticks per RTT (not the usual 8): the simulator delivers a tick's ACKs in one later tick,
     so an MI's ACK count can be off by one tick's worth (1/8 of a 1-RTT MI at 8 ticks/RTT),
     which would break Algorithm 1's ±10 % "win" band; at 16 the jitter is ±6 %.
+
+    Ring: sized for the largest buffer drained at 6 Mbps on a 10 ms RTT (``ring_len_worst``).
+    Shorter RTTs with a full, slow buffer (the 2-ms, 6-Mbps corner with a 375 KB queue: 0.5 s
+    of queueing, 250 RTTs, beyond any timeout the reward still tells apart) have their
+    feedback delay clamped to the ring (``core.SimState.clamped`` counts such ticks); the ring
+    would otherwise need 4000 slots for every link of the batch.
     """
     p = MoccParams()
-    wait = (float(p.buffer_bytes) + 2 * core.MSS) / (min(BW_SET_MBPS) * links.MBPS)
-    ring = base.ring_len_worst(wait / (2 * float(p.owd_lo_s)), ticks_per_rtt)
+    wait = (float(p.buffer_hi_bytes) + 2 * core.MSS) / (float(p.bw_lo_mbps) * links.MBPS)
+    ring = base.ring_len_worst(wait / 0.01, ticks_per_rtt)
     cfg = dict(num_flows=num_flows, ticks_per_rtt=ticks_per_rtt, mi_rtts=1.0, history=1, obs_dim=4,
-               max_steps=200, ring_len=ring, num_segments=1, goal_dim=3, reward_dim=3)
+               max_steps=200, ring_len=ring, num_segments=16, goal_dim=3, reward_dim=3)
     cfg.update(kw)
     return base.env_config(cfg, min_rtt_s=2 * float(p.owd_lo_s))  # realism (if any) lengthens the ring
 

@@ -1,0 +1,54 @@
+"""MOCC (Ma et al., IWQoS 2021): envelope multi-objective Q-learning, one policy for every preference.
+
+    python -m jaxcc.train --config=mocc
+
+§IV-A–D and Algorithms 1–2 of the paper (``jaxcc.envs.mocc``, ``jaxcc.agents.mocc_envelope``);
+"decided" marks numbers the paper does not give.  The training links (``MoccParams``): 6–100
+Mbps, 1–30 ms one-way, 15–375 KB buffers, half the episodes with a cellular-like moving
+capacity; a preference per episode uniform on the simplex (throughput, delay, loss).
+"""
+
+import ml_collections
+
+
+def get_config() -> ml_collections.ConfigDict:
+    c = ml_collections.ConfigDict()
+    c.algo = "mocc_envelope"
+    c.seed = 0
+    c.num_envs = 256  # links stepped at once (one flow each, as in the paper); decided
+    c.num_updates = 30000  # env steps per link: 7.7 M transitions, 120 k gradient steps
+    c.chunk_updates = 500
+    c.checkpoint_every_chunks = 5
+    c.keep_checkpoints = 2
+
+    c.env = ml_collections.ConfigDict()
+    c.env.name = "mocc"
+    c.env.overrides = ml_collections.ConfigDict()
+    c.env.params = ml_collections.ConfigDict()  # MoccParams fields to replace (none: the env's distribution)
+
+    c.moq = ml_collections.ConfigDict()
+    c.moq.hidden = 64  # decided: two layers
+    c.moq.fc1_activation = "tanh"  # bounded first layer: the cwnd/BDP and rate features have long tails
+    c.moq.double_q = False  # True: the online network picks (a*, ω*), the target evaluates it
+    c.moq.gamma = 0.9  # decided: a 10-step (10-RTT) horizon
+    c.moq.lr = 1e-4
+    c.moq.max_grad_norm = 10.0
+    c.moq.batch_transitions = 128  # N_τ (Algorithm 2 line 18)
+    c.moq.batch_preferences = 8  # N_ω (line 19)
+    c.moq.buffer_size = 500_000
+    c.moq.learning_starts = 5_000
+    c.moq.updates_per_step = 4
+    c.moq.target_every = 2000  # gradient steps between copies θ_k ← θ (tau = 0)
+    c.moq.tau = 0.0  # > 0: soft target updates instead
+    c.moq.eps_start = 1.0
+    c.moq.eps_end = 0.05
+    c.moq.eps_decay_frac = 0.4
+    c.moq.bootstrap_at_terminal = False  # True: Algorithm 1's ends only reset the link (variant)
+
+    c.wandb = ml_collections.ConfigDict()
+    c.wandb.project = "jaxcc"
+    c.wandb.mode = "auto"
+    c.wandb.entity = ""
+    c.wandb.group = "mocc"
+    c.export_stages = True
+    return c
