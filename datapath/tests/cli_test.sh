@@ -132,7 +132,7 @@ done
 
 # MOCC preferences. A preference-taking file: the vectors' mocc_v1 policy made into a
 # multi-objective Q network (objectives in the preference order, head.objectives 3, 7 x 3 outputs).
-python3 - "$VEC/features_mocc_v1.safetensors" "$T/moq.safetensors" <<'PY' || fail "could not write the MOQ policy"
+python3 - "$VEC/features_mocc_v1.safetensors" "$T/moq.safetensors" "$T/moq_order.safetensors" <<'PY' || fail "could not write the MOQ policy"
 import json, random, struct, sys
 blob = open(sys.argv[1], "rb").read()
 n = struct.unpack("<Q", blob[:8])[0]
@@ -153,6 +153,10 @@ for k, (shape, b) in t.items():
     raw += b
 hb = json.dumps(hdr).encode()
 open(sys.argv[2], "wb").write(struct.pack("<Q", len(hb)) + hb + raw)
+spec["features"]["objectives"] = ["throughput", "loss", "delay"]  # not the preference order
+hdr["__metadata__"]["jaxcc"] = json.dumps(spec)
+hb = json.dumps(hdr).encode()
+open(sys.argv[3], "wb").write(struct.pack("<Q", len(hb)) + hb + raw)
 PY
 expect2() {  # expect2 NEEDLE ARGS...: exit 2 with a message containing NEEDLE
   local needle=$1; shift
@@ -165,7 +169,7 @@ expect2 "3 numbers" --controller=policy:"$T/moq.safetensors" --preference=0.5,0.
 expect2 "--preference or --goal" --controller=policy:"$T/moq.safetensors" --preference=1,0,0 --goal=1,0,0
 expect2 "--preference needs a policy:FILE" --controller=bbr --preference=1,0,0
 expect2 "--preference: the policy takes no 3-value preference" --controller=policy:"$VEC/features_pareto_v1.safetensors" --preference=1,0,0
-expect2 "features.objectives" --controller=policy:"$VEC/features_mocc_v1.safetensors" --preference=1,0,0
+expect2 "features.objectives" --controller=policy:"$T/moq_order.safetensors" --preference=1,0,0
 # A runtime change on the control input: a bad line is reported and ignored, a good one is applied
 # at the next decision and shows in the log's goal column and the summary.
 PORT=$((PORT + 1))
