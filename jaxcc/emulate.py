@@ -4,6 +4,12 @@
         --controller=policy:FILE|bbr|fixed:MBPS|kernel:cubic|kernel:reno|kernel:bbr[,...] --out=DIR
     python -m jaxcc.emulate --suite=pareto --controller=policy:F,kernel:cubic --out=DIR
     python -m jaxcc.emulate --cleanup          # remove leftovers of killed runs
+    python -m jaxcc.emulate --scenario=emu/mocc_settle --controller=policy:MOCC_FILE --out=DIR
+                                               # settle after runtime preference changes
+
+A flow's ``preference`` reaches a MOCC policy's sender as ``--preference``, its
+``preference_changes`` as control lines on the running sender's stdin at their times
+(``jaxcc.emulation.spec.flow_preferences``, ``jaxcc.emulation.settle``).
 
 Each scenario x controller runs on a fresh link of three network namespaces (sender, router,
 receiver): a tbf bottleneck (rate + byte-limited drop-tail buffer) on the router's egress,
@@ -26,7 +32,7 @@ import signal
 import sys
 from pathlib import Path
 
-from jaxcc.emulation import mahimahi, netns, results, runner, spec
+from jaxcc.emulation import mahimahi, netns, results, runner, settle, spec
 from jaxcc.emulation.host import EmulationError, check_requirements
 
 
@@ -129,6 +135,11 @@ def main(argv: list[str] | None = None) -> int:
                   f"tput {r['throughput_mbps']:.2f} Mbit/s  util {r['utilization'] or 0:.2f}  "
                   f"p95 owd {r['p95_owd_ms'] if r['p95_owd_ms'] is not None else float('nan'):.1f} ms  "
                   f"loss {r['loss'] if r['loss'] is not None else float('nan'):.3f}")
+            for f in r["per_flow"]:
+                st = f.get("settle")
+                if st is not None:
+                    print(f"  flow {f['flow']} preference changes: "
+                          + (st["error"] if "error" in st else settle.summary_line(st)))
         return 0
     except EmulationError as e:
         print(f"emulate: {e}", file=sys.stderr)

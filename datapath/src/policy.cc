@@ -379,10 +379,27 @@ void Policy::ParseSpec(const std::string& spec_text, const std::string& what) {
     if (!(head_.low < head_.high)) Fail(what, "head.low must be < head.high");
   } else {
     head_.n = PosInt(Req(hj, "n", "head", what), "head.n", what);
-    if (head_.n != out_dim)
+  }
+  if (hj.contains("objectives")) {
+    if (head_.type != HeadType::kQValues)
+      Fail(what, "head.objectives is only for q_values heads, this head is " + htype.dump());
+    head_.objectives = PosInt(hj["objectives"], "head.objectives", what);
+  }
+  if (discrete) {
+    const int M = head_.objectives;
+    if (M == 1 && head_.n != out_dim)
       Fail(what, "head (" + htype.get<std::string>() + ") has n=" + std::to_string(head_.n) +
                      " but the network outputs " + std::to_string(out_dim) + " values");
+    if (M > 1 && static_cast<int64_t>(head_.n) * M != out_dim)
+      Fail(what, "head (q_values) has n=" + std::to_string(head_.n) + " and objectives=" + std::to_string(M) +
+                     " but the final layer outputs " + std::to_string(out_dim) + " values (needs n*objectives = " +
+                     std::to_string(static_cast<int64_t>(head_.n) * M) + ")");
+    if (M > 1 && goal_dim_ != M)
+      Fail(what, "head.objectives is " + std::to_string(M) + " but spec.goal_dim is " + std::to_string(goal_dim_) +
+                     " (the goal weights the objectives: goal_dim must equal objectives)");
   }
+  // Number of actions (discrete) or of continuous outputs: what an action table indexes.
+  const int n_out = discrete ? head_.n : out_dim;
 
   const json& aj = Req(spec, "action", "spec", what);
   const json atype = aj.is_object() && aj.contains("type") ? aj["type"] : json();
@@ -403,16 +420,16 @@ void Policy::ParseSpec(const std::string& spec_text, const std::string& what) {
   if (action_.type == ActionType::kRateTable || action_.type == ActionType::kCwndTable) {
     const char* key = action_.type == ActionType::kRateTable ? "multipliers" : "deltas";
     const json& tb = Req(aj, key, "action (" + an + ")", what);
-    if (!tb.is_array() || static_cast<int>(tb.size()) != out_dim)
-      Fail(what, std::string("action.") + key + " must be a list of " + std::to_string(out_dim) +
-                     " numbers (one per head output)");
+    if (!tb.is_array() || static_cast<int>(tb.size()) != n_out)
+      Fail(what, std::string("action.") + key + " must be a list of " + std::to_string(n_out) +
+                     " numbers (one per action)");
     for (size_t j = 0; j < tb.size(); ++j)
       action_.table.push_back(Num(tb[j], std::string("action.") + key + "[" + std::to_string(j) + "]", what));
   }
   if (action_.type == ActionType::kRateAbsolute) {
     action_.bound_mbps = Num(Req(aj, "bound_mbps", "action (rate_absolute)", what), "action.bound_mbps", what);
     if (action_.bound_mbps <= 0) Fail(what, "action.bound_mbps must be > 0");
-    if (discrete && out_dim < 2) Fail(what, "action rate_absolute with a discrete head needs n >= 2");
+    if (discrete && n_out < 2) Fail(what, "action rate_absolute with a discrete head needs n >= 2");
   }
   if (aj.contains("min_mbps")) action_.min_mbps = Num(aj["min_mbps"], "action.min_mbps", what);
   if (aj.contains("max_mbps")) action_.max_mbps = Num(aj["max_mbps"], "action.max_mbps", what);
@@ -494,6 +511,7 @@ const PolicyOutput& Policy::Apply(const float* obs, const float* goal) const {
   if (goal_dim_ > 0 && goal == nullptr) throw PolicyError("this policy needs a goal vector (goal_dim > 0)");
   Forward(obs, goal, &result_.net);
   result_.values.clear();
+  result_.scores.clear();
   result_.index = -1;
   switch (head_.type) {
     case HeadType::kContinuous: {
@@ -505,8 +523,22 @@ const PolicyOutput& Policy::Apply(const float* obs, const float* goal) const {
       for (float z : result_.net)
         result_.values.push_back(std::min(std::max(z, static_cast<float>(head_.low)), static_cast<float>(head_.high)));
       break;
-    case HeadType::kDiscrete:
     case HeadType::kQValues:
+      if (head_.objectives > 1) {
+        // argmax_a goal . Q(s, a, goal) (first maximum), the same float32 sum in objective
+        // order as jaxcc.policyfile.apply.
+        const int M = head_.objectives;
+        for (int a = 0; a < head_.n; ++a) {
+          float s = 0.0f;
+          for (int k = 0; k < M; ++k) s += goal[k] * result_.net[static_cast<size_t>(a) * M + k];
+          result_.scores.push_back(s);
+        }
+        result_.index =
+            static_cast<int>(std::max_element(result_.scores.begin(), result_.scores.end()) - result_.scores.begin());
+        break;
+      }
+      [[fallthrough]];
+    case HeadType::kDiscrete:
       result_.index = static_cast<int>(std::max_element(result_.net.begin(), result_.net.end()) - result_.net.begin());
       break;
   }

@@ -45,7 +45,12 @@ struct Layer {
 struct Head {
   HeadType type = HeadType::kContinuous;
   double low = 0, high = 1;
-  int n = 0;
+  int n = 0;  // discrete / q_values: number of actions
+  // q_values only (spec head.objectives, default 1): with M > 1 the network outputs n*M
+  // values action-major, z[a*M + k] = Q_k(s, a, goal), spec.goal_dim must be M, and the
+  // action is argmax_a sum_k goal[k] * z[a*M + k] (envelope MOQ's argmax of goal . Q; MOCC,
+  // IWQoS 2021, eq. 5-12).
+  int objectives = 1;
 };
 
 struct Action {
@@ -60,7 +65,11 @@ struct Action {
 struct PolicyOutput {
   std::vector<float> net;     // pre-head network output
   std::vector<float> values;  // continuous heads: mapped values; discrete heads: empty
-  int index = -1;             // discrete / q_values heads: argmax (first maximum)
+  // q_values heads with objectives M > 1: the goal-weighted value of each action,
+  // scores[a] = sum_k goal[k] * net[a*M + k] (float32, k in order); empty otherwise.
+  std::vector<float> scores;
+  int index = -1;             // discrete / q_values heads: argmax (first maximum) of net, or of
+                              // scores with objectives > 1
 };
 
 class Policy {

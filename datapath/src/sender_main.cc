@@ -13,9 +13,11 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iostream>
@@ -34,6 +36,7 @@
 #include "monitor.h"
 #include "pacer.h"
 #include "policy.h"
+#include "preference.h"
 #include "protocol.h"
 #include "stats.h"
 
@@ -63,8 +66,10 @@ Options:
   --drain=S            after sending, wait up to S seconds for the last ACKs (default 0.5)
   --log=FILE           per-monitor-interval CSV: t_s,mi_s,rate_mbps,cwnd_bytes,sent_mbps,
                        throughput_mbps,loss,rtt_mean_ms,rtt_min_ms,rtt_max_ms,min_rtt_ms,
-                       action,decision_us (17 significant digits; rate_mbps and cwnd_bytes
-                       are what was in force during the MI, action is the decision after it)
+                       action,decision_us,goal (17 significant digits; rate_mbps and cwnd_bytes
+                       are what was in force during the MI, action is the decision after it,
+                       goal the goal that decision used, its values joined by ';', empty
+                       without a goal)
   --summary=FILE       JSON summary: throughput_mbps (goodput: acked bytes over the sending
                        time), p50/p95_owd_ms (receiver time minus send time, from ACKs),
                        p95_qdelay_ms (OWD minus the flow's minimum OWD), p50/p95_rtt_ms,
@@ -84,6 +89,15 @@ Options:
                        as in the environments, the first MI ends mi-rtts x the first RTT
                        sample after the start (at once if that has passed)
   --goal=a,b,...       goal/preference vector for policies with goal_dim > 0 (default 1/G each)
+  --preference=a,b,c   MOCC preference (throughput, delay, loss): 3 numbers >= 0 summing to 1
+                       (within 1e-3), the goal of a policy with goal_dim 3 whose objectives are
+                       in that order; the checked form of --goal (give one of the two)
+  --control-stdin      read control lines from stdin while running; one command:
+                         preference a,b,c   (checked as --preference) applied at the next
+                                            decision, without a restart
+                       a bad line is reported on stderr with the reason and ignored; every
+                       applied change is on stderr, in the --log column goal and in the
+                       summary's goal_changes (received_s, applied_s, decision = --log row)
   --min-timeout-ms=X   floor of the loss-detection timeout max(2*srtt, X) (default 20)
   --realtime           run the pacing thread at SCHED_FIFO priority 1 (needs CAP_SYS_NICE;
                        ignored without it): steadier pacing on a busy host
@@ -119,9 +133,96 @@ struct Config {
   double init_mbps = 1, mi_rtts = 1, min_mi_ms = 1, initial_mi_ms = 1000, min_timeout_ms = 20, max_lag_ms = 10;
   double rtt_hint_ms = 100;
   std::vector<float> goal;
+  bool preference_given = false;  // cfg.goal came from --preference (checked against the policy)
+  bool control_stdin = false;
   std::string fallback;
   bool realtime = false;
 };
+
+// A goal change received on the control input, waiting for the next decision.
+struct GoalControl {
+  std::mutex mu;
+  std::atomic<bool> pending{false};
+  std::vector<float> goal;  // guarded by mu
+  double received_s = 0;    // seconds since the start of sending (the --log clock)
+  int line = 0;             // control input line number (1-based)
+};
+
+// Reads control lines from fd 0 until stop or EOF; see --control-stdin. `why_not` is the reason
+// this sender cannot take a preference ("" if it can). Never blocks longer than 50 ms.
+void ControlThread(std::atomic<bool>* stop, GoalControl* gc, std::string why_not, uint64_t t0) {
+  std::string buf;
+  char chunk[4096];
+  int line_no = 0;
+  constexpr size_t kMaxLine = 4096;
+  auto handle = [&](const std::string& line) {
+    ++line_no;
+    const ControlLine c = ParseControlLine(line);
+    if (c.kind == ControlLine::kNothing) return;
+    std::string err = c.kind == ControlLine::kError ? c.error : why_not;
+    if (!err.empty()) {
+      std::cerr << "jaxcc-sender: control line " << line_no << " ignored: " << err << "\n";
+      return;
+    }
+    const double t = (MonoNs() - t0) * 1e-9;
+    {
+      std::lock_guard<std::mutex> lk(gc->mu);
+      gc->goal.assign(c.preference.begin(), c.preference.end());
+      gc->received_s = t;
+      gc->line = line_no;
+      gc->pending.store(true);
+    }
+    std::cerr << "jaxcc-sender: control line " << line_no << ": preference " << c.preference[0] << ","
+              << c.preference[1] << "," << c.preference[2] << " received at t=" << t << " s\n";
+  };
+  while (!stop->load()) {
+    pollfd pfd{0, POLLIN, 0};
+    const int r = poll(&pfd, 1, 50);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) {
+      if (r < 0) break;
+      continue;
+    }
+    const ssize_t n = read(0, chunk, sizeof(chunk));
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (n <= 0) break;  // EOF or error: no more changes, the run goes on
+    buf.append(chunk, static_cast<size_t>(n));
+    size_t nl;
+    while ((nl = buf.find('\n')) != std::string::npos) {
+      handle(buf.substr(0, nl));
+      buf.erase(0, nl + 1);
+    }
+    if (buf.size() > kMaxLine) {
+      ++line_no;
+      std::cerr << "jaxcc-sender: control line " << line_no << " ignored: longer than " << kMaxLine << " bytes\n";
+      buf.clear();
+      --line_no;  // the rest of that line is counted when its newline comes
+    }
+  }
+  if (!buf.empty() && !stop->load()) handle(buf);  // a last line without a newline
+}
+
+// The shortest decimal that reads back as the same float (0.6f -> "0.6", not 0.600000024).
+std::string ShortFloat(float x) {
+  char buf[32];
+  for (int prec = 6; prec <= 9; ++prec) {
+    std::snprintf(buf, sizeof(buf), "%.*g", prec, static_cast<double>(x));
+    if (std::strtof(buf, nullptr) == x) break;
+  }
+  return buf;
+}
+
+std::string JoinGoal(const std::vector<float>& g) {
+  std::string s;
+  for (size_t i = 0; i < g.size(); ++i) s += (i ? ";" : "") + ShortFloat(g[i]);
+  return s;
+}
+
+nlohmann::json GoalJson(const std::vector<float>& g) {
+  nlohmann::json a = nlohmann::json::array();
+  for (float x : g) a.push_back(std::strtod(ShortFloat(x).c_str(), nullptr));
+  return a;
+}
 
 struct AckSide {
   std::mutex mu;           // guards `mi` and `mi_start_ns` (shared with the decision thread)
@@ -262,7 +363,8 @@ std::vector<float> ParseGoal(const std::string& s) {
 Config ParseConfig(int argc, char** argv) {
   Args a(argc, argv, {"controller", "dest", "port", "duration", "start-delay", "drain", "log", "summary",
                       "flow-id", "packet-size", "init-mbps", "mi-rtts", "min-mi-ms", "initial-mi-ms", "rtt-hint-ms", "goal",
-                      "min-timeout-ms", "max-lag-ms", "fallback", "realtime", "help"});
+                      "min-timeout-ms", "max-lag-ms", "fallback", "realtime", "preference", "control-stdin",
+                      "help"});
   if (a.has("help")) {
     std::cout << kHelp;
     std::exit(0);
@@ -309,6 +411,17 @@ Config ParseConfig(int argc, char** argv) {
     throw std::invalid_argument(
         "--init-mbps, --mi-rtts, --min-mi-ms, --initial-mi-ms, --min-timeout-ms, --rtt-hint-ms must be > 0");
   if (a.has("goal")) c.goal = ParseGoal(a.str("goal"));
+  if (a.has("preference")) {
+    if (a.has("goal")) throw std::invalid_argument("give --preference or --goal, not both");
+    if (c.kind != Kind::kPolicy)
+      throw std::invalid_argument("--preference needs a policy:FILE controller (a policy with a preference input)");
+    Preference pref;
+    const std::string why = ParsePreference(a.str("preference"), &pref);
+    if (!why.empty()) throw std::invalid_argument("--preference " + why);
+    c.goal.assign(pref.begin(), pref.end());
+    c.preference_given = true;
+  }
+  c.control_stdin = a.has("control-stdin");
   c.fallback = a.str("fallback");
   c.realtime = a.has("realtime");
   if (!c.fallback.empty() && c.fallback != "bbr") throw std::invalid_argument("--fallback must be bbr");
@@ -335,6 +448,10 @@ int Main(int argc, char** argv) {
         throw PolicyError("feature set '" + policy->feature_name() + "' has " + std::to_string(features->dim()) +
                           " features but the policy expects obs_dim " + std::to_string(policy->obs_dim()));
       features->Check(*policy);
+      if (cfg.preference_given) {  // the file is fine but does not take --preference: bad input
+        const std::string why = PreferenceMismatch(*policy);
+        if (!why.empty()) throw std::invalid_argument("--preference: " + why);
+      }
       if (policy->goal_dim() > 0) {
         if (cfg.goal.empty()) cfg.goal.assign(policy->goal_dim(), 1.0f / policy->goal_dim());
         if (static_cast<int>(cfg.goal.size()) != policy->goal_dim())
@@ -342,6 +459,9 @@ int Main(int argc, char** argv) {
                             std::to_string(policy->goal_dim()));
       }
       cfg.mi_rtts = policy->mi_rtts();
+    } catch (const std::invalid_argument& e) {  // an option that does not fit the policy
+      std::cerr << "jaxcc-sender: " << e.what() << "\n";
+      return kExitBadInput;
     } catch (const PolicyError& e) {
       std::cerr << "jaxcc-sender: " << e.what() << "\n";
       if (cfg.fallback != "bbr") return kExitBadInput;
@@ -364,7 +484,7 @@ int Main(int argc, char** argv) {
     // through the Python sender (tests/test_pareto_v2_features.py).
     log.precision(17);
     log << "t_s,mi_s,rate_mbps,cwnd_bytes,sent_mbps,throughput_mbps,loss,rtt_mean_ms,rtt_min_ms,rtt_max_ms,"
-           "min_rtt_ms,action,decision_us\n";
+           "min_rtt_ms,action,decision_us,goal\n";
   }
 
   int fd = socket(AF_INET, SOCK_DGRAM, 0);
@@ -425,6 +545,7 @@ int Main(int argc, char** argv) {
     sh->cwnd_bytes = c;
     initial_action = out.index >= 0 ? out.index : (out.values.empty() ? 0.0 : out.values[0]);
   }
+  const std::vector<float> initial_goal = cfg.goal;
   const bool keep_rtts = features && features->NeedsRttSamples();
   as.mi.keep_rtts = keep_rtts;
 
@@ -438,6 +559,19 @@ int Main(int argc, char** argv) {
   as.mi_start_ns = t0;
   std::atomic<bool> ack_stop{false};
   std::thread ack_thr(AckThread, fd, std::cref(cfg), sh.get(), &as, bbr.get(), &ack_stop);
+
+  // Runtime goal changes (--control-stdin): read by their own thread, applied by the decision
+  // thread at its next decision.
+  GoalControl gc;
+  std::atomic<bool> control_stop{false};
+  std::thread control_thr;
+  if (cfg.control_stdin) {
+    std::string why_not = policy ? PreferenceMismatch(*policy)
+                                 : "the controller is " + cfg.controller + (fallback_reason.empty() ? "" : " (fell back to bbr)") +
+                                       ", not a policy with a preference input";
+    control_thr = std::thread(ControlThread, &control_stop, &gc, why_not, t0);
+  }
+  nlohmann::json goal_changes = nlohmann::json::array();
 
   // Decision thread.
   std::atomic<bool> decision_stop{false};
@@ -490,6 +624,16 @@ int Main(int argc, char** argv) {
       const double rate = sh->rate_bps.load(), cwnd = sh->cwnd_bytes.load();
       double action = std::nan("");
       double dec_us = 0;
+      if (policy && gc.pending.load()) {  // a new goal from the control input: this decision uses it
+        std::lock_guard<std::mutex> lk(gc.mu);
+        cfg.goal = gc.goal;
+        gc.pending.store(false);
+        const double applied_s = (now - t0) * 1e-9;
+        goal_changes.push_back({{"line", gc.line}, {"goal", GoalJson(cfg.goal)}, {"received_s", gc.received_s},
+                                {"applied_s", applied_s}, {"decision", decisions}});
+        std::cerr << "jaxcc-sender: goal " << JoinGoal(cfg.goal) << " applied at decision " << decisions
+                  << " (t=" << applied_s << " s)\n";
+      }
       if (policy) {
         const uint64_t d0 = MonoNs();
         features->Compute(mi, run, feat.data());
@@ -516,7 +660,7 @@ int Main(int argc, char** argv) {
             << "," << mi.SendRate() * 8 / 1e6 << "," << mi.DeliveryRate() * 8 / 1e6 << "," << mi.LossRate() << ","
             << mi.RttMean() * 1e3 << "," << (mi.HasRtt() ? mi.rtt_min * 1e3 : 0.0) << "," << mi.rtt_max * 1e3 << ","
             << as.min_rtt.load() * 1e3
-            << "," << action << "," << dec_us << "\n";
+            << "," << action << "," << dec_us << "," << (policy ? JoinGoal(cfg.goal) : std::string()) << "\n";
       }
       mi_start = now;
     }
@@ -534,6 +678,8 @@ int Main(int argc, char** argv) {
   const bool interrupted = sh->stop.load();
   decision_stop = true;
   dec_thr.join();
+  control_stop = true;
+  if (control_thr.joinable()) control_thr.join();
   // Drain: give the last ACKs time to arrive (the ACK thread keeps running).
   if (!interrupted) {
     const uint64_t drain_end = MonoNs() + static_cast<uint64_t>(cfg.drain * 1e9);
@@ -597,6 +743,9 @@ int Main(int argc, char** argv) {
   s["parse"] = pc;
   s["send_errors"] = sh->send_errors.load();
   s["interrupted"] = interrupted;
+  // CLOCK_MONOTONIC seconds of t_s = 0 in --log (Python's time.monotonic() on Linux): lets a
+  // driver relate its own clock (e.g. when it wrote a control line) to the log.
+  s["start_mono_s"] = t0 * 1e-9;
   if (!fallback_reason.empty()) s["fallback_reason"] = fallback_reason;
   if (policy) {
     s["policy"] = {{"file", cfg.policy_path}, {"algorithm", policy->algorithm()},
@@ -605,6 +754,9 @@ int Main(int argc, char** argv) {
     s["initial_action"] = initial_action;
     s["decision_us_mean"] = decisions ? decision_us_sum / decisions : 0.0;
     s["decision_us_max"] = decision_us_max;
+    if (policy->goal_dim() > 0) s["goal"] = GoalJson(initial_goal);
+    if (cfg.preference_given) s["preference"] = GoalJson(initial_goal);
+    if (cfg.control_stdin) s["goal_changes"] = goal_changes;
   }
   if (bbr) s["bbr"] = {{"max_bw_mbps", bbr->max_bw() * 8 / 1e6}, {"min_rtt_ms", bbr->min_rtt_s() * 1e3},
                        {"rounds", bbr->round_count()}};

@@ -129,4 +129,72 @@ if not ok:
     print("FAIL: %s policy run" % fs, json.dumps(s)); sys.exit(1)
 PY
 done
+
+# MOCC preferences. A preference-taking file: the vectors' mocc_v1 policy made into a
+# multi-objective Q network (objectives in the preference order, head.objectives 3, 7 x 3 outputs).
+python3 - "$VEC/features_mocc_v1.safetensors" "$T/moq.safetensors" "$T/moq_order.safetensors" <<'PY' || fail "could not write the MOQ policy"
+import json, random, struct, sys
+blob = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", blob[:8])[0]
+h = json.loads(blob[8:8 + n])
+data = blob[8 + n:]
+spec = json.loads(h.pop("__metadata__")["jaxcc"])
+spec["features"]["objectives"] = ["throughput", "delay", "loss"]
+spec["head"] = {"type": "q_values", "n": 7, "objectives": 3}
+last = spec["layers"][-1]
+last["out"] = 21
+rng = random.Random(0)
+t = {k: (v["shape"], data[v["data_offsets"][0]:v["data_offsets"][1]]) for k, v in h.items()}
+t[last["name"] + ".kernel"] = ([last["in"], 21], struct.pack("<%df" % (last["in"] * 21), *[rng.gauss(0, 0.2) for _ in range(last["in"] * 21)]))
+t[last["name"] + ".bias"] = ([21], struct.pack("<21f", *[0.0] * 21))
+hdr, raw = {"__metadata__": {"jaxcc": json.dumps(spec)}}, b""
+for k, (shape, b) in t.items():
+    hdr[k] = {"dtype": "F32", "shape": shape, "data_offsets": [len(raw), len(raw) + len(b)]}
+    raw += b
+hb = json.dumps(hdr).encode()
+open(sys.argv[2], "wb").write(struct.pack("<Q", len(hb)) + hb + raw)
+spec["features"]["objectives"] = ["throughput", "loss", "delay"]  # not the preference order
+hdr["__metadata__"]["jaxcc"] = json.dumps(spec)
+hb = json.dumps(hdr).encode()
+open(sys.argv[3], "wb").write(struct.pack("<Q", len(hb)) + hb + raw)
+PY
+expect2() {  # expect2 NEEDLE ARGS...: exit 2 with a message containing NEEDLE
+  local needle=$1; shift
+  "$SND" "$@" --duration=1 2> "$T/err"; local rc=$?
+  [ $rc -eq 2 ] || fail "$*: exit $rc, expected 2"
+  grep -qF -- "$needle" "$T/err" || fail "$*: message lacks '$needle': $(cat "$T/err")"
+}
+expect2 "sum 1.1" --controller=policy:"$T/moq.safetensors" --preference=0.5,0.6,0
+expect2 "3 numbers" --controller=policy:"$T/moq.safetensors" --preference=0.5,0.5
+expect2 "--preference or --goal" --controller=policy:"$T/moq.safetensors" --preference=1,0,0 --goal=1,0,0
+expect2 "--preference needs a policy:FILE" --controller=bbr --preference=1,0,0
+expect2 "--preference: the policy takes no 3-value preference" --controller=policy:"$VEC/features_pareto_v1.safetensors" --preference=1,0,0
+expect2 "features.objectives" --controller=policy:"$T/moq_order.safetensors" --preference=1,0,0
+# A runtime change on the control input: a bad line is reported and ignored, a good one is applied
+# at the next decision and shows in the log's goal column and the summary.
+PORT=$((PORT + 1))
+"$RCV" --port=$PORT --bind=127.0.0.1 --duration=60 --summary="$T/r_pref.json" &
+RP=$!
+sleep 0.3
+( sleep 0.5; echo "preference 1,1,1"; echo "preference 0.1,0.8,0.1"; sleep 2 ) | \
+  "$SND" --controller=policy:"$T/moq.safetensors" --port=$PORT --duration=1.2 --preference=0.8,0.1,0.1 --control-stdin \
+    --log="$T/s_pref.csv" --summary="$T/s_pref.json" 2> "$T/err_pref" || fail "preference sender exit $?"
+kill -TERM $RP 2>/dev/null; wait $RP
+grep -q "control line 1 ignored: preference must be 3 numbers.*sum 3" "$T/err_pref" || fail "bad control line: $(cat "$T/err_pref")"
+python3 - "$T" <<'PY' || exit 1
+import json, sys, csv
+d = sys.argv[1]
+s = json.load(open(d + "/s_pref.json"))
+rows = list(csv.DictReader(open(d + "/s_pref.csv")))
+ch = s.get("goal_changes", [])
+ok = s["preference"] == [0.8, 0.1, 0.1] and len(ch) == 1 and ch[0]["goal"] == [0.1, 0.8, 0.1] and ch[0]["line"] == 2
+if ok:
+    k = ch[0]["decision"]
+    # rows before the change decided with the old goal, the row of the change and after with the new;
+    # the change is applied at the first decision after it was received
+    ok = all(r["goal"] == "0.8;0.1;0.1" for r in rows[:k]) and all(r["goal"] == "0.1;0.8;0.1" for r in rows[k:]) \
+        and (k == 0 or float(rows[k - 1]["t_s"]) <= ch[0]["received_s"]) and ch[0]["applied_s"] == float(rows[k]["t_s"])
+if not ok:
+    print("FAIL: runtime preference", json.dumps(s), [r["goal"] for r in rows][:3]); sys.exit(1)
+PY
 echo OK

@@ -24,13 +24,16 @@ class Features : public ::testing::TestWithParam<std::string> {};
 
 // Sets with a "start" record run the sender's whole loop (Start, the first decision on the
 // empty history, then Compute + Decide per MI, chaining rate and cwnd); the others check the
-// features and the action block's rate from the recorded rate_in.
+// features and the action block's rate from the recorded rate_in. The parameter is the vector
+// file's stem: features_<set>, or mocc_preference_switch (mocc_v1's loop whose preference
+// changes at run time: an MI record's "goal" is the goal its decision uses, as jaxcc-sender
+// --control-stdin applies a new preference at the next decision).
 TEST_P(Features, MatchEnvsAndPolicy) {
-  std::ifstream f(kDir + "/features_" + GetParam() + ".json");
+  std::ifstream f(kDir + "/" + GetParam() + ".json");
   ASSERT_TRUE(f) << "missing vectors; run: python -m jaxcc.parity_vectors --out tests/vectors";
   const json v = json::parse(f);
   jaxcc::Policy p = jaxcc::Policy::LoadFile(kDir + "/" + v["policy"].get<std::string>());
-  ASSERT_EQ(p.feature_name(), GetParam());
+  ASSERT_EQ(p.feature_name(), v["features"].get<std::string>());
   auto fn = jaxcc::MakeFeatureFn(p.feature_name(), p.features_json());
   ASSERT_EQ(fn->dim(), p.obs_dim());
   ASSERT_NO_THROW(fn->Check(p));
@@ -39,9 +42,10 @@ TEST_P(Features, MatchEnvsAndPolicy) {
     auto e = fn->Empty();
     window.insert(window.end(), e.begin(), e.end());
   }
-  const std::vector<float> goal = v.contains("goal") ? v["goal"].get<std::vector<float>>() : std::vector<float>();
+  std::vector<float> goal = v.contains("goal") ? v["goal"].get<std::vector<float>>() : std::vector<float>();
   ASSERT_EQ(static_cast<int>(goal.size()), p.goal_dim());
   const float* g = goal.empty() ? nullptr : goal.data();
+  int goal_switches = 0;
   jaxcc::RunningStats run;
   const bool loop = v.contains("start");
   double rate = 0, cwnd = 1e30;
@@ -96,6 +100,13 @@ TEST_P(Features, MatchEnvsAndPolicy) {
     const int D = p.obs_dim();
     std::memmove(window.data(), window.data() + D, sizeof(float) * (window.size() - D));
     std::memcpy(window.data() + window.size() - D, feat.data(), sizeof(float) * D);
+    if (mj.contains("goal")) {  // a runtime preference change: this decision uses the MI's goal
+      const auto mg = mj["goal"].get<std::vector<float>>();
+      ASSERT_EQ(mg.size(), goal.size()) << tag;
+      if (mg != goal) ++goal_switches;
+      goal = mg;
+      g = goal.data();
+    }
     const auto& out = p.Apply(window.data(), g);
     check_out(mj, out, tag);
     if (loop) {
@@ -106,10 +117,18 @@ TEST_P(Features, MatchEnvsAndPolicy) {
       ExpectClose(r, mj["rate"].get<double>(), 1e-5, 1e-3, tag + " rate");
     }
   }
+  // The switch vector changes the goal once, at switch_mi (guards the generator).
+  if (v.contains("switch_mi")) {
+    EXPECT_EQ(goal_switches, 1);
+    EXPECT_EQ(v["mis"][v["switch_mi"].get<int>()]["goal"].get<std::vector<float>>(),
+              v["switch_goal"].get<std::vector<float>>());
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Sets, Features,
-                         ::testing::Values("aurora_v1", "pareto_v1", "pareto_v2", "eagle_v1", "mocc_v1", "deepcc_v1"));
+                         ::testing::Values("features_aurora_v1", "features_pareto_v1", "features_pareto_v2",
+                                           "features_eagle_v1", "features_mocc_v1", "features_deepcc_v1",
+                                           "mocc_preference_switch"));
 
 // The vector exercises what pareto_v2 adds (its events are random, so this guards the
 // generator): MIs without an RTT sample after the rate became positive, where the own-queue

@@ -165,6 +165,119 @@ TEST(Policy, RejectsWrongDtypeAndOffsets) {
   ExpectReject(blob, {"data bytes", "needs 8"});
 }
 
+// A multi-objective Q head (head.objectives M = 2, n = 3 actions): obs [x], goal [g0, g1] ->
+// flatten -> concat_goal -> dense(3 -> 6, linear). z = x*W[0] + g0*W[1] + g1*W[2] + b, read
+// action-major: z[a*2 + k] = Q_k(a). The action is argmax_a g0*z[2a] + g1*z[2a+1].
+json MoqSpec() {
+  return json::parse(R"({
+    "format": "jaxcc-policy", "version": 1, "algorithm": "random",
+    "features": {"name": "test", "history": 1, "obs_dim": 1}, "mi_rtts": 1.0, "goal_dim": 2,
+    "layers": [{"type": "flatten"}, {"type": "concat_goal"},
+               {"type": "dense", "name": "q", "in": 3, "out": 6, "activation": "linear"}],
+    "head": {"type": "q_values", "n": 3, "objectives": 2},
+    "action": {"type": "cwnd_table", "deltas": [-3000.0, 0.0, 3000.0]}})");
+}
+std::map<std::string, jaxcc_test::T> MoqTensors() {
+  //                    a0: k0  k1   a1: k0  k1   a2: k0  k1
+  return {{"q.kernel", {{3, 6}, {1.0f, 0.0f, 0.0f, 1.0f, 0.6f, 0.6f,     // x row
+                                 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f,     // g0 row
+                                 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 2.0f}}},  // g1 row: Q_1(a2) += 2 g1
+          {"q.bias", {{6}, {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, -0.25f}}}};
+}
+
+TEST(Policy, QValuesObjectivesByHand) {
+  auto blob = MakeSafetensors(MoqSpec(), MoqTensors());
+  Policy p = Policy::LoadBytes(blob.data(), blob.size());
+  EXPECT_EQ(p.head().objectives, 2);
+  float x[1] = {1.0f};
+  // goal (1, 0): z = [1, 0, 0, 1, 0.6, 0.35]; scores = [1, 0, 0.6] -> a0.
+  float g1[2] = {1.0f, 0.0f};
+  const auto& o1 = p.Apply(x, g1);
+  ASSERT_EQ(o1.net.size(), 6u);
+  EXPECT_FLOAT_EQ(o1.net[5], 0.35f);
+  ASSERT_EQ(o1.scores.size(), 3u);
+  EXPECT_FLOAT_EQ(o1.scores[0], 1.0f);
+  EXPECT_FLOAT_EQ(o1.scores[1], 0.0f);
+  EXPECT_FLOAT_EQ(o1.scores[2], 0.6f);
+  EXPECT_EQ(o1.index, 0);
+  // goal (0, 1): z = [1, 0, 0, 1, 0.6, 2.35]; scores = [0, 1, 2.35] -> a2. The plain argmax of
+  // z (index 5 -> no such action) or of the first objective (a0) would both be wrong here.
+  float g2[2] = {0.0f, 1.0f};
+  const auto& o2 = p.Apply(x, g2);
+  EXPECT_FLOAT_EQ(o2.scores[0], 0.0f);
+  EXPECT_FLOAT_EQ(o2.scores[1], 1.0f);
+  EXPECT_FLOAT_EQ(o2.scores[2], 2.35f);
+  EXPECT_EQ(o2.index, 2);
+  // goal (0.8, 0.2): z[5] = 0.6 - 0.25 + 0.4 = 0.75; scores = [0.8, 0.2, 0.48 + 0.15 = 0.63] -> a0.
+  float g3[2] = {0.8f, 0.2f};
+  const auto& o3 = p.Apply(x, g3);
+  EXPECT_FLOAT_EQ(o3.scores[2], 0.63f);
+  EXPECT_EQ(o3.index, 0);
+  // x = 0, goal (0.5, 0.5): z = [0, 0, 0, 0, 0, 0.75]; scores = [0, 0, 0.375] -> a2.
+  float x0[1] = {0.0f};
+  float g4[2] = {0.5f, 0.5f};
+  EXPECT_EQ(p.Apply(x0, g4).index, 2);
+  // A tie keeps the first maximum: x = 1, goal (0.5, 0.5) with Q(a2) lowered by the bias
+  // below a0 = a1 = 0.5: scores [0.5, 0.5, 0.5*0.6 + 0.5*(0.6 - 1.45 + 1) = 0.375] -> a0.
+  auto t = MoqTensors();
+  t["q.bias"].data = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, -1.45f};
+  auto blob2 = MakeSafetensors(MoqSpec(), t);
+  Policy p2 = Policy::LoadBytes(blob2.data(), blob2.size());
+  const auto& o5 = p2.Apply(x, g4);
+  EXPECT_FLOAT_EQ(o5.scores[0], 0.5f);
+  EXPECT_FLOAT_EQ(o5.scores[1], 0.5f);
+  EXPECT_LT(o5.scores[2], 0.5f);
+  EXPECT_EQ(o5.index, 0);
+  // The action table has one entry per action (n), not per output (n*M).
+  double r, c;
+  p.MapAction(o2, 1e6, 30000.0, &r, &c);
+  EXPECT_DOUBLE_EQ(c, 33000.0);
+}
+
+TEST(Policy, QValuesWithoutObjectivesIsPlainArgmax) {
+  // objectives 1 (explicit) is today's head: argmax z, no scores.
+  json s = MoqSpec();
+  s["head"]["n"] = 6;
+  s["head"]["objectives"] = 1;
+  s["action"]["deltas"] = {1.0, 2.0, 3.0, 4.0, 5.0, 6.0};
+  auto blob = MakeSafetensors(s, MoqTensors());
+  Policy p = Policy::LoadBytes(blob.data(), blob.size());
+  float x[1] = {1.0f}, g[2] = {0.0f, 1.0f};
+  const auto& o = p.Apply(x, g);  // z = [1, 0, 0, 1, 0.6, 2.35]
+  EXPECT_TRUE(o.scores.empty());
+  EXPECT_EQ(o.index, 5);
+}
+
+TEST(Policy, QValuesObjectivesRejections) {
+  auto t = MoqTensors();
+  json s = MoqSpec();
+  s["head"]["objectives"] = 0;
+  ExpectReject(MakeSafetensors(s, t), {"head.objectives", "positive integer"});
+  s = MoqSpec();
+  s["head"]["objectives"] = "2";
+  ExpectReject(MakeSafetensors(s, t), {"head.objectives", "positive integer"});
+  s = MoqSpec();
+  s["head"]["objectives"] = 3;  // 3 x 3 = 9 != 6 outputs
+  ExpectReject(MakeSafetensors(s, t), {"n=3 and objectives=3", "final layer outputs 6", "n*objectives = 9"});
+  s = MoqSpec();
+  s["head"]["n"] = 2;
+  s["action"]["deltas"] = {1.0, 2.0};
+  ExpectReject(MakeSafetensors(s, t), {"n=2 and objectives=2", "needs n*objectives = 4"});
+  s = MoqSpec();
+  s["head"] = {{"type", "discrete"}, {"n", 3}, {"objectives", 2}};
+  ExpectReject(MakeSafetensors(s, t), {"head.objectives is only for q_values"});
+  s = MoqSpec();
+  s["action"]["deltas"] = {1.0, 2.0, 3.0, 4.0, 5.0, 6.0};  // one per output, not per action
+  ExpectReject(MakeSafetensors(s, t), {"action.deltas", "list of 3"});
+  // goal_dim must equal objectives: a 3-value goal with a 2-objective head (6 = 3 x 2 outputs).
+  s = MoqSpec();
+  s["goal_dim"] = 3;
+  s["layers"][2]["in"] = 4;
+  auto t3 = t;
+  t3["q.kernel"] = {{4, 6}, std::vector<float>(24, 0.1f)};
+  ExpectReject(MakeSafetensors(s, t3), {"head.objectives is 2", "spec.goal_dim is 3"});
+}
+
 TEST(Policy, MissingFileIsPolicyError) {
   EXPECT_THROW(Policy::LoadFile("/nonexistent/x.safetensors"), PolicyError);
 }

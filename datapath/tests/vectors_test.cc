@@ -39,6 +39,11 @@ TEST_P(Vectors, MatchesPython) {
     const auto net = c["net_out"].get<std::vector<double>>();
     ASSERT_EQ(out.net.size(), net.size()) << tag;
     for (size_t i = 0; i < net.size(); ++i) ExpectClose(out.net[i], net[i], tag + " net_out[" + std::to_string(i) + "]");
+    if (c.contains("q_weighted")) {  // multi-objective q_values: sum_k goal[k] * net_out[a*M + k]
+      const auto qw = c["q_weighted"].get<std::vector<double>>();
+      ASSERT_EQ(out.scores.size(), qw.size()) << tag;
+      for (size_t i = 0; i < qw.size(); ++i) ExpectClose(out.scores[i], qw[i], tag + " q_weighted[" + std::to_string(i) + "]");
+    }
     if (c["output"].is_number_integer()) {
       EXPECT_EQ(out.index, c["output"].get<int>()) << tag;
     } else {
@@ -54,6 +59,6 @@ TEST_P(Vectors, MatchesPython) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Kinds, Vectors,
-                         ::testing::Values("mlp", "lstm", "lstm2_discrete", "conv1d_goal", "q_values"));
+                         ::testing::Values("mlp", "lstm", "lstm2_discrete", "conv1d_goal", "q_values", "q_values_1obj"));
 
 }  // namespace

@@ -9,6 +9,7 @@ its parts, one job per module (nothing here imports the CLI; the arrows are the 
     delay     the NFQUEUE delay tool (datapath/tools/nfq_delay) and its rules     <- host
     netns     namespaces, veths, the tbf bottleneck, leftovers cleanup            <- delay, spec
     results   per-flow statistics, results.json records (Jain: jaxcc.metrics), plots <- spec
+    settle    decisions to settle after a runtime preference change (sender logs)
     runner    one scenario on a fresh netns link; a scenario x controller sweep   <- all above
     mahimahi  plan/collect/merge for launch/mahimahi_run.sh                       <- runner, results
     ns3       a scenario on the ns-3.37 dumbbell (datapath/ns3/): one results record <- (metrics)

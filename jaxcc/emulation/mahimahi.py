@@ -22,7 +22,7 @@ from typing import Any
 from jaxcc.emulation import results
 from jaxcc.emulation.host import EmulationError
 from jaxcc.emulation.runner import FlowRun
-from jaxcc.emulation.spec import MSS, assign_controllers, rate_schedule, trace_schedule
+from jaxcc.emulation.spec import MSS, assign_controllers, flow_preferences, rate_schedule, trace_schedule
 from jaxcc.scenarios import Scenario
 
 
@@ -60,6 +60,10 @@ def plan(spec: Scenario, controller: str | None, out: Path, trace_bin_s: float =
         trace = str((out / "link.trace").resolve())
         write_trace(rate_schedule(spec, trace_bin_s), spec.duration_s, trace)
     ctrls = assign_controllers(spec, controller)
+    for i, (pref, changes) in enumerate(flow_preferences(spec, ctrls)):
+        if pref is not None or changes:
+            raise EmulationError(f"{spec.name}.flows[{i}].preference: not passed under Mahimahi "
+                                 "(launch/mahimahi_run.sh) yet; python -m jaxcc.emulate runs it")
     doc = {"spec": spec.to_dict(), "controllers": ctrls, "trace": trace}
     (out / "plan.json").write_text(json.dumps(doc, indent=1))
     sh = [f"TRACE={shlex.quote(trace)}", f"BUFFER_BYTES={int(link.buffer_bytes)}",

@@ -7,12 +7,18 @@ test, or when the datapath is not built). Rate changes and flow starts fire agai
 deadlines from one start time, never chained sleeps, and the lateness of every change is
 recorded (``schedule_changes`` in the record).
 
+A flow's MOCC ``preference`` goes to its sender as ``--preference``; its ``preference_changes``
+go to the running sender as control lines on its stdin (``jaxcc-sender --control-stdin``), fired
+at their absolute deadlines like the rate changes; who gets them is ``spec.flow_preferences``.
+Each flow with changes gets its settle measurement (``jaxcc.emulation.settle``) in its record.
+
 Every run checks its own timing (``delay_check`` in the record, ``jaxcc.emulation.delay.check``):
 the delay line's per-packet hold error and tbf's rate against the schedule; a run that did not
 keep time is marked ``valid: false`` and warned about on stderr.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import subprocess
@@ -22,13 +28,14 @@ from pathlib import Path
 from typing import Any
 
 from jaxcc.controllers import parse_controller
-from jaxcc.emulation import delay, results
+from jaxcc.emulation import delay, results, settle
 from jaxcc.emulation.delay import health_warnings
 from jaxcc.emulation.host import (DATAPATH_BUILD, TCP_PORT_BASE, TOOLS_BUILD, UDP_PORT_BASE,
                                   EmulationError, check_requirements, realtime_allowed,
                                   receiver_binary, sender_binary, terminate)
 from jaxcc.emulation.netns import ETH_HEADER, RCV_IP, TBF_SCALE, EmulatedLink, tbf_rate_error
-from jaxcc.emulation.spec import MSS, assign_controllers, rate_schedule, refuse_sim_only
+from jaxcc.emulation.spec import (MSS, assign_controllers, flow_preferences, preference_arg, rate_schedule,
+                                  refuse_sim_only)
 from jaxcc.scenarios import Scenario
 
 
@@ -44,6 +51,9 @@ class FlowRun:
     procs: dict[str, subprocess.Popen] = dataclasses.field(default_factory=dict)
     started_at: float | None = None    # monotonic time the client was launched
     result: dict[str, Any] = dataclasses.field(default_factory=dict)
+    preference: tuple[float, float, float] | None = None          # --preference
+    preference_changes: tuple = ()     # ((at_s, weights), ...): control lines at t0 + at_s
+    control_log: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
 
 def flow_kind(controller: str, impl: str = "auto") -> str:
@@ -109,9 +119,10 @@ class Runner:
         self.out_dir.mkdir(parents=True, exist_ok=True)
         flows = [FlowRun(i, c, f.rtt_ms, f.start_s, f.stop_s, self.out_dir / f"flow{i}")
                  for i, (f, c) in enumerate(zip(spec.flows, self.controllers))]
-        for fl in flows:
+        for fl, (pref, changes) in zip(flows, flow_preferences(spec, self.controllers)):
             fl.kind = flow_kind(fl.controller, self.impl)
             fl.dir.mkdir(parents=True, exist_ok=True)
+            fl.preference, fl.preference_changes = pref, changes
         check_requirements(need_iperf3=any(f.kind == "iperf3" for f in flows))
 
         with EmulatedLink(self.prefix, self.out_dir, self.verbose) as link:
@@ -125,8 +136,15 @@ class Runner:
             t0 = time.monotonic() + self.lead_s
             events: list[tuple[float, str, Any]] = [(t0 + t, "rate", r) for t, r in sched[1:]]
             events += [(t0 + fl.start_s, "flow", fl) for fl in flows]
-            events.sort(key=lambda e: (e[0], e[1] != "rate"))
+            events += [(t0 + at, "preference", (fl, w)) for fl in flows for at, w in fl.preference_changes]
+            order = {"rate": 0, "flow": 1, "preference": 2}
+            events.sort(key=lambda e: (e[0], order[e[1]]))
             self._run_events(link, events, t0)
+            for fl in flows:   # every change was written: EOF on the senders' control input
+                p = fl.procs.get("client")
+                if p is not None and p.stdin is not None:
+                    with contextlib.suppress(OSError):
+                        p.stdin.close()
             # wait for the clients (with a margin), then for the servers: iperf3 and
             # jaxcc-receiver stop on their own; udp_probe writes its summary on SIGTERM.
             end = t0 + dur + 15.0
@@ -161,6 +179,16 @@ class Runner:
             tbf["error"] = sampler.error
         for fl in flows:
             fl.result.update(results.collect_flow(fl))
+            if fl.preference is not None or fl.preference_changes:
+                fl.result["preference"] = list(fl.preference) if fl.preference is not None else None
+                fl.result["preference_changes"] = [{"at_s": t, "preference": list(w)}
+                                                   for t, w in fl.preference_changes]
+            if fl.preference_changes:
+                fl.result["control_log"] = fl.control_log
+                try:
+                    fl.result["settle"] = settle.analyse_run_dir(fl.dir)
+                except (OSError, ValueError) as e:
+                    fl.result["settle"] = {"error": str(e)}
         stats = results.read_json(self.out_dir / "nfq_delay_stats.json")
         check = delay.check(stats, tbf)
         rec = results.make_record(spec.name, dur, self.controllers, flows, sched, idle,
@@ -219,6 +247,10 @@ class Runner:
                    f"--log={fl.dir / 'sender.csv'}", f"--summary={fl.dir / 'sender.json'}"]
             if self.rt_sender:
                 cmd.append("--realtime")
+            if fl.preference is not None:
+                cmd.append(f"--preference={preference_arg(fl.preference)}")
+            if fl.preference_changes:
+                cmd.append("--control-stdin")
         else:
             rate = float(fl.controller.split(":", 1)[1])
             cmd = [TOOLS_BUILD / "udp_probe", "send", f"--dest={RCV_IP}",
@@ -228,8 +260,9 @@ class Runner:
             if self.rt_sender and realtime_allowed():   # it sleeps in ppoll: never spins
                 cmd = ["chrt", "-f", "1"] + cmd
         fl.started_at = time.monotonic()
+        extra = {"stdin": subprocess.PIPE} if fl.kind == "jaxcc" and fl.preference_changes else {}
         fl.procs["client"] = link.spawn(link.ns_snd, cmd, nice=self.nice,
-                                        stderr=open(fl.dir / "sender.stderr", "w"))
+                                        stderr=open(fl.dir / "sender.stderr", "w"), **extra)
 
     def _run_events(self, link: EmulatedLink, events, t0: float) -> None:
         """Fires rate changes and flow starts at absolute deadlines (no drift from sleeps)."""
@@ -246,8 +279,29 @@ class Runner:
                                           "issued_late_ms": (a - deadline) * 1e3,
                                           "done_late_ms": (b - deadline) * 1e3,
                                           "wall_deadline_s": wall - (a - deadline)})
+            elif kind == "preference":
+                self._send_preference(*arg, deadline=deadline, t0=t0)
             else:
                 self._start_client(link, arg)
+
+    @staticmethod
+    def _send_preference(fl: FlowRun, w, deadline: float, t0: float) -> None:
+        """One ``preference a,b,c`` line to a running sender's stdin (``--control-stdin``); the
+        sender applies it at its next decision and logs it (``goal_changes`` in its summary)."""
+        line = f"preference {preference_arg(w)}\n"
+        p = fl.procs.get("client")
+        a = time.monotonic()
+        entry = {"at_s": deadline - t0, "preference": list(w), "issued_late_ms": (a - deadline) * 1e3,
+                 "mono_s": a}
+        if p is None or p.stdin is None or p.poll() is not None:
+            entry["error"] = "the sender was not running"
+        else:
+            try:
+                p.stdin.write(line.encode())
+                p.stdin.flush()
+            except OSError as e:   # BrokenPipeError: it exited meanwhile
+                entry["error"] = f"could not write to the sender: {e}"
+        fl.control_log.append(entry)
 
 
 def _sleep_until(t: float) -> None:

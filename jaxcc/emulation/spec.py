@@ -10,14 +10,16 @@ is particular to emulation:
   (``jitter_ms``, ``ack_agg_ms``, ``rtt_noise_ms``, ``cross_traffic``) and of a flow's start rate
   (``init_rate_mbps``): "not emulated yet";
 * ``rate_schedule``: the link's capacity as the ``tc qdisc change`` steps of the tbf
-  bottleneck, coarser than the simulator's (see its docstring).
+  bottleneck, coarser than the simulator's (see its docstring);
+* ``flow_preferences``: which flows get their ``preference`` / ``preference_changes``
+  (``jaxcc-sender --preference`` and control lines on its stdin; see its docstring).
 """
 from __future__ import annotations
 
 import math
 from typing import Any
 
-from jaxcc import scenarios
+from jaxcc import policyfile, scenarios
 from jaxcc.controllers import parse_controller
 from jaxcc.emulation.host import EmulationError
 from jaxcc.sim import trace as sim_trace
@@ -38,6 +40,16 @@ BUILTIN_SCENARIOS: dict[str, dict[str, Any]] = {
                           "buffer_bytes": 150000, "loss": 0.0},
                  "flows": [{"rtt_ms": 40.0, "start_s": 0.0, "stop_s": 20.0,
                             "controller": "bbr"}]},
+    # The settle measurement of a runtime preference change (jaxcc.emulation.settle): the issue's
+    # 12 Mbit/s / 20 ms RTT emulation link, throughput-heavy -> delay-heavy at 15 s and back at
+    # 30 s. Its controller stands for the MOCC policy to give with --controller=policy:FILE
+    # (bbr takes no preference: without --controller the run is refused, naming the field).
+    "emu/mocc_settle": {"name": "emu/mocc_settle", "duration_s": 45.0,
+                        "link": {"bandwidth_mbps": 12.0, "buffer_bytes": 375000, "loss": 0.0},
+                        "flows": [{"rtt_ms": 20.0, "start_s": 0.0, "stop_s": 45.0, "controller": "bbr",
+                                   "preference": [0.8, 0.1, 0.1],
+                                   "preference_changes": [{"at_s": 15.0, "preference": [0.1, 0.8, 0.1]},
+                                                          {"at_s": 30.0, "preference": [0.8, 0.1, 0.1]}]}]},
     "emu/two_flows": {"name": "emu/two_flows", "duration_s": 30.0,
                       "link": {"bandwidth_mbps": 24.0, "buffer_bytes": 300000, "loss": 0.0},
                       "flows": [{"rtt_ms": 40.0, "start_s": 0.0, "stop_s": 30.0,
@@ -215,3 +227,80 @@ def mean_capacity_mbps(sched: list[tuple[float, float]], t0: float, t1: float) -
         if hi > lo:
             total += r * (hi - lo)
     return total / max(t1 - t0, 1e-9)
+
+
+# The order of a preference (jaxcc.scenarios flows[i].preference; MOCC's objectives): what the
+# C++ sender checks against a policy's features.objectives (mocc_v1) or features.goal (deepcc_v1).
+PREFERENCE_ORDER = ("throughput", "delay", "loss")
+
+Preference = tuple[float, float, float]
+
+
+def preference_refusal(controller: str) -> str | None:
+    """Why ``controller`` cannot take a preference, or None if it can: the C++ sender's rule
+    (``datapath/src/preference.cc`` PreferenceMismatch) — a ``policy:FILE`` with goal_dim 3
+    whose features name their objectives (``objectives``, else ``goal``) in the order
+    (throughput, delay, loss), or do not name them.
+
+    Raises:
+      EmulationError: the policy file cannot be read or is invalid (names the problem).
+    """
+    c = controller.strip()
+    if not c.startswith("policy:"):
+        return f"{c} takes no preference (only a preference-conditioned policy:FILE does)"
+    try:
+        pspec, _ = policyfile.load(c[len("policy:"):])
+    except (OSError, ValueError) as e:
+        raise EmulationError(f"{c}: {e}") from e
+    if int(pspec.get("goal_dim", 0)) != 3:
+        return f"{c} takes no 3-value preference (its goal_dim is {pspec.get('goal_dim', 0)})"
+    feats = pspec.get("features") or {}
+    for key in ("objectives", "goal"):
+        names = feats.get(key)
+        if isinstance(names, list):
+            if tuple(names) != PREFERENCE_ORDER:
+                return (f"{c}: its objectives (features.{key}) are {names}, a preference is "
+                        f"{list(PREFERENCE_ORDER)}")
+            break
+    return None
+
+
+def flow_preferences(spec: scenarios.Scenario, controllers: list[str]
+                     ) -> list[tuple[Preference | None, tuple[tuple[float, Preference], ...]]]:
+    """Per flow, the (preference, preference_changes) the emulation gives its sender.
+
+    A flow's ``preference`` configures its controller when that is a preference-conditioned
+    ``policy:FILE`` (``preference_refusal``): the sender starts with ``--preference`` and gets
+    each change (at ``at_s`` seconds after the scenario's start) as a control line on its stdin.
+    A flow whose controller as written in the scenario takes no preference is refused, as the
+    simulator refuses it; a baseline that ``--controller`` puts in place of the scenario's
+    controller (``bbr``, ``fixed:MBPS``, ``kernel:*``) runs without it, so one scenario file
+    compares a MOCC policy with the baselines. A ``--controller`` policy that takes none is
+    refused.
+
+    Raises:
+      EmulationError: naming ``<scenario>.flows[i].preference`` (or ``preference_changes``).
+    """
+    out = []
+    for i, (f, c) in enumerate(zip(spec.flows, controllers)):
+        pref = getattr(f, "preference", None)
+        changes = tuple(getattr(f, "preference_changes", ()) or ())
+        if pref is None and not changes:
+            out.append((None, ()))
+            continue
+        field = f"{spec.name}.flows[{i}].{'preference' if pref is not None else 'preference_changes'}"
+        replaced = c.strip() != f.controller.strip()
+        if replaced and not c.strip().startswith("policy:"):
+            out.append((None, ()))   # a baseline in place of the scenario's controller
+            continue
+        why = preference_refusal(c)
+        if why is not None:
+            raise EmulationError(f"{field}: {why}")
+        out.append((tuple(float(x) for x in pref) if pref is not None else None,
+                    tuple((float(t), tuple(float(x) for x in w)) for t, w in changes)))
+    return out
+
+
+def preference_arg(w) -> str:
+    """``a,b,c`` for ``jaxcc-sender --preference`` and its control lines (shortest repr)."""
+    return ",".join(repr(float(x)) for x in w)

@@ -1,0 +1,86 @@
+#include "preference.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "policy.h"
+
+namespace jaxcc {
+namespace {
+
+std::string Trim(const std::string& s) {
+  const char* ws = " \t\r\n";
+  const size_t a = s.find_first_not_of(ws);
+  if (a == std::string::npos) return "";
+  const size_t b = s.find_last_not_of(ws);
+  return s.substr(a, b - a + 1);
+}
+
+}  // namespace
+
+std::string ParsePreference(const std::string& text, Preference* out) {
+  const std::string bad = "must be 3 numbers >= 0 summing to 1 (throughput, delay, loss), got '" + text + "'";
+  std::vector<double> v;
+  size_t start = 0;
+  while (true) {
+    const size_t comma = text.find(',', start);
+    const std::string item = Trim(text.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    char* end = nullptr;
+    errno = 0;
+    const double x = std::strtod(item.c_str(), &end);
+    if (item.empty() || *end != '\0' || errno != 0 || !std::isfinite(x)) return bad + " ('" + item + "' is not a number)";
+    v.push_back(x);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (static_cast<int>(v.size()) != kPreferenceDim) return bad + " (" + std::to_string(v.size()) + " numbers)";
+  double sum = 0;
+  for (double x : v) {
+    if (x < 0) return bad + " (negative weight)";
+    sum += x;
+  }
+  if (std::fabs(sum - 1.0) > kPreferenceSumTol) return bad + " (sum " + std::to_string(sum) + ")";
+  for (int k = 0; k < kPreferenceDim; ++k) (*out)[k] = static_cast<float>(v[k]);
+  return "";
+}
+
+std::string PreferenceMismatch(const Policy& p) {
+  if (p.goal_dim() != kPreferenceDim)
+    return "the policy takes no 3-value preference (its goal_dim is " + std::to_string(p.goal_dim()) + ")";
+  const nlohmann::json f = nlohmann::json::parse(p.features_json(), nullptr, /*allow_exceptions=*/false);
+  // mocc_v1 names its objectives in features.objectives, deepcc_v1 in features.goal.
+  for (const char* key : {"objectives", "goal"}) {
+    if (!f.is_object() || !f.contains(key) || !f[key].is_array()) continue;
+    const nlohmann::json want = {"throughput", "delay", "loss"};
+    if (f[key] != want)
+      return std::string("the policy's objectives (features.") + key + ") are " + f[key].dump() +
+             ", a preference is (throughput, delay, loss): give the raw goal with --goal";
+    break;
+  }
+  return "";
+}
+
+ControlLine ParseControlLine(const std::string& line) {
+  ControlLine c;
+  const std::string s = Trim(line);
+  if (s.empty() || s[0] == '#') return c;
+  const std::string cmd = "preference";
+  if (s.compare(0, cmd.size(), cmd) != 0 || (s.size() > cmd.size() && s[cmd.size()] != ' ' && s[cmd.size()] != '\t')) {
+    c.kind = ControlLine::kError;
+    c.error = "unknown command (known: 'preference a,b,c')";
+    return c;
+  }
+  const std::string why = ParsePreference(Trim(s.substr(cmd.size())), &c.preference);
+  if (!why.empty()) {
+    c.kind = ControlLine::kError;
+    c.error = "preference " + why;
+    return c;
+  }
+  c.kind = ControlLine::kPreference;
+  return c;
+}
+
+}  // namespace jaxcc
