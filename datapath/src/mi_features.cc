@@ -348,7 +348,8 @@ class EagleFeatures : public FeatureFn {
 //      when the MI had no sample);
 //   1. ACK rate / max ACK rate over the connection; 2. sending rate / max ACK rate;
 //   3. cwnd in force during the MI / (max ACK rate x min RTT); 1-3 are 0 before any ACK.
-// Actions (§IV-A): cwnd x cwnd_mults[a] + cwnd_deltas_pkts[a] packets, at least min_cwnd_pkts (a
+// Actions (§IV-A): cwnd x cwnd_mults[a] + cwnd_deltas_pkts[a] packets, within [min_cwnd_pkts,
+// max_cwnd_pkts] (a
 // file without the fields: the literal additive list, multipliers 1); after
 // init_step MIs the action is overridden by §IV-B's init-cwnd, b x F(mean ACK rate) packets
 // (F: the smallest of bw_set_mbps at or above the rate in Mbit/s). The window is paced at
@@ -363,6 +364,7 @@ class MoccFeatures : public FeatureFn {
         timeout_rtts_(Positive(f, "timeout_rtts", 2.0)),
         init_cwnd_pkts_(Positive(f, "init_cwnd_pkts", 10.0)),
         min_cwnd_pkts_(Positive(f, "min_cwnd_pkts", 2.0)),
+        max_cwnd_pkts_(Positive(f, "max_cwnd_pkts", 10000.0)),
         b_(Positive(f, "b", 2.5)),
         init_step_(Param(f, "init_step", 2.0)),
         pacing_gain_(Positive(f, "pacing_gain", 1.2)),
@@ -415,9 +417,10 @@ class MoccFeatures : public FeatureFn {
                    double* rate, double* cwnd) override {
     const int a = out.index;
     if (a < 0 || a >= static_cast<int>(deltas_pkts_.size())) throw PolicyError("mocc_v1: action index out of range");
-    double c = std::max(cwnd_in * static_cast<double>(static_cast<float>(mults_[a])) +
-                            static_cast<double>(static_cast<float>(deltas_pkts_[a])) * kMss,
-                        min_cwnd_pkts_ * kMss);
+    double c = std::min(std::max(cwnd_in * static_cast<double>(static_cast<float>(mults_[a])) +
+                                     static_cast<double>(static_cast<float>(deltas_pkts_[a])) * kMss,
+                                 min_cwnd_pkts_ * kMss),
+                        max_cwnd_pkts_ * kMss);
     if (steps_ == init_step_) c = InitCwndPkts(acked_sum_ / std::max(time_sum_, 1e-9)) * kMss;
     const double min_rtt = run.KnownMinRtt(rtt_guess_);
     *cwnd = cwnd_ = c;
@@ -436,7 +439,7 @@ class MoccFeatures : public FeatureFn {
   }
 
   std::vector<double> deltas_pkts_, mults_, bw_set_mbps_;
-  double timeout_min_s_, timeout_rtts_, init_cwnd_pkts_, min_cwnd_pkts_, b_, init_step_, pacing_gain_;
+  double timeout_min_s_, timeout_rtts_, init_cwnd_pkts_, min_cwnd_pkts_, max_cwnd_pkts_, b_, init_step_, pacing_gain_;
   size_t goal_dim_;
   std::vector<float> empty_;
   double cwnd_ = 0, acked_sum_ = 0, time_sum_ = 0, max_ack_ = 0, steps_ = 0;

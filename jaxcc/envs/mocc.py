@@ -24,7 +24,10 @@ Paper: /work/shared/seeds/002_d7dc697112d5ee48.txt, §IV-A (state, actions, rewa
   tens of steps to come back, and trained policies stayed there at 97 % loss on the LTE links
   (the additive table remains a named variant: ``LITERAL_DELTAS_PKTS`` with multipliers 1,
   ``configs/mocc_additive.py``).  ``cwnd_mults`` and ``cwnd_deltas_pkts`` hold the table:
-  cwnd ← cwnd · cwnd_mults[a] + cwnd_deltas_pkts[a] · MSS.  MOCC is window-based; the window is paced at
+  cwnd ← min(cwnd · cwnd_mults[a] + cwnd_deltas_pkts[a] · MSS, max_cwnd_pkts · MSS).  The cap
+  (10 000 packets, 15 MB; not in the paper) stands for the receive window that bounds every real
+  TCP window (Linux's default largest receive buffer is 6 MB), far above any BDP here; without
+  it a run of doublings overflows float32 and the training stops on NaN.  MOCC is window-based; the window is paced at
   1.2 · cwnd / min RTT (Linux's congestion-avoidance pacing ratio), because the fluid model
   would otherwise send a whole window in one tick and ACK bursts would alias with the step.
 * Vector reward (§IV-A): [L(Throughput/bandwidth), −L(Delay/timeout), −L(Loss_rate)] with
@@ -115,6 +118,7 @@ class MoccParams:
     max_time_s: jax.Array = jnp.inf
     cwnd_deltas_pkts: jax.Array = CWND_DELTAS_PKTS  # §IV-A's action table (a policy file may state its own)
     cwnd_mults: jax.Array = CWND_MULTS
+    max_cwnd_pkts: jax.Array = 10_000.0
 
 
 @struct.dataclass
@@ -150,11 +154,13 @@ def init_cwnd(ack_rate_bps, bw_set_mbps, b=2.5):
     return b * bw_set_mbps[idx]
 
 
-def apply_delta(cwnd_bytes, a, min_cwnd_pkts=2.0, deltas_pkts=CWND_DELTAS_PKTS, mults=CWND_MULTS):
-    """cwnd · mults[a] + deltas_pkts[a] packets, at least ``min_cwnd_pkts`` packets (bytes in and out)."""
+def apply_delta(cwnd_bytes, a, min_cwnd_pkts=2.0, deltas_pkts=CWND_DELTAS_PKTS, mults=CWND_MULTS,
+                max_cwnd_pkts=10_000.0):
+    """cwnd · mults[a] + deltas_pkts[a] packets, within [``min_cwnd_pkts``, ``max_cwnd_pkts``]
+    packets (bytes in and out)."""
     d = jnp.asarray(deltas_pkts, jnp.float32)[a] * core.MSS
     k = jnp.asarray(mults, jnp.float32)[a]
-    return jnp.maximum(cwnd_bytes * k + d, min_cwnd_pkts * core.MSS)
+    return jnp.clip(cwnd_bytes * k + d, min_cwnd_pkts * core.MSS, max_cwnd_pkts * core.MSS)
 
 
 def pacing_rate(cwnd_bytes, min_rtt, p: MoccParams):
@@ -218,7 +224,7 @@ class MoccEnv(base.MultiFlowEnv):
         n = p.cwnd_deltas_pkts.shape[-1]  # N_ACTIONS unless the params carry another table
         a = jnp.clip(jnp.asarray(action, jnp.int32).reshape(self.config.num_flows), 0, n - 1)
         fl = state.paper
-        cwnd = apply_delta(state.cwnd, a, p.min_cwnd_pkts, p.cwnd_deltas_pkts, p.cwnd_mults)
+        cwnd = apply_delta(state.cwnd, a, p.min_cwnd_pkts, p.cwnd_deltas_pkts, p.cwnd_mults, p.max_cwnd_pkts)
         ack_rate = fl.acked_sum / jnp.maximum(fl.time_sum, 1e-9)
         cwnd_init = init_cwnd(ack_rate, p.bw_set_mbps, p.b) * core.MSS
         cwnd = jnp.where(fl.steps == p.init_step, cwnd_init, cwnd)
@@ -286,7 +292,8 @@ def export_features_spec(config: base.EnvConfig | None = None) -> dict:
         # The numbers behind the timeout, the init-cwnd step and the pacing (MoccParams), for
         # senders outside the simulator (datapath/src/mi_features.cc).
         "timeout_min_s": float(d.timeout_min_s), "timeout_rtts": float(d.timeout_rtts),
-        "init_cwnd_pkts": float(d.init_cwnd_pkts), "min_cwnd_pkts": float(d.min_cwnd_pkts), "b": float(d.b),
+        "init_cwnd_pkts": float(d.init_cwnd_pkts), "min_cwnd_pkts": float(d.min_cwnd_pkts),
+        "max_cwnd_pkts": float(d.max_cwnd_pkts), "b": float(d.b),
         "init_step": int(d.init_step), "bw_set_mbps": [float(x) for x in d.bw_set_mbps],
         "pacing_gain": float(d.pacing_gain),
     }

@@ -38,7 +38,7 @@ from jaxcc.sim.core import MSS
 
 NAME = "mocc_v1"
 SENDER_INIT_RATE = 1.0 * 125000.0  # bytes/s before the first decision (jaxcc-sender --init-mbps 1)
-SPEC_PARAMS = ("timeout_min_s", "timeout_rtts", "init_cwnd_pkts", "min_cwnd_pkts", "b", "pacing_gain")
+SPEC_PARAMS = ("timeout_min_s", "timeout_rtts", "init_cwnd_pkts", "min_cwnd_pkts", "max_cwnd_pkts", "b", "pacing_gain")
 
 
 class Own(NamedTuple):
