@@ -298,7 +298,8 @@ def test_random_command_writes_kinds_and_feature_sets(tmp_path, capsys):
     spec = pf.load(out)[0]  # MOCC's exported shape
     assert spec["features"] == {"name": "mocc_v1", "history": 1, "obs_dim": 4}
     assert spec["goal_dim"] == 3 and spec["head"] == {"type": "q_values", "n": 7, "objectives": 3}
-    assert spec["action"]["deltas"] == [-750.0, -75000.0, -15000.0, 0.0, 15000.0, 3000.0, 75000.0]
+    assert spec["action"]["deltas"] == [0.0, -75000.0, -15000.0, 0.0, 15000.0, 0.0, 75000.0]
+    assert spec["action"]["multipliers"] == [0.5, 1.0, 1.0, 1.0, 1.0, 2.0, 1.0]
     assert pf.main(["--random", "mocc_v1", "--out", out]) == 0
     spec = pf.load(out)[0]
     assert spec["features"]["obs_dim"] == 4 and spec["goal_dim"] == 3

@@ -349,16 +349,19 @@ class EagleFeatures : public FeatureFn {
 //   1. ACK rate / max ACK rate over the connection; 2. sending rate / max ACK rate;
 //   3. cwnd in force during the MI / (max ACK rate x min RTT); 1-3 are 0 before any ACK.
 // Actions (§IV-A): cwnd x cwnd_mults[a] + cwnd_deltas_pkts[a] packets, within [min_cwnd_pkts,
-// max_cwnd_pkts] (a
-// file without the fields: the literal additive list, multipliers 1); after
+// max_cwnd_pkts] (without the fields: halve, -50, -10, hold, +10, double, +50; deltas without
+// multipliers: multipliers 1); after
 // init_step MIs the action is overridden by §IV-B's init-cwnd, b x F(mean ACK rate) packets
 // (F: the smallest of bw_set_mbps at or above the rate in Mbit/s). The window is paced at
 // pacing_gain x cwnd / min RTT. The preference vector is the policy's goal input.
 class MoccFeatures : public FeatureFn {
  public:
   explicit MoccFeatures(const json& f)
-      : deltas_pkts_(ParamList(f, "cwnd_deltas_pkts", {-0.5, -50.0, -10.0, 0.0, 10.0, 2.0, 50.0})),
-        mults_(ParamList(f, "cwnd_mults", std::vector<double>(deltas_pkts_.size(), 1.0), deltas_pkts_.size())),
+      : deltas_pkts_(ParamList(f, "cwnd_deltas_pkts", {0.0, -50.0, -10.0, 0.0, 10.0, 0.0, 50.0})),
+        mults_(ParamList(f, "cwnd_mults",
+                         f.contains("cwnd_deltas_pkts") ? std::vector<double>(deltas_pkts_.size(), 1.0)
+                                                        : std::vector<double>{0.5, 1.0, 1.0, 1.0, 1.0, 2.0, 1.0},
+                         deltas_pkts_.size())),
         bw_set_mbps_(ParamList(f, "bw_set_mbps", {6.0, 12.0, 24.0, 50.0, 100.0})),
         timeout_min_s_(Positive(f, "timeout_min_s", 0.2)),
         timeout_rtts_(Positive(f, "timeout_rtts", 2.0)),

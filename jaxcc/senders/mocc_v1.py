@@ -55,9 +55,11 @@ def env_and_params(spec: dict):
       ValueError: naming the field that does not fit.
     """
     feats = spec["features"]
-    # A file without the table fields has §IV-A's list read additively (the C++ sender's default too).
-    deltas = [float(d) for d in feats.get("cwnd_deltas_pkts", mocc.LITERAL_DELTAS_PKTS)]
-    mults = [float(k) for k in feats.get("cwnd_mults", [1.0] * len(deltas))]
+    # A file without the table takes MOCC's (``mocc.CWND_DELTAS_PKTS``, ``CWND_MULTS``); one with
+    # deltas but no multipliers, multipliers 1 (the C++ sender's defaults too).
+    deltas = [float(d) for d in feats.get("cwnd_deltas_pkts", mocc.CWND_DELTAS_PKTS)]
+    mults = [float(k) for k in feats.get("cwnd_mults", mocc.CWND_MULTS if "cwnd_deltas_pkts" not in feats
+                                         else [1.0] * len(deltas))]
     head, action = spec["head"], spec["action"]
     n_obj = len(feats.get("objectives", mocc.OBJECTIVES))
     if (head["type"] != "q_values" or int(head["n"]) != len(deltas)
