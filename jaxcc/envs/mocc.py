@@ -17,7 +17,9 @@ Paper: /work/shared/seeds/002_d7dc697112d5ee48.txt, §IV-A (state, actions, rewa
   data sending rate when network congestion occurs, and steadily adjust the size of congestion
   window ... during other phases".  Read as seven additive steps (in packets) it cannot do the
   second: −0.5 and +2 packets are finer than ±10 and the fastest way down is −50 packets a step.
-  We read it as a mixed table (decided), index 0..6 in the printed order:
+  We read it as a mixed table (decided), index 0..6 in the printed order — the notation of the
+  Pantheon/mvfst-rl congestion-control environments, whose cwnd actions are written
+  "0,/2,-10,+10,*2" (mvfst-rl's ``cc_env_actions`` default), with "−0.5" for /2 and "+2.0" for *2:
   cwnd × 0.5 (halve: congestion), −50, −10, hold, +10, cwnd × 2 (double: the start-up phase), +50
   packets; cwnd ≥ 2 packets.  It matters: with the additive reading a policy that has let its
   window run to thousands of packets on a slow link (a state training rarely reaches) needs
