@@ -56,7 +56,8 @@ def test_export_errors_are_clear(tmp_path):
     assert r.returncode == 2 and "not a jaxcc checkpoint" in r.stderr
 
 
-@pytest.mark.parametrize("config,algorithm,label", [("aurora_smoke", "aurora", "Aurora"), ("eagle_smoke", "eagle", "Eagle")])
+@pytest.mark.parametrize("config,algorithm,label", [("aurora_smoke", "aurora", "Aurora"), ("eagle_smoke", "eagle", "Eagle"),
+                                                     ("mocc_smoke", "mocc", "MOCC")])
 def test_every_algorithm_exports_with_its_stage_label(tmp_path, config, algorithm, label):
     """Aurora and Eagle runs go through the one export path, so their files carry the stage label
     like Pareto's; ``jaxcc.export`` of the run and ``jaxcc.evaluate --checkpoint`` find the same file."""

@@ -98,3 +98,34 @@ def test_smoke_run_learns_a_finite_q_and_is_deterministic():
     # 8 links x 60 steps minus one overridden step per episode.
     n = int(outs[0]["buffer"]["size"])
     assert 0 < n < 8 * 60
+
+
+@pytest.mark.slow
+def test_pipeline_resumes_exactly_and_exports_what_it_trained(tmp_path):
+    """mocc_smoke through jaxcc.train: stop after one chunk, resume, finish; the exported file
+    holds the uninterrupted run's parameters and acts like the trainer's greedy rule."""
+    import os
+
+    from jaxcc import policyfile, train
+    from jaxcc.configs_path import load_config
+
+    cfg = load_config("configs/mocc_smoke.py")
+    work = str(tmp_path / "run")
+    train.train(cfg, work, progress=False, log=False, stop_after_chunks=1)
+    summary = train.train(cfg, work, progress=False, log=False)
+    assert summary["resumed"] and summary["final_update"] == cfg.num_updates
+    spec, tensors = policyfile.load(os.path.join(work, "stages", "MOCC.safetensors"))
+    assert spec["algorithm"] == "mocc" and spec["head"]["objectives"] == 3 and spec["goal_dim"] == 3
+
+    tr = M.make_train(cfg)
+    st = jax.jit(tr.init)(jax.random.PRNGKey(int(cfg.seed)))
+    run = jax.jit(tr.run_chunk, static_argnums=1)
+    for _ in range(tr.stages[0].num_chunks):
+        st, _ = run(st, 0)
+    for k, v in M.pipeline.flat(st["agent"]["actor"]).items():
+        np.testing.assert_array_equal(np.asarray(v), tensors[k])
+    obs = jax.random.uniform(jax.random.PRNGKey(1), (1, 4), maxval=2.0)
+    for w in ([1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.2, 0.2, 0.6]):
+        w = jnp.asarray(w)
+        want = int(M.greedy(M.q_values(spec, st["agent"]["actor"], obs, w), w))
+        assert int(policyfile.apply(spec, tensors, obs, w)) == want
