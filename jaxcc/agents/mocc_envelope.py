@@ -12,7 +12,9 @@ What the paper fixes and how we read it:
 
 * **Q network** Q(s, a, ω; θ) (§IV-D "value space Q ⊆ (Ω → R^m)^{S×A}"): the state of §IV-A and
   the preference ω in, an m-vector per discrete action out (m = 3 objectives, 7 actions).  An
-  MLP on [s, ω] (the paper gives no architecture; decided: two ReLU layers of ``hidden``) whose
+  MLP on [s, ω] (the paper gives no architecture; decided: two layers of ``hidden``, the first
+  ``fc1_activation`` — tanh in ``configs/mocc.py``, because the cwnd/BDP and send-rate features
+  have long tails (up to a few hundred) that made ReLU Q-values diverge — the second ReLU) whose
   last layer has 7·3 outputs, action-major — the policy file's ``q_values`` head with
   ``objectives: 3``, so the exported file acts exactly as trained: argmax_a ω·Q(s, a, ω).
 * **Acting** (Algorithm 2 line 13): ε-greedy on argmax_a ω^T Q(s, a, ω).  The paper uses ε
@@ -71,7 +73,7 @@ LABEL = "MOCC"
 def policy_spec(history: int, obs_dim: int, n_actions: int, n_obj: int, hidden: int = 64, *,
                 features: dict | None = None, deltas_pkts=(), mults=None, mi_rtts: float = 1.0,
                 fc1_activation: str = "relu") -> dict:
-    """The Q network as a policy-file spec: flatten → [s, ω] → ReLU(hidden) ×2 → n·m linear,
+    """The Q network as a policy-file spec: flatten → [s, ω] → fc1 (``fc1_activation``) → ReLU → n·m linear,
     head ``q_values`` with ``objectives`` m (argmax_a ω·Q), action ``cwnd_table``."""
     feats = {"name": "mocc_v1"}
     feats.update(features or {})
