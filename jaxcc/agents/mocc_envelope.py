@@ -28,7 +28,9 @@ What the paper fixes and how we read it:
   their action was not the one applied.
 * **Envelope target** (eq. 10, line 21): y_ij = r_j + γ · Q(s_{j+1}, a*, ω*; θ_k) with
   (a*, ω*) = argmax over a ∈ A and ω' ∈ W of ω_i^T Q(s_{j+1}, a, ω'; θ_k); θ_k is a target
-  network, copied from θ every ``target_every`` updates (decided; the paper says θ_k).  The
+  network, copied from θ every ``target_every`` gradient steps (decided; the paper says θ_k;
+  ``tau`` > 0 makes it a soft update and ``double_q`` lets θ pick (a*, ω*) — options that
+  diverged in our runs, see ``checkpoints/mocc/README.md``).  The
   bootstrap is cut at Algorithm 1's terminals (win, lose, and the tie at T = 200), which the
   paper calls the end of "sending the data"; ``bootstrap_at_terminal`` keeps it (the terminals
   then only reset the link) — a named variant, off by default.
@@ -44,7 +46,7 @@ clock; an episode ends on Algorithm 1's outcome and the link is redrawn, ``jaxcc
 auto-reset) followed by ``updates_per_step`` gradient steps once the buffer holds
 ``learning_starts`` transitions.
 
-``ReplayBuffer`` is a plain ring of arrays (uniform sampling): the Pareto agent's segmented
+The replay (``replay_init``/``replay_add``/``replay_sample``) is a plain ring of arrays (uniform sampling): the Pareto agent's segmented
 prioritized replay is not what §IV-D uses, and no listed library offers a jittable buffer.
 """
 
