@@ -84,6 +84,15 @@ def test_controllers_that_take_no_preference_are_refused(tmp_path):
         spec.flow_preferences(_scenario(pol), [aur])
 
 
+def test_mahimahi_plan_refuses_preferences(tmp_path):
+    from jaxcc.emulation import mahimahi
+
+    pol = _mocc_policy(tmp_path / "m.safetensors")
+    with pytest.raises(EmulationError, match=r"pref\.flows\[0\]\.preference: not passed under Mahimahi"):
+        mahimahi.plan(_scenario(pol), pol, tmp_path / "plan")
+    assert mahimahi.plan(_scenario(pol), "bbr", tmp_path / "plan2").exists()  # a baseline runs without it
+
+
 def test_builtin_settle_scenario_needs_a_policy():
     sc = spec.load(name="emu/mocc_settle")
     assert sc.flows[0].preference == (0.8, 0.1, 0.1)
