@@ -60,7 +60,8 @@ element of a continuous head's output, ``i`` a discrete head's index:
 * ``aurora`` (``alpha``): ``rate * (1 + alpha*a)`` if ``a >= 0`` else
   ``rate / (1 - alpha*a)`` (Aurora eq. 1).
 * ``rate_table`` (``multipliers``): ``rate * multipliers[i]``.
-* ``cwnd_table`` (``deltas``, bytes): ``cwnd + deltas[i]``, at least 2 MSS.
+* ``cwnd_table`` (``deltas``, bytes; optional ``multipliers``, default 1 each):
+  ``cwnd * multipliers[i] + deltas[i]``, at least 2 MSS (MOCC's table mixes both).
 * ``rate_absolute`` (``bound_mbps``): a continuous output is normalised to
   ``u = (a - low) / (high - low)``, a discrete index to ``u = i / (n - 1)``;
   ``rate = u * bound``.
@@ -284,6 +285,13 @@ def expected_tensor_shapes(spec: Mapping[str, Any]) -> dict[str, tuple[int, ...]
             raise _err(f"action.{key} must be a list of {out_dim} numbers (one per head output)")
         for j, v in enumerate(table):
             _number(v, f"action.{key}[{j}]")
+    if atype == "cwnd_table" and "multipliers" in action:
+        mults = action["multipliers"]
+        if not isinstance(mults, (list, tuple)) or len(mults) != out_dim:
+            raise _err(f"action.multipliers must be a list of {out_dim} numbers > 0 (one per head output)")
+        for j, v in enumerate(mults):
+            if _number(v, f"action.multipliers[{j}]") <= 0:
+                raise _err(f"action.multipliers[{j}] must be > 0, got {v}")
     if atype == "rate_absolute":
         b = _number(_req(action, "bound_mbps", "action (rate_absolute)"), "action.bound_mbps")
         if b <= 0:
@@ -559,7 +567,8 @@ def map_action(spec: Mapping[str, Any], raw_output, current_rate, current_cwnd):
     elif t == "rate_table":
         rate = rate * jnp.asarray(act["multipliers"], jnp.float32)[idx]
     elif t == "cwnd_table":
-        cwnd = jnp.maximum(cwnd + jnp.asarray(act["deltas"], jnp.float32)[idx], 2.0 * MSS)
+        k = jnp.asarray(act.get("multipliers", [1.0] * len(act["deltas"])), jnp.float32)[idx]
+        cwnd = jnp.maximum(cwnd * k + jnp.asarray(act["deltas"], jnp.float32)[idx], 2.0 * MSS)
     elif t == "rate_absolute":
         if discrete:
             u = idx.astype(jnp.float32) / float(head["n"] - 1)
@@ -692,6 +701,8 @@ def make_random_policy(kind: str, key, *, history: int | None = None, obs_dim: i
         deltas = ([float(x) * MSS for x in default_n] if n_act == len(default_n)
                   else np.linspace(-3000.0, 3000.0, n_act).tolist())
         action = {"type": "cwnd_table", "deltas": deltas}
+        if n_act == len(default_n):
+            action["multipliers"] = list(_mocc_mults())
     action.setdefault("min_mbps", DEFAULT_MIN_MBPS)
     action.setdefault("max_mbps", DEFAULT_MAX_MBPS)
     spec = {
@@ -701,6 +712,13 @@ def make_random_policy(kind: str, key, *, history: int | None = None, obs_dim: i
     }
     validate(spec, tensors)
     return spec, tensors
+
+
+def _mocc_mults() -> tuple[float, ...]:
+    """MOCC's action multipliers (``jaxcc.envs.mocc.CWND_MULTS``)."""
+    from jaxcc.envs import mocc
+
+    return tuple(float(x) for x in mocc.CWND_MULTS)
 
 
 def _mocc_deltas_pkts() -> tuple[float, ...]:
@@ -756,7 +774,8 @@ def make_feature_policy(name: str, key) -> tuple[dict[str, Any], dict[str, np.nd
     if name == "eagle_v1":
         spec["action"] = dict(type="rate_table", multipliers=list(feats_spec["multipliers"]), **bounds)
     elif name == "mocc_v1":
-        spec["action"] = dict(type="cwnd_table", deltas=[d * MSS for d in feats_spec["cwnd_deltas_pkts"]], **bounds)
+        spec["action"] = dict(type="cwnd_table", deltas=[d * MSS for d in feats_spec["cwnd_deltas_pkts"]],
+                              multipliers=[float(k) for k in feats_spec["cwnd_mults"]], **bounds)
     elif name == "deepcc_v1":
         spec["action"] = dict(type="rate_absolute", bound_mbps=float(feats_spec["bound_mbps"]), **bounds)
     if spec["head"]["type"] == "continuous" and "action_low" in feats_spec:

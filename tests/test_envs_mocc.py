@@ -24,8 +24,13 @@ def test_activation_and_reward_vector_by_hand():
 
 
 def test_actions_timeout_and_init_cwnd():
-    cw = mocc.apply_delta(jnp.full((4,), 15000.0), jnp.array([1, 6, 0, 3]))
-    np.testing.assert_allclose(cw, [3000.0, 90000.0, 14250.0, 15000.0])  # floor 2 pkts; +50; −0.5; hold
+    cw = mocc.apply_delta(jnp.full((6,), 15000.0), jnp.array([1, 6, 0, 3, 5, 2]))
+    # -50 pkts to the 2-pkt floor; +50 pkts; x0.5; hold; x2; -10 pkts to the floor
+    np.testing.assert_allclose(cw, [3000.0, 90000.0, 7500.0, 15000.0, 30000.0, 3000.0])
+    lit = mocc.apply_delta(jnp.full((2,), 15000.0), jnp.array([0, 5]), 2.0, mocc.LITERAL_DELTAS_PKTS, (1.0,) * 7)
+    np.testing.assert_allclose(lit, [14250.0, 18000.0])  # the additive variant: -0.5 and +2 packets
+    # doubling stops at the 10 000-packet cap (the receive window's stand-in)
+    np.testing.assert_allclose(mocc.apply_delta(jnp.array([1.4e7]), jnp.array([5])), [1.5e7])
     p = make_env("mocc")[1]
     np.testing.assert_allclose(mocc.timeout(A(0.02, 0.15), p), [0.2, 0.3], rtol=1e-6)
     # 8 Mbps → 12 Mbps class → 30 packets; exactly 12 → 30; 150 → the top class (100) → 250

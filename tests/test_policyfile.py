@@ -124,11 +124,21 @@ def test_map_action_tables_and_clamps():
     spec, _ = pf.make_random_policy("lstm2_discrete", 0)
     r, c = pf.map_action(spec, 4, 1e6, 3e4)
     assert float(r) == pytest.approx(2e6) and float(c) == 3e4
-    spec, _ = pf.make_random_policy("q_values", 0)
+    spec, tensors = pf.make_random_policy("q_values", 0)
     r, c = pf.map_action(spec, 0, 1e6, 3500.0)  # 3500-3000 -> clamped to 2 MSS
     assert float(c) == 3000.0 and float(r) == 1e6
     r, c = pf.map_action(spec, 4, 1e6, jnp.inf)
     assert math.isinf(float(c))
+    # MOCC's mixed table (jaxcc.envs.mocc "Actions"): x2 and -50 packets
+    assert spec["action"]["multipliers"] == [0.5, 1.0, 1.0, 1.0, 1.0, 2.0, 1.0]
+    assert float(pf.map_action(spec, 5, 1e6, 30000.0)[1]) == 60000.0
+    assert float(pf.map_action(spec, 1, 1e6, 90000.0)[1]) == 15000.0
+    assert float(pf.map_action(spec, 0, 1e6, 30000.0)[1]) == 15000.0
+    bad = copy.deepcopy(spec)
+    bad["action"]["multipliers"] = [1.0] * 6
+    _expect(bad, tensors, "action.multipliers must be a list of 7")
+    bad["action"]["multipliers"] = [0.5, 1.0, 1.0, -1.0, 1.0, 2.0, 1.0]
+    _expect(bad, tensors, "action.multipliers[3] must be > 0")
     spec, _ = pf.make_random_policy("lstm", 0)
     r, _ = pf.map_action(spec, jnp.array([-0.7]), 1e3, 1e4)  # 300 B/s -> min 0.01 Mbit/s
     assert float(r) == pytest.approx(0.01 * 125000)
@@ -288,7 +298,8 @@ def test_random_command_writes_kinds_and_feature_sets(tmp_path, capsys):
     spec = pf.load(out)[0]  # MOCC's exported shape
     assert spec["features"] == {"name": "mocc_v1", "history": 1, "obs_dim": 4}
     assert spec["goal_dim"] == 3 and spec["head"] == {"type": "q_values", "n": 7, "objectives": 3}
-    assert spec["action"]["deltas"] == [-750.0, -75000.0, -15000.0, 0.0, 15000.0, 3000.0, 75000.0]
+    assert spec["action"]["deltas"] == [0.0, -75000.0, -15000.0, 0.0, 15000.0, 0.0, 75000.0]
+    assert spec["action"]["multipliers"] == [0.5, 1.0, 1.0, 1.0, 1.0, 2.0, 1.0]
     assert pf.main(["--random", "mocc_v1", "--out", out]) == 0
     spec = pf.load(out)[0]
     assert spec["features"]["obs_dim"] == 4 and spec["goal_dim"] == 3

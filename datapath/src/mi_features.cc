@@ -348,19 +348,26 @@ class EagleFeatures : public FeatureFn {
 //      when the MI had no sample);
 //   1. ACK rate / max ACK rate over the connection; 2. sending rate / max ACK rate;
 //   3. cwnd in force during the MI / (max ACK rate x min RTT); 1-3 are 0 before any ACK.
-// Actions (§IV-A): cwnd += cwnd_deltas_pkts[a] packets, at least min_cwnd_pkts; after
+// Actions (§IV-A): cwnd x cwnd_mults[a] + cwnd_deltas_pkts[a] packets, within [min_cwnd_pkts,
+// max_cwnd_pkts] (without the fields: halve, -50, -10, hold, +10, double, +50; deltas without
+// multipliers: multipliers 1); after
 // init_step MIs the action is overridden by §IV-B's init-cwnd, b x F(mean ACK rate) packets
 // (F: the smallest of bw_set_mbps at or above the rate in Mbit/s). The window is paced at
 // pacing_gain x cwnd / min RTT. The preference vector is the policy's goal input.
 class MoccFeatures : public FeatureFn {
  public:
   explicit MoccFeatures(const json& f)
-      : deltas_pkts_(ParamList(f, "cwnd_deltas_pkts", {-0.5, -50.0, -10.0, 0.0, 10.0, 2.0, 50.0})),
+      : deltas_pkts_(ParamList(f, "cwnd_deltas_pkts", {0.0, -50.0, -10.0, 0.0, 10.0, 0.0, 50.0})),
+        mults_(ParamList(f, "cwnd_mults",
+                         f.contains("cwnd_deltas_pkts") ? std::vector<double>(deltas_pkts_.size(), 1.0)
+                                                        : std::vector<double>{0.5, 1.0, 1.0, 1.0, 1.0, 2.0, 1.0},
+                         deltas_pkts_.size())),
         bw_set_mbps_(ParamList(f, "bw_set_mbps", {6.0, 12.0, 24.0, 50.0, 100.0})),
         timeout_min_s_(Positive(f, "timeout_min_s", 0.2)),
         timeout_rtts_(Positive(f, "timeout_rtts", 2.0)),
         init_cwnd_pkts_(Positive(f, "init_cwnd_pkts", 10.0)),
         min_cwnd_pkts_(Positive(f, "min_cwnd_pkts", 2.0)),
+        max_cwnd_pkts_(Positive(f, "max_cwnd_pkts", 10000.0)),
         b_(Positive(f, "b", 2.5)),
         init_step_(Param(f, "init_step", 2.0)),
         pacing_gain_(Positive(f, "pacing_gain", 1.2)),
@@ -383,6 +390,8 @@ class MoccFeatures : public FeatureFn {
     for (double d : deltas_pkts_) bytes.push_back(d * kMss);
     if (p.action().type != ActionType::kCwndTable || !SameTable(p.action().table, bytes))
       throw PolicyError("mocc_v1 needs action cwnd_table with deltas " + Join(bytes) + " bytes (cwnd_deltas_pkts x 1500)");
+    if (!SameTable(p.action().cwnd_mults, mults_))
+      throw PolicyError("mocc_v1 needs action.multipliers " + Join(mults_) + " (features.cwnd_mults)");
     if (p.goal_dim() != static_cast<int>(goal_dim_))
       throw PolicyError("mocc_v1 needs a " + std::to_string(goal_dim_) + "-value preference goal, the policy has goal_dim " +
                         std::to_string(p.goal_dim()));
@@ -411,7 +420,10 @@ class MoccFeatures : public FeatureFn {
                    double* rate, double* cwnd) override {
     const int a = out.index;
     if (a < 0 || a >= static_cast<int>(deltas_pkts_.size())) throw PolicyError("mocc_v1: action index out of range");
-    double c = std::max(cwnd_in + static_cast<double>(static_cast<float>(deltas_pkts_[a])) * kMss, min_cwnd_pkts_ * kMss);
+    double c = std::min(std::max(cwnd_in * static_cast<double>(static_cast<float>(mults_[a])) +
+                                     static_cast<double>(static_cast<float>(deltas_pkts_[a])) * kMss,
+                                 min_cwnd_pkts_ * kMss),
+                        max_cwnd_pkts_ * kMss);
     if (steps_ == init_step_) c = InitCwndPkts(acked_sum_ / std::max(time_sum_, 1e-9)) * kMss;
     const double min_rtt = run.KnownMinRtt(rtt_guess_);
     *cwnd = cwnd_ = c;
@@ -429,8 +441,8 @@ class MoccFeatures : public FeatureFn {
     return b_ * bw_set_mbps_[i];
   }
 
-  std::vector<double> deltas_pkts_, bw_set_mbps_;
-  double timeout_min_s_, timeout_rtts_, init_cwnd_pkts_, min_cwnd_pkts_, b_, init_step_, pacing_gain_;
+  std::vector<double> deltas_pkts_, mults_, bw_set_mbps_;
+  double timeout_min_s_, timeout_rtts_, init_cwnd_pkts_, min_cwnd_pkts_, max_cwnd_pkts_, b_, init_step_, pacing_gain_;
   size_t goal_dim_;
   std::vector<float> empty_;
   double cwnd_ = 0, acked_sum_ = 0, time_sum_ = 0, max_ack_ = 0, steps_ = 0;

@@ -426,6 +426,20 @@ void Policy::ParseSpec(const std::string& spec_text, const std::string& what) {
     for (size_t j = 0; j < tb.size(); ++j)
       action_.table.push_back(Num(tb[j], std::string("action.") + key + "[" + std::to_string(j) + "]", what));
   }
+  if (action_.type == ActionType::kCwndTable) {
+    action_.cwnd_mults.assign(action_.table.size(), 1.0);
+    if (aj.contains("multipliers")) {
+      const json& mk = aj["multipliers"];
+      if (!mk.is_array() || mk.size() != action_.table.size())
+        Fail(what, "action.multipliers must be a list of " + std::to_string(action_.table.size()) +
+                       " numbers > 0 (one per head output)");
+      for (size_t j = 0; j < mk.size(); ++j) {
+        const std::string where = "action.multipliers[" + std::to_string(j) + "]";
+        action_.cwnd_mults[j] = Num(mk[j], where, what);
+        if (!(action_.cwnd_mults[j] > 0)) Fail(what, where + " must be > 0");
+      }
+    }
+  }
   if (action_.type == ActionType::kRateAbsolute) {
     action_.bound_mbps = Num(Req(aj, "bound_mbps", "action (rate_absolute)", what), "action.bound_mbps", what);
     if (action_.bound_mbps <= 0) Fail(what, "action.bound_mbps must be > 0");
@@ -559,7 +573,7 @@ void Policy::MapAction(const PolicyOutput& out, double rate, double cwnd, double
       rate = rate * action_.table[out.index];
       break;
     case ActionType::kCwndTable:
-      cwnd = std::max(cwnd + action_.table[out.index], 2.0 * kMss);
+      cwnd = std::max(cwnd * action_.cwnd_mults[out.index] + action_.table[out.index], 2.0 * kMss);
       break;
     case ActionType::kRateAbsolute: {
       const double u = discrete ? static_cast<double>(out.index) / (head_.n - 1)

@@ -57,6 +57,7 @@ struct Action {
   ActionType type = ActionType::kRateMultiplicative;
   double alpha = 0;
   std::vector<double> table;  // multipliers (rate_table) or deltas in bytes (cwnd_table)
+  std::vector<double> cwnd_mults;  // cwnd_table: cwnd x cwnd_mults[i] + table[i] (1 each unless given)
   double bound_mbps = 0;
   double min_mbps = 0.01, max_mbps = 100000.0;
 };

@@ -234,6 +234,27 @@ TEST(Policy, QValuesObjectivesByHand) {
   EXPECT_DOUBLE_EQ(c, 33000.0);
 }
 
+TEST(Policy, CwndTableMultipliers) {
+  // MOCC's mixed table: cwnd x multipliers[i] + deltas[i], at least 2 MSS; without the key
+  // every multiplier is 1.
+  json s = MoqSpec();
+  s["action"]["multipliers"] = {0.5, 1.0, 2.0};
+  auto blob = MakeSafetensors(s, MoqTensors());
+  Policy p = Policy::LoadBytes(blob.data(), blob.size());
+  float x[1] = {1.0f}, g0[2] = {1.0f, 0.0f}, g1[2] = {0.0f, 1.0f};
+  double r, c;
+  p.MapAction(p.Apply(x, g0), 1e6, 30000.0, &r, &c);  // a0: 30000 x 0.5 - 3000
+  EXPECT_DOUBLE_EQ(c, 12000.0);
+  p.MapAction(p.Apply(x, g1), 1e6, 30000.0, &r, &c);  // a2: 30000 x 2 + 3000
+  EXPECT_DOUBLE_EQ(c, 63000.0);
+  p.MapAction(p.Apply(x, g0), 1e6, 4000.0, &r, &c);  // 2000 - 3000 -> the 2-MSS floor
+  EXPECT_DOUBLE_EQ(c, 3000.0);
+  s["action"]["multipliers"] = {0.5, 1.0};
+  ExpectReject(MakeSafetensors(s, MoqTensors()), {"action.multipliers", "3 numbers"});
+  s["action"]["multipliers"] = {0.5, 0.0, 2.0};
+  ExpectReject(MakeSafetensors(s, MoqTensors()), {"action.multipliers[1]", "> 0"});
+}
+
 TEST(Policy, QValuesWithoutObjectivesIsPlainArgmax) {
   // objectives 1 (explicit) is today's head: argmax z, no scores.
   json s = MoqSpec();

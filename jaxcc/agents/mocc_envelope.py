@@ -69,7 +69,8 @@ LABEL = "MOCC"
 
 
 def policy_spec(history: int, obs_dim: int, n_actions: int, n_obj: int, hidden: int = 64, *,
-                features: dict | None = None, deltas_pkts=(), mi_rtts: float = 1.0, fc1_activation: str = "relu") -> dict:
+                features: dict | None = None, deltas_pkts=(), mults=None, mi_rtts: float = 1.0,
+                fc1_activation: str = "relu") -> dict:
     """The Q network as a policy-file spec: flatten → [s, ω] → ReLU(hidden) ×2 → n·m linear,
     head ``q_values`` with ``objectives`` m (argmax_a ω·Q), action ``cwnd_table``."""
     feats = {"name": "mocc_v1"}
@@ -88,6 +89,7 @@ def policy_spec(history: int, obs_dim: int, n_actions: int, n_obj: int, hidden: 
         ],
         "head": {"type": "q_values", "n": int(n_actions), "objectives": int(n_obj)},
         "action": {"type": "cwnd_table", "deltas": [float(d) * policyfile.MSS for d in deltas_pkts],
+                   "multipliers": [float(k) for k in (mults if mults is not None else [1.0] * len(deltas_pkts))],
                    "min_mbps": policyfile.DEFAULT_MIN_MBPS, "max_mbps": policyfile.DEFAULT_MAX_MBPS},
     }
 
@@ -209,6 +211,7 @@ def features_block(config, params) -> dict:
 
     feats = dict(envs.export_features_spec(str(config.env.name), **dict(config.env.get("overrides", {}) or {})))
     feats["cwnd_deltas_pkts"] = [float(d) for d in np.asarray(params.cwnd_deltas_pkts)]
+    feats["cwnd_mults"] = [float(k) for k in np.asarray(params.cwnd_mults)]
     return feats
 
 
@@ -240,6 +243,7 @@ def make_train(config, mesh=None) -> Trainer:
                          f"(reward_dim {m}, goal_dim {env.config.goal_dim})")
     feats = features_block(config, ep)
     spec = policy_spec(T, D, n, m, int(c.hidden), features=feats, deltas_pkts=feats["cwnd_deltas_pkts"],
+                       mults=feats["cwnd_mults"],
                        mi_rtts=float(feats.get("mi_rtts", 1.0)), fc1_activation=str(c.fc1_activation))
     tx = optax.chain(optax.clip_by_global_norm(float(c.max_grad_norm)), optax.adam(float(c.lr)))
     chunk = int(config.chunk_updates)

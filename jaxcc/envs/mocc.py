@@ -12,9 +12,24 @@ Paper: /work/shared/seeds/002_d7dc697112d5ee48.txt, §IV-A (state, actions, rewa
   Ratios are 0 until an ACK has been seen.  History 1 (the state is the current step).
 * Preference ω (§IV-D, Algorithm 2 line 6): drawn per episode and per flow uniformly on the
   simplex over the three objectives; ``env.goal(state)`` returns it.
-* Actions (§IV-A): add one of {−0.5, −50, −10, +0, +10, +2, +50} packets to the cwnd, in the
-  paper's listed order (index 0..6); cwnd ≥ 2 packets.  The list is printed that way in the
-  paper; we take it literally.  MOCC is window-based; the window is paced at
+* Actions (§IV-A): the paper prints the set {−0.5, −50, −10, +0, +10, +2, +50} and says what it is
+  for: "increase the convergence rate during the initial data sending phase, quickly lower the
+  data sending rate when network congestion occurs, and steadily adjust the size of congestion
+  window ... during other phases".  Read as seven additive steps (in packets) it cannot do the
+  second: −0.5 and +2 packets are finer than ±10 and the fastest way down is −50 packets a step.
+  We read it as a mixed table (decided), index 0..6 in the printed order — the notation of the
+  Pantheon/mvfst-rl congestion-control environments, whose cwnd actions are written
+  "0,/2,-10,+10,*2" (mvfst-rl's ``cc_env_actions`` default), with "−0.5" for /2 and "+2.0" for *2:
+  cwnd × 0.5 (halve: congestion), −50, −10, hold, +10, cwnd × 2 (double: the start-up phase), +50
+  packets; cwnd ≥ 2 packets.  It matters: with the additive reading a policy that has let its
+  window run to thousands of packets on a slow link (a state training rarely reaches) needs
+  tens of steps to come back, and trained policies stayed there at 97 % loss on the LTE links
+  (the additive table remains a named variant: ``LITERAL_DELTAS_PKTS`` with multipliers 1,
+  ``configs/mocc_additive.py``).  ``cwnd_mults`` and ``cwnd_deltas_pkts`` hold the table:
+  cwnd ← min(cwnd · cwnd_mults[a] + cwnd_deltas_pkts[a] · MSS, max_cwnd_pkts · MSS).  The cap
+  (10 000 packets, 15 MB; not in the paper) stands for the receive window that bounds every real
+  TCP window (Linux's default largest receive buffer is 6 MB), far above any BDP here; without
+  it a run of doublings overflows float32 and the training stops on NaN.  MOCC is window-based; the window is paced at
   1.2 · cwnd / min RTT (Linux's congestion-avoidance pacing ratio), because the fluid model
   would otherwise send a whole window in one tick and ACK bursts would alias with the step.
 * Vector reward (§IV-A): [L(Throughput/bandwidth), −L(Delay/timeout), −L(Loss_rate)] with
@@ -62,7 +77,11 @@ from jaxcc.envs import base
 from jaxcc.envs import mi as mi_lib
 from jaxcc.sim import core, links
 
-CWND_DELTAS_PKTS = (-0.5, -50.0, -10.0, 0.0, 10.0, 2.0, 50.0)
+# The action table (module docstring, "Actions"): cwnd · CWND_MULTS[a] + CWND_DELTAS_PKTS[a] packets.
+CWND_MULTS = (0.5, 1.0, 1.0, 1.0, 1.0, 2.0, 1.0)
+CWND_DELTAS_PKTS = (0.0, -50.0, -10.0, 0.0, 10.0, 0.0, 50.0)
+# §IV-A's list read as seven additive steps (multipliers all 1): the named variant.
+LITERAL_DELTAS_PKTS = (-0.5, -50.0, -10.0, 0.0, 10.0, 2.0, 50.0)
 N_ACTIONS = len(CWND_DELTAS_PKTS)
 HOLD_ACTION = 3
 FEATURE_NAMES = ("delay_over_timeout", "ack_rate_over_max", "send_rate_over_max", "cwnd_over_bdp")
@@ -100,6 +119,8 @@ class MoccParams:
     pacing_gain: jax.Array = 1.2
     max_time_s: jax.Array = jnp.inf
     cwnd_deltas_pkts: jax.Array = CWND_DELTAS_PKTS  # §IV-A's action table (a policy file may state its own)
+    cwnd_mults: jax.Array = CWND_MULTS
+    max_cwnd_pkts: jax.Array = 10_000.0
 
 
 @struct.dataclass
@@ -135,10 +156,13 @@ def init_cwnd(ack_rate_bps, bw_set_mbps, b=2.5):
     return b * bw_set_mbps[idx]
 
 
-def apply_delta(cwnd_bytes, a, min_cwnd_pkts=2.0, deltas_pkts=CWND_DELTAS_PKTS):
-    """cwnd += deltas_pkts[a] packets, at least ``min_cwnd_pkts`` packets (bytes in and out)."""
+def apply_delta(cwnd_bytes, a, min_cwnd_pkts=2.0, deltas_pkts=CWND_DELTAS_PKTS, mults=CWND_MULTS,
+                max_cwnd_pkts=10_000.0):
+    """cwnd · mults[a] + deltas_pkts[a] packets, within [``min_cwnd_pkts``, ``max_cwnd_pkts``]
+    packets (bytes in and out)."""
     d = jnp.asarray(deltas_pkts, jnp.float32)[a] * core.MSS
-    return jnp.maximum(cwnd_bytes + d, min_cwnd_pkts * core.MSS)
+    k = jnp.asarray(mults, jnp.float32)[a]
+    return jnp.clip(cwnd_bytes * k + d, min_cwnd_pkts * core.MSS, max_cwnd_pkts * core.MSS)
 
 
 def pacing_rate(cwnd_bytes, min_rtt, p: MoccParams):
@@ -202,7 +226,7 @@ class MoccEnv(base.MultiFlowEnv):
         n = p.cwnd_deltas_pkts.shape[-1]  # N_ACTIONS unless the params carry another table
         a = jnp.clip(jnp.asarray(action, jnp.int32).reshape(self.config.num_flows), 0, n - 1)
         fl = state.paper
-        cwnd = apply_delta(state.cwnd, a, p.min_cwnd_pkts, p.cwnd_deltas_pkts)
+        cwnd = apply_delta(state.cwnd, a, p.min_cwnd_pkts, p.cwnd_deltas_pkts, p.cwnd_mults, p.max_cwnd_pkts)
         ack_rate = fl.acked_sum / jnp.maximum(fl.time_sum, 1e-9)
         cwnd_init = init_cwnd(ack_rate, p.bw_set_mbps, p.b) * core.MSS
         cwnd = jnp.where(fl.steps == p.init_step, cwnd_init, cwnd)
@@ -266,11 +290,12 @@ def export_features_spec(config: base.EnvConfig | None = None) -> dict:
     return {
         "name": "mocc_v1", "history": c.history, "obs_dim": 4, "feature_names": list(FEATURE_NAMES),
         "empty": [0.0] * 4, "objectives": list(OBJECTIVES), "timeout": "max(0.2 s, 2 × min RTT)",
-        "cwnd_deltas_pkts": list(CWND_DELTAS_PKTS), "mi_rtts": c.mi_rtts, "ticks_per_rtt": c.ticks_per_rtt, "goal": "preference ω on the simplex",
+        "cwnd_deltas_pkts": list(CWND_DELTAS_PKTS), "cwnd_mults": list(CWND_MULTS), "mi_rtts": c.mi_rtts, "ticks_per_rtt": c.ticks_per_rtt, "goal": "preference ω on the simplex",
         # The numbers behind the timeout, the init-cwnd step and the pacing (MoccParams), for
         # senders outside the simulator (datapath/src/mi_features.cc).
         "timeout_min_s": float(d.timeout_min_s), "timeout_rtts": float(d.timeout_rtts),
-        "init_cwnd_pkts": float(d.init_cwnd_pkts), "min_cwnd_pkts": float(d.min_cwnd_pkts), "b": float(d.b),
+        "init_cwnd_pkts": float(d.init_cwnd_pkts), "min_cwnd_pkts": float(d.min_cwnd_pkts),
+        "max_cwnd_pkts": float(d.max_cwnd_pkts), "b": float(d.b),
         "init_step": int(d.init_step), "bw_set_mbps": [float(x) for x in d.bw_set_mbps],
         "pacing_gain": float(d.pacing_gain),
     }

@@ -39,7 +39,8 @@ def oracle_policy(name: str, mult):
         if base == "mocc":
             want = tgt * state.link.rtt  # bytes in flight for the target rate
             d = jnp.asarray(mocc.CWND_DELTAS_PKTS, jnp.float32) * core.MSS
-            err = jnp.abs(state.cwnd[:, None] + d[None, :] - want[:, None])
+            k = jnp.asarray(mocc.CWND_MULTS, jnp.float32)
+            err = jnp.abs(state.cwnd[:, None] * k[None, :] + d[None, :] - want[:, None])
             return jnp.argmin(err, axis=-1).astype(jnp.int32)
         if base == "deepcc":
             return tgt / (params.bound_mbps * links.MBPS)

@@ -4,7 +4,7 @@ Twin of ``MoccFeatures`` in ``datapath/src/mi_features.cc``.  Every ``mi_rtts`` 
 of §IV-A, [Delay, ACK rate, sending rate, cwnd] normalised as the ``mocc`` environment does, from
 ``MoccEnv.observe`` (``jaxcc.envs.mocc``); the network on the window and the preference
 (``jaxcc.policyfile.apply``, the ``concat_goal`` layer; argmax of the Q-values); then §IV-A's
-window action, cwnd += ``cwnd_deltas_pkts[a]`` packets (at least ``min_cwnd_pkts``), overridden
+window action, cwnd · ``cwnd_mults[a]`` + ``cwnd_deltas_pkts[a]`` packets (at least ``min_cwnd_pkts``), overridden
 at step ``init_step`` by §IV-B's init-cwnd b × F(mean ACK rate) packets, and paced at
 ``pacing_gain`` · cwnd / min RTT — ``MoccEnv.apply_action`` with the file's table and numbers.
 
@@ -38,7 +38,7 @@ from jaxcc.sim.core import MSS
 
 NAME = "mocc_v1"
 SENDER_INIT_RATE = 1.0 * 125000.0  # bytes/s before the first decision (jaxcc-sender --init-mbps 1)
-SPEC_PARAMS = ("timeout_min_s", "timeout_rtts", "init_cwnd_pkts", "min_cwnd_pkts", "b", "pacing_gain")
+SPEC_PARAMS = ("timeout_min_s", "timeout_rtts", "init_cwnd_pkts", "min_cwnd_pkts", "max_cwnd_pkts", "b", "pacing_gain")
 
 
 class Own(NamedTuple):
@@ -55,7 +55,11 @@ def env_and_params(spec: dict):
       ValueError: naming the field that does not fit.
     """
     feats = spec["features"]
+    # A file without the table takes MOCC's (``mocc.CWND_DELTAS_PKTS``, ``CWND_MULTS``); one with
+    # deltas but no multipliers, multipliers 1 (the C++ sender's defaults too).
     deltas = [float(d) for d in feats.get("cwnd_deltas_pkts", mocc.CWND_DELTAS_PKTS)]
+    mults = [float(k) for k in feats.get("cwnd_mults", mocc.CWND_MULTS if "cwnd_deltas_pkts" not in feats
+                                         else [1.0] * len(deltas))]
     head, action = spec["head"], spec["action"]
     n_obj = len(feats.get("objectives", mocc.OBJECTIVES))
     if (head["type"] != "q_values" or int(head["n"]) != len(deltas)
@@ -69,6 +73,9 @@ def env_and_params(spec: dict):
                                                    for a, b in zip(got, want)):
         raise ValueError(f"mocc_v1: action must be cwnd_table with deltas {want} bytes (features.cwnd_deltas_pkts "
                          f"x 1500), got {action['type']} {got}")
+    got_k = [float(k) for k in action.get("multipliers", [1.0] * len(got))]
+    if len(mults) != len(deltas) or got_k != mults:
+        raise ValueError(f"mocc_v1: action.multipliers must be {mults} (features.cwnd_mults), got {got_k}")
     if int(spec.get("goal_dim", 0)) != n_obj:
         raise ValueError(f"mocc_v1: goal_dim must be {n_obj} (one preference per objective), got {spec.get('goal_dim')}")
     bw_set = [float(x) for x in feats.get("bw_set_mbps", mocc.BW_SET_MBPS)]
@@ -80,7 +87,7 @@ def env_and_params(spec: dict):
     env, p = envs.make_env("mocc", history=int(feats["history"]), num_flows=1)
     p = p.replace(**{k: jnp.asarray(float(feats[k]), jnp.float32) for k in SPEC_PARAMS if k in feats})
     p = p.replace(bw_set_mbps=jnp.asarray(bw_set, jnp.float32), init_step=jnp.asarray(int(init_step), jnp.int32),
-                  cwnd_deltas_pkts=jnp.asarray(deltas, jnp.float32))
+                  cwnd_deltas_pkts=jnp.asarray(deltas, jnp.float32), cwnd_mults=jnp.asarray(mults, jnp.float32))
     return env, p
 
 
