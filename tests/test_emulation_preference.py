@@ -84,6 +84,15 @@ def test_controllers_that_take_no_preference_are_refused(tmp_path):
         spec.flow_preferences(_scenario(pol), [aur])
 
 
+def test_mahimahi_plan_refuses_preferences(tmp_path):
+    from jaxcc.emulation import mahimahi
+
+    pol = _mocc_policy(tmp_path / "m.safetensors")
+    with pytest.raises(EmulationError, match=r"pref\.flows\[0\]\.preference: not passed under Mahimahi"):
+        mahimahi.plan(_scenario(pol), pol, tmp_path / "plan")
+    assert mahimahi.plan(_scenario(pol), "bbr", tmp_path / "plan2").exists()  # a baseline runs without it
+
+
 def test_builtin_settle_scenario_needs_a_policy():
     sc = spec.load(name="emu/mocc_settle")
     assert sc.flows[0].preference == (0.8, 0.1, 0.1)
@@ -167,6 +176,19 @@ def test_settle_smoothing(tmp_path):
     c = res["changes"][0]
     assert res["smooth"] == 2 and c["level"] == 4.5 and c["settle_decisions"] == 1
     assert c["previous_level"] == 100.0
+
+
+def test_settle_window(tmp_path):
+    # the new level 50 holds for 40 rows (0.8 s), then a disturbance moves it to 80 for good:
+    # over the whole segment the level is 80 (reached at row 90: D = 40); over the first 0.5 s
+    # (rows 50..75) it is 50, reached at once (D = 0)
+    x = [100.0] * 50 + [50.0] * 40 + [80.0] * 60
+    _write_run(tmp_path / "a", x, k=50, received_s=1.005)
+    c = settle.analyse_run_dir(tmp_path / "a")["changes"][0]
+    assert c["level"] == 80.0 and c["settle_decisions"] == 40
+    res = settle.analyse_run_dir(tmp_path / "a", window_s=0.5)
+    c = res["changes"][0]
+    assert res["window_s"] == 0.5 and c["rows"] == 26 and c["level"] == 50.0 and c["settle_decisions"] == 0
 
 
 def test_settle_signal_choice(tmp_path):

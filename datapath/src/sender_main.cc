@@ -175,31 +175,34 @@ void ControlThread(std::atomic<bool>* stop, GoalControl* gc, std::string why_not
     std::cerr << "jaxcc-sender: control line " << line_no << ": preference " << c.preference[0] << ","
               << c.preference[1] << "," << c.preference[2] << " received at t=" << t << " s\n";
   };
+  bool skipping = false;  // inside an over-long line, already reported: drop up to its newline
   while (!stop->load()) {
     pollfd pfd{0, POLLIN, 0};
     const int r = poll(&pfd, 1, 50);
     if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) {
-      if (r < 0) break;
-      continue;
-    }
+    if (r < 0) break;
+    if (r == 0) continue;
     const ssize_t n = read(0, chunk, sizeof(chunk));
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
     if (n <= 0) break;  // EOF or error: no more changes, the run goes on
-    buf.append(chunk, static_cast<size_t>(n));
-    size_t nl;
-    while ((nl = buf.find('\n')) != std::string::npos) {
-      handle(buf.substr(0, nl));
-      buf.erase(0, nl + 1);
-    }
-    if (buf.size() > kMaxLine) {
-      ++line_no;
-      std::cerr << "jaxcc-sender: control line " << line_no << " ignored: longer than " << kMaxLine << " bytes\n";
-      buf.clear();
-      --line_no;  // the rest of that line is counted when its newline comes
+    for (ssize_t i = 0; i < n; ++i) {
+      const char ch = chunk[i];
+      if (ch == '\n') {
+        if (!skipping) handle(buf);
+        skipping = false;
+        buf.clear();
+      } else if (!skipping) {
+        buf.push_back(ch);
+        if (buf.size() > kMaxLine) {
+          std::cerr << "jaxcc-sender: control line " << ++line_no << " ignored: longer than " << kMaxLine
+                    << " bytes\n";
+          skipping = true;
+          buf.clear();
+        }
+      }
     }
   }
-  if (!buf.empty() && !stop->load()) handle(buf);  // a last line without a newline
+  if (!buf.empty() && !skipping && !stop->load()) handle(buf);  // a last line without a newline
 }
 
 // The shortest decimal that reads back as the same float (0.6f -> "0.6", not 0.600000024).

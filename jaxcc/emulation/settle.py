@@ -1,7 +1,7 @@
 """How many decisions a sender takes to settle after a runtime preference change (MOCC).
 
     python -m jaxcc.emulate --scenario=emu/mocc_settle --controller=policy:FILE --out=DIR
-    python -m jaxcc.emulation.settle DIR/runs/emu_mocc_settle__*/flow0 [--signal=auto] [--band=0.1] [--tail-s=5] [--smooth=1]
+    python -m jaxcc.emulation.settle DIR/runs/emu_mocc_settle__*/flow0 [--signal=auto] [--band=0.1] [--tail-s=5] [--smooth=1] [--window-s=W]
 
 The emulation run (``emu/mocc_settle``: 12 Mbit/s, 20 ms RTT, 375 KB, 45 s; preference
 (0.8, 0.1, 0.1), switched to (0.1, 0.8, 0.1) at 15 s and back at 30 s) puts this analysis in
@@ -18,7 +18,8 @@ Definitions (rows j = 0, 1, ... of the log; x_j the signal in row j):
   both are what the decisions set, in force during the row's interval. ``throughput``
   (``throughput_mbps``) and ``rtt`` (``rtt_mean_ms``) are per-interval measurements.
 * a change applied at decision k owns the rows k .. e-1, e the next change's decision or the end
-  of the log (its segment).
+  of the log (its segment); with ``window_s`` W, only its rows within W seconds of row k (the
+  first W seconds after the change, e.g. to leave out a later disturbance).
 * its new steady level L: the median of x over the segment's tail, the rows whose time is within
   ``tail_s`` (5 s) of the segment's last row, at most its second half.
 * settle: D = the smallest D >= 0 such that |x_j - L| <= band * L (band 0.1: +-10%) for every
@@ -101,7 +102,7 @@ def settle_segment(t: list[float], x: list[float], k: int, e: int, band: float =
 
 
 def analyse(csv_path: str | Path, summary_path: str | Path, signal: str = "auto", band: float = BAND,
-            tail_s: float = TAIL_S, smooth: int = 1) -> dict[str, Any]:
+            tail_s: float = TAIL_S, smooth: int = 1, window_s: float | None = None) -> dict[str, Any]:
     """Settle of every applied goal change of one sender run (module docstring)."""
     rows = read_log(csv_path)
     with open(summary_path) as f:
@@ -120,6 +121,8 @@ def analyse(csv_path: str | Path, summary_path: str | Path, signal: str = "auto"
         if k >= len(rows):
             out.append({"line": c.get("line"), "goal": c["goal"], "error": "applied after the last logged row"})
             continue
+        if window_s is not None:
+            e = k + sum(1 for j in range(k, e) if t[j] <= t[k] + window_s)
         seg = settle_segment(t, x, k, e, band, tail_s, smooth) if e > k else {"error": "empty segment"}
         before = settle_segment(t, x, prev_start, k, band, tail_s, smooth)["level"] if k > prev_start else None
         # Applied at the first decision after it was received: the decision before k was taken
@@ -131,7 +134,8 @@ def analyse(csv_path: str | Path, summary_path: str | Path, signal: str = "auto"
                     "applied_next_decision": k == 0 or t[k - 1] <= c["received_s"]})
         out.append(seg)
         prev_start = k
-    return {"signal": name, "column": col, "band": band, "tail_s": tail_s, "smooth": smooth, "changes": out}
+    return {"signal": name, "column": col, "band": band, "tail_s": tail_s, "smooth": smooth, "window_s": window_s,
+            "changes": out}
 
 
 def analyse_run_dir(flow_dir: str | Path, **kw) -> dict[str, Any]:
@@ -163,12 +167,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--band", type=float, default=BAND, help="relative half-width of the band (0.1: +-10%%)")
     ap.add_argument("--tail-s", type=float, default=TAIL_S, help="seconds at a segment's end that set its level")
     ap.add_argument("--smooth", type=int, default=1, help="trailing mean over this many decisions (1: none)")
+    ap.add_argument("--window-s", type=float, default=None,
+                    help="only the first WINDOW_S seconds after each change (default: up to the next change)")
     a = ap.parse_args(argv)
-    if not (0 < a.band < 1) or not (a.tail_s > 0 and math.isfinite(a.tail_s)) or a.smooth < 1:
-        print("settle: --band must be in (0, 1), --tail-s > 0 and --smooth >= 1", file=sys.stderr)
+    if not (0 < a.band < 1) or not (a.tail_s > 0 and math.isfinite(a.tail_s)) or a.smooth < 1 or \
+            (a.window_s is not None and not (a.window_s > 0 and math.isfinite(a.window_s))):
+        print("settle: --band must be in (0, 1), --tail-s and --window-s > 0 and --smooth >= 1", file=sys.stderr)
         return 2
     try:
-        res = analyse_run_dir(a.flow_dir, signal=a.signal, band=a.band, tail_s=a.tail_s, smooth=a.smooth)
+        res = analyse_run_dir(a.flow_dir, signal=a.signal, band=a.band, tail_s=a.tail_s, smooth=a.smooth,
+                              window_s=a.window_s)
     except (OSError, ValueError, KeyError) as e:
         print(f"settle: {e}", file=sys.stderr)
         return 2
