@@ -46,8 +46,9 @@ clock; an episode ends on Algorithm 1's outcome and the link is redrawn, ``jaxcc
 auto-reset) followed by ``updates_per_step`` gradient steps once the buffer holds
 ``learning_starts`` transitions.
 
-The replay (``replay_init``/``replay_add``/``replay_sample``) is a plain ring of arrays (uniform sampling): the Pareto agent's segmented
-prioritized replay is not what §IV-D uses, and no listed library offers a jittable buffer.
+The replay (``replay_init``/``replay_add``/``replay_sample``) is a plain ring of arrays (uniform
+sampling): the Pareto agent's segmented prioritized replay is not what §IV-D uses, and no listed
+library offers a jittable buffer.
 """
 
 from __future__ import annotations
@@ -291,7 +292,8 @@ def make_train(config, mesh=None) -> Trainer:
         q_next = q_pairs(agent["target"], nobs, W)  # [B, K, n, m]
         if double:
             q_sel = q_pairs(agent["actor"], nobs, W)
-            y = jax.vmap(lambda qn, qs, r, d: envelope_target(qn, W, r, d, gamma, boot, qs))(q_next, q_sel, b["reward"], b["done"])
+            y = jax.vmap(lambda qn, qs, r, d: envelope_target(qn, W, r, d, gamma, boot, qs))(
+                q_next, q_sel, b["reward"], b["done"])
         else:
             y = jax.vmap(lambda qn, r, d: envelope_target(qn, W, r, d, gamma, boot))(q_next, b["reward"], b["done"])
         lam = linear(frac, 0.0, 1.0)

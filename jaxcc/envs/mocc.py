@@ -29,7 +29,8 @@ Paper: /work/shared/seeds/002_d7dc697112d5ee48.txt, §IV-A (state, actions, rewa
   cwnd ← min(cwnd · cwnd_mults[a] + cwnd_deltas_pkts[a] · MSS, max_cwnd_pkts · MSS).  The cap
   (10 000 packets, 15 MB; not in the paper) stands for the receive window that bounds every real
   TCP window (Linux's default largest receive buffer is 6 MB), far above any BDP here; without
-  it a run of doublings overflows float32 and the training stops on NaN.  MOCC is window-based; the window is paced at
+  it a run of doublings overflows float32 and the training stops on NaN.  MOCC is window-based;
+  the window is paced at
   1.2 · cwnd / min RTT (Linux's congestion-avoidance pacing ratio), because the fluid model
   would otherwise send a whole window in one tick and ACK bursts would alias with the step.
 * Vector reward (§IV-A): [L(Throughput/bandwidth), −L(Delay/timeout), −L(Loss_rate)] with
@@ -290,7 +291,8 @@ def export_features_spec(config: base.EnvConfig | None = None) -> dict:
     return {
         "name": "mocc_v1", "history": c.history, "obs_dim": 4, "feature_names": list(FEATURE_NAMES),
         "empty": [0.0] * 4, "objectives": list(OBJECTIVES), "timeout": "max(0.2 s, 2 × min RTT)",
-        "cwnd_deltas_pkts": list(CWND_DELTAS_PKTS), "cwnd_mults": list(CWND_MULTS), "mi_rtts": c.mi_rtts, "ticks_per_rtt": c.ticks_per_rtt, "goal": "preference ω on the simplex",
+        "cwnd_deltas_pkts": list(CWND_DELTAS_PKTS), "cwnd_mults": list(CWND_MULTS), "mi_rtts": c.mi_rtts,
+        "ticks_per_rtt": c.ticks_per_rtt, "goal": "preference ω on the simplex",
         # The numbers behind the timeout, the init-cwnd step and the pacing (MoccParams), for
         # senders outside the simulator (datapath/src/mi_features.cc).
         "timeout_min_s": float(d.timeout_min_s), "timeout_rtts": float(d.timeout_rtts),
