@@ -471,8 +471,11 @@ def define_flags(flag_values=None):
                          "assume the resolution they were trained at", flag_values=fv)
     flags.DEFINE_string("out", None, "output folder (results.json, plots/)", flag_values=fv)
     flags.DEFINE_bool("plots", True, "write plots", flag_values=fv)
+    from jaxcc import bars
+
     flags.DEFINE_string("bars", None, "check every evaluated policy against sets of the project's quality bars "
-                        "(jaxcc/bars.py; a comma-separated list): pareto, robust, aurora, eagle", flag_values=fv)
+                        "(jaxcc/bars.py; a comma-separated list): " + ", ".join(sorted(bars.BAR_SETS))
+                        + " (mocc: from jaxcc.preference_sweep's records)", flag_values=fv)
     flags.DEFINE_bool("progress", True, "show a progress bar", flag_values=fv)
     return fv
 

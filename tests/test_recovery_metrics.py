@@ -180,7 +180,8 @@ def test_runner_refuses_a_start_rate_for_a_baseline():
     sc = scenarios.get_scenario("robust/start1pct")  # its placeholder controller is bbr
     with pytest.raises(ValueError, match=r"flows\[0\]\.init_rate_mbps: only a learned sender \(policy:FILE\)"):
         runner.build_batches([runner.Item(sc, 0)], resolve=senders.resolve)
-    assert ctl.INIT_RATE == ctl.CPARAM_DIM - 1
+    # the start-rate slot is its own: after the baselines' slots, before a policy's preference ones
+    assert 0 < ctl.INIT_RATE < ctl.PREFERENCE < ctl.PREFERENCE_CHANGES < ctl.CPARAM_DIM
 
 
 def _synthetic(goodput_mbps, dt=0.0125, cap_mbps=50.0):
