@@ -53,7 +53,8 @@ from typing import Sequence
 import numpy as np
 
 from jaxcc import bars, metrics
-from jaxcc.evaluate import OWN, ControllerEntry, controller_entries, resolve_scenarios, run_evaluation, with_duration
+from jaxcc.evaluate import (OWN, ControllerEntry, controller_entries, resolve_scenarios, run_absl_cli, run_evaluation,
+                            with_duration)
 from jaxcc.scenarios import SUITES, Scenario, parse_scenario
 
 EDGE_W_THR = tuple(round(1.0 - 0.1 * i, 10) for i in range(11))  # 1.0, 0.9, ..., 0.0
@@ -554,29 +555,7 @@ def define_flags(fv):
 
 def run_cli(argv: Sequence[str]) -> int:
     """Parse ``argv`` (program name first) into fresh flags and run; errors print one line, exit 2."""
-    from absl import flags
-
-    fv = define_flags(flags.FlagValues())
-    if any(a in ("--help", "-h", "--helpfull", "-?") for a in argv[1:]):
-        print(__doc__)
-        print(fv.get_help())
-        return 0
-    try:
-        rest = fv(list(argv))
-    except flags.Error as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    if len(rest) > 1:
-        print(f"error: unexpected arguments {rest[1:]} (flags look like --suite=mocc)", file=sys.stderr)
-        return 2
-    from jaxcc import jax_cache
-    jax_cache.enable_compilation_cache()
-    try:
-        return main(fv, argv[1:])
-    except ValueError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-
+    return run_absl_cli(argv, __doc__, define_flags, main, "--suite=mocc")
 
 if __name__ == "__main__":
     sys.exit(run_cli(sys.argv))
