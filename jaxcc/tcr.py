@@ -65,7 +65,8 @@ Outputs in ``--out``:
   DeepCC policy a list, one per target), so anyone can recompute every flag;
 * ``plots/tcr_<link>.png`` — per link, a panel per controller: the targets in the throughput–delay
   plane (T2 across, T1 up), met ones as filled dots, missed ones as grey crosses, and an
-  untuned controller's measured point as a star;
+  untuned controller's measured point as a star (on the edge, labelled, when it lies beyond the
+  targets' ranges);
 * the ``deepcc`` bar set of ``jaxcc.bars`` (``--bars``) printed and stored in ``results.json``.
 """
 
@@ -354,20 +355,25 @@ def plot_link(rows: Sequence[dict], link: dict, out_dir: str) -> str:
     cols = min(4, max(1, len(mine)))
     nrows = int(math.ceil(len(mine) / cols)) or 1
     fig, axes = plt.subplots(nrows, cols, figsize=(3.6 * cols, 3.2 * nrows), squeeze=False, sharex=True, sharey=True)
+    # the axes span the targets' ranges; a measured point beyond them sits on the edge, labelled
+    xmax, ymax = max(link["max_delay_ms"], 1e-9) * 1.05, max(link["max_throughput_mbps"], 1e-9) * 1.05
     for ax, r in zip(axes.flat, mine):
         met = np.asarray(r["met"], bool)
-        ax.scatter(t[~met, 1], t[~met, 0], marker="x", s=10, color="0.65", lw=0.7, label="missed")
-        ax.scatter(t[met, 1], t[met, 0], marker="o", s=10, color="tab:green", label="met")
-        if not r["tuned"]:
-            m = r["measured"]
-            if m["p95_qdelay_ms"] is not None and m["throughput_mbps"] is not None:
-                ax.scatter([m["p95_qdelay_ms"]], [m["throughput_mbps"]], marker="*", s=120, color="tab:red",
-                           zorder=3, label=f"measured (loss {100 * (m['loss'] or 0):.2f} %)")
-        ax.set_title(f"{r['controller']}{' (tuned)' if r['tuned'] else ''}: TCR {100 * r['tcr']:.1f} %", fontsize=8)
-        ax.set_xlim(0, max(link["max_delay_ms"], 1e-9) * 1.05)
-        ax.set_ylim(0, max(link["max_throughput_mbps"], 1e-9) * 1.05)
+        ax.scatter(t[~met, 1], t[~met, 0], marker="x", s=10, color="0.65", lw=0.7, label="target missed")
+        ax.scatter(t[met, 1], t[met, 0], marker="o", s=10, color="tab:green", label="target met")
+        title = f"{r['controller']}{' (tuned per target)' if r['tuned'] else ''}: TCR {100 * r['tcr']:.1f} %"
+        m = r["measured"]
+        if not r["tuned"] and m["p95_qdelay_ms"] is not None and m["throughput_mbps"] is not None:
+            x, y = min(m["p95_qdelay_ms"], xmax * 0.985), min(m["throughput_mbps"], ymax * 0.985)
+            ax.scatter([x], [y], marker="*", s=120, color="tab:red", zorder=3, label="measured (untuned run)")
+            if (x, y) != (m["p95_qdelay_ms"], m["throughput_mbps"]):
+                ax.annotate(f"off scale: {m['p95_qdelay_ms']:.0f} ms, {m['throughput_mbps']:.2f} Mbit/s", (x, y),
+                            textcoords="offset points", xytext=(-4, 6), ha="right", fontsize=6, color="tab:red")
+            title += f"\nloss {100 * (m['loss'] or 0):.2f} %"
+        ax.set_title(title, fontsize=8)
+        ax.set_xlim(0, xmax)
+        ax.set_ylim(0, ymax)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=6, loc="lower right")
     for ax in axes[-1]:
         ax.set_xlabel("T2: p95 queueing delay (ms)", fontsize=8)
     for ax in axes[:, 0]:
@@ -378,7 +384,12 @@ def plot_link(rows: Sequence[dict], link: dict, out_dir: str) -> str:
     fig.suptitle(f"{link['scenario']}: {len(t)} targets, window {w[0]:g}–{w[1]:g} s, "
                  f"mean capacity {link['mean_capacity_mbps']:.2f} Mbit/s, T3 ≤ {100 * link['max_loss']:g} %",
                  fontsize=9)
-    fig.tight_layout()
+    handles = {}
+    for ax in axes.flat:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(lab, h)
+    fig.legend(list(handles.values()), list(handles.keys()), loc="lower center", ncol=len(handles), fontsize=8)
+    fig.tight_layout(rect=(0, 0.05, 1, 1))
     pdir = os.path.join(out_dir, "plots")
     os.makedirs(pdir, exist_ok=True)
     path = os.path.join(pdir, f"tcr_{_slug(link['scenario'])}.png")
