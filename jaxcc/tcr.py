@@ -229,15 +229,30 @@ def target_field(t: Sequence[float]) -> dict:
     return {"throughput_mbps": float(t[0]), "delay_ms": float(t[1]), "loss": float(t[2])}
 
 
-def with_target(sc: Scenario, controller: str, target: Sequence[float]) -> Scenario:
-    """``sc`` with its flow driven by ``controller`` and carrying ``"target"`` (online tuning)."""
+# A scenario file's per-flow objective fields: TCR sets its own (a target per lane, or none).
+_OBJECTIVE_FIELDS = ("preference", "preference_changes", "target", "goal")
+
+
+def _with_flows(sc: Scenario, controller: str, target: Sequence[float] | None) -> Scenario:
     d = sc.to_dict()
     for f in d["flows"]:
-        f.pop("preference", None)
-        f.pop("preference_changes", None)
+        for k in _OBJECTIVE_FIELDS:
+            f.pop(k, None)
         f["controller"] = controller
-        f["target"] = target_field(target)
+        if target is not None:
+            f["target"] = target_field(target)
     return parse_scenario(d, source=sc.name, allow_kernel=False)
+
+
+def with_target(sc: Scenario, controller: str, target: Sequence[float]) -> Scenario:
+    """``sc`` with its flow driven by ``controller`` and carrying ``"target"`` (online tuning)."""
+    return _with_flows(sc, controller, target)
+
+
+def untuned(sc: Scenario, controller: str) -> Scenario:
+    """``sc`` with its flow driven by ``controller`` at its default objective (no preference, goal
+    or target: MOCC at its default preference, DeepCC never here)."""
+    return _with_flows(sc, controller, None)
 
 
 def _measure(traj, rates, batch, window) -> list[dict]:
@@ -298,9 +313,7 @@ def run_tcr(scenarios: Sequence[Scenario], entries: Sequence[Entry], *, n_target
         t0 = time.time()
         measured: dict[str, Any] = {}
         if plain:
-            base = dataclasses.replace(sc, flows=tuple(dataclasses.replace(f, preference=None, preference_changes=())
-                                                       for f in sc.flows))
-            ms = _simulate([base.with_controller(e.name) for e in plain], schedule, seed, window, ticks_per_rtt)
+            ms = _simulate([untuned(sc, e.name) for e in plain], schedule, seed, window, ticks_per_rtt)
             measured.update({e.label: m for e, m in zip(plain, ms)})
         wall[f"{sc.name} untuned"] = round(time.time() - t0, 1)
         for e in entries:

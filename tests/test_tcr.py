@@ -176,7 +176,7 @@ def test_tuned_policy_runs_one_lane_per_target_in_one_batch(tmp_path, monkeypatc
     assert not tcr.controller_entries("bbr")[0].tuned
 
     if not _target_field_exists():
-        monkeypatch.setattr(tcr, "with_target", lambda sc, name, t: sc.with_controller(name))
+        monkeypatch.setattr(tcr, "with_target", lambda sc, name, t: tcr.untuned(sc, name))
     calls = []
     real = runner.run_batch
 
@@ -290,3 +290,16 @@ def test_deepcc_bars_missing_links_or_others_are_unmet_with_the_reason():
     rows += [dict(r, controller="dcc2", tcr=0.95) for r in rows if r["controller"] == "dcc"]
     v = bars.check("deepcc", rows)
     assert all(x.met for x in v["dcc"]) and all(x.met for x in v["dcc2"])
+
+
+def test_a_flows_own_objective_is_dropped_for_the_untuned_runs(tmp_path):
+    """A scenario file's MOCC preference would refuse bbr; TCR runs every untuned controller at its
+    default objective, so bbr runs (and fixed:2 on 4 Mbit/s gets 2 Mbit/s)."""
+    p = tmp_path / "pref.json"
+    p.write_text(json.dumps({"name": "pref", "duration_s": 2.0, "link": {"bandwidth_mbps": 4, "buffer_bytes": 60_000},
+                             "flows": [{"rtt_ms": 40.0, "controller": "bbr", "preference": [1, 0, 0]}]}))
+    sc = scenarios.load_scenario(str(p))
+    assert tcr.untuned(sc, "bbr").flows[0].preference is None
+    rep = tcr.run_tcr([sc], tcr.controller_entries("bbr,fixed:2"), n_targets=3, seed=0, progress=False)
+    assert [r["controller"] for r in rep["tcr"]] == ["bbr", "fixed:2"]
+    assert rep["tcr"][1]["measured"]["throughput_mbps"] == pytest.approx(2.0, rel=1e-4)
