@@ -68,14 +68,14 @@ Named scenarios (``get_scenario``; ``list_scenarios``; suites with ``get_suite``
   and the Fig. 2 / Fig. 7 links.
 * ``mocc/*`` — MOCC §V links (12 Mbps/10 ms/375 KB, 50 Mbps/375 KB, buffers 18–90 KB) and the
   Verizon LTE traces (``lte-up``, ``lte-down``; 10 ms one way, 375 KB).
-* ``deepcc/*`` — DeepCC §VI links (Wi-Fi-like Poisson, satellite).
+* ``deepcc/*`` — DeepCC §VI links (Wi-Fi-like Poisson, AT&T LTE driving cellular, satellite).
 * ``eagle/*`` — Eagle §V links (10 Mbps/100 ms at 1–4 BDP buffers; Verizon LTE, 10 ms one way).
 
 Paths inside a spec (``find_trace``, ``parse_scenario``):
 
 * ``link.trace``: an absolute path is used as is; a relative one is looked up in
   ``$JAXCC_TRACES``, then in the traces shipped with jaxcc (``jaxcc/traces``: the Verizon LTE
-  traces ``pareto/lte`` and ``eagle/lte`` use), then in the spec's folder (the folder of the
+  traces ``pareto/lte`` and ``eagle/lte`` use, and the AT&T one of ``deepcc/cellular``), then in the spec's folder (the folder of the
   scenario file; the current directory for a spec given as a dict).  A trace found nowhere is
   one error naming the field, the file and every folder searched.  The named scenarios use the
   same rule (without a spec folder), so they work on a fresh clone.
@@ -615,6 +615,13 @@ def _deepcc() -> dict[str, Callable[[], Scenario]]:
     return {
         "deepcc/wifi": lambda: _spec("deepcc/wifi", d, {"poisson": {"mean_mbps": 2.64, "slot_ms": 10}, "buffer_bytes": 130 * PACKET},
                                      _flows(1, 176.0, d)),
+        # §VI-A "Emulated Cellular Link": "the AT&T driving trace provided by [8]" (Sprout's
+        # ATT-LTE-driving, downlink; jaxcc/traces/README.md says why this file), "200 ms minimum
+        # RTT and 140 packets of buffer".  60 s: the paper's episode length, and room for the
+        # online tuner (4 RTT per interval) before jaxcc.tcr's measurement window.
+        "deepcc/cellular": lambda: _spec("deepcc/cellular", 60.0, {"trace": "ATT-LTE-driving.down",
+                                                                   "buffer_bytes": 140 * PACKET},
+                                         _flows(1, 200.0, 60.0)),
         "deepcc/satellite": lambda: _spec("deepcc/satellite", 60.0, {"bandwidth_mbps": 42, "buffer_bytes": sat_bdp, "loss": 0.0074},
                                           _flows(1, 800.0, 60.0)),
     }
