@@ -354,29 +354,30 @@ Policy Policy::LoadBytes(const uint8_t* data, size_t size, const std::string& wh
     p.tensor_names_.push_back(name);
     return static_cast<int>(p.tensors_.size()) - 1;
   };
+  // Every layer, branches included (they do not nest, so one level of recursion).
   std::function<void(std::vector<Layer>&)> bind_all = [&](std::vector<Layer>& layers) {
-  for (Layer& l : layers) {
-    switch (l.type) {
-      case LayerType::kDense:
-        l.w = bind(l.name + ".kernel", {l.in, l.out});
-        l.b = bind(l.name + ".bias", {l.out});
-        break;
-      case LayerType::kLstm:
-        l.w = bind(l.name + ".kernel_i", {l.in, 4 * l.hidden});
-        l.u = bind(l.name + ".kernel_h", {l.hidden, 4 * l.hidden});
-        l.b = bind(l.name + ".bias", {4 * l.hidden});
-        break;
-      case LayerType::kConv1d:
-        l.w = bind(l.name + ".kernel", {l.kernel, l.in, l.out});
-        l.b = bind(l.name + ".bias", {l.out});
-        break;
-      case LayerType::kBranches:
-        for (std::vector<Layer>& br : l.branches) bind_all(br);
-        break;
-      default:
-        break;
+    for (Layer& l : layers) {
+      switch (l.type) {
+        case LayerType::kDense:
+          l.w = bind(l.name + ".kernel", {l.in, l.out});
+          l.b = bind(l.name + ".bias", {l.out});
+          break;
+        case LayerType::kLstm:
+          l.w = bind(l.name + ".kernel_i", {l.in, 4 * l.hidden});
+          l.u = bind(l.name + ".kernel_h", {l.hidden, 4 * l.hidden});
+          l.b = bind(l.name + ".bias", {4 * l.hidden});
+          break;
+        case LayerType::kConv1d:
+          l.w = bind(l.name + ".kernel", {l.kernel, l.in, l.out});
+          l.b = bind(l.name + ".bias", {l.out});
+          break;
+        case LayerType::kBranches:
+          for (std::vector<Layer>& br : l.branches) bind_all(br);
+          break;
+        default:
+          break;
+      }
     }
-  }
   };
   bind_all(p.layers_);
   std::string extra;
