@@ -91,7 +91,8 @@ void GoalTuner::StepHat(const Vec& m, const Vec& t) {
         ++cnt;
       }
     }
-    const float df_dg = cnt > 0 ? q / static_cast<float>(cnt) : kPrior[i];
+    const float qm = q / static_cast<float>(cnt > 0 ? cnt : 1);
+    const float df_dg = (cnt > 0 && qm * kPrior[i] > 0) ? qm : kPrior[i];  // with the sign guard
     grad[i] = dj_df * df_dg;  // eq. 9
   }
   const auto now = Met(m, t);
