@@ -58,15 +58,15 @@ def test_unreachable_throughput_target_raises_g1_every_interval(policy):
     relative distance > 0.88 > JUMP_THRESHOLD, while delay (1 s) and loss (100 %) are met.  So at every
     tuning step g¹ gets the jump (+0.1) plus an Adam step of the prior's sign (the sign guard keeps
     ∂m¹/∂g¹ > 0 and ∂J/∂f¹ < 0: +), g², g³ only the renormalisation: g¹ rises at every step, g²:g³
-    stays 1:1, and after k steps g¹ >= 1 − (2/3)/1.1^k.  Steps: one per 8 decisions (½-RTT MIs of
+    stays 1:1 (until g², g³ reach the floor 0.01), and after k steps g¹ >= 1 − (2/3)/1.1^k.  Steps: one per 8 decisions (½-RTT MIs of
     20 ms: 160 ms), so DURATION_S / 0.16 = 25 at most (the first MI waits for the first RTT sample)."""
     goals, steps, cp = _run(_scenario(policy, target={"throughput_mbps": 100, "delay_ms": 1000, "loss": 1.0}))
     np.testing.assert_allclose(cp[ctl.TARGET:ctl.TARGET_ON + 1], [100, 1000, 1, 1])
     n = int(steps[-1])
     assert DURATION_S / 0.16 - 3 <= n <= DURATION_S / 0.16, n
     at_step = [goals[np.argmax(steps >= k)] for k in range(1, n + 1)]  # the goal right after step k
-    g1 = np.array([g[0] for g in at_step])
-    assert np.all(np.diff(g1) > 0), g1
+    for a, b in zip(at_step, at_step[1:]):  # until g², g³ reach eq. 12's floor (then near a fixed point, g¹ ~ 0.98)
+        assert b[0] > a[0] if a[1] > gt.G_FLOOR else b[0] >= 0.98, at_step
     for k, g in enumerate(at_step, start=1):
         assert g[0] >= 1 - (2 / 3) / 1.1 ** k - 1e-6
         assert g[1] == pytest.approx(g[2], rel=1e-5)
