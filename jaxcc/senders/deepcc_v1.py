@@ -96,13 +96,12 @@ def sender(spec: dict, tensors: dict, goal=None) -> common.Sender:
     ten = common.tensors_as_arrays(tensors)
     lo, hi = float(spec["head"]["low"]), float(spec["head"]["high"])
     n_tune = gt.interval_decisions(float(spec["mi_rtts"]))
-    if g.shape[0] != gt.DIM:
-        raise ValueError(f"deepcc_v1: goal tuning needs a {gt.DIM}-value goal, the policy has goal_dim {g.shape[0]}")
+    tunable = g.shape[0] == gt.DIM  # goal tuning and the PREFERENCE slots need (throughput, delay, loss)
 
     def start(rtt0):
         z = jnp.zeros((gt.DIM,), jnp.float32)
         return Own(rate=jnp.full((1,), SENDER_INIT_RATE, jnp.float32), paper=env.init_paper(None, p),
-                   tuner=gt.init(z, g), acc=z, acc_n=jnp.zeros((), jnp.int32), last_m=z,
+                   tuner=gt.init(z, g if tunable else z), acc=z, acc_n=jnp.zeros((), jnp.int32), last_m=z,
                    have_m=jnp.zeros((), bool), goal=g)
 
     def tune(own: Own, run, rtt0, target):
@@ -142,7 +141,8 @@ def sender(spec: dict, tensors: dict, goal=None) -> common.Sender:
     def act(own: Own):
         return rate_only(own.rate[0])
 
-    return common.Sender(start=start, decide=decide, observe=observe, act=act, preference=g, takes_target=True)
+    return common.Sender(start=start, decide=decide, observe=observe, act=act, preference=g if tunable else None,
+                         takes_target=tunable)
 
 
 def controller(name: str, spec: dict, tensors: dict, goal=None) -> Controller:

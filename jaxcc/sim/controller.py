@@ -28,7 +28,7 @@ INIT_RATE = 3
 # cparam[PREFERENCE:PREFERENCE + PREFERENCE_DIM]: a preference-conditioned policy's preference
 # (throughput, delay, loss) (a scenario flow's ``preference``; all 0: the policy's default).
 PREFERENCE, PREFERENCE_DIM = 4, 3
-# cparam[PREFERENCE_CHANGES:]: MAX_PREFERENCE_CHANGES rows (at_s, w_thr, w_delay, w_loss), at_s
+# cparam[PREFERENCE_CHANGES:TARGET]: MAX_PREFERENCE_CHANGES rows (at_s, w_thr, w_delay, w_loss), at_s
 # increasing, seconds since the scenario began (a flow's ``preference_changes``); unused rows are
 # all 0 (a preference sums to 1, so a row of zero weights is no change).  A decision taken at a
 # tick ending at or after at_s uses that row.
