@@ -103,7 +103,8 @@ Options:
   --control-stdin      read control lines from stdin while running; commands:
                          preference a,b,c   (checked as --preference) applied at the next
                                             decision, without a restart
-                         goal a,b,c         the same, a DeepCC fixed goal: tuning stops
+                         goal a,b,c         the same, a DeepCC fixed goal (a preference or
+                                            goal line stops goal tuning)
                          target x,y,z       (checked as --target) a new DeepCC target: tuning
                                             (re)starts from the goal in force
                        a bad line is reported on stderr with the reason and ignored; every

@@ -239,4 +239,29 @@ if ok:
 if not ok:
     print("FAIL: goal tuning", json.dumps(s)); sys.exit(1)
 PY
+# A target on the control input of a running sender without --target: tuning starts at the next
+# decision from the goal in force (1/3 each), counting that decision as the interval's first.
+PORT=$((PORT + 1))
+"$RCV" --port=$PORT --bind=127.0.0.1 --duration=60 --summary="$T/r_tune2.json" &
+RP=$!
+sleep 0.3
+( sleep 0.5; echo "target 100,1000,1"; sleep 2 ) | \
+  "$SND" --controller=policy:"$DCC" --port=$PORT --duration=1.2 --control-stdin \
+    --log="$T/s_tune2.csv" --summary="$T/s_tune2.json" 2> "$T/err_tune2" || fail "tuning sender 2 exit $?"
+kill -TERM $RP 2>/dev/null; wait $RP
+python3 - "$T" <<'PY' || exit 1
+import json, sys, csv
+d = sys.argv[1]
+s = json.load(open(d + "/s_tune2.json"))
+rows = list(csv.DictReader(open(d + "/s_tune2.csv")))
+ch = s.get("goal_changes", [])
+ok = "target" not in s and len(ch) == 1 and ch[0]["target"] == [100, 1000, 1]
+if ok:
+    k = ch[0]["decision"]
+    g = [[float(x) for x in r["goal"].split(";")] for r in rows]
+    ok = k > 0 and s["tuning_steps"] == (len(rows) - k) // 8 >= 10 and g[k + 6] == g[0] and g[k + 7][0] > g[0][0] \
+        and all(abs(x - 1 / 3) < 1e-7 for x in g[0]) and s["goal_final"][0] > 0.9
+if not ok:
+    print("FAIL: runtime target", json.dumps(s)); sys.exit(1)
+PY
 echo OK
