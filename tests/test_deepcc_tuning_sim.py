@@ -2,7 +2,6 @@
 ``goal`` fields reach the cparam slots, the tuner steps every 4 RTT and moves g the way the
 target asks, a fixed goal stays fixed, and the fields are refused for any other controller."""
 
-import math
 
 import jax
 import jax.numpy as jnp
