@@ -164,8 +164,7 @@ def test_fixed_rate_senders_end_to_end(tmp_path, capsys):
 
 def test_tuned_policy_runs_one_lane_per_target_in_one_batch(tmp_path, monkeypatch):
     """A deepcc_v1 policy runs once per target, all lanes in one run_batch call, and lane i is judged
-    on target i.  (Until the scenario flow field ``target`` exists, the lanes run without it: what
-    is checked here is the batching and the per-lane judging.)"""
+    on target i: the lanes tune towards different targets, so they do not all measure the same."""
     from jaxcc import policyfile
     from jaxcc.sim import runner
 
@@ -175,8 +174,6 @@ def test_tuned_policy_runs_one_lane_per_target_in_one_batch(tmp_path, monkeypatc
     assert e.tuned and e.label == "dcc"
     assert not tcr.controller_entries("bbr")[0].tuned
 
-    if not _target_field_exists():
-        monkeypatch.setattr(tcr, "with_target", lambda sc, name, t: tcr.untuned(sc, name))
     calls = []
     real = runner.run_batch
 
@@ -194,19 +191,7 @@ def test_tuned_policy_runs_one_lane_per_target_in_one_batch(tmp_path, monkeypatc
     per = np.array([[m["throughput_mbps"], m["p95_qdelay_ms"], m["loss"]] for m in row["measured"]])
     assert per.shape == (5, 3)
     assert row["met"] == metrics.tcr_met(per, targets).tolist()
-    if not _target_field_exists():  # every lane the same run: the same measurement
-        assert np.allclose(per, per[0], equal_nan=True)
-
-
-def _target_field_exists() -> bool:
-    """Whether scenario flows accept ``"target"`` (issue 15's online tuning, merged)."""
-    try:
-        scenarios.parse_scenario({"name": "x", "duration_s": 1.0, "link": {"bandwidth_mbps": 1, "buffer_bytes": 1e4},
-                                  "flows": [{"rtt_ms": 10.0, "controller": "bbr",
-                                             "target": {"throughput_mbps": 1, "delay_ms": 1, "loss": 0}}]})
-    except ValueError as e:  # known field refused for bbr (merged), or an unknown key (not yet)
-        return not ("unknown key" in str(e) and "'target'" in str(e))
-    return True
+    assert not np.allclose(per, per[0], equal_nan=True)
 
 
 # ----------------------------------------------------------------------------- bad input
