@@ -29,6 +29,17 @@ def test_one_adam_step_by_hand():
     assert int(s.steps) == 1
 
 
+def test_counts_steps_that_met_the_whole_target():
+    """T̂ = (0.5, 1.25, 0.02) (8 Mbit/s of 2e6 B/s, 50 ms over 0.2 s): steps 3 and 5 meet all three
+    (5 at the bounds), 1, 2 and 4 miss one each; the C++ twin's test has the same sequence."""
+    s = gt.init([8.0, 50.0, 0.02], THIRD)
+    for m in ([0.4, 1.1, 0.0], [0.6, 1.3, 0.0], [0.6, 1.2, 0.01], [0.6, 1.2, 0.03], [0.5, 1.25, 0.02]):
+        s = gt.step(s, jnp.array(m), 2e6, 0.2)
+        if int(s.steps) == 2:
+            assert int(s.first_met) == 0
+    assert (int(s.first_met), int(s.met_steps), int(s.steps)) == (3, 2, 5)
+
+
 def test_second_step_uses_finite_difference_and_adam_moments():
     """Second step by hand: Δg¹ = g¹₁ − 1/3 = 0.0317 ≥ DG_EPS, Δm¹ = 0.9 − 0.8 = 0.1, so ∂m¹/∂g¹ = 3.15
     (the prior's sign: kept); ∂J/∂f¹ = mean(0.8 − 1.25, 0.9 − 1.25) = −0.4; grad¹ = −1.26.  Adam:

@@ -96,6 +96,10 @@ void GoalTuner::StepHat(const Vec& m, const Vec& t) {
     grad[i] = dj_df * df_dg;  // eq. 9
   }
   const auto now = Met(m, t);
+  if (now[0] && now[1] && now[2]) {  // the newest interval met the whole target
+    ++met_steps_;
+    if (first_met_step_ == 0) first_met_step_ = steps_ + 1;
+  }
   const bool thr_delay_met = now[0] && now[1];
   const bool loss_active = !now[2] && !thr_delay_met;
   grad[2] = loss_active ? grad[1] : 0.0f;

@@ -49,6 +49,10 @@ class GoalTuner {
   const Vec& goal() const { return goal_; }
   const Vec& target() const { return target_; }
   int steps() const { return steps_; }
+  // Steps whose interval met all three dimensions of the target (before that step moved g),
+  // and the first of them (1-based; 0: none yet).
+  int met_steps() const { return met_steps_; }
+  int first_met_step() const { return first_met_step_; }
 
  private:
   Vec goal_, target_;
@@ -57,6 +61,7 @@ class GoalTuner {
   Vec mu_{}, nu_{};
   int count_ = 0;  // Adam steps
   int steps_ = 0;
+  int met_steps_ = 0, first_met_step_ = 0;
 };
 
 }  // namespace jaxcc

@@ -99,7 +99,9 @@ Options:
                        ceil(4 / mi_rtts) decisions (4 RTT) the goal is tuned on the mean of those
                        decisions' measurements (src/goal_tuning.h; the same algorithm as
                        jaxcc/senders/goal_tuning.py), starting from --goal/--preference (default
-                       1/3 each); the summary has target, tuning_steps and goal_final
+                       1/3 each); the summary has target, tuning_steps, goal_final,
+                       tuning_met_steps and tuning_first_met_step (intervals that met the
+                       whole target; the first, 1-based, 0 never)
   --control-stdin      read control lines from stdin while running; commands:
                          preference a,b,c   (checked as --preference) applied at the next
                                             decision, without a restart
@@ -846,6 +848,10 @@ int Main(int argc, char** argv) {
       s["tuning_steps"] = tuning_steps;
       s["tuning_interval_decisions"] = tune_every;
       s["goal_final"] = GoalJson(cfg.goal);
+      // The tuner's own judgement (src/goal_tuning.h): steps whose 4-RTT interval met the whole
+      // target, and the first one (0: never) -- "how many tuning intervals it took".
+      s["tuning_met_steps"] = tuner ? tuner->met_steps() : 0;
+      s["tuning_first_met_step"] = tuner ? tuner->first_met_step() : 0;
     }
   }
   if (bbr) s["bbr"] = {{"max_bw_mbps", bbr->max_bw() * 8 / 1e6}, {"min_rtt_ms", bbr->min_rtt_s() * 1e3},

@@ -102,6 +102,20 @@ TEST(GoalTuner, AllMetKeepsGoal) {
   EXPECT_FLOAT_EQ(t.goal()[2], 0.1f);
 }
 
+TEST(GoalTuner, CountsStepsThatMetTheWholeTarget) {
+  // Target 8 Mbit/s of a 2e6 B/s max (T1 = 0.5), 50 ms over 0.2 s (T2 = 1.25), loss 0.02.
+  GoalTuner t({8.0f, 50.0f, 0.02f}, {1.0f / 3, 1.0f / 3, 1.0f / 3});
+  t.Step({0.4f, 1.1f, 0.0f}, 2e6f, 0.2f);  // throughput short
+  t.Step({0.6f, 1.3f, 0.0f}, 2e6f, 0.2f);  // delay over
+  EXPECT_EQ(t.first_met_step(), 0);
+  t.Step({0.6f, 1.2f, 0.01f}, 2e6f, 0.2f);  // all met: step 3
+  t.Step({0.6f, 1.2f, 0.03f}, 2e6f, 0.2f);  // loss over
+  t.Step({0.5f, 1.25f, 0.02f}, 2e6f, 0.2f);  // met at the bounds: step 5
+  EXPECT_EQ(t.first_met_step(), 3);
+  EXPECT_EQ(t.met_steps(), 2);
+  EXPECT_EQ(t.steps(), 5);
+}
+
 TEST(GoalTuner, IntervalAndTargetHat) {
   EXPECT_EQ(GoalTuner::IntervalDecisions(0.5), 8);
   EXPECT_EQ(GoalTuner::IntervalDecisions(1.0), 4);

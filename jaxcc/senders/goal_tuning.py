@@ -109,6 +109,8 @@ class TunerState(NamedTuple):
     n: jax.Array  # int32: intervals stored (<= K)
     adam: Any  # optax ScaleByAdamState
     steps: jax.Array  # int32: tuning steps taken
+    met_steps: jax.Array  # int32: steps whose interval met all three dimensions of the target
+    first_met: jax.Array  # int32: the first of them (1-based; 0: none yet)
 
 
 def target_hat(target: jax.Array, thr_max: jax.Array, min_rtt: jax.Array) -> jax.Array:
@@ -125,7 +127,8 @@ def init(target, g0) -> TunerState:
     return TunerState(goal=g0, target=jnp.asarray(target, jnp.float32).reshape(DIM),
                       g_hist=jnp.zeros((K, DIM), jnp.float32), m_hist=jnp.zeros((K, DIM), jnp.float32),
                       n=jnp.zeros((), jnp.int32), adam=_ADAM.init(jnp.zeros((DIM,), jnp.float32)),
-                      steps=jnp.zeros((), jnp.int32))
+                      steps=jnp.zeros((), jnp.int32), met_steps=jnp.zeros((), jnp.int32),
+                      first_met=jnp.zeros((), jnp.int32))
 
 
 def met(m: jax.Array, t_hat: jax.Array) -> jax.Array:
@@ -170,8 +173,10 @@ def step_hat(state: TunerState, m: jax.Array, t_hat: jax.Array) -> TunerState:
     # eq. 12.
     g = jnp.maximum(g, G_FLOOR)
     g = g / jnp.sum(g)
+    all_met = jnp.all(now_met)
     return TunerState(goal=g.astype(jnp.float32), target=state.target, g_hist=g_hist, m_hist=m_hist, n=n,
-                      adam=adam, steps=state.steps + 1)
+                      adam=adam, steps=state.steps + 1, met_steps=state.met_steps + all_met.astype(jnp.int32),
+                      first_met=jnp.where(all_met & (state.first_met == 0), state.steps + 1, state.first_met))
 
 
 def step(state: TunerState, m: jax.Array, thr_max: jax.Array, min_rtt: jax.Array) -> TunerState:
