@@ -220,9 +220,10 @@ def _where_flow(mask: jax.Array, a, b):
     return jax.tree.map(sel, a, b)
 
 
-def make_run(controllers: tuple[ctl.Controller, ...], num_ticks: int, ring_len: int):
+def make_run(controllers: tuple[ctl.Controller, ...], num_ticks: int, ring_len: int, keep_states: bool = False):
     """A pure ``run(params, ctrl_ids, cparams) -> (final SimState, TickOut trajectory, rates)``
-    for one link; vmap it for a batch."""
+    for one link (``keep_states``: and the controllers' final states, one ``[F, ...]`` pytree per
+    controller, each flow's in its own controller's entry); vmap it for a batch."""
 
     def run(p: core.LinkParams, ctrl_ids: jax.Array, cparams: jax.Array):
         inits = tuple(jax.vmap(c.init)(cparams) for c in controllers)
@@ -242,15 +243,16 @@ def make_run(controllers: tuple[ctl.Controller, ...], num_ticks: int, ring_len: 
             cstates = tuple(_where_flow(out.active, cs, ini) for cs, ini in zip(cstates, inits))
             return (sim, cstates), (out, jnp.where(out.active, rate, 0.0))
 
-        (sim, _), (traj, rates) = jax.lax.scan(body, (core.init_state(p, ring_len), inits), None, length=num_ticks)
-        return sim, traj, rates
+        (sim, cstates), (traj, rates) = jax.lax.scan(body, (core.init_state(p, ring_len), inits), None,
+                                                     length=num_ticks)
+        return (sim, traj, rates, cstates) if keep_states else (sim, traj, rates)
 
     return run
 
 
-def run_batch(batch: Batch):
-    """Simulate a batch; returns NumPy (final states, trajectories [B, T, ...], rates [B, T, F])."""
-    run = jax.jit(jax.vmap(make_run(batch.controllers, batch.num_ticks, batch.ring_len)))
-    sim, traj, rates = run(jax.tree.map(jnp.asarray, batch.params), jnp.asarray(batch.ctrl_ids),
-                           jnp.asarray(batch.cparams))
-    return jax.device_get((sim, traj, rates))
+def run_batch(batch: Batch, keep_states: bool = False):
+    """Simulate a batch; returns NumPy (final states, trajectories [B, T, ...], rates [B, T, F])
+    (``keep_states``: and the controllers' final states, leaves ``[B, F, ...]``, ``make_run``)."""
+    run = jax.jit(jax.vmap(make_run(batch.controllers, batch.num_ticks, batch.ring_len, keep_states)))
+    out = run(jax.tree.map(jnp.asarray, batch.params), jnp.asarray(batch.ctrl_ids), jnp.asarray(batch.cparams))
+    return jax.device_get(out)
