@@ -7,6 +7,7 @@ import math
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from jaxcc.envs import deepcc, export_features_spec, make_env, mi
 from jaxcc.envs.base import LinkMI
@@ -26,7 +27,15 @@ def test_measurement_and_reward_by_hand():
 
 
 def test_action_mapping():
-    np.testing.assert_allclose(deepcc.action_to_rate(A(0.5, 1.5, -0.2), 10.0), [625000.0, 1.25e6, 0.0])
+    # log scale 0.1–100 Mbit/s: u = 0.5 → 0.1·1000^0.5 = 3.1623 Mbit/s; clipped at both ends
+    r = deepcc.action_to_rate(A(0.5, 1.5, -0.2, 1.0 / 3.0), 100.0, 0.1)
+    np.testing.assert_allclose(r, [0.1 * 1000 ** 0.5 * 125000, 100 * 125000, 0.1 * 125000, 125000], rtol=1e-5)
+    np.testing.assert_allclose(deepcc.rate_to_action(r, 100.0, 0.1), [0.5, 1.0, 0.0, 1.0 / 3.0], atol=1e-6)
+    p = deepcc.params_from_features(make_env("deepcc")[1], {"bound_mbps": 50.0, "low_mbps": 0.5})
+    assert (float(p.bound_mbps), float(p.low_mbps)) == (50.0, 0.5)
+    for bad in ({"low_mbps": 0.0}, {"low_mbps": 200.0}, {"rate_scale": "linear"}):
+        with pytest.raises(ValueError, match="low_mbps|rate_scale"):
+            deepcc.params_from_features(p, bad)
 
 
 def test_observe_by_hand():
@@ -41,8 +50,8 @@ def test_observe_by_hand():
     out = env.observe(st, prev, m, run, LinkMI(jnp.float32(0), jnp.float32(0)), p)
     # thr 6e5 = max → m¹ 1; p95 RTT = max sample 0.24 / 0.16; loss 600/60600
     meas = [1.0, 0.24 / 0.16, 600 / 60600]
-    # EWMA RTT 0.8·0.22 + 0.2·0.2 = 0.216; send 5e5 B/s / 1.25e6; queueing (0.22 − 0.16)/0.16
-    s = [0.4, 0.216 / 0.16, 0.4, 0.06 / 0.16]
+    # EWMA RTT 0.8·0.22 + 0.2·0.2 = 0.216; send 5e5 B/s / thr_max 6e5; queueing (0.22 − 0.16)/0.16
+    s = [0.4, 0.216 / 0.16, 5e5 / 6e5, 0.06 / 0.16]
     np.testing.assert_allclose(out.features[0], s + meas, rtol=1e-5)
     np.testing.assert_allclose(out.reward, [0.6 * 1.0 - 0.3 * 1.5 - 0.1 * (600 / 60600) / 0.01], rtol=1e-5)
 

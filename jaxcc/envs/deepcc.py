@@ -4,10 +4,12 @@ Paper: /work/shared/seeds/004_056c79b7ea61caf6.txt, §IV-A (measurement eq. 1, g
 reward eq. 3), §IV-B (state, action), §V (implementation: decision interval ½ min RTT,
 16 past states, 60 s episodes, Wi-Fi-like Poisson training link).
 
-* State s_t (Table II), normalised so one policy serves any link speed:
-    0. s¹ the last action (as a fraction of ``bound``);
+* State s_t (Table II), scale-free so one policy serves any link speed (issue 15, decision 3):
+    0. s¹ the last action u ∈ [0, 1] — the policy's own output, a position on the log rate
+       scale between ``low_mbps`` and ``bound_mbps`` (below);
     1. s² EWMA of the RTT / min RTT of the connection;
-    2. s³ actual sending rate of the interval / ``bound``;
+    2. s³ actual sending rate of the interval / throughput_max (the largest delivery rate of the
+       connection so far, eq. 1's normaliser; 0 before any delivery), clipped to [0, 10];
     3. s⁴ average queuing delay of the interval / min RTT, (mean RTT − min RTT)/min RTT.
 * Measurement m_t (eq. 1), appended to the state as features 4..6:
     m¹ = throughput_t / throughput_max   (throughput_max = max over the connection so far)
@@ -19,8 +21,14 @@ reward eq. 3), §IV-B (state, action), §V (implementation: decision interval ½
   ``env.goal(state)`` returns it.  g = (throughput, delay, loss) weights.
 * Reward (eq. 3): r_t = g¹·m¹ − g²·m² − g³·m³ / threshold, threshold = 0.01 (the loss
   tolerance; the paper's example requirement is "loss rate within 1 %").
-* Action (§IV-B): a sending rate in [0, bound]; the env takes a ∈ [0, 1] and sends at
-  a·bound (clipped), ``bound`` = 10 Mbps by default (above every training link's peak).
+* Action (§IV-B: a sending rate in [0, bound]): the env takes u ∈ [0, 1] (the tanh output
+  mapped to [0, 1]) and sends at ``low · (bound/low) ** u`` — a log scale from ``low_mbps`` =
+  0.1 to ``bound_mbps`` = 100 Mbit/s, so that one policy covers every evaluated link (Wi-Fi
+  2.64 Mbit/s, the AT&T cellular trace, the 42 Mbit/s satellite) with the same relative
+  resolution everywhere (a step of 0.01 in u is a 7 % rate change at any speed); the policy
+  file's action block is ``rate_absolute`` with ``scale: log``, ``low_mbps``, ``bound_mbps``
+  (issue 15 decision 2).  The paper's [0, bound] linear scale with bound = 42+ Mbit/s would
+  leave the 2.64 Mbit/s Wi-Fi link 6 % of the action range.
 * Decision interval: ½ min RTT (``mi_rtts = 0.5``); episodes last 60 s of simulated time
   (truncation), the step cap is sized for the shortest RTT.
 
@@ -33,8 +41,10 @@ Decisions where the paper is silent:
 * EWMA gain 0.8 on the newest interval, as for Pareto/Eagle (across intervals, reproducible).
 * Training link (§V "the fluctuation of bandwidth follows Poisson distribution, like the Wi-Fi
   link"; evaluation Wi-Fi: 2.64 Mbps mean, 176 ms min RTT, 130-packet buffer): mean capacity
-  uniform 1–6 Mbps, Poisson delivery opportunities per 40 ms slot, min RTT 100–250 ms, buffer
-  65–260 packets, no random loss.
+  uniform in [``mean_lo_mbps``, ``mean_hi_mbps``] (1–6 Mbps), Poisson delivery opportunities per
+  10 ms slot (``SLOT_S``, the Wi-Fi scenario's ``slot_ms``), min RTT 100–250 ms, buffer 65–260
+  packets, random loss uniform in [``loss_lo``, ``loss_hi``] (0 by default).  The start:
+  u = ``init_action`` = 1/3, i.e. 1 Mbit/s (the datapath sender's ``--init-mbps``).
 * Rate-based sending (the paper derives a cwnd from the rate and ACK-clocks it; the fluid
   model paces at the rate directly).
 """
@@ -55,8 +65,11 @@ FEATURE_NAMES = ("last_action", "rtt_ewma_over_min", "send_rate_over_bound", "qd
                  "m_throughput", "m_delay", "m_loss")
 HISTORY = 16
 DEEPCC_EWMA_GAIN = 0.8
-BOUND_MBPS = 10.0
-SLOT_S = 0.04
+BOUND_MBPS = 100.0
+LOW_MBPS = 0.1
+INIT_ACTION = 1.0 / 3.0  # low·(bound/low)^(1/3) = 1 Mbit/s
+SEND_RATIO_MAX = 10.0  # s³ clip
+SLOT_S = 0.01
 EPISODE_S = 60.0
 
 
@@ -68,9 +81,11 @@ class DeepccParams:
     rtt_hi_s: jax.Array = 0.25
     buf_lo_pkts: jax.Array = 65.0
     buf_hi_pkts: jax.Array = 260.0
-    loss: jax.Array = 0.0
+    loss_lo: jax.Array = 0.0
+    loss_hi: jax.Array = 0.0
     bound_mbps: jax.Array = BOUND_MBPS
-    init_action: jax.Array = 0.1  # fraction of bound at start
+    low_mbps: jax.Array = LOW_MBPS
+    init_action: jax.Array = INIT_ACTION  # u at the start
     loss_threshold: jax.Array = 0.01
     ewma_gain: jax.Array = DEEPCC_EWMA_GAIN
     max_time_s: jax.Array = EPISODE_S
@@ -79,7 +94,7 @@ class DeepccParams:
 @struct.dataclass
 class DeepccFlow:
     started: jax.Array
-    last_action: jax.Array  # fraction of bound applied this interval
+    last_action: jax.Array  # u ∈ [0, 1] applied this interval
     rtt: jax.Array  # EWMA RTT (s)
     thr_max: jax.Array  # bytes/s
     m2: jax.Array  # last delay measurement
@@ -95,9 +110,39 @@ def reward(g, m, threshold=0.01):
     return g[..., 0] * m[..., 0] - g[..., 1] * m[..., 1] - g[..., 2] * m[..., 2] / threshold
 
 
-def action_to_rate(a, bound_mbps):
-    """a ∈ [0, 1] → a·bound bytes/s (a clipped to [0, 1])."""
-    return jnp.clip(a, 0.0, 1.0) * bound_mbps * links.MBPS
+def action_to_rate(u, bound_mbps, low_mbps=LOW_MBPS):
+    """u ∈ [0, 1] → low·(bound/low)^u bytes/s (u clipped to [0, 1]): the policy file's
+    ``rate_absolute`` with ``scale: log``."""
+    u = jnp.clip(u, 0.0, 1.0)
+    return low_mbps * jnp.exp(u * jnp.log(bound_mbps / low_mbps)) * links.MBPS
+
+
+def rate_to_action(rate, bound_mbps, low_mbps=LOW_MBPS):
+    """The inverse of ``action_to_rate``: bytes/s → u = log(rate/low)/log(bound/low), clipped to [0, 1]."""
+    r = jnp.maximum(rate / links.MBPS, 1e-12)
+    return jnp.clip(jnp.log(r / low_mbps) / jnp.log(bound_mbps / low_mbps), 0.0, 1.0)
+
+
+def params_from_features(p: "DeepccParams", feats: dict) -> "DeepccParams":
+    """``p`` with a policy file's ``features`` block's numbers (bound_mbps, low_mbps, ewma_gain,
+    init_action, loss_threshold where stated): what the simulator sender of an exported file runs.
+
+    Raises:
+      ValueError: naming the field when 0 < low_mbps < bound_mbps does not hold or
+        features.rate_scale is not "log".
+    """
+    scale = feats.get("rate_scale", "log")
+    if scale != "log":
+        raise ValueError(f"policy features: 'rate_scale'={scale!r} must be 'log' (deepcc_v1)")
+    bound = float(feats.get("bound_mbps", BOUND_MBPS))
+    low = float(feats.get("low_mbps", LOW_MBPS))
+    if not 0.0 < low < bound:
+        raise ValueError(f"policy features: 'low_mbps'={low} must be in (0, bound_mbps={bound})")
+    over = {"bound_mbps": bound, "low_mbps": low}
+    for k in ("ewma_gain", "init_action", "loss_threshold"):
+        if k in feats:
+            over[k] = float(feats[k])
+    return p.replace(**{k: jnp.asarray(v, jnp.float32) for k, v in over.items()})
 
 
 class DeepccEnv(base.MultiFlowEnv):
@@ -112,16 +157,17 @@ class DeepccEnv(base.MultiFlowEnv):
 
     def sample_episode(self, key, p: DeepccParams) -> base.EpisodeInit:
         c = self.config
-        km, ks, kr, kb, kg = jax.random.split(key, 5)
+        km, ks, kr, kb, kg, kl = jax.random.split(key, 6)
         mean = jax.random.uniform(km, (), minval=p.mean_lo_mbps, maxval=p.mean_hi_mbps)
         times, rates = links.sample_poisson_schedule(ks, c.num_segments, SLOT_S, mean)
         rtt = jax.random.uniform(kr, (), minval=p.rtt_lo_s, maxval=p.rtt_hi_s)
         buf = jax.random.uniform(kb, (), minval=p.buf_lo_pkts, maxval=p.buf_hi_pkts) * core.MSS
         f = c.num_flows
-        link = links.link_from_arrays(times, rates, buf, p.loss, jnp.full((f,), rtt), jnp.zeros((f,)),
+        loss = jax.random.uniform(kl, (), minval=p.loss_lo, maxval=p.loss_hi)
+        link = links.link_from_arrays(times, rates, buf, loss, jnp.full((f,), rtt), jnp.zeros((f,)),
                                       jnp.full((f,), 1e9), ticks_per_rtt=c.ticks_per_rtt)
         goal = jax.random.dirichlet(kg, jnp.ones((3,)), (f,))
-        rate0 = jnp.full((f,), action_to_rate(p.init_action, p.bound_mbps))
+        rate0 = jnp.full((f,), action_to_rate(p.init_action, p.bound_mbps, p.low_mbps))
         return base.EpisodeInit(link=link, rate=rate0, cwnd=jnp.full((f,), core.BIG), goal=goal)
 
     def init_paper(self, init, p):
@@ -132,7 +178,7 @@ class DeepccEnv(base.MultiFlowEnv):
 
     def apply_action(self, state, action, p):
         a = jnp.clip(jnp.asarray(action, jnp.float32).reshape(self.config.num_flows), 0.0, 1.0)
-        return action_to_rate(a, p.bound_mbps), state.cwnd, state.paper.replace(last_action=a)
+        return action_to_rate(a, p.bound_mbps, p.low_mbps), state.cwnd, state.paper.replace(last_action=a)
 
     def observe(self, state, fl: DeepccFlow, m, run, lmi, p):
         first = ~fl.started
@@ -146,11 +192,10 @@ class DeepccEnv(base.MultiFlowEnv):
         meas = jnp.stack([jnp.where(thr_max > 0, thr / jnp.maximum(thr_max, 1e-9), 0.0), m2,
                           mi_lib.loss_rate(m)], axis=-1)
         r = reward(state.goal, meas, p.loss_threshold)
-        bound = p.bound_mbps * links.MBPS
         s = jnp.stack([
             fl.last_action,
             jnp.where(rtt > 0, rtt / jnp.maximum(min_rtt, 1e-9), 1.0),
-            mi_lib.send_rate(m) / bound,
+            jnp.where(thr_max > 0, jnp.minimum(mi_lib.send_rate(m) / jnp.maximum(thr_max, 1e-9), SEND_RATIO_MAX), 0.0),
             jnp.where(has, jnp.maximum(mean - min_rtt, 0.0) / jnp.maximum(min_rtt, 1e-9), 0.0),
         ], axis=-1)
         feats = jnp.concatenate([s, meas], axis=-1)
@@ -161,7 +206,7 @@ class DeepccEnv(base.MultiFlowEnv):
 
 
 def make_config(num_flows: int = 1, ticks_per_rtt: int = 8, **kw) -> base.EnvConfig:
-    """60 s episodes: ≤ 60 / (½ · 100 ms) = 1200 steps; 40 ms Poisson slots → 1502 segments.
+    """60 s episodes: ≤ 60 / (½ · 100 ms) = 1200 steps; 10 ms Poisson slots → 6002 segments.
     Ring: a 260-packet buffer drained at half the lowest mean (1 Mbps) on a 100 ms RTT."""
     p = DeepccParams()
     wait = (float(p.buf_hi_pkts) + 2) * core.MSS / (0.5 * float(p.mean_lo_mbps) * links.MBPS)
@@ -178,6 +223,7 @@ def export_features_spec(config: base.EnvConfig | None = None) -> dict:
     return {
         "name": "deepcc_v1", "history": c.history, "obs_dim": 7, "feature_names": list(FEATURE_NAMES),
         "empty": [0.0] * 7, "goal": ["throughput", "delay", "loss"], "ewma_gain": DEEPCC_EWMA_GAIN,
-        "bound_mbps": BOUND_MBPS, "loss_threshold": 0.01, "mi_rtts": c.mi_rtts, "ticks_per_rtt": c.ticks_per_rtt,
+        "bound_mbps": BOUND_MBPS, "low_mbps": LOW_MBPS, "rate_scale": "log", "init_action": INIT_ACTION,
+        "send_ratio_max": SEND_RATIO_MAX, "loss_threshold": 0.01, "mi_rtts": c.mi_rtts, "ticks_per_rtt": c.ticks_per_rtt,
         "delay_p95": "max RTT sample of the interval (per-tick); per-packet: nearest-rank p95",
     }
