@@ -26,7 +26,19 @@ def get_config() -> ml_collections.ConfigDict:
     c.env = ml_collections.ConfigDict()
     c.env.name = "deepcc"
     c.env.overrides = ml_collections.ConfigDict()
-    c.env.params = ml_collections.ConfigDict()  # DeepccParams fields to replace (none: the env's distribution)
+    # DeepccParams fields to replace; listed so that each can be set on the command line.  These
+    # are the env's defaults (the Wi-Fi-like Poisson link of §VI-A, the log action scale).
+    c.env.params = ml_collections.ConfigDict()
+    c.env.params.mean_lo_mbps = 1.0
+    c.env.params.mean_hi_mbps = 6.0
+    c.env.params.rtt_lo_s = 0.1
+    c.env.params.rtt_hi_s = 0.25
+    c.env.params.buf_lo_pkts = 65.0
+    c.env.params.buf_hi_pkts = 260.0
+    c.env.params.loss_lo = 0.0
+    c.env.params.loss_hi = 0.0
+    c.env.params.low_mbps = 0.1
+    c.env.params.bound_mbps = 100.0
 
     c.ddpg = ml_collections.ConfigDict()
     c.ddpg.conv_filters = 32  # §V
@@ -41,6 +53,9 @@ def get_config() -> ml_collections.ConfigDict:
     c.ddpg.buffer_size = 200_000
     c.ddpg.learning_starts = 5_000  # uniform random u until then
     c.ddpg.updates_per_step = 2
+    c.ddpg.actor_starts = 5_000  # env transitions before the actor's first update (critic-only warm-up)
+    c.ddpg.init_u = 1.0 / 3.0  # the actor's first output (output-layer bias): 1 Mbit/s
+    c.ddpg.actor_z_penalty = 0.0  # λ·mean(z²) added to the actor loss (keeps tanh out of saturation)
     c.ddpg.max_grad_norm = 10.0
     c.ddpg.noise_theta = 0.15  # OU (1.0: i.i.d. Gaussian)
     c.ddpg.noise_sigma = 0.1  # in u: 0.1 ≈ ×2 in rate on the 0.1–100 Mbit/s log scale

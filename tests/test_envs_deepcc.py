@@ -41,7 +41,8 @@ def test_action_mapping():
 def test_observe_by_hand():
     env, p = make_env("deepcc")
     st = types.SimpleNamespace(link=types.SimpleNamespace(rtt=A(0.16)), goal=A(0.6, 0.3, 0.1)[None])
-    prev = deepcc.DeepccFlow(started=jnp.array([True]), last_action=A(0.4), rtt=A(0.2), thr_max=A(6e5), m2=A(1.0))
+    prev = deepcc.DeepccFlow(started=jnp.array([True]), last_action=A(0.4), rtt=A(0.2), thr_max=A(6e5), thr_ref=A(0.0),
+                             m2=A(1.0))
     m = mi.mi_zero(1)
     m = mi.mi_add_sample(m, A(30000.0), A(0.20), A(0.02))
     m = mi.mi_add_sample(m, A(30000.0), A(0.24), A(0.06))
@@ -54,6 +55,11 @@ def test_observe_by_hand():
     s = [0.4, 0.216 / 0.16, 5e5 / 6e5, 0.06 / 0.16]
     np.testing.assert_allclose(out.features[0], s + meas, rtol=1e-5)
     np.testing.assert_allclose(out.reward, [0.6 * 1.0 - 0.3 * 1.5 - 0.1 * (600 / 60600) / 0.01], rtol=1e-5)
+    # With the link's mean capacity known (training), the reward's m¹ is thr / that (6e5 / 1.2e6);
+    # the observation's m¹ stays thr / running max.
+    out2 = env.observe(st, prev.replace(thr_ref=A(1.2e6)), m, run, LinkMI(jnp.float32(0), jnp.float32(0)), p)
+    np.testing.assert_allclose(out2.features[0], s + meas, rtol=1e-5)
+    np.testing.assert_allclose(out2.reward, [0.6 * 0.5 - 0.3 * 1.5 - 0.1 * (600 / 60600) / 0.01], rtol=1e-5)
 
 
 def test_spec_and_config():

@@ -342,6 +342,7 @@ def make_train(config, mesh=None) -> Trainer:
         raise ValueError(f"config.num_updates={num_updates} must be a multiple of chunk_updates={chunk}")
     N, gamma, tau = int(c.batch_size), float(c.gamma), float(c.tau)
     K = int(c.updates_per_step)
+    zpen = float(c.actor_z_penalty)
     b_reset, b_step = batched_env_fns(env, ep, E)
 
     def init(key):
@@ -349,6 +350,8 @@ def make_train(config, mesh=None) -> Trainer:
         k_a, k_c, k_e, k_r = jax.random.split(key, 4)
         o1, g1 = jnp.zeros((T, D)), jnp.zeros((G,))
         actor = actor_layers(actor_net.init(k_a, o1, g1)["params"])
+        # the output bias starts the actor at u = init_u (below every training link's capacity)
+        actor["out"]["bias"] = jnp.full_like(actor["out"]["bias"], jnp.arctanh(2.0 * float(c.init_u) - 1.0))
         critic = critic_net.init(k_c, o1, g1, jnp.zeros(()))["params"]
         obs, st = b_reset(jax.random.split(k_e, E))
         return pipeline.strong({
@@ -361,7 +364,7 @@ def make_train(config, mesh=None) -> Trainer:
                          "grad_steps": jnp.zeros((), jnp.int32), "episodes": jnp.zeros((), jnp.int32),
                          "ret_sum": jnp.zeros((), jnp.float32)}})
 
-    def learn(agent, buf, key):
+    def learn(agent, buf, key, actor_on):
         b = replay_sample(buf, key, N)
         obs, nobs = b["obs"].reshape((N, T, D)), b["next_obs"].reshape((N, T, D))
         g = b["goal"]
@@ -376,13 +379,15 @@ def make_train(config, mesh=None) -> Trainer:
         upd, c_opt = tx_c.update(gc, agent["critic_opt"], agent["critic"])
         critic = optax.apply_updates(agent["critic"], upd)
 
-        def a_loss(ap):  # eq. 5: ascend Q(s, g, μ(s, m, g))
+        def a_loss(ap):  # eq. 5: ascend Q(s, g, μ(s, m, g)); + a small pull of z towards 0 (tanh not saturated)
             u, z = actor_apply(ap, obs, g)
-            return -jnp.mean(critic_apply(critic, obs, g, u)), jnp.mean(jnp.abs(z))
+            return -jnp.mean(critic_apply(critic, obs, g, u)) + zpen * jnp.mean(jnp.square(z)), jnp.mean(jnp.abs(z))
 
         (la, zabs), ga = jax.value_and_grad(a_loss, has_aux=True)(agent["actor"])
         upd, a_opt = tx_a.update(ga, agent["actor_opt"], agent["actor"])
-        actor = optax.apply_updates(agent["actor"], upd)
+        actor = jax.tree.map(lambda new, old: jnp.where(actor_on, new, old), optax.apply_updates(agent["actor"], upd),
+                             agent["actor"])
+        a_opt = jax.tree.map(lambda new, old: jnp.where(actor_on, new, old), a_opt, agent["actor_opt"])
         agent = {"actor": actor, "critic": critic, "actor_opt": a_opt, "critic_opt": c_opt,
                  "actor_target": optax.incremental_update(actor, agent["actor_target"], tau),
                  "critic_target": optax.incremental_update(critic, agent["critic_target"], tau)}
@@ -414,13 +419,14 @@ def make_train(config, mesh=None) -> Trainer:
         ret = jnp.where(done, 0.0, ret)
         noise = jnp.where(done, 0.0, noise)  # a fresh episode starts its noise at 0
         ready = buf["size"] >= int(c.learning_starts)
+        actor_on = cn["env_steps"] >= int(c.actor_starts)  # the critic alone first (decided)
 
         def do_learn(args):
             ag, k = args
 
             def one(carry, kk):
                 a2, _ = carry
-                return learn(a2, buf, kk), None
+                return learn(a2, buf, kk, actor_on), None
 
             (ag, met), _ = jax.lax.scan(one, (ag, zero_learn), jax.random.split(k, K))
             return ag, met
@@ -431,7 +437,7 @@ def make_train(config, mesh=None) -> Trainer:
         cap = jnp.maximum(info["capacity"][:, 0], 1.0)
         metrics = {
             **met, "sigma": sigma, "reward": jnp.mean(r), "u_mean": jnp.mean(u), "mu_mean": jnp.mean(mu),
-            "utilization": jnp.mean(info["delivery_rate"][:, 0] / cap),
+            "utilization": jnp.sum(info["delivery_rate"][:, 0]) / jnp.sum(cap),
             "delay_ratio": jnp.mean(info["measurement"][:, 0, 1]), "loss": jnp.mean(info["loss_rate"][:, 0]),
             "buffer_size": buf["size"],
             "params_finite": jnp.all(jnp.asarray([jnp.all(jnp.isfinite(x)) for x in

@@ -45,6 +45,16 @@ Decisions where the paper is silent:
   10 ms slot (``SLOT_S``, the Wi-Fi scenario's ``slot_ms``), min RTT 100–250 ms, buffer 65–260
   packets, random loss uniform in [``loss_lo``, ``loss_hi``] (0 by default).  The start:
   u = ``init_action`` = 1/3, i.e. 1 Mbit/s (the datapath sender's ``--init-mbps``).
+* The reward's throughput term (decided; measured): eq. 1 divides throughput_t by
+  "the maximum value among all the history throughput".  Read as the connection's own running
+  maximum (the observation's m¹, all a deployed sender knows), eq. 3 is maximised by any
+  constant rate below capacity from the start of a connection (m¹ = 1, m² = 1, m³ = 0 at
+  0.1 Mbit/s as at capacity), and probing higher only lowers every later m¹: a DDPG run
+  (configs/deepcc.py, 1500 updates) drove u to 0 (0.1 Mbit/s) with that reward.  The paper
+  trained on one Wi-Fi link, where the history of all its training connections makes the
+  maximum the link's peak; with a link drawn per episode we take the link's mean capacity over
+  the episode (``thr_ref``, ``reward_link_norm`` = 1), so the reward's m¹ is the utilisation.
+  The observation keeps the running maximum.
 * Rate-based sending (the paper derives a cwnd from the rate and ACK-clocks it; the fluid
   model paces at the rate directly).
 """
@@ -89,6 +99,9 @@ class DeepccParams:
     loss_threshold: jax.Array = 0.01
     ewma_gain: jax.Array = DEEPCC_EWMA_GAIN
     max_time_s: jax.Array = EPISODE_S
+    # 1: the reward's throughput term is thr / the link's mean capacity (see the module
+    # docstring); 0: thr / the connection's running max, the observation's m¹ (eq. 1 literally).
+    reward_link_norm: jax.Array = 1.0
 
 
 @struct.dataclass
@@ -97,6 +110,7 @@ class DeepccFlow:
     last_action: jax.Array  # u ∈ [0, 1] applied this interval
     rtt: jax.Array  # EWMA RTT (s)
     thr_max: jax.Array  # bytes/s
+    thr_ref: jax.Array  # bytes/s: the link's mean capacity (reward normaliser); 0 when unknown
     m2: jax.Array  # last delay measurement
 
 
@@ -173,8 +187,10 @@ class DeepccEnv(base.MultiFlowEnv):
     def init_paper(self, init, p):
         f = self.config.num_flows
         z = jnp.zeros((f,), jnp.float32)
+        # the link's mean capacity over the episode when the episode is known (training), else 0
+        ref = z if init is None else jnp.full((f,), jnp.mean(init.link.cap_bps), jnp.float32) * p.reward_link_norm
         return DeepccFlow(started=jnp.zeros((f,), bool), last_action=jnp.full((f,), p.init_action), rtt=z,
-                          thr_max=z, m2=jnp.ones((f,), jnp.float32))
+                          thr_max=z, thr_ref=ref, m2=jnp.ones((f,), jnp.float32))
 
     def apply_action(self, state, action, p):
         a = jnp.clip(jnp.asarray(action, jnp.float32).reshape(self.config.num_flows), 0.0, 1.0)
@@ -191,7 +207,8 @@ class DeepccEnv(base.MultiFlowEnv):
         m2 = jnp.where(has, m.rtt_max / jnp.maximum(min_rtt, 1e-9), fl.m2)
         meas = jnp.stack([jnp.where(thr_max > 0, thr / jnp.maximum(thr_max, 1e-9), 0.0), m2,
                           mi_lib.loss_rate(m)], axis=-1)
-        r = reward(state.goal, meas, p.loss_threshold)
+        m1_ref = jnp.where(fl.thr_ref > 0, thr / jnp.maximum(fl.thr_ref, 1e-9), meas[..., 0])
+        r = reward(state.goal, meas.at[..., 0].set(m1_ref), p.loss_threshold)
         s = jnp.stack([
             fl.last_action,
             jnp.where(rtt > 0, rtt / jnp.maximum(min_rtt, 1e-9), 1.0),
@@ -200,7 +217,7 @@ class DeepccEnv(base.MultiFlowEnv):
         ], axis=-1)
         feats = jnp.concatenate([s, meas], axis=-1)
         new = DeepccFlow(started=jnp.ones_like(fl.started), last_action=fl.last_action, rtt=rtt, thr_max=thr_max,
-                         m2=m2)
+                         thr_ref=fl.thr_ref, m2=m2)
         return base.StepOut(features=feats, reward=r, paper=new, terminated=jnp.zeros((), bool),
                             info={"measurement": meas})
 
