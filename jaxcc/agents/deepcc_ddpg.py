@@ -223,6 +223,13 @@ def critic_target(reward, done, q_next, gamma: float):
     return reward + gamma * (1.0 - done) * q_next
 
 
+def bootstrap_target(actor_apply, critic_apply, actor_t, critic_t, next_obs, goal, reward, done, gamma: float):
+    """Eq. 7 on a batch: y = r + γ(1 − done) · Q'(s', g, μ'(s', g)) with the target networks
+    (``actor_t`` θ^μ', ``critic_t`` θ^Q'); the goal of s' is the episode's, g."""
+    u_next, _ = actor_apply(actor_t, next_obs, goal)
+    return critic_target(reward, done, critic_apply(critic_t, next_obs, goal, u_next), gamma)
+
+
 def critic_loss(q, y):
     """Eq. 6: L = (1/N) Σ (y − Q(s, g, a))²; y is a constant (stop_gradient)."""
     return jnp.mean(jnp.square(jax.lax.stop_gradient(y) - q))
@@ -368,8 +375,8 @@ def make_train(config, mesh=None) -> Trainer:
         b = replay_sample(buf, key, N)
         obs, nobs = b["obs"].reshape((N, T, D)), b["next_obs"].reshape((N, T, D))
         g = b["goal"]
-        u_next, _ = actor_apply(agent["actor_target"], nobs, g)
-        y = critic_target(b["reward"], b["done"], critic_apply(agent["critic_target"], nobs, g, u_next), gamma)
+        y = bootstrap_target(actor_apply, critic_apply, agent["actor_target"], agent["critic_target"], nobs, g,
+                             b["reward"], b["done"], gamma)
 
         def c_loss(cp):
             q = critic_apply(cp, obs, g, b["action"])
