@@ -470,3 +470,48 @@ def make_train(config, mesh=None) -> Trainer:
     return Trainer(config=config, stages=[stage], chunk_updates=chunk, actor_spec=spec, init=init,
                    enter_stage=lambda s, i: s, run_chunk=run_chunk, template=template, update=update,
                    actor_apply=actor_apply, critic_apply=critic_apply, env=env, env_params=ep)
+
+
+# ----------------------------------------------------------------------------- goal probe
+
+
+def goal_probe(env, ep, actor_apply, actor, goals, key, n_links: int, policy=None) -> dict:
+    """The deterministic actor on ``n_links`` links drawn from the training sampler with ``key``
+    (a held-out seed), one whole episode per link and goal (the same links for every goal).
+
+    Returns per goal (arrays [len(goals)]): ``utilization`` (Σ delivered / Σ capacity over the
+    episode, per link then averaged), ``qdelay_ms`` (mean of the MI mean RTT − the link's
+    propagation RTT), ``loss`` (mean MI loss rate), ``reward`` (mean eq. 3 reward under that
+    goal), ``rate_over_cap`` (mean sending rate / the link's mean capacity).  What
+    ``configs/deepcc.py``'s recipe was judged on (never the evaluation scenarios).
+    ``policy(state, obs, goal) -> u [1]`` replaces the actor (e.g. a fixed fraction of capacity).
+    """
+    goals = jnp.asarray(goals, jnp.float32)
+    n_g = goals.shape[0]
+    keys = jax.random.split(key, n_links)
+    steps = int(env.config.max_steps)
+
+    def one(k, g):
+        obs, st = env.reset_env(k, ep)
+        st = st.replace(goal=jnp.broadcast_to(g, st.goal.shape))
+
+        def body(carry, kk):
+            obs, st, alive = carry
+            u = actor_apply(actor, obs[0], g)[0][None] if policy is None else policy(st, obs, g)
+            obs2, st2, r, te, tr, info = env.step_env(kk, st, u, ep)
+            a = alive.astype(jnp.float32)
+            row = jnp.stack([a * info["delivery_rate"][0], a * info["capacity"][0],
+                             a * jnp.where(info["rtt_mean"][0] > 0, info["rtt_mean"][0] - st.link.rtt[0], 0.0),
+                             a * info["loss_rate"][0], a * r[0], a * info["send_rate"][0], a])
+            return (obs2, st2, alive & ~(te | tr)), row
+
+        (_, st_end, _), rows = jax.lax.scan(body, (obs, st, jnp.ones((), bool)), jax.random.split(k, steps))
+        tot = rows.sum(0)
+        n = jnp.maximum(tot[6], 1.0)
+        cap_mean = jnp.mean(st_end.link.cap_bps)
+        return jnp.stack([tot[0] / jnp.maximum(tot[1], 1.0), 1e3 * tot[2] / n, tot[3] / n, tot[4] / n,
+                          tot[5] / n / jnp.maximum(cap_mean, 1.0)])
+
+    out = jax.jit(jax.vmap(jax.vmap(one, in_axes=(0, None)), in_axes=(None, 0)))(keys, goals)  # [G, L, 5]
+    m = np.asarray(out).mean(axis=1)
+    return {k: m[:, i] for i, k in enumerate(("utilization", "qdelay_ms", "loss", "reward", "rate_over_cap"))}
