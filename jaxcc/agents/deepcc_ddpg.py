@@ -253,8 +253,16 @@ def make_env(config):
     from jaxcc import envs
     from jaxcc.envs import base as env_base
 
+    from jaxcc.envs import deepcc
+
     env, params = envs.make_env(str(config.env.name), **dict(config.env.get("overrides", {}) or {}))
-    return env, env_base.replace_params(params, config.env.get("params", {}))
+    params = env_base.replace_params(params, config.env.get("params", {}))
+    need = deepcc.required_shape(params, env.config.ticks_per_rtt)
+    for k in ("ring_len", "max_steps"):
+        if getattr(env.config, k) < need[k]:
+            raise ValueError(f"config.env.overrides.{k}: the training distribution in config.env.params needs "
+                             f">= {need[k]}, the env has {getattr(env.config, k)}")
+    return env, params
 
 
 def features_block(config, params) -> dict:

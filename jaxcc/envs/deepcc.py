@@ -65,6 +65,7 @@ import math
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
 
 from jaxcc.envs import base
@@ -91,6 +92,9 @@ class DeepccParams:
     rtt_hi_s: jax.Array = 0.25
     buf_lo_pkts: jax.Array = 65.0
     buf_hi_pkts: jax.Array = 260.0
+    buf_bdp_lo: jax.Array = 0.0  # > 0: the buffer is U[buf_bdp_lo, buf_bdp_hi] x BDP (mean capacity x RTT)
+    buf_bdp_hi: jax.Array = 0.0  #   instead of U[buf_lo_pkts, buf_hi_pkts] packets
+    mean_log: jax.Array = 0.0  # 1: mean capacity log-uniform in [mean_lo, mean_hi] (else uniform)
     loss_lo: jax.Array = 0.0
     loss_hi: jax.Array = 0.0
     bound_mbps: jax.Array = BOUND_MBPS
@@ -172,10 +176,13 @@ class DeepccEnv(base.MultiFlowEnv):
     def sample_episode(self, key, p: DeepccParams) -> base.EpisodeInit:
         c = self.config
         km, ks, kr, kb, kg, kl = jax.random.split(key, 6)
-        mean = jax.random.uniform(km, (), minval=p.mean_lo_mbps, maxval=p.mean_hi_mbps)
+        mean = jnp.where(p.mean_log > 0, base.log_uniform(km, p.mean_lo_mbps, p.mean_hi_mbps),
+                         jax.random.uniform(km, (), minval=p.mean_lo_mbps, maxval=p.mean_hi_mbps))
         times, rates = links.sample_poisson_schedule(ks, c.num_segments, SLOT_S, mean)
         rtt = jax.random.uniform(kr, (), minval=p.rtt_lo_s, maxval=p.rtt_hi_s)
-        buf = jax.random.uniform(kb, (), minval=p.buf_lo_pkts, maxval=p.buf_hi_pkts) * core.MSS
+        bdp = jnp.where(p.buf_bdp_hi > 0, jax.random.uniform(kb, (), minval=p.buf_bdp_lo, maxval=p.buf_bdp_hi), 0.0)
+        buf = jnp.where(p.buf_bdp_hi > 0, bdp * mean * links.MBPS * rtt,
+                        jax.random.uniform(kb, (), minval=p.buf_lo_pkts, maxval=p.buf_hi_pkts) * core.MSS)
         f = c.num_flows
         loss = jax.random.uniform(kl, (), minval=p.loss_lo, maxval=p.loss_hi)
         link = links.link_from_arrays(times, rates, buf, loss, jnp.full((f,), rtt), jnp.zeros((f,)),
@@ -222,13 +229,27 @@ class DeepccEnv(base.MultiFlowEnv):
                             info={"measurement": meas})
 
 
+def required_shape(p: DeepccParams, ticks_per_rtt: int) -> dict:
+    """The static sizes a training distribution ``p`` needs: ``max_steps`` (60 s at ½ the lowest
+    RTT) and ``ring_len`` (the largest buffer drained at half the lowest mean capacity, over the
+    lowest RTT; with BDP buffers that is 2·buf_bdp_hi RTTs plus two packets)."""
+    f = lambda x: float(np.asarray(x))  # noqa: E731
+    two = 2 * core.MSS / (0.5 * f(p.mean_lo_mbps) * links.MBPS)
+    if f(p.buf_bdp_hi) > 0:
+        wait_over_rtt = 2.0 * f(p.buf_bdp_hi) + two / f(p.rtt_lo_s)
+    else:
+        wait_over_rtt = (f(p.buf_hi_pkts) * core.MSS / (0.5 * f(p.mean_lo_mbps) * links.MBPS) + two) / f(p.rtt_lo_s)
+    return {"ring_len": base.ring_len_worst(wait_over_rtt, ticks_per_rtt),
+            "max_steps": int(math.ceil(EPISODE_S / (0.5 * f(p.rtt_lo_s))))}
+
+
 def make_config(num_flows: int = 1, ticks_per_rtt: int = 8, **kw) -> base.EnvConfig:
     """60 s episodes: ≤ 60 / (½ · 100 ms) = 1200 steps; 10 ms Poisson slots → 6002 segments.
-    Ring: a 260-packet buffer drained at half the lowest mean (1 Mbps) on a 100 ms RTT."""
+    Ring: a 260-packet buffer drained at half the lowest mean (1 Mbps) on a 100 ms RTT
+    (``required_shape``; a wider training distribution passes its own ``ring_len``/``max_steps``)."""
     p = DeepccParams()
-    wait = (float(p.buf_hi_pkts) + 2) * core.MSS / (0.5 * float(p.mean_lo_mbps) * links.MBPS)
-    ring = base.ring_len_worst(wait / float(p.rtt_lo_s), ticks_per_rtt)
-    steps = int(math.ceil(EPISODE_S / (0.5 * float(p.rtt_lo_s))))
+    need = required_shape(p, ticks_per_rtt)
+    ring, steps = need["ring_len"], need["max_steps"]
     cfg = dict(num_flows=num_flows, ticks_per_rtt=ticks_per_rtt, mi_rtts=0.5, history=HISTORY, obs_dim=7,
                max_steps=steps, ring_len=ring, num_segments=int(EPISODE_S / SLOT_S) + 2, goal_dim=3)
     cfg.update(kw)
