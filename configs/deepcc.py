@@ -35,6 +35,9 @@ def get_config() -> ml_collections.ConfigDict:
     c.env.params.rtt_hi_s = 0.25
     c.env.params.buf_lo_pkts = 65.0
     c.env.params.buf_hi_pkts = 260.0
+    c.env.params.buf_bdp_lo = 0.0  # > 0: buffers in BDPs instead of packets
+    c.env.params.buf_bdp_hi = 0.0
+    c.env.params.mean_log = 0.0  # 1: log-uniform mean capacity
     c.env.params.loss_lo = 0.0
     c.env.params.loss_hi = 0.0
     c.env.params.low_mbps = 0.1

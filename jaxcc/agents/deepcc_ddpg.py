@@ -249,19 +249,19 @@ def linear(frac, start, end):
 
 def make_env(config):
     """``jaxcc.envs.make_env(config.env.name, **config.env.overrides)`` → (env, params) with the
-    fields named in ``config.env.params`` replaced (an unknown name is an error)."""
+    fields named in ``config.env.params`` replaced (an unknown name is an error) and the env's
+    static ring length and step cap sized for that distribution (``deepcc.required_shape``)
+    unless the overrides fix them."""
     from jaxcc import envs
     from jaxcc.envs import base as env_base
-
     from jaxcc.envs import deepcc
 
-    env, params = envs.make_env(str(config.env.name), **dict(config.env.get("overrides", {}) or {}))
+    over = dict(config.env.get("overrides", {}) or {})
+    env, params = envs.make_env(str(config.env.name), **over)
     params = env_base.replace_params(params, config.env.get("params", {}))
-    need = deepcc.required_shape(params, env.config.ticks_per_rtt)
-    for k in ("ring_len", "max_steps"):
-        if getattr(env.config, k) < need[k]:
-            raise ValueError(f"config.env.overrides.{k}: the training distribution in config.env.params needs "
-                             f">= {need[k]}, the env has {getattr(env.config, k)}")
+    need = {k: v for k, v in deepcc.required_shape(params, env.config.ticks_per_rtt).items() if k not in over}
+    if any(getattr(env.config, k) != v for k, v in need.items()):
+        env, _ = envs.make_env(str(config.env.name), **{**over, **need})
     return env, params
 
 
