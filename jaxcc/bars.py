@@ -62,6 +62,20 @@ leaves every bar "not evaluated"):
   (all preferences, the loss-heavy ones included); dominates = throughput ≥ and p95 queueing
   delay ≤, at least one strictly (``dominates``).
 
+``deepcc`` (issue 15, over the ``tcr`` rows of ``python -m jaxcc.tcr --suite=deepcc``: each row a
+link, a controller and its target completion ratio; judged for every DeepCC policy, i.e. every
+controller whose rows are ``tuned`` — run once per target with online tuning; the other
+controllers get no verdicts of their own):
+
+* ``deepcc/cellular`` (the untrained AT&T LTE link): TCR ≥ 67.4 % (the paper's untrained-link
+  figure, §VI-B);
+* ``deepcc/wifi`` (the trained Wi-Fi-like link): TCR ≥ 80 %;
+* on each link of the ``deepcc`` suite (``DEEPCC_LINKS``: Wi-Fi, cellular, satellite): TCR strictly
+  above every other controller's on that link (all untuned rows there: BBR, CUBIC, Copa, Aurora,
+  Eagle, Pareto, MOCC — whatever the run judged; other DeepCC policies, e.g. other training
+  seeds, are not "other controllers").  Unmet with the reason when the link or any other
+  controller is missing.
+
 ``--bars`` takes a comma-separated list; a bar named by two sets is judged once.
 """
 
@@ -404,14 +418,47 @@ def mocc_numbers(records: Sequence[dict], controller: str) -> list[tuple[str, di
     return [(v.bar, nums) for v, nums in _mocc(records, controller)]
 
 
+DEEPCC_LINKS = SUITES["deepcc"]  # the links of the "above every other controller" bar
+DEEPCC_TCR_MIN = {"deepcc/cellular": 0.674, "deepcc/wifi": 0.80}  # issue 15's TCR floors per link
+
+
+def deepcc(records: Sequence[dict], controller: str) -> list[Verdict]:
+    """Issue 15's DeepCC TCR bars for ``controller`` over ``jaxcc.tcr`` rows (module docstring);
+    ``[]`` for a controller that was not tuned per target (not a DeepCC policy)."""
+    mine = {r["scenario"]: r for r in records if r["controller"] == controller and "tcr" in r}
+    if not any(r.get("tuned") for r in mine.values()):
+        return []
+    out = []
+    for link, floor in DEEPCC_TCR_MIN.items():
+        bar = f"{link} TCR >= {100 * floor:g}%"
+        r = mine.get(link)
+        out.append(Verdict(bar, f"{NOT_EVALUATED} (needs {link} in python -m jaxcc.tcr)", False) if r is None
+                   else Verdict(bar, f"{100 * r['tcr']:.1f}% ({r.get('met_count', '?')} of {r.get('targets', '?')})",
+                                r["tcr"] >= floor))
+    for link in DEEPCC_LINKS:
+        bar = f"{link}: TCR above every other controller's"
+        r = mine.get(link)
+        others = [o for o in records if o["scenario"] == link and "tcr" in o and not o.get("tuned")]
+        if r is None or not others:
+            why = f"needs {link} in python -m jaxcc.tcr" if r is None else "no other controller judged there"
+            out.append(Verdict(bar, f"{NOT_EVALUATED} ({why})", False))
+            continue
+        best = max(others, key=lambda o: o["tcr"])
+        out.append(Verdict(bar, f"{100 * r['tcr']:.1f}% vs best other {100 * best['tcr']:.1f}% ({best['controller']}; "
+                                f"{len(others)} others: {', '.join(o['controller'] for o in others)})",
+                           r["tcr"] > best["tcr"]))
+    return out
+
+
 BAR_SETS = {"pareto": pareto, "robust": robust, "aurora": aurora, "eagle": eagle, "pareto-links": pareto_links,
-            "mocc": mocc}
+            "mocc": mocc, "deepcc": deepcc}
 BASELINE_LABELS = ("bbr", "cubic", "reno", "copa", "oracle")
 
 
 def check(name: str, records: Sequence[dict]) -> dict[str, list[Verdict]]:
     """Verdicts of bar set ``name`` (or a comma-separated list of sets) for every evaluated
-    controller except the baselines; a bar in two of the sets is judged once."""
+    controller except the baselines; a bar in two of the sets is judged once.  A controller none
+    of the sets judges (``deepcc``'s untuned controllers) is left out."""
     names = [n.strip() for n in name.split(",") if n.strip()]
     bad = [n for n in names if n not in BAR_SETS]
     if bad or not names:
@@ -426,7 +473,8 @@ def check(name: str, records: Sequence[dict]) -> dict[str, list[Verdict]]:
         vs: list[Verdict] = []
         for n in names:
             vs += [v for v in BAR_SETS[n](records, lab) if v.bar not in {w.bar for w in vs}]
-        out[lab] = vs
+        if vs:
+            out[lab] = vs
     return out
 
 

@@ -144,23 +144,30 @@ def power(throughput_mbps: float, delay_s: float) -> float:
     return float(throughput_mbps / delay_s) if delay_s > 0 else float("inf")
 
 
-def tcr(achieved: np.ndarray, targets: np.ndarray) -> float:
-    """DeepCC's target completion ratio.
+def tcr_met(achieved: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    """Which targets a result meets (DeepCC §VI-B): throughput ≥ T1, delay ≤ T2 and loss ≤ T3.
 
     Args:
       achieved: [3] (throughput, queueing delay, loss) of a scheme run with its default
         objective, or [N, 3] one result per target (a goal-conditioned scheme tuned per target).
+        A NaN component (not measured: the flow sent nothing) meets nothing.
       targets: [N, 3] targets T = (T1 throughput, T2 delay, T3 loss), in the same units.
     Returns:
-      The fraction of targets with throughput ≥ T1, delay ≤ T2 and loss ≤ T3.
+      [N] bool.
     """
     t = np.asarray(targets, np.float64)
     a = np.asarray(achieved, np.float64)
     if t.ndim != 2 or t.shape[1] != 3 or t.shape[0] == 0:
         raise ValueError(f"tcr: targets must be [N, 3], got {t.shape}")
+    if a.shape not in ((3,), t.shape):
+        raise ValueError(f"tcr: achieved must be [3] or {list(t.shape)}, got {list(a.shape)}")
     a = np.broadcast_to(a, t.shape)
-    met = (a[:, 0] >= t[:, 0]) & (a[:, 1] <= t[:, 1]) & (a[:, 2] <= t[:, 2])
-    return float(np.mean(met))
+    return (a[:, 0] >= t[:, 0]) & (a[:, 1] <= t[:, 1]) & (a[:, 2] <= t[:, 2])
+
+
+def tcr(achieved: np.ndarray, targets: np.ndarray) -> float:
+    """DeepCC's target completion ratio: the fraction of ``targets`` met (``tcr_met``)."""
+    return float(np.mean(tcr_met(achieved, targets)))
 
 
 def sample_tcr_targets(rng: np.random.Generator, n: int, max_throughput: float, max_delay: float,

@@ -37,7 +37,26 @@ Layers, applied in order to the observation window ``x`` of shape ``[T, D]``
   ``[T, in] -> [T-K+1, out]``; ``y[t] = b + sum_k x[t+k] @ W[k]``.
 * ``last_step``: ``[T, X] -> [X]``.
 * ``flatten``: any shape to a vector (row-major, time-major for ``[T, X]``).
-* ``concat_goal``: vector ``[X]`` -> ``[X + G]`` (goal appended last).
+* ``concat_goal``: vector ``[X]`` -> ``[X + G]`` (goal appended last); it may appear
+  several times (DeepCC's goal reaches every merged layer).
+* ``select`` (``start`` a, ``stop`` b): keeps features ``[a, b)`` of the last axis,
+  ``[T, D] -> [T, b-a]`` or ``[D] -> [b-a]``; ``0 <= a < b <= D``.
+* ``goal``: the output is the goal vector ``[G]`` (its input is dropped); needs
+  ``goal_dim > 0``.
+* ``branches`` (``branches``: a list of non-empty layer lists): each branch runs on a
+  copy of the current input and must end in a vector; the outputs are concatenated in
+  branch order.  A branch may hold any layer but ``branches`` (no nesting).  Layer
+  (tensor) names are global: unique across all branches and the main list.
+
+With ``goal_dim > 0`` some ``concat_goal`` or ``goal`` layer must read the goal.
+DeepCC's actor (the DeepCC paper's §IV-B Fig. 4 and §V "Training": state, measurement
+and goal each through their own network, the goal added to every merged layer;
+``make_random_policy("conv1d_goal")``) is::
+
+    branches: [[select 0:4, conv1d(4->32, k3, relu), flatten],           # 16 past states
+               [last_step, select 4:7, dense 64 relu x3],                # measurement m_t
+               [goal, dense 64 relu x3]]                                 # goal g
+    concat_goal, dense(->64, relu), concat_goal, dense(->1, linear)
 
 Heads take the final layer's output vector ``z`` (the last layer should be a
 ``linear`` dense):
@@ -62,9 +81,11 @@ element of a continuous head's output, ``i`` a discrete head's index:
 * ``rate_table`` (``multipliers``): ``rate * multipliers[i]``.
 * ``cwnd_table`` (``deltas``, bytes; optional ``multipliers``, default 1 each):
   ``cwnd * multipliers[i] + deltas[i]``, at least 2 MSS (MOCC's table mixes both).
-* ``rate_absolute`` (``bound_mbps``): a continuous output is normalised to
-  ``u = (a - low) / (high - low)``, a discrete index to ``u = i / (n - 1)``;
-  ``rate = u * bound``.
+* ``rate_absolute`` (``bound_mbps``; optional ``scale``: ``linear`` (default) or
+  ``log``, and with ``log`` ``low_mbps``, ``0 < low < bound``): a continuous output is
+  normalised to ``u = (a - low) / (high - low)``, a discrete index to
+  ``u = i / (n - 1)``; ``rate = u * bound`` (linear) or ``rate = low * (bound / low) ** u``
+  (log: one policy spans links from ``low`` to ``bound`` with the same relative step).
 
 Every action then clamps the rate to ``[min_mbps, max_mbps]`` (optional keys of
 the action block, defaults 0.01 and 100000 Mbit/s) so one bad output can never
@@ -92,10 +113,11 @@ BYTES_PER_MBIT = 125000.0
 DEFAULT_MIN_MBPS = 0.01
 DEFAULT_MAX_MBPS = 100000.0
 
-LAYER_TYPES = ("dense", "lstm", "conv1d", "last_step", "flatten", "concat_goal")
+LAYER_TYPES = ("dense", "lstm", "conv1d", "last_step", "flatten", "concat_goal", "select", "goal", "branches")
 ACTIVATIONS = ("relu", "tanh", "sigmoid", "linear")
 HEAD_TYPES = ("continuous", "gaussian_mean", "discrete", "q_values")
 ACTION_TYPES = ("rate_multiplicative", "aurora", "rate_table", "cwnd_table", "rate_absolute")
+RATE_SCALES = ("linear", "log")
 # A safetensors header larger than this is not a policy file; refusing it early
 # keeps a corrupted length field from making us allocate gigabytes.
 MAX_HEADER_BYTES = 16 * 1024 * 1024
@@ -133,47 +155,17 @@ def _number(v: Any, where: str) -> float:
     return float(v)
 
 
-def expected_tensor_shapes(spec: Mapping[str, Any]) -> dict[str, tuple[int, ...]]:
-    """Validates the spec and returns the tensor shapes it needs.
+def _walk_layers(layers, cur: tuple[int, ...], G: int, shapes: dict[str, tuple[int, ...]], prefix: str,
+                 in_branch: bool) -> tuple[tuple[int, ...], bool]:
+    """Validates ``layers`` run on an input of shape ``cur``; adds their tensors to ``shapes``.
 
-    Walks the layers with the shape of the running activation, so a layer
-    whose ``in`` does not match what reaches it is reported by name.
-
-    Raises:
-        ValueError: naming the first problem found.
+    ``prefix`` names where the list sits (``""`` for ``spec.layers``, ``"layer 2 (branches)
+    branch 1 "`` inside a branch), so an error names the exact layer.  Returns the output shape
+    and whether any layer reads the goal.
     """
-    if not isinstance(spec, Mapping):
-        raise _err("spec must be a JSON object")
-    fmt = spec.get("format")
-    if fmt != FORMAT:
-        raise _err(f"wrong magic: format is {fmt!r}, expected {FORMAT!r}")
-    version = spec.get("version")
-    if version != VERSION:
-        raise _err(f"unsupported version {version!r} (this reader understands version {VERSION})")
-    feats = _req(spec, "features", "spec")
-    if not isinstance(feats, Mapping):
-        raise _err("spec.features must be an object")
-    name = _req(feats, "name", "spec.features")
-    if not isinstance(name, str) or not name:
-        raise _err("spec.features.name must be a non-empty string")
-    T = _pos_int(_req(feats, "history", "spec.features"), "spec.features.history")
-    D = _pos_int(_req(feats, "obs_dim", "spec.features"), "spec.features.obs_dim")
-    mi = _number(_req(spec, "mi_rtts", "spec"), "spec.mi_rtts")
-    if mi <= 0:
-        raise _err(f"spec.mi_rtts must be > 0, got {mi}")
-    G = spec.get("goal_dim", 0)
-    if isinstance(G, bool) or not isinstance(G, (int, np.integer)) or G < 0:
-        raise _err(f"spec.goal_dim must be an integer >= 0, got {G!r}")
-    G = int(G)
-
-    layers = _req(spec, "layers", "spec")
-    if not isinstance(layers, (list, tuple)) or not layers:
-        raise _err("spec.layers must be a non-empty list")
-    shapes: dict[str, tuple[int, ...]] = {}
-    cur: tuple[int, ...] = (T, D)
     used_goal = False
     for idx, layer in enumerate(layers):
-        where = f"layer {idx}"
+        where = f"{prefix}layer {idx}"
         if not isinstance(layer, Mapping):
             raise _err(f"{where} must be an object")
         ltype = layer.get("type")
@@ -181,13 +173,13 @@ def expected_tensor_shapes(spec: Mapping[str, Any]) -> dict[str, tuple[int, ...]
             raise _err(f"{where} is missing its 'type'")
         if ltype not in LAYER_TYPES:
             raise _err(f"{where} has unknown layer type {ltype!r} (known: {', '.join(LAYER_TYPES)})")
-        where = f"layer {idx} ({ltype})"
+        where = f"{prefix}layer {idx} ({ltype})"
         if ltype in ("dense", "lstm", "conv1d"):
             lname = _req(layer, "name", where)
             if not isinstance(lname, str) or not lname:
                 raise _err(f"{where} name must be a non-empty string")
-            where = f"layer {idx} ({ltype} '{lname}')"
-            if any(k.startswith(lname + ".") for k in shapes):
+            where = f"{prefix}layer {idx} ({ltype} '{lname}')"
+            if any(k.rsplit(".", 1)[0] == lname for k in shapes):
                 raise _err(f"{where}: duplicate layer name '{lname}'")
             n_in = _pos_int(_req(layer, "in", where), f"{where} 'in'")
             if cur[-1] != n_in:
@@ -232,8 +224,82 @@ def expected_tensor_shapes(spec: Mapping[str, Any]) -> dict[str, tuple[int, ...]
                 raise _err(f"{where} needs a vector input (add flatten or last_step first), got shape {list(cur)}")
             used_goal = True
             cur = (cur[0] + G,)
+        elif ltype == "select":
+            n = cur[-1]
+            a = _req(layer, "start", where)
+            b = _req(layer, "stop", where)
+            if isinstance(a, bool) or not isinstance(a, (int, np.integer)) or not 0 <= int(a) < n:
+                raise _err(f"{where} 'start' must be an integer in [0, {n - 1}] (its input has {n} features), "
+                           f"got {a!r}")
+            if isinstance(b, bool) or not isinstance(b, (int, np.integer)) or not int(a) < int(b) <= n:
+                raise _err(f"{where} 'stop' must be an integer in [{int(a) + 1}, {n}] (start < stop <= its "
+                           f"input's {n} features), got {b!r}")
+            cur = cur[:-1] + (int(b) - int(a),)
+        elif ltype == "goal":
+            if G <= 0:
+                raise _err(f"{where} but spec.goal_dim is 0")
+            used_goal = True
+            cur = (G,)
+        elif ltype == "branches":
+            if in_branch:
+                raise _err(f"{where}: branches cannot be nested (a branch may not contain a branches layer)")
+            branches = _req(layer, "branches", where)
+            if not isinstance(branches, (list, tuple)) or not branches:
+                raise _err(f"{where} 'branches' must be a non-empty list of layer lists")
+            width = 0
+            for bi, branch in enumerate(branches):
+                bwhere = f"{where} branch {bi}"
+                if not isinstance(branch, (list, tuple)) or not branch:
+                    raise _err(f"{bwhere} must be a non-empty list of layers")
+                out, used = _walk_layers(branch, cur, G, shapes, bwhere + " ", in_branch=True)
+                if len(out) != 1:
+                    raise _err(f"{bwhere} must end in a vector (add last_step or flatten), got shape {list(out)}")
+                used_goal = used_goal or used
+                width += out[0]
+            cur = (width,)
+    return cur, used_goal
+
+
+def expected_tensor_shapes(spec: Mapping[str, Any]) -> dict[str, tuple[int, ...]]:
+    """Validates the spec and returns the tensor shapes it needs.
+
+    Walks the layers with the shape of the running activation, so a layer
+    whose ``in`` does not match what reaches it is reported by name.
+
+    Raises:
+        ValueError: naming the first problem found.
+    """
+    if not isinstance(spec, Mapping):
+        raise _err("spec must be a JSON object")
+    fmt = spec.get("format")
+    if fmt != FORMAT:
+        raise _err(f"wrong magic: format is {fmt!r}, expected {FORMAT!r}")
+    version = spec.get("version")
+    if version != VERSION:
+        raise _err(f"unsupported version {version!r} (this reader understands version {VERSION})")
+    feats = _req(spec, "features", "spec")
+    if not isinstance(feats, Mapping):
+        raise _err("spec.features must be an object")
+    name = _req(feats, "name", "spec.features")
+    if not isinstance(name, str) or not name:
+        raise _err("spec.features.name must be a non-empty string")
+    T = _pos_int(_req(feats, "history", "spec.features"), "spec.features.history")
+    D = _pos_int(_req(feats, "obs_dim", "spec.features"), "spec.features.obs_dim")
+    mi = _number(_req(spec, "mi_rtts", "spec"), "spec.mi_rtts")
+    if mi <= 0:
+        raise _err(f"spec.mi_rtts must be > 0, got {mi}")
+    G = spec.get("goal_dim", 0)
+    if isinstance(G, bool) or not isinstance(G, (int, np.integer)) or G < 0:
+        raise _err(f"spec.goal_dim must be an integer >= 0, got {G!r}")
+    G = int(G)
+
+    layers = _req(spec, "layers", "spec")
+    if not isinstance(layers, (list, tuple)) or not layers:
+        raise _err("spec.layers must be a non-empty list")
+    shapes: dict[str, tuple[int, ...]] = {}
+    cur, used_goal = _walk_layers(layers, (T, D), G, shapes, "", in_branch=False)
     if G > 0 and not used_goal:
-        raise _err(f"spec.goal_dim is {G} but no concat_goal layer uses the goal")
+        raise _err(f"spec.goal_dim is {G} but no concat_goal or goal layer uses the goal")
     if len(cur) != 1:
         raise _err(f"network output must be a vector, got shape {list(cur)} (add last_step or flatten)")
     out_dim = cur[0]
@@ -298,6 +364,17 @@ def expected_tensor_shapes(spec: Mapping[str, Any]) -> dict[str, tuple[int, ...]
             raise _err("action.bound_mbps must be > 0")
         if discrete and out_dim < 2:
             raise _err("action rate_absolute with a discrete head needs n >= 2")
+        scale = action.get("scale", "linear")
+        if scale not in RATE_SCALES:
+            raise _err(f"action.scale must be one of {', '.join(RATE_SCALES)}, got {scale!r}")
+        if scale == "log":
+            low = _number(_req(action, "low_mbps", "action (rate_absolute, scale log)"), "action.low_mbps")
+            if not 0 < low < b:
+                raise _err(f"action.low_mbps must be in (0, bound_mbps={b}), got {low}")
+        elif "low_mbps" in action:
+            raise _err("action.low_mbps is only allowed with scale 'log' (a linear rate starts at 0)")
+    elif "scale" in action or "low_mbps" in action:
+        raise _err(f"action.scale and action.low_mbps are only allowed on rate_absolute, got {atype}")
     lo_m = _number(action.get("min_mbps", DEFAULT_MIN_MBPS), "action.min_mbps")
     hi_m = _number(action.get("max_mbps", DEFAULT_MAX_MBPS), "action.max_mbps")
     if not 0 < lo_m <= hi_m:
@@ -453,12 +530,11 @@ def _lstm(x, wi, wh, b):
     return hs
 
 
-def forward(spec: Mapping[str, Any], tensors: Mapping[str, Any], obs_window, goal=None):
-    """Runs the layers only; returns the pre-head output vector (float32)."""
+def _run_layers(layers, tensors: Mapping[str, Any], x, goal):
+    """Runs a layer list on ``x`` (``forward``'s loop; a ``branches`` layer recurses once)."""
     import jax.numpy as jnp
 
-    x = jnp.asarray(obs_window, jnp.float32)
-    for layer in spec["layers"]:
+    for layer in layers:
         t = layer["type"]
         if t == "dense":
             n = layer["name"]
@@ -483,9 +559,24 @@ def forward(spec: Mapping[str, Any], tensors: Mapping[str, Any], obs_window, goa
             if goal is None:
                 raise ValueError("this policy needs a goal vector (spec.goal_dim > 0)")
             x = jnp.concatenate([x, jnp.asarray(goal, jnp.float32).reshape(-1)])
+        elif t == "select":
+            x = x[..., int(layer["start"]):int(layer["stop"])]
+        elif t == "goal":
+            if goal is None:
+                raise ValueError("this policy needs a goal vector (spec.goal_dim > 0)")
+            x = jnp.asarray(goal, jnp.float32).reshape(-1)
+        elif t == "branches":
+            x = jnp.concatenate([_run_layers(b, tensors, x, goal) for b in layer["branches"]])
         else:  # pragma: no cover - validate() rejects these
             raise _err(f"unknown layer type {t!r}")
     return x
+
+
+def forward(spec: Mapping[str, Any], tensors: Mapping[str, Any], obs_window, goal=None):
+    """Runs the layers only; returns the pre-head output vector (float32)."""
+    import jax.numpy as jnp
+
+    return _run_layers(spec["layers"], tensors, jnp.asarray(obs_window, jnp.float32), goal)
 
 
 def apply(spec: Mapping[str, Any], tensors: Mapping[str, Any], obs_window, goal=None):
@@ -575,7 +666,12 @@ def map_action(spec: Mapping[str, Any], raw_output, current_rate, current_cwnd):
         else:
             lo, hi = float(head["low"]), float(head["high"])
             u = (a - lo) / (hi - lo)
-        rate = u * float(act["bound_mbps"]) * BYTES_PER_MBIT
+        bound = float(act["bound_mbps"])
+        if act.get("scale", "linear") == "log":
+            low = float(act["low_mbps"])
+            rate = low * jnp.power(jnp.float32(bound / low), u) * BYTES_PER_MBIT
+        else:
+            rate = u * bound * BYTES_PER_MBIT
     lo_r = float(act.get("min_mbps", DEFAULT_MIN_MBPS)) * BYTES_PER_MBIT
     hi_r = float(act.get("max_mbps", DEFAULT_MAX_MBPS)) * BYTES_PER_MBIT
     rate = jnp.clip(rate, lo_r, hi_r)
@@ -593,14 +689,19 @@ def _glorot(rng: np.random.Generator, shape, fan_in: int, fan_out: int, gain: fl
 def make_random_policy(kind: str, key, *, history: int | None = None, obs_dim: int | None = None,
                        goal_dim: int | None = None, hidden: int | None = None,
                        features: str | None = None, n_actions: int | None = None,
-                       objectives: int | None = None) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+                       objectives: int | None = None, measurement_dim: int | None = None,
+                       filters: int | None = None) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """Builds a valid random policy (spec, tensors) shaped like a paper's network.
 
     Args:
         kind: ``mlp`` (Aurora: 10x3 window -> 32 -> 16 tanh, gaussian_mean head),
           ``lstm`` (Pareto: LSTM 64 over a 10x5 window, dense, continuous head
           [-0.7, 2]), ``lstm2_discrete`` (Eagle: two LSTM(64), 5-way discrete),
-          ``conv1d_goal`` (DeepCC: conv1d + concat_goal + dense, absolute rate),
+          ``conv1d_goal`` (DeepCC's actor, §V "Training": 16 × 7 window = 4 state + 3 measurement
+          features and a 3-weight goal; ``branches`` [the state features through Conv1D(32, kernel
+          3, relu) + flatten | the last step's measurement through 3 dense(hidden, relu) | the goal
+          through 3 dense(hidden, relu)], ``concat_goal``, dense(hidden, relu), ``concat_goal``,
+          dense(1); continuous head [0, 1]; ``rate_absolute`` on a log scale 0.1–100 Mbit/s),
           ``q_values`` (MOCC, the shape of its exported policy: history 1 × 4 features and a
           3-weight preference -> 64 -> 64 ReLU -> 7 actions × 3 objectives, ``q_values`` head with
           ``objectives`` 3, ``cwnd_table`` with ``jaxcc.envs.mocc.CWND_DELTAS_PKTS`` × 1500 bytes).
@@ -612,6 +713,9 @@ def make_random_policy(kind: str, key, *, history: int | None = None, obs_dim: i
           deltas -2..+2 packets) unless n is the default, which keeps the tables below.
         objectives: ``q_values`` only: objectives per action (default 3, MOCC's throughput, delay,
           loss; 1: a single-objective Q network, argmax of n values); goal_dim defaults to it.
+        measurement_dim: ``conv1d_goal`` only: how many of the last features are the measurement
+          (default ``min(3, obs_dim - 1)``); the ones before it are the state.
+        filters: ``conv1d_goal`` only: Conv1D filters (default 32, the paper's).
 
     Returns:
         (spec, tensors); tensors are float32 numpy arrays.
@@ -627,7 +731,7 @@ def make_random_policy(kind: str, key, *, history: int | None = None, obs_dim: i
         "mlp": dict(history=10, obs_dim=3, goal_dim=0, hidden=32, features="aurora_v1", algorithm="aurora"),
         "lstm": dict(history=10, obs_dim=5, goal_dim=0, hidden=64, features="pareto_v1", algorithm="pareto"),
         "lstm2_discrete": dict(history=10, obs_dim=5, goal_dim=0, hidden=64, features="eagle_v1", algorithm="eagle"),
-        "conv1d_goal": dict(history=10, obs_dim=5, goal_dim=2, hidden=64, features="deepcc_v1", algorithm="deepcc"),
+        "conv1d_goal": dict(history=16, obs_dim=7, goal_dim=3, hidden=64, features="deepcc_v1", algorithm="deepcc"),
         "q_values": dict(history=1, obs_dim=4, goal_dim=3, hidden=64, features="mocc_v1", algorithm="mocc"),
     }
     if kind not in defaults:
@@ -639,6 +743,8 @@ def make_random_policy(kind: str, key, *, history: int | None = None, obs_dim: i
             d[k] = v
     if kind != "q_values" and objectives is not None:
         raise ValueError(f"objectives applies to the q_values kind only, got kind {kind!r}")
+    if kind != "conv1d_goal" and (measurement_dim is not None or filters is not None):
+        raise ValueError(f"measurement_dim and filters apply to the conv1d_goal kind only, got kind {kind!r}")
     n_obj = 1
     if kind == "q_values":
         n_obj = 3 if objectives is None else _pos_int(objectives, "objectives")
@@ -688,10 +794,25 @@ def make_random_policy(kind: str, key, *, history: int | None = None, obs_dim: i
     elif kind == "conv1d_goal":
         if G <= 0:
             raise ValueError("conv1d_goal needs goal_dim > 0")
-        layers = [conv("conv1", D, 16, 3, "relu"), {"type": "flatten"}, {"type": "concat_goal"},
-                  dense("fc1", (T - 2) * 16 + G, H, "relu"), dense("out", H, 1, "linear")]
+        M = min(3, D - 1) if measurement_dim is None else int(measurement_dim)
+        if not 1 <= M < D:
+            raise ValueError(f"conv1d_goal: measurement_dim must be in [1, {D - 1}] (obs_dim {D} = state + "
+                             f"measurement features), got {M}")
+        if T < 3:
+            raise ValueError(f"conv1d_goal: history must be >= 3 (the Conv1D kernel), got {T}")
+        S, F = D - M, 32 if filters is None else _pos_int(filters, "filters")
+        state = [{"type": "select", "start": 0, "stop": S}, conv("state_conv", S, F, 3, "relu"),
+                 {"type": "flatten"}]
+        meas = [{"type": "last_step"}, {"type": "select", "start": S, "stop": D}, dense("meas1", M, H, "relu"),
+                dense("meas2", H, H, "relu"), dense("meas3", H, H, "relu")]
+        goal_net = [{"type": "goal"}, dense("goal1", G, H, "relu"), dense("goal2", H, H, "relu"),
+                    dense("goal3", H, H, "relu")]
+        merged = (T - 2) * F + 2 * H
+        layers = [{"type": "branches", "branches": [state, meas, goal_net]}, {"type": "concat_goal"},
+                  dense("merge1", merged + G, H, "relu"), {"type": "concat_goal"},
+                  dense("out", H + G, 1, "linear")]
         head = {"type": "continuous", "low": 0.0, "high": 1.0}
-        action = {"type": "rate_absolute", "bound_mbps": 100.0}
+        action = {"type": "rate_absolute", "bound_mbps": 100.0, "scale": "log", "low_mbps": 0.1}
     else:  # q_values
         if G <= 0:
             raise ValueError("q_values needs goal_dim > 0")
@@ -744,7 +865,9 @@ def make_feature_policy(name: str, key) -> tuple[dict[str, Any], dict[str, np.nd
     (``jaxcc.envs.export_features_spec``), the network is ``FEATURE_POLICIES[name]``'s kind with
     the environment's history, observation size, goal size and number of actions, and the
     action block is the one the feature set needs (Eagle: its rate multipliers; MOCC: its cwnd
-    deltas in bytes; DeepCC: an absolute rate up to its bound; Aurora and Pareto: the kind's),
+    deltas in bytes; DeepCC: an absolute rate up to its bound, with the set's ``scale`` and
+    ``low_mbps`` when it states them, and the actor's measurement branch selecting the trailing
+    ``m_*`` features of ``feature_names``; Aurora and Pareto: the kind's),
     and a continuous head spans the set's ``action_low``/``action_high`` where the environment
     states them (Pareto-Fair v2: [−0.3, 0.5]).
     So every sender accepts it: ``jaxcc.senders`` in the simulator and the C++ datapath.
@@ -768,8 +891,16 @@ def make_feature_policy(name: str, key) -> tuple[dict[str, Any], dict[str, np.nd
     env, _ = make_env(env_name, num_flows=1, **env_config)
     G = int(env.config.goal_dim)
     n_obj = len(feats_spec["objectives"]) if kind == "q_values" else None  # MOCC: one Q per objective
+    extra = {}
+    if kind == "conv1d_goal":  # DeepCC: the measurement m_t (eq. 1) is the trailing m_* features
+        names = list(feats_spec.get("feature_names", []))
+        n_meas = sum(1 for f in names if f.startswith("m_"))
+        if len(names) != D or n_meas == 0 or any(not f.startswith("m_") for f in names[D - n_meas:]):
+            raise ValueError(f"{name}: features.feature_names must list {D} names ending in the measurement "
+                             f"(m_*), got {names}")
+        extra["measurement_dim"] = n_meas
     spec, tensors = make_random_policy(kind, key, history=T, obs_dim=D, goal_dim=G, features=name,
-                                       n_actions=int(env.action_spec().get("n", 5)), objectives=n_obj)
+                                       n_actions=int(env.action_spec().get("n", 5)), objectives=n_obj, **extra)
     bounds = {"min_mbps": DEFAULT_MIN_MBPS, "max_mbps": DEFAULT_MAX_MBPS}
     if name == "eagle_v1":
         spec["action"] = dict(type="rate_table", multipliers=list(feats_spec["multipliers"]), **bounds)
@@ -778,6 +909,10 @@ def make_feature_policy(name: str, key) -> tuple[dict[str, Any], dict[str, np.nd
                               multipliers=[float(k) for k in feats_spec["cwnd_mults"]], **bounds)
     elif name == "deepcc_v1":
         spec["action"] = dict(type="rate_absolute", bound_mbps=float(feats_spec["bound_mbps"]), **bounds)
+        if "scale" in feats_spec:  # the env's rate scale (linear, or log from low_mbps)
+            spec["action"]["scale"] = str(feats_spec["scale"])
+        if "low_mbps" in feats_spec:
+            spec["action"]["low_mbps"] = float(feats_spec["low_mbps"])
     if spec["head"]["type"] == "continuous" and "action_low" in feats_spec:
         spec["head"] = dict(spec["head"], low=float(feats_spec["action_low"]), high=float(feats_spec["action_high"]))
     spec["features"] = dict(feats_spec)

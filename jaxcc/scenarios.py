@@ -10,7 +10,9 @@ The spec (every command accepts it as ``--scenario-file``)::
      "flows": [{"rtt_ms": float, "start_s": float, "stop_s": float, "controller": str,
                 "init_rate_mbps": float,                # optional, learned senders only (below)
                 "preference": [w_thr, w_delay, w_loss],  # optional, MOCC policies only (below)
-                "preference_changes": [{"at_s": float, "preference": [w_thr, w_delay, w_loss]}, ...]}]}
+                "preference_changes": [{"at_s": float, "preference": [w_thr, w_delay, w_loss]}, ...],
+                "goal": [g_thr, g_delay, g_loss],                       # optional, DeepCC policies only
+                "target": {"throughput_mbps": x, "delay_ms": y, "loss": z}}]}  # (below)
 
 Extensions: ``"random_steps": {"low_mbps", "high_mbps", "every_s"}`` (a new uniform rate every
 ``every_s``; Aurora Fig. 7), ``"poisson": {"mean_mbps", "slot_ms"}`` (Wi-Fi-like, DeepCC §VI-A),
@@ -41,6 +43,17 @@ decision uses it, without a restart.  ``jaxcc.evaluate`` (the simulator) and ``j
 takes: a flow whose controller takes no preference is refused where the controller is resolved
 (``jaxcc.senders.preference_refusal``; ``jaxcc.sim.runner``), naming the field.
 
+``flows[i].goal`` / ``flows[i].target`` (optional, one of the two, DeepCC §IV-C/§V "Interface"):
+for a goal-tuned policy (``policy:FILE`` of a DeepCC policy: features ``deepcc_v1``, goal_dim 3).
+``goal`` is a fixed goal (3 numbers >= 0 summing to 1 within ``PREFERENCE_SUM_TOL``, the
+throughput, delay and loss weights; no tuning); ``target`` turns online goal tuning on
+(``jaxcc.senders.goal_tuning``) toward throughput >= ``throughput_mbps`` (>= 0), 95th-percentile
+queueing delay (RTT − min RTT) <= ``delay_ms`` (>= 0) and loss rate <= ``loss`` (in [0, 1]); all
+three are required.  Neither goes with ``preference`` / ``preference_changes``.  As for the
+preference, a flow whose controller is not a DeepCC policy is refused where the controller is
+resolved (``jaxcc.senders.preference_refusals``; ``jaxcc.sim.runner``), naming the field.
+``jaxcc.emulate`` passes them to the C++ sender as ``--goal=`` / ``--target=``.
+
 Realism (optional ``link`` fields, all off by default; the model is in ``jaxcc.sim.realism``;
 random draws come from the evaluation seed; the emulation refuses them, "not emulated yet"):
 
@@ -68,14 +81,14 @@ Named scenarios (``get_scenario``; ``list_scenarios``; suites with ``get_suite``
   and the Fig. 2 / Fig. 7 links.
 * ``mocc/*`` — MOCC §V links (12 Mbps/10 ms/375 KB, 50 Mbps/375 KB, buffers 18–90 KB) and the
   Verizon LTE traces (``lte-up``, ``lte-down``; 10 ms one way, 375 KB).
-* ``deepcc/*`` — DeepCC §VI links (Wi-Fi-like Poisson, satellite).
+* ``deepcc/*`` — DeepCC §VI links (Wi-Fi-like Poisson, AT&T LTE driving cellular, satellite).
 * ``eagle/*`` — Eagle §V links (10 Mbps/100 ms at 1–4 BDP buffers; Verizon LTE, 10 ms one way).
 
 Paths inside a spec (``find_trace``, ``parse_scenario``):
 
 * ``link.trace``: an absolute path is used as is; a relative one is looked up in
   ``$JAXCC_TRACES``, then in the traces shipped with jaxcc (``jaxcc/traces``: the Verizon LTE
-  traces ``pareto/lte`` and ``eagle/lte`` use), then in the spec's folder (the folder of the
+  traces ``pareto/lte`` and ``eagle/lte`` use, and the AT&T one of ``deepcc/cellular``), then in the spec's folder (the folder of the
   scenario file; the current directory for a spec given as a dict).  A trace found nowhere is
   one error naming the field, the file and every folder searched.  The named scenarios use the
   same rule (without a spec folder), so they work on a fresh clone.
@@ -119,6 +132,8 @@ class FlowSpec:
     init_rate_mbps: float | None = None  # a learned sender's start rate (module docstring); None: its own
     preference: tuple[float, float, float] | None = None  # (throughput, delay, loss) weights; None: the policy's default
     preference_changes: tuple[tuple[float, tuple[float, float, float]], ...] = ()  # ((at_s, weights), ...)
+    goal: tuple[float, float, float] | None = None  # a DeepCC policy's fixed goal (throughput, delay, loss)
+    target: tuple[float, float, float] | None = None  # DeepCC tuning target (throughput_mbps, delay_ms, loss)
 
 
 def init_rate_refusal(controller: str, where: str) -> str | None:
@@ -220,6 +235,12 @@ class Scenario:
         return [(i, "preference" if f.preference is not None else "preference_changes")
                 for i, f in enumerate(self.flows) if f.preference is not None or f.preference_changes]
 
+    def goal_flows(self) -> list[tuple[int, str]]:
+        """(flow index, field) of each flow with a ``goal`` or ``target``; only a goal-tuned policy
+        (DeepCC, ``deepcc_v1``) takes them (``jaxcc.senders.preference_refusals``)."""
+        return [(i, "goal" if f.goal is not None else "target")
+                for i, f in enumerate(self.flows) if f.goal is not None or f.target is not None]
+
     def to_dict(self) -> dict:
         link = {k: v for k, v in dataclasses.asdict(self.link).items() if v is not None}
         if link.get("trace_bin_ms") == 10.0:
@@ -247,6 +268,10 @@ def _flow_dict(f: FlowSpec) -> dict:
         d["preference"] = list(f.preference)
     if f.preference_changes:
         d["preference_changes"] = [{"at_s": t, "preference": list(w)} for t, w in f.preference_changes]
+    if f.goal is not None:
+        d["goal"] = list(f.goal)
+    if f.target is not None:
+        d["target"] = dict(zip(TARGET_FIELDS, f.target))
     return d
 
 
@@ -317,6 +342,22 @@ def _preference(v: Any, where: str) -> tuple[float, float, float]:
     if not ok:
         raise ValueError(f"{where}: must be 3 numbers >= 0 summing to 1 (throughput, delay, loss), got {v!r}")
     return tuple(float(x) for x in v)
+
+
+TARGET_FIELDS = ("throughput_mbps", "delay_ms", "loss")
+
+
+def _target(v: Any, where: str) -> tuple[float, float, float]:
+    """``{"throughput_mbps": x >= 0, "delay_ms": y >= 0, "loss": 0 <= z <= 1}``, all three required."""
+    if not isinstance(v, dict):
+        raise ValueError(f"{where}: expected {{\"throughput_mbps\": x, \"delay_ms\": y, \"loss\": z}}, got {v!r}")
+    _check_keys(v, set(TARGET_FIELDS), where)
+    x = _number(v, "throughput_mbps", where, nonneg=True)
+    y = _number(v, "delay_ms", where, nonneg=True)
+    z = _number(v, "loss", where, nonneg=True)
+    if z > 1.0:
+        raise ValueError(f"{where}.loss: must be in [0, 1], got {v['loss']!r}")
+    return (x, y, z)
 
 
 def _preference_changes(v: Any, where: str, start_s: float, duration: float):
@@ -428,7 +469,7 @@ def parse_scenario(spec: dict, *, source: str = "scenario", base_dir: str | None
         if not isinstance(fl, dict):
             raise ValueError(f"{w}: expected an object")
         _check_keys(fl, {"rtt_ms", "start_s", "stop_s", "controller", "init_rate_mbps", "preference",
-                         "preference_changes"}, w)
+                         "preference_changes", "goal", "target"}, w)
         rtt = _number(fl, "rtt_ms", w, positive=True)
         start = _number(fl, "start_s", w, nonneg=True, default=0.0)
         stop = _number(fl, "stop_s", w, positive=True, default=duration)
@@ -451,7 +492,15 @@ def parse_scenario(spec: dict, *, source: str = "scenario", base_dir: str | None
         pref = _preference(fl["preference"], f"{w}.preference") if "preference" in fl else None
         changes = (_preference_changes(fl["preference_changes"], f"{w}.preference_changes", start, duration)
                    if "preference_changes" in fl else ())
-        parsed.append(FlowSpec(rtt, start, min(stop, duration), ctrl, init_rate, pref, changes))
+        if "goal" in fl and "target" in fl:
+            raise ValueError(f"{w}.target: give a goal (fixed) or a target (tuned goal), not both")
+        for k in ("goal", "target"):
+            if k in fl and (pref is not None or changes):
+                raise ValueError(f"{w}.{k}: a DeepCC {k} does not go with a preference or preference_changes "
+                                 f"(give one)")
+        goal = _preference(fl["goal"], f"{w}.goal") if "goal" in fl else None
+        target = _target(fl["target"], f"{w}.target") if "target" in fl else None
+        parsed.append(FlowSpec(rtt, start, min(stop, duration), ctrl, init_rate, pref, changes, goal, target))
     rtts = [f.rtt_ms for f in parsed]
     if max(rtts) > 8 * min(rtts):
         raise ValueError(f"{source}.flows: RTTs on one link may differ by at most 8x "
@@ -615,6 +664,13 @@ def _deepcc() -> dict[str, Callable[[], Scenario]]:
     return {
         "deepcc/wifi": lambda: _spec("deepcc/wifi", d, {"poisson": {"mean_mbps": 2.64, "slot_ms": 10}, "buffer_bytes": 130 * PACKET},
                                      _flows(1, 176.0, d)),
+        # §VI-A "Emulated Cellular Link": "the AT&T driving trace provided by [8]" (Sprout's
+        # ATT-LTE-driving, downlink; jaxcc/traces/README.md says why this file), "200 ms minimum
+        # RTT and 140 packets of buffer".  60 s: the paper's episode length, and room for the
+        # online tuner (4 RTT per interval) before jaxcc.tcr's measurement window.
+        "deepcc/cellular": lambda: _spec("deepcc/cellular", 60.0, {"trace": "ATT-LTE-driving.down",
+                                                                   "buffer_bytes": 140 * PACKET},
+                                         _flows(1, 200.0, 60.0)),
         "deepcc/satellite": lambda: _spec("deepcc/satellite", 60.0, {"bandwidth_mbps": 42, "buffer_bytes": sat_bdp, "loss": 0.0074},
                                           _flows(1, 800.0, 60.0)),
     }

@@ -19,7 +19,8 @@ LEVELS = {
     4: ("jaxcc.senders", "jaxcc.agents"),
     5: ("jaxcc.evaluate", "jaxcc.export", "jaxcc.bench", "jaxcc.emulation", "jaxcc.parity_vectors",
         "jaxcc.preference_sweep"),
-    6: ("jaxcc.train", "jaxcc.emulate", "jaxcc.sim2real", "jaxcc.fidelity", "jaxcc.seeds"),
+    6: ("jaxcc.train", "jaxcc.emulate", "jaxcc.sim2real", "jaxcc.fidelity", "jaxcc.seeds",
+        "jaxcc.tcr"),
 }
 
 

@@ -82,21 +82,8 @@ def test_tiny_lstm_by_hand():
     assert h1 == pytest.approx(0.166555, abs=2e-6)
 
 
-def test_conv1d_and_goal_against_numpy():
-    spec, t = pf.make_random_policy("conv1d_goal", 3)
-    rng = np.random.default_rng(1)
-    obs = rng.normal(size=(10, 5)).astype(np.float32)
-    goal = np.array([0.3, 0.7], np.float32)
-    w, b = t["conv1.kernel"].astype(np.float64), t["conv1.bias"].astype(np.float64)
-    y = np.stack([sum(obs[s + k] @ w[k] for k in range(3)) + b for s in range(8)])
-    y = np.maximum(y, 0).reshape(-1)
-    y = np.concatenate([y, goal])
-    y = np.maximum(y @ t["fc1.kernel"] + t["fc1.bias"], 0)
-    z = y @ t["out.kernel"] + t["out.bias"]
-    np.testing.assert_allclose(np.asarray(pf.forward(spec, t, obs, goal)), z, rtol=1e-5, atol=1e-6)
-    out = float(pf.apply(spec, t, obs, goal)[0])
-    rate, _ = pf.map_action(spec, jnp.array([out]), 1e6, 1e5)
-    assert float(rate) == pytest.approx(out * 100 * 125000, rel=1e-5)
+# conv1d_goal (DeepCC's actor: branches, select, goal, conv1d, concat_goal twice) against numpy:
+# tests/test_policy_branches.py.
 
 
 @pytest.mark.parametrize("kind", ["mlp", "lstm", "lstm2_discrete", "conv1d_goal", "q_values"])

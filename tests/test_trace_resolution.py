@@ -181,7 +181,7 @@ def test_every_named_scenario_and_suite_works_on_a_fresh_clone(fresh):
         if sc.link.trace is not None:
             assert os.path.dirname(sc.link.trace) == SHIPPED_TRACES, (name, sc.link.trace)
             used.add(os.path.basename(sc.link.trace))
-    assert used == {"Verizon-LTE-short.up", "Verizon-LTE-short.down"}
+    assert used == {"Verizon-LTE-short.up", "Verizon-LTE-short.down", "ATT-LTE-driving.down"}
     for suite in scenarios.SUITES:
         assert len(scenarios.get_suite(suite)) == len(scenarios.SUITES[suite])
 

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -117,6 +118,142 @@ JAXCC_MULTIVERSION void LstmStep(const float* __restrict xw, const float* __rest
   for (int j = 0; j < H; ++j) h[j] = z[3 * H + j] * FastTanh(c[j]);
 }
 
+// Parses and shape-checks one layer list running on a [rows, cols] input (rows 0: a vector) and
+// updates rows/cols to its output, as jaxcc.policyfile._walk_layers. prefix names the list in
+// messages ("" for spec.layers, "layer i (branches) branch b " inside a branch); names holds
+// every layer name seen (unique across branches); max_act grows to the largest activation.
+std::vector<Layer> ParseLayers(const json& layers, int goal_dim, int* rows_io, int* cols_io, bool in_branch,
+                               const std::string& prefix, std::set<std::string>* names, bool* used_goal,
+                               size_t* max_act, const std::string& what) {
+  int rows = *rows_io, cols = *cols_io;
+  std::vector<Layer> out;
+  for (size_t idx = 0; idx < layers.size(); ++idx) {
+    const json& lj = layers[idx];
+    std::string where = prefix + "layer " + std::to_string(idx);
+    if (!lj.is_object()) Fail(what, where + " must be an object");
+    if (!lj.contains("type")) Fail(what, where + " is missing its 'type'");
+    const json& tj = lj["type"];
+    Layer l;
+    if (tj == "dense") l.type = LayerType::kDense;
+    else if (tj == "lstm") l.type = LayerType::kLstm;
+    else if (tj == "conv1d") l.type = LayerType::kConv1d;
+    else if (tj == "last_step") l.type = LayerType::kLastStep;
+    else if (tj == "flatten") l.type = LayerType::kFlatten;
+    else if (tj == "concat_goal") l.type = LayerType::kConcatGoal;
+    else if (tj == "select") l.type = LayerType::kSelect;
+    else if (tj == "goal") l.type = LayerType::kGoal;
+    else if (tj == "branches") l.type = LayerType::kBranches;
+    else
+      Fail(what, where + " has unknown layer type " + tj.dump() +
+                     " (known: dense, lstm, conv1d, last_step, flatten, concat_goal, select, goal, branches)");
+    where += " (" + tj.get<std::string>() + ")";
+    const std::string shape_now =
+        rows ? "[" + std::to_string(rows) + ", " + std::to_string(cols) + "]" : "[" + std::to_string(cols) + "]";
+    if (l.type == LayerType::kDense || l.type == LayerType::kLstm || l.type == LayerType::kConv1d) {
+      const json& nj = Req(lj, "name", where, what);
+      if (!nj.is_string() || nj.get<std::string>().empty()) Fail(what, where + " name must be a non-empty string");
+      l.name = nj.get<std::string>();
+      where = prefix + "layer " + std::to_string(idx) + " (" + tj.get<std::string>() + " '" + l.name + "')";
+      if (!names->insert(l.name).second) Fail(what, where + ": duplicate layer name '" + l.name + "'");
+      l.in = PosInt(Req(lj, "in", where, what), where + " 'in'", what);
+      if (l.in != cols)
+        Fail(what, where + " expects in=" + std::to_string(l.in) + " but its input has shape " + shape_now);
+      if (l.type != LayerType::kLstm) l.act = ParseAct(lj, where, what);
+    }
+    switch (l.type) {
+      case LayerType::kDense:
+        l.out = PosInt(Req(lj, "out", where, what), where + " 'out'", what);
+        cols = l.out;
+        break;
+      case LayerType::kLstm:
+        if (!rows) Fail(what, where + " needs a [time, features] input, got shape " + shape_now);
+        l.hidden = PosInt(Req(lj, "hidden", where, what), where + " 'hidden'", what);
+        if (l.hidden > 4096) Fail(what, where + " hidden size is implausibly large");
+        cols = l.hidden;
+        break;
+      case LayerType::kConv1d:
+        if (!rows) Fail(what, where + " needs a [time, features] input, got shape " + shape_now);
+        l.kernel = PosInt(Req(lj, "kernel", where, what), where + " 'kernel'", what);
+        l.out = PosInt(Req(lj, "out", where, what), where + " 'out'", what);
+        if (l.kernel > rows)
+          Fail(what, where + " kernel " + std::to_string(l.kernel) + " is longer than its input's " +
+                         std::to_string(rows) + " time steps");
+        rows = rows - l.kernel + 1;
+        cols = l.out;
+        break;
+      case LayerType::kLastStep:
+        if (!rows) Fail(what, where + " needs a [time, features] input, got shape " + shape_now);
+        rows = 0;
+        break;
+      case LayerType::kFlatten:
+        if (rows) cols = rows * cols;
+        rows = 0;
+        break;
+      case LayerType::kConcatGoal:
+        if (goal_dim <= 0) Fail(what, where + " but spec.goal_dim is 0");
+        if (rows)
+          Fail(what, where + " needs a vector input (add flatten or last_step first), got shape " + shape_now);
+        *used_goal = true;
+        cols += goal_dim;
+        break;
+      case LayerType::kSelect: {
+        const json& a = Req(lj, "start", where, what);
+        const json& b = Req(lj, "stop", where, what);
+        if (!a.is_number_integer() || a.get<int64_t>() < 0 || a.get<int64_t>() >= cols)
+          Fail(what, where + " 'start' must be an integer in [0, " + std::to_string(cols - 1) + "] (its input has " +
+                         std::to_string(cols) + " features), got " + a.dump());
+        l.start = static_cast<int>(a.get<int64_t>());
+        if (!b.is_number_integer() || b.get<int64_t>() <= l.start || b.get<int64_t>() > cols)
+          Fail(what, where + " 'stop' must be an integer in [" + std::to_string(l.start + 1) + ", " +
+                         std::to_string(cols) + "] (start < stop <= its input's " + std::to_string(cols) +
+                         " features), got " + b.dump());
+        l.stop = static_cast<int>(b.get<int64_t>());
+        cols = l.stop - l.start;
+        break;
+      }
+      case LayerType::kGoal:
+        if (goal_dim <= 0) Fail(what, where + " but spec.goal_dim is 0");
+        *used_goal = true;
+        rows = 0;
+        cols = goal_dim;
+        break;
+      case LayerType::kBranches: {
+        if (in_branch) Fail(what, where + ": branches cannot be nested (a branch may not contain a branches layer)");
+        const json& bj = Req(lj, "branches", where, what);
+        if (!bj.is_array() || bj.empty()) Fail(what, where + " 'branches' must be a non-empty list of layer lists");
+        if (bj.size() > 64) Fail(what, where + " has implausibly many branches");
+        int width = 0;
+        for (size_t bi = 0; bi < bj.size(); ++bi) {
+          const std::string bwhere = where + " branch " + std::to_string(bi);
+          if (!bj[bi].is_array() || bj[bi].empty()) Fail(what, bwhere + " must be a non-empty list of layers");
+          if (bj[bi].size() > 256) Fail(what, bwhere + " has implausibly many layers");
+          int brows = rows, bcols = cols;
+          l.branches.push_back(
+              ParseLayers(bj[bi], goal_dim, &brows, &bcols, /*in_branch=*/true, bwhere + " ", names, used_goal, max_act, what));
+          if (brows)
+            Fail(what, bwhere + " must end in a vector (add last_step or flatten), got shape [" + std::to_string(brows) +
+                           ", " + std::to_string(bcols) + "]");
+          width += bcols;
+          if (width > (1 << 24)) Fail(what, where + " output is implausibly large");
+        }
+        rows = 0;
+        cols = width;
+        break;
+      }
+    }
+    if (static_cast<int64_t>(std::max(rows, 1)) * cols > (1 << 24)) Fail(what, where + " output is implausibly large");
+    l.out_rows = rows;
+    l.out_cols = cols;
+    *max_act = std::max(*max_act, static_cast<size_t>(std::max(rows, 1)) * cols);
+    if (l.type == LayerType::kLstm)  // the LSTM's input projection for all steps: [T, 4H]
+      *max_act = std::max(*max_act, static_cast<size_t>(rows) * 4 * l.hidden);
+    out.push_back(std::move(l));
+  }
+  *rows_io = rows;
+  *cols_io = cols;
+  return out;
+}
+
 }  // namespace
 
 Policy Policy::LoadFile(const std::string& path) {
@@ -217,25 +354,32 @@ Policy Policy::LoadBytes(const uint8_t* data, size_t size, const std::string& wh
     p.tensor_names_.push_back(name);
     return static_cast<int>(p.tensors_.size()) - 1;
   };
-  for (Layer& l : p.layers_) {
-    switch (l.type) {
-      case LayerType::kDense:
-        l.w = bind(l.name + ".kernel", {l.in, l.out});
-        l.b = bind(l.name + ".bias", {l.out});
-        break;
-      case LayerType::kLstm:
-        l.w = bind(l.name + ".kernel_i", {l.in, 4 * l.hidden});
-        l.u = bind(l.name + ".kernel_h", {l.hidden, 4 * l.hidden});
-        l.b = bind(l.name + ".bias", {4 * l.hidden});
-        break;
-      case LayerType::kConv1d:
-        l.w = bind(l.name + ".kernel", {l.kernel, l.in, l.out});
-        l.b = bind(l.name + ".bias", {l.out});
-        break;
-      default:
-        break;
+  // Every layer, branches included (they do not nest, so one level of recursion).
+  std::function<void(std::vector<Layer>&)> bind_all = [&](std::vector<Layer>& layers) {
+    for (Layer& l : layers) {
+      switch (l.type) {
+        case LayerType::kDense:
+          l.w = bind(l.name + ".kernel", {l.in, l.out});
+          l.b = bind(l.name + ".bias", {l.out});
+          break;
+        case LayerType::kLstm:
+          l.w = bind(l.name + ".kernel_i", {l.in, 4 * l.hidden});
+          l.u = bind(l.name + ".kernel_h", {l.hidden, 4 * l.hidden});
+          l.b = bind(l.name + ".bias", {4 * l.hidden});
+          break;
+        case LayerType::kConv1d:
+          l.w = bind(l.name + ".kernel", {l.kernel, l.in, l.out});
+          l.b = bind(l.name + ".bias", {l.out});
+          break;
+        case LayerType::kBranches:
+          for (std::vector<Layer>& br : l.branches) bind_all(br);
+          break;
+        default:
+          break;
+      }
     }
-  }
+  };
+  bind_all(p.layers_);
   std::string extra;
   for (const auto& kv : loaded)
     if (!used.count(kv.first)) extra += (extra.empty() ? "" : ", ") + kv.first;
@@ -243,6 +387,8 @@ Policy Policy::LoadBytes(const uint8_t* data, size_t size, const std::string& wh
 
   p.buf_a_.assign(p.max_act_, 0.f);
   p.buf_b_.assign(p.max_act_, 0.f);
+  p.br_a_.assign(p.max_act_, 0.f);
+  p.br_b_.assign(p.max_act_, 0.f);
   return p;
 }
 
@@ -285,83 +431,9 @@ void Policy::ParseSpec(const std::string& spec_text, const std::string& what) {
   bool used_goal = false;
   max_act_ = static_cast<size_t>(history_) * obs_dim_;
   std::set<std::string> names;
-  for (size_t idx = 0; idx < layers.size(); ++idx) {
-    const json& lj = layers[idx];
-    std::string where = "layer " + std::to_string(idx);
-    if (!lj.is_object()) Fail(what, where + " must be an object");
-    if (!lj.contains("type")) Fail(what, where + " is missing its 'type'");
-    const json& tj = lj["type"];
-    Layer l;
-    if (tj == "dense") l.type = LayerType::kDense;
-    else if (tj == "lstm") l.type = LayerType::kLstm;
-    else if (tj == "conv1d") l.type = LayerType::kConv1d;
-    else if (tj == "last_step") l.type = LayerType::kLastStep;
-    else if (tj == "flatten") l.type = LayerType::kFlatten;
-    else if (tj == "concat_goal") l.type = LayerType::kConcatGoal;
-    else
-      Fail(what, where + " has unknown layer type " + tj.dump() +
-                     " (known: dense, lstm, conv1d, last_step, flatten, concat_goal)");
-    where += " (" + tj.get<std::string>() + ")";
-    const std::string shape_now =
-        rows ? "[" + std::to_string(rows) + ", " + std::to_string(cols) + "]" : "[" + std::to_string(cols) + "]";
-    if (l.type == LayerType::kDense || l.type == LayerType::kLstm || l.type == LayerType::kConv1d) {
-      const json& nj = Req(lj, "name", where, what);
-      if (!nj.is_string() || nj.get<std::string>().empty()) Fail(what, where + " name must be a non-empty string");
-      l.name = nj.get<std::string>();
-      where = "layer " + std::to_string(idx) + " (" + tj.get<std::string>() + " '" + l.name + "')";
-      if (!names.insert(l.name).second) Fail(what, where + ": duplicate layer name '" + l.name + "'");
-      l.in = PosInt(Req(lj, "in", where, what), where + " 'in'", what);
-      if (l.in != cols)
-        Fail(what, where + " expects in=" + std::to_string(l.in) + " but its input has shape " + shape_now);
-      if (l.type != LayerType::kLstm) l.act = ParseAct(lj, where, what);
-    }
-    switch (l.type) {
-      case LayerType::kDense:
-        l.out = PosInt(Req(lj, "out", where, what), where + " 'out'", what);
-        cols = l.out;
-        break;
-      case LayerType::kLstm:
-        if (!rows) Fail(what, where + " needs a [time, features] input, got shape " + shape_now);
-        l.hidden = PosInt(Req(lj, "hidden", where, what), where + " 'hidden'", what);
-        if (l.hidden > 4096) Fail(what, where + " hidden size is implausibly large");
-        cols = l.hidden;
-        break;
-      case LayerType::kConv1d:
-        if (!rows) Fail(what, where + " needs a [time, features] input, got shape " + shape_now);
-        l.kernel = PosInt(Req(lj, "kernel", where, what), where + " 'kernel'", what);
-        l.out = PosInt(Req(lj, "out", where, what), where + " 'out'", what);
-        if (l.kernel > rows)
-          Fail(what, where + " kernel " + std::to_string(l.kernel) + " is longer than its input's " +
-                         std::to_string(rows) + " time steps");
-        rows = rows - l.kernel + 1;
-        cols = l.out;
-        break;
-      case LayerType::kLastStep:
-        if (!rows) Fail(what, where + " needs a [time, features] input, got shape " + shape_now);
-        rows = 0;
-        break;
-      case LayerType::kFlatten:
-        if (rows) cols = rows * cols;
-        rows = 0;
-        break;
-      case LayerType::kConcatGoal:
-        if (goal_dim_ <= 0) Fail(what, where + " but spec.goal_dim is 0");
-        if (rows)
-          Fail(what, where + " needs a vector input (add flatten or last_step first), got shape " + shape_now);
-        used_goal = true;
-        cols += goal_dim_;
-        break;
-    }
-    if (static_cast<int64_t>(std::max(rows, 1)) * cols > (1 << 24)) Fail(what, where + " output is implausibly large");
-    l.out_rows = rows;
-    l.out_cols = cols;
-    max_act_ = std::max(max_act_, static_cast<size_t>(std::max(rows, 1)) * cols);
-    if (l.type == LayerType::kLstm)  // the LSTM's input projection for all steps: [T, 4H]
-      max_act_ = std::max(max_act_, static_cast<size_t>(rows) * 4 * l.hidden);
-    layers_.push_back(l);
-  }
+  layers_ = ParseLayers(layers, goal_dim_, &rows, &cols, /*in_branch=*/false, "", &names, &used_goal, &max_act_, what);
   if (goal_dim_ > 0 && !used_goal)
-    Fail(what, "spec.goal_dim is " + std::to_string(goal_dim_) + " but no concat_goal layer uses the goal");
+    Fail(what, "spec.goal_dim is " + std::to_string(goal_dim_) + " but no concat_goal or goal layer uses the goal");
   if (rows) Fail(what, "network output must be a vector, got a [time, features] shape (add last_step or flatten)");
   const int out_dim = cols;
 
@@ -444,6 +516,20 @@ void Policy::ParseSpec(const std::string& spec_text, const std::string& what) {
     action_.bound_mbps = Num(Req(aj, "bound_mbps", "action (rate_absolute)", what), "action.bound_mbps", what);
     if (action_.bound_mbps <= 0) Fail(what, "action.bound_mbps must be > 0");
     if (discrete && n_out < 2) Fail(what, "action rate_absolute with a discrete head needs n >= 2");
+    const json scale = aj.contains("scale") ? aj["scale"] : json("linear");
+    if (scale != "linear" && scale != "log")
+      Fail(what, "action.scale must be one of linear, log, got " + scale.dump());
+    action_.log_scale = scale == "log";
+    if (action_.log_scale) {
+      action_.low_mbps = Num(Req(aj, "low_mbps", "action (rate_absolute, scale log)", what), "action.low_mbps", what);
+      if (!(action_.low_mbps > 0 && action_.low_mbps < action_.bound_mbps))
+        Fail(what, "action.low_mbps must be in (0, bound_mbps=" + aj["bound_mbps"].dump() + "), got " +
+                       aj["low_mbps"].dump());
+    } else if (aj.contains("low_mbps")) {
+      Fail(what, "action.low_mbps is only allowed with scale 'log' (a linear rate starts at 0)");
+    }
+  } else if (aj.contains("scale") || aj.contains("low_mbps")) {
+    Fail(what, "action.scale and action.low_mbps are only allowed on rate_absolute, got " + an);
   }
   if (aj.contains("min_mbps")) action_.min_mbps = Num(aj["min_mbps"], "action.min_mbps", what);
   if (aj.contains("max_mbps")) action_.max_mbps = Num(aj["max_mbps"], "action.max_mbps", what);
@@ -451,12 +537,9 @@ void Policy::ParseSpec(const std::string& spec_text, const std::string& what) {
     Fail(what, "action needs 0 < min_mbps <= max_mbps");
 }
 
-void Policy::Forward(const float* obs, const float* goal, std::vector<float>* out) const {
-  float* cur = buf_a_.data();
-  float* nxt = buf_b_.data();
-  int rows = history_, cols = obs_dim_;
-  std::memcpy(cur, obs, sizeof(float) * rows * cols);
-  for (const Layer& l : layers_) {
+float* Policy::RunLayers(const std::vector<Layer>& layers, float* cur, float* nxt, int rows, int cols,
+                         const float* goal) const {
+  for (const Layer& l : layers) {
     const int nrows = std::max(rows, 1);
     switch (l.type) {
       case LayerType::kDense: {
@@ -514,11 +597,40 @@ void Policy::Forward(const float* obs, const float* goal, std::vector<float>* ou
       case LayerType::kConcatGoal:
         std::memcpy(cur + cols, goal, sizeof(float) * goal_dim_);
         break;
+      case LayerType::kSelect: {
+        // In place, row by row: row r moves to r*(stop-start), never past its own source.
+        const int w = l.stop - l.start;
+        for (int r = 0; r < nrows; ++r) std::memmove(cur + r * w, cur + r * cols + l.start, sizeof(float) * w);
+        break;
+      }
+      case LayerType::kGoal:
+        std::memcpy(cur, goal, sizeof(float) * goal_dim_);
+        break;
+      case LayerType::kBranches: {
+        // Each branch on its own copy of the input (scratch br_a_/br_b_; branches do not nest),
+        // outputs concatenated into nxt in branch order.
+        int off = 0;
+        for (const std::vector<Layer>& br : l.branches) {
+          std::memcpy(br_a_.data(), cur, sizeof(float) * nrows * cols);
+          const float* res = RunLayers(br, br_a_.data(), br_b_.data(), rows, cols, goal);
+          const int w = br.back().out_cols;
+          std::memcpy(nxt + off, res, sizeof(float) * w);
+          off += w;
+        }
+        std::swap(cur, nxt);
+        break;
+      }
     }
     rows = l.out_rows;
     cols = l.out_cols;
   }
-  out->assign(cur, cur + cols);
+  return cur;
+}
+
+void Policy::Forward(const float* obs, const float* goal, std::vector<float>* out) const {
+  std::memcpy(buf_a_.data(), obs, sizeof(float) * history_ * obs_dim_);
+  const float* res = RunLayers(layers_, buf_a_.data(), buf_b_.data(), history_, obs_dim_, goal);
+  out->assign(res, res + layers_.back().out_cols);
 }
 
 const PolicyOutput& Policy::Apply(const float* obs, const float* goal) const {
@@ -578,7 +690,8 @@ void Policy::MapAction(const PolicyOutput& out, double rate, double cwnd, double
     case ActionType::kRateAbsolute: {
       const double u = discrete ? static_cast<double>(out.index) / (head_.n - 1)
                                 : (a - head_.low) / (head_.high - head_.low);
-      rate = u * action_.bound_mbps * kBytesPerMbit;
+      rate = action_.log_scale ? action_.low_mbps * std::pow(action_.bound_mbps / action_.low_mbps, u) * kBytesPerMbit
+                               : u * action_.bound_mbps * kBytesPerMbit;
       break;
     }
   }

@@ -20,7 +20,7 @@ class PolicyError : public std::runtime_error {
   explicit PolicyError(const std::string& msg) : std::runtime_error(msg) {}
 };
 
-enum class LayerType { kDense, kLstm, kConv1d, kLastStep, kFlatten, kConcatGoal };
+enum class LayerType { kDense, kLstm, kConv1d, kLastStep, kFlatten, kConcatGoal, kSelect, kGoal, kBranches };
 enum class Activation { kRelu, kTanh, kSigmoid, kLinear };
 enum class HeadType { kContinuous, kGaussianMean, kDiscrete, kQValues };
 enum class ActionType { kRateMultiplicative, kAurora, kRateTable, kCwndTable, kRateAbsolute };
@@ -40,6 +40,10 @@ struct Layer {
   int w = -1, u = -1, b = -1;
   // Shape of this layer's output: rows = 0 means a vector of `cols` values.
   int out_rows = 0, out_cols = 0;
+  int start = 0, stop = 0;  // select: features [start, stop) of the last axis
+  // branches: each a non-empty layer list (no nested branches) run on a copy of the input;
+  // their vector outputs are concatenated in order.
+  std::vector<std::vector<Layer>> branches;
 };
 
 struct Head {
@@ -59,6 +63,9 @@ struct Action {
   std::vector<double> table;  // multipliers (rate_table) or deltas in bytes (cwnd_table)
   std::vector<double> cwnd_mults;  // cwnd_table: cwnd x cwnd_mults[i] + table[i] (1 each unless given)
   double bound_mbps = 0;
+  // rate_absolute: rate = u * bound (linear) or low * (bound / low)^u (log_scale, low = low_mbps).
+  bool log_scale = false;
+  double low_mbps = 0;
   double min_mbps = 0.01, max_mbps = 100000.0;
 };
 
@@ -109,6 +116,10 @@ class Policy {
 
  private:
   void ParseSpec(const std::string& spec_text, const std::string& what);
+  // Runs `layers` on the [rows, cols] activation in *a (scratch *b); returns the buffer that
+  // holds the output.
+  float* RunLayers(const std::vector<Layer>& layers, float* a, float* b, int rows, int cols,
+                   const float* goal) const;
   void Forward(const float* obs, const float* goal, std::vector<float>* out) const;
 
   int history_ = 0, obs_dim_ = 0, goal_dim_ = 0;
@@ -120,7 +131,7 @@ class Policy {
   Head head_;
   Action action_;
   size_t max_act_ = 0;  // largest activation buffer any layer needs
-  mutable std::vector<float> buf_a_, buf_b_, gates_, h_, c_;
+  mutable std::vector<float> buf_a_, buf_b_, br_a_, br_b_, gates_, h_, c_;  // br_*: a branch's scratch
   mutable PolicyOutput result_;
 };
 

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "goal_tuning.h"
 #include "policy.h"
 
 namespace jaxcc {
@@ -63,23 +64,38 @@ std::string PreferenceMismatch(const Policy& p) {
   return "";
 }
 
+std::string TargetMismatch(const Policy& p) {
+  if (p.feature_name() != "deepcc_v1" || p.goal_dim() != kPreferenceDim)
+    return "goal tuning needs a DeepCC policy (features deepcc_v1, goal_dim 3), this one has features " +
+           p.feature_name() + ", goal_dim " + std::to_string(p.goal_dim());
+  return "";
+}
+
 ControlLine ParseControlLine(const std::string& line) {
   ControlLine c;
   const std::string s = Trim(line);
   if (s.empty() || s[0] == '#') return c;
-  const std::string cmd = "preference";
-  if (s.compare(0, cmd.size(), cmd) != 0 || (s.size() > cmd.size() && s[cmd.size()] != ' ' && s[cmd.size()] != '\t')) {
+  const size_t sp = s.find_first_of(" \t");
+  const std::string cmd = s.substr(0, sp);
+  const std::string arg = sp == std::string::npos ? "" : Trim(s.substr(sp));
+  std::string why;
+  if (cmd == "preference" || cmd == "goal") {
+    why = ParsePreference(arg, &c.preference);
+    c.kind = cmd == "goal" ? ControlLine::kGoal : ControlLine::kPreference;
+  } else if (cmd == "target") {
+    GoalTuner::Vec t{};
+    why = GoalTuner::ParseTarget(arg, &t);
+    c.target = t;
+    c.kind = ControlLine::kTarget;
+  } else {
     c.kind = ControlLine::kError;
-    c.error = "unknown command (known: 'preference a,b,c')";
+    c.error = "unknown command (known: 'preference a,b,c', 'goal a,b,c', 'target throughput_mbps,delay_ms,loss')";
     return c;
   }
-  const std::string why = ParsePreference(Trim(s.substr(cmd.size())), &c.preference);
   if (!why.empty()) {
     c.kind = ControlLine::kError;
-    c.error = "preference " + why;
-    return c;
+    c.error = cmd + " " + why;
   }
-  c.kind = ControlLine::kPreference;
   return c;
 }
 

@@ -28,13 +28,21 @@ std::string ParsePreference(const std::string& text, Preference* out);
 // mean what --preference says.
 std::string PreferenceMismatch(const Policy& p);
 
+// Why this policy cannot take a DeepCC target (--target, control line `target`; "" if it can):
+// online goal tuning (src/goal_tuning.h) needs features deepcc_v1 and goal_dim 3.
+std::string TargetMismatch(const Policy& p);
+
 // One line of the control input (jaxcc-sender --control-stdin):
-//   preference a,b,c     a new preference, applied at the next decision
+//   preference a,b,c     a new preference, applied at the next decision (checked as --preference)
+//   goal a,b,c           a new fixed goal (DeepCC; checked as --preference), goal tuning off
+//   target x,y,z         a new DeepCC target throughput_mbps,delay_ms,loss (checked as --target),
+//                        goal tuning on from the goal in force
 // Blank lines and lines starting with '#' are ignored. Leading/trailing whitespace and a
 // trailing '\r' are ignored.
 struct ControlLine {
-  enum Kind { kNothing, kPreference, kError } kind = kNothing;
-  Preference preference{};
+  enum Kind { kNothing, kPreference, kGoal, kTarget, kError } kind = kNothing;
+  Preference preference{};  // kPreference, kGoal
+  std::array<float, 3> target{};  // kTarget: throughput_mbps, delay_ms, loss
   std::string error;  // kError: the reason
 };
 ControlLine ParseControlLine(const std::string& line);

@@ -31,6 +31,7 @@
 #include "args.h"
 #include "bbr.h"
 #include "clock.h"
+#include "goal_tuning.h"
 #include "mi_features.h"
 #include "loss_detector.h"
 #include "monitor.h"
@@ -92,9 +93,22 @@ Options:
   --preference=a,b,c   MOCC preference (throughput, delay, loss): 3 numbers >= 0 summing to 1
                        (within 1e-3), the goal of a policy with goal_dim 3 whose objectives are
                        in that order; the checked form of --goal (give one of the two)
-  --control-stdin      read control lines from stdin while running; one command:
+  --target=x,y,z       DeepCC online goal tuning (IEEE/ACM ToN 2022 §IV-C; needs a deepcc_v1
+                       policy, goal_dim 3): throughput_mbps >= x, 95th-percentile queueing delay
+                       (RTT - min RTT) <= y ms, loss <= z (x, y >= 0, z in [0, 1]). Every
+                       ceil(4 / mi_rtts) decisions (4 RTT) the goal is tuned on the mean of those
+                       decisions' measurements (src/goal_tuning.h; the same algorithm as
+                       jaxcc/senders/goal_tuning.py), starting from --goal/--preference (default
+                       1/3 each); the summary has target, tuning_steps, goal_final,
+                       tuning_met_steps and tuning_first_met_step (intervals that met the
+                       whole target; the first, 1-based, 0 never)
+  --control-stdin      read control lines from stdin while running; commands:
                          preference a,b,c   (checked as --preference) applied at the next
                                             decision, without a restart
+                         goal a,b,c         the same, a DeepCC fixed goal (a preference or
+                                            goal line stops goal tuning)
+                         target x,y,z       (checked as --target) a new DeepCC target: tuning
+                                            (re)starts from the goal in force
                        a bad line is reported on stderr with the reason and ignored; every
                        applied change is on stderr, in the --log column goal and in the
                        summary's goal_changes (received_s, applied_s, decision = --log row)
@@ -135,6 +149,8 @@ struct Config {
   std::vector<float> goal;
   bool preference_given = false;  // cfg.goal came from --preference (checked against the policy)
   bool control_stdin = false;
+  bool target_given = false;  // --target: DeepCC online goal tuning
+  GoalTuner::Vec target{};
   std::string fallback;
   bool realtime = false;
 };
@@ -143,14 +159,18 @@ struct Config {
 struct GoalControl {
   std::mutex mu;
   std::atomic<bool> pending{false};
-  std::vector<float> goal;  // guarded by mu
+  std::vector<float> goal;  // guarded by mu (a preference/goal line)
+  bool is_target = false;   // guarded by mu: a target line (GoalTuner), `target` holds it
+  GoalTuner::Vec target{};
   double received_s = 0;    // seconds since the start of sending (the --log clock)
   int line = 0;             // control input line number (1-based)
 };
 
 // Reads control lines from fd 0 until stop or EOF; see --control-stdin. `why_not` is the reason
-// this sender cannot take a preference ("" if it can). Never blocks longer than 50 ms.
-void ControlThread(std::atomic<bool>* stop, GoalControl* gc, std::string why_not, uint64_t t0) {
+// this sender cannot take a preference or goal ("" if it can), `why_not_target` a target.
+// Never blocks longer than 50 ms.
+void ControlThread(std::atomic<bool>* stop, GoalControl* gc, std::string why_not, std::string why_not_target,
+                   uint64_t t0) {
   std::string buf;
   char chunk[4096];
   int line_no = 0;
@@ -159,7 +179,8 @@ void ControlThread(std::atomic<bool>* stop, GoalControl* gc, std::string why_not
     ++line_no;
     const ControlLine c = ParseControlLine(line);
     if (c.kind == ControlLine::kNothing) return;
-    std::string err = c.kind == ControlLine::kError ? c.error : why_not;
+    const bool is_target = c.kind == ControlLine::kTarget;
+    std::string err = c.kind == ControlLine::kError ? c.error : (is_target ? why_not_target : why_not);
     if (!err.empty()) {
       std::cerr << "jaxcc-sender: control line " << line_no << " ignored: " << err << "\n";
       return;
@@ -167,13 +188,20 @@ void ControlThread(std::atomic<bool>* stop, GoalControl* gc, std::string why_not
     const double t = (MonoNs() - t0) * 1e-9;
     {
       std::lock_guard<std::mutex> lk(gc->mu);
-      gc->goal.assign(c.preference.begin(), c.preference.end());
+      gc->is_target = is_target;
+      if (is_target) {
+        gc->target = c.target;
+      } else {
+        gc->goal.assign(c.preference.begin(), c.preference.end());
+      }
       gc->received_s = t;
       gc->line = line_no;
       gc->pending.store(true);
     }
-    std::cerr << "jaxcc-sender: control line " << line_no << ": preference " << c.preference[0] << ","
-              << c.preference[1] << "," << c.preference[2] << " received at t=" << t << " s\n";
+    const auto& v = is_target ? c.target : c.preference;
+    std::cerr << "jaxcc-sender: control line " << line_no << ": "
+              << (is_target ? "target " : c.kind == ControlLine::kGoal ? "goal " : "preference ") << v[0] << ","
+              << v[1] << "," << v[2] << " received at t=" << t << " s\n";
   };
   bool skipping = false;  // inside an over-long line, already reported: drop up to its newline
   while (!stop->load()) {
@@ -367,7 +395,7 @@ Config ParseConfig(int argc, char** argv) {
   Args a(argc, argv, {"controller", "dest", "port", "duration", "start-delay", "drain", "log", "summary",
                       "flow-id", "packet-size", "init-mbps", "mi-rtts", "min-mi-ms", "initial-mi-ms", "rtt-hint-ms", "goal",
                       "min-timeout-ms", "max-lag-ms", "fallback", "realtime", "preference", "control-stdin",
-                      "help"});
+                      "target", "help"});
   if (a.has("help")) {
     std::cout << kHelp;
     std::exit(0);
@@ -424,6 +452,13 @@ Config ParseConfig(int argc, char** argv) {
     c.goal.assign(pref.begin(), pref.end());
     c.preference_given = true;
   }
+  if (a.has("target")) {
+    if (c.kind != Kind::kPolicy)
+      throw std::invalid_argument("--target needs a policy:FILE controller (a DeepCC policy, features deepcc_v1)");
+    const std::string why = GoalTuner::ParseTarget(a.str("target"), &c.target);
+    if (!why.empty()) throw std::invalid_argument("--target " + why);
+    c.target_given = true;
+  }
   c.control_stdin = a.has("control-stdin");
   c.fallback = a.str("fallback");
   c.realtime = a.has("realtime");
@@ -454,6 +489,10 @@ int Main(int argc, char** argv) {
       if (cfg.preference_given) {  // the file is fine but does not take --preference: bad input
         const std::string why = PreferenceMismatch(*policy);
         if (!why.empty()) throw std::invalid_argument("--preference: " + why);
+      }
+      if (cfg.target_given) {  // the file is fine but cannot be tuned: bad input
+        const std::string why = TargetMismatch(*policy);
+        if (!why.empty()) throw std::invalid_argument("--target: " + why);
       }
       if (policy->goal_dim() > 0) {
         if (cfg.goal.empty()) cfg.goal.assign(policy->goal_dim(), 1.0f / policy->goal_dim());
@@ -549,6 +588,16 @@ int Main(int argc, char** argv) {
     initial_action = out.index >= 0 ? out.index : (out.values.empty() ? 0.0 : out.values[0]);
   }
   const std::vector<float> initial_goal = cfg.goal;
+  // DeepCC online goal tuning (--target, control line `target`): the tuner, the interval's
+  // measurement sum (features 4..6, eq. 1's m, as DeepccFeatures computes them) and the flow's
+  // max delivery rate (DeepccFeatures' thr_max: the max over MIs of the MI's delivery rate).
+  std::unique_ptr<GoalTuner> tuner;
+  if (policy && cfg.target_given)
+    tuner = std::make_unique<GoalTuner>(cfg.target, GoalTuner::Vec{cfg.goal[0], cfg.goal[1], cfg.goal[2]});
+  const int tune_every = GoalTuner::IntervalDecisions(cfg.mi_rtts);
+  GoalTuner::Vec tune_acc{};
+  int tune_n = 0, tuning_steps = 0;
+  double thr_max = 0;
   const bool keep_rtts = features && features->NeedsRttSamples();
   as.mi.keep_rtts = keep_rtts;
 
@@ -569,10 +618,12 @@ int Main(int argc, char** argv) {
   std::atomic<bool> control_stop{false};
   std::thread control_thr;
   if (cfg.control_stdin) {
-    std::string why_not = policy ? PreferenceMismatch(*policy)
-                                 : "the controller is " + cfg.controller + (fallback_reason.empty() ? "" : " (fell back to bbr)") +
-                                       ", not a policy with a preference input";
-    control_thr = std::thread(ControlThread, &control_stop, &gc, why_not, t0);
+    const std::string not_policy = "the controller is " + cfg.controller +
+                                   (fallback_reason.empty() ? "" : " (fell back to bbr)") +
+                                   ", not a policy with a preference input";
+    std::string why_not = policy ? PreferenceMismatch(*policy) : not_policy;
+    std::string why_not_target = policy ? TargetMismatch(*policy) : not_policy;
+    control_thr = std::thread(ControlThread, &control_stop, &gc, why_not, why_not_target, t0);
   }
   nlohmann::json goal_changes = nlohmann::json::array();
 
@@ -629,17 +680,47 @@ int Main(int argc, char** argv) {
       double dec_us = 0;
       if (policy && gc.pending.load()) {  // a new goal from the control input: this decision uses it
         std::lock_guard<std::mutex> lk(gc.mu);
-        cfg.goal = gc.goal;
         gc.pending.store(false);
         const double applied_s = (now - t0) * 1e-9;
-        goal_changes.push_back({{"line", gc.line}, {"goal", GoalJson(cfg.goal)}, {"received_s", gc.received_s},
-                                {"applied_s", applied_s}, {"decision", decisions}});
-        std::cerr << "jaxcc-sender: goal " << JoinGoal(cfg.goal) << " applied at decision " << decisions
-                  << " (t=" << applied_s << " s)\n";
+        nlohmann::json ch = {{"line", gc.line}, {"received_s", gc.received_s}, {"applied_s", applied_s},
+                             {"decision", decisions}};
+        if (gc.is_target) {  // tuning (re)starts from the goal in force; a running tuner keeps its history
+          if (tuner) {
+            tuner->set_target(gc.target);
+          } else {
+            tuner = std::make_unique<GoalTuner>(gc.target, GoalTuner::Vec{cfg.goal[0], cfg.goal[1], cfg.goal[2]});
+            tune_acc = {};
+            tune_n = 0;
+          }
+          const std::vector<float> tv(gc.target.begin(), gc.target.end());
+          ch["target"] = GoalJson(tv);
+          std::cerr << "jaxcc-sender: target " << JoinGoal(tv)
+                    << " applied at decision " << decisions << " (t=" << applied_s << " s)\n";
+        } else {  // a fixed goal: tuning stops
+          cfg.goal = gc.goal;
+          tuner.reset();
+          ch["goal"] = GoalJson(cfg.goal);
+          std::cerr << "jaxcc-sender: goal " << JoinGoal(cfg.goal) << " applied at decision " << decisions
+                    << " (t=" << applied_s << " s)\n";
+        }
+        goal_changes.push_back(ch);
       }
       if (policy) {
         const uint64_t d0 = MonoNs();
         features->Compute(mi, run, feat.data());
+        thr_max = std::max(thr_max, mi.DeliveryRate());
+        if (tuner) {  // §IV-C: a tuning step every tune_every decisions on their mean measurement
+          for (int i = 0; i < GoalTuner::kDim; ++i) tune_acc[i] += feat[4 + i];
+          if (++tune_n >= tune_every) {
+            GoalTuner::Vec mean;
+            for (int i = 0; i < GoalTuner::kDim; ++i) mean[i] = tune_acc[i] / static_cast<float>(tune_n);
+            tuner->Step(mean, static_cast<float>(thr_max), static_cast<float>(run.KnownMinRtt(features->rtt_guess())));
+            cfg.goal.assign(tuner->goal().begin(), tuner->goal().end());
+            tune_acc = {};
+            tune_n = 0;
+            ++tuning_steps;
+          }
+        }
         // Slide the window: drop the oldest step, append the newest (oldest first).
         const int D = policy->obs_dim();
         std::memmove(window.data(), window.data() + D, sizeof(float) * (window.size() - D));
@@ -760,6 +841,18 @@ int Main(int argc, char** argv) {
     if (policy->goal_dim() > 0) s["goal"] = GoalJson(initial_goal);
     if (cfg.preference_given) s["preference"] = GoalJson(initial_goal);
     if (cfg.control_stdin) s["goal_changes"] = goal_changes;
+    if (cfg.target_given || tuning_steps > 0) {
+      if (cfg.target_given)
+        s["target"] = {{"throughput_mbps", GoalJson({cfg.target[0]})[0]}, {"delay_ms", GoalJson({cfg.target[1]})[0]},
+                       {"loss", GoalJson({cfg.target[2]})[0]}};
+      s["tuning_steps"] = tuning_steps;
+      s["tuning_interval_decisions"] = tune_every;
+      s["goal_final"] = GoalJson(cfg.goal);
+      // The tuner's own judgement (src/goal_tuning.h): steps whose 4-RTT interval met the whole
+      // target, and the first one (0: never) -- "how many tuning intervals it took".
+      s["tuning_met_steps"] = tuner ? tuner->met_steps() : 0;
+      s["tuning_first_met_step"] = tuner ? tuner->first_met_step() : 0;
+    }
   }
   if (bbr) s["bbr"] = {{"max_bw_mbps", bbr->max_bw() * 8 / 1e6}, {"min_rtt_ms", bbr->min_rtt_s() * 1e3},
                        {"rounds", bbr->round_count()}};

@@ -197,4 +197,71 @@ if ok:
 if not ok:
     print("FAIL: runtime preference", json.dumps(s), [r["goal"] for r in rows][:3]); sys.exit(1)
 PY
+
+# DeepCC online goal tuning (--target, control lines goal/target): bad input exits 2 naming the
+# field; a run tunes every ceil(4 / 0.5) = 8 decisions. Target 100 Mbit/s over the policy's 10
+# Mbit/s bound (T1 = 100e6/8/thr_max >= 10 > m1: the jump-out every step, delay and loss met):
+# the throughput weight rises at every tuning step; a goal line stops tuning at the next decision.
+DCC="$VEC/features_deepcc_v1.safetensors"
+expect2 "--target must be throughput_mbps,delay_ms,loss" --controller=policy:"$DCC" --target=1,2
+expect2 "loss outside [0, 1]" --controller=policy:"$DCC" --target=1,2,3
+expect2 "delay_ms < 0" --controller=policy:"$DCC" --target=1,-2,0
+expect2 "--target needs a policy:FILE" --controller=bbr --target=1,2,0
+expect2 "--target: goal tuning needs a DeepCC policy" --controller=policy:"$T/moq.safetensors" --target=1,2,0
+PORT=$((PORT + 1))
+"$RCV" --port=$PORT --bind=127.0.0.1 --duration=60 --summary="$T/r_tune.json" &
+RP=$!
+sleep 0.3
+( sleep 0.6; echo "target 1,2,3"; echo "goal 0.2,0.3,0.5"; sleep 2 ) | \
+  "$SND" --controller=policy:"$DCC" --port=$PORT --duration=1.2 --target=100,1000,1 --control-stdin \
+    --log="$T/s_tune.csv" --summary="$T/s_tune.json" 2> "$T/err_tune" || fail "tuning sender exit $?"
+kill -TERM $RP 2>/dev/null; wait $RP
+grep -q "control line 1 ignored: target must be throughput_mbps,delay_ms,loss.*loss outside" "$T/err_tune" \
+  || fail "bad target line: $(cat "$T/err_tune")"
+python3 - "$T" <<'PY' || exit 1
+import json, sys, csv
+d = sys.argv[1]
+s = json.load(open(d + "/s_tune.json"))
+rows = list(csv.DictReader(open(d + "/s_tune.csv")))
+ch = s.get("goal_changes", [])
+ok = s["target"] == {"throughput_mbps": 100, "delay_ms": 1000, "loss": 1} and s["tuning_interval_decisions"] == 8 \
+    and len(ch) == 1 and ch[0]["goal"] == [0.2, 0.3, 0.5] and s["goal_final"] == [0.2, 0.3, 0.5]
+if ok:
+    k = ch[0]["decision"]
+    g = [[float(x) for x in r["goal"].split(";")] for r in rows]
+    ok = k >= 16 and s["tuning_steps"] == k // 8 and all(r["goal"] == "0.2;0.3;0.5" for r in rows[k:])
+    # before the goal line: 1/3 each, then g1 up at every step (the 8th, 16th, ... decision: rows
+    # 7, 15, ...) and constant in between, g2 = g3, until g2, g3 reach the floor 0.01 (eq. 12's clip:
+    # then the goal stays near its fixed point, g1 ~ 0.98)
+    up = lambda a, b: b[0] > a[0] if a[1] > 0.01 else b[0] >= 0.98  # noqa: E731
+    ok = ok and all(up(g[i - 1], g[i]) if i % 8 == 7 else g[i][0] == g[i - 1][0] for i in range(1, k)) \
+        and all(abs(x[1] - x[2]) < 1e-6 for x in g[:k]) and all(abs(x - 1 / 3) < 1e-7 for x in g[0])
+if not ok:
+    print("FAIL: goal tuning", json.dumps(s)); sys.exit(1)
+PY
+# A target on the control input of a running sender without --target: tuning starts at the next
+# decision from the goal in force (1/3 each), counting that decision as the interval's first.
+PORT=$((PORT + 1))
+"$RCV" --port=$PORT --bind=127.0.0.1 --duration=60 --summary="$T/r_tune2.json" &
+RP=$!
+sleep 0.3
+( sleep 0.5; echo "target 100,1000,1"; sleep 2 ) | \
+  "$SND" --controller=policy:"$DCC" --port=$PORT --duration=1.2 --control-stdin \
+    --log="$T/s_tune2.csv" --summary="$T/s_tune2.json" 2> "$T/err_tune2" || fail "tuning sender 2 exit $?"
+kill -TERM $RP 2>/dev/null; wait $RP
+python3 - "$T" <<'PY' || exit 1
+import json, sys, csv
+d = sys.argv[1]
+s = json.load(open(d + "/s_tune2.json"))
+rows = list(csv.DictReader(open(d + "/s_tune2.csv")))
+ch = s.get("goal_changes", [])
+ok = "target" not in s and len(ch) == 1 and ch[0]["target"] == [100, 1000, 1]
+if ok:
+    k = ch[0]["decision"]
+    g = [[float(x) for x in r["goal"].split(";")] for r in rows]
+    ok = k > 0 and s["tuning_steps"] == (len(rows) - k) // 8 >= 10 and g[k + 6] == g[0] and g[k + 7][0] > g[0][0] \
+        and all(abs(x - 1 / 3) < 1e-7 for x in g[0]) and s["goal_final"][0] > 0.9
+if not ok:
+    print("FAIL: runtime target", json.dumps(s)); sys.exit(1)
+PY
 echo OK

@@ -299,6 +299,170 @@ TEST(Policy, QValuesObjectivesRejections) {
   ExpectReject(MakeSafetensors(s, t3), {"head.objectives is 2", "spec.goal_dim is 3"});
 }
 
+// The network of tests/test_policy_branches.py::_tiny_branches: history 2 x obs 3, goal 2; three
+// branches (select + conv1d + flatten | last_step + select + dense relu | goal + dense), then
+// concat_goal, dense, concat_goal, dense; continuous head [0, 1]; rate_absolute on a log scale
+// from 1 to 100 Mbit/s.
+json BranchesSpec() {
+  return json::parse(R"({
+    "format": "jaxcc-policy", "version": 1, "algorithm": "random",
+    "features": {"name": "test", "history": 2, "obs_dim": 3}, "mi_rtts": 1.0, "goal_dim": 2,
+    "layers": [
+      {"type": "branches", "branches": [
+        [{"type": "select", "start": 0, "stop": 2},
+         {"type": "conv1d", "name": "c", "in": 2, "out": 1, "kernel": 2, "activation": "linear"},
+         {"type": "flatten"}],
+        [{"type": "last_step"}, {"type": "select", "start": 1, "stop": 3},
+         {"type": "dense", "name": "m", "in": 2, "out": 2, "activation": "relu"}],
+        [{"type": "goal"}, {"type": "dense", "name": "g", "in": 2, "out": 1, "activation": "linear"}]]},
+      {"type": "concat_goal"},
+      {"type": "dense", "name": "h", "in": 6, "out": 1, "activation": "linear"},
+      {"type": "concat_goal"},
+      {"type": "dense", "name": "out", "in": 3, "out": 1, "activation": "linear"}],
+    "head": {"type": "continuous", "low": 0.0, "high": 1.0},
+    "action": {"type": "rate_absolute", "bound_mbps": 100.0, "scale": "log", "low_mbps": 1.0}})");
+}
+std::map<std::string, jaxcc_test::T> BranchesTensors() {
+  return {{"c.kernel", {{2, 2, 1}, {1.0f, 0.0f, 0.0f, 1.0f}}}, {"c.bias", {{1}, {0.5f}}},
+          {"m.kernel", {{2, 2}, {1.0f, -1.0f, 0.0f, -1.0f}}},  {"m.bias", {{2}, {0.0f, 1.0f}}},
+          {"g.kernel", {{2, 1}, {2.0f, 4.0f}}},                {"g.bias", {{1}, {-1.0f}}},
+          {"h.kernel", {{6, 1}, {0.1f, 0.2f, 5.0f, -0.4f, 4.0f, -2.0f}}}, {"h.bias", {{1}, {0.05f}}},
+          {"out.kernel", {{3, 1}, {1.0f, 2.0f, -1.0f}}},       {"out.bias", {{1}, {0.0f}}}};
+}
+
+TEST(Policy, BranchesByHand) {
+  auto blob = MakeSafetensors(BranchesSpec(), BranchesTensors());
+  Policy p = Policy::LoadBytes(blob.data(), blob.size());
+  ASSERT_EQ(p.layers().size(), 5u);
+  ASSERT_EQ(p.layers()[0].branches.size(), 3u);
+  EXPECT_EQ(p.layers()[0].out_cols, 4);
+  const float obs[6] = {1, 2, 3, 4, 5, 6};
+  const float goal[2] = {0.25f, 0.75f};
+  // branch 0: select 0:2 -> [[1, 2], [4, 5]]; conv k2: 0.5 + 1 + 5 = 6.5
+  // branch 1: last_step [4, 5, 6] -> select 1:3 [5, 6] -> relu([5, -10]) = [5, 0]
+  // branch 2: goal -> 2*.25 + 4*.75 - 1 = 2.5
+  // h = .1*6.5 + .2*5 + 0 - .4*2.5 + 4*.25 - 2*.75 + .05 = 0.2; out = 0.2 + 2*.25 - .75 = -0.05
+  const auto& out = p.Apply(obs, goal);
+  ASSERT_EQ(out.net.size(), 1u);
+  EXPECT_NEAR(out.net[0], -0.05f, 1e-6);
+  const double u = (std::tanh(-0.05) + 1.0) / 2.0;
+  ASSERT_EQ(out.values.size(), 1u);
+  EXPECT_NEAR(out.values[0], u, 1e-6);
+  double r, c;
+  p.MapAction(out, 5e6, 7e4, &r, &c);
+  EXPECT_NEAR(r, std::pow(100.0, u) * 125000.0, 1e-5 * r);  // ~8.91 Mbit/s
+  EXPECT_DOUBLE_EQ(c, 7e4);
+  // goal (1, 0): branch 2 = 1, h = .65 + 1 - .4 + 4 + .05 = 5.3, out = 5.3 + 2 = 7.3
+  const float goal2[2] = {1.0f, 0.0f};
+  EXPECT_NEAR(p.Apply(obs, goal2).net[0], 7.3f, 1e-5);
+  // The same policy again: scratch buffers are reused, results must not drift.
+  EXPECT_NEAR(p.Apply(obs, goal).net[0], -0.05f, 1e-6);
+}
+
+TEST(Policy, LogRateByHand) {
+  json s = BranchesSpec();
+  s["action"]["low_mbps"] = 0.1;  // 0.1 .. 100 Mbit/s
+  auto blob = MakeSafetensors(s, BranchesTensors());
+  Policy p = Policy::LoadBytes(blob.data(), blob.size());
+  EXPECT_TRUE(p.action().log_scale);
+  jaxcc::PolicyOutput o;
+  double r, c;
+  const std::pair<float, double> cases[] = {{0.0f, 0.1}, {1.0f, 100.0}, {0.5f, std::sqrt(10.0)},
+                                            {0.25f, 0.1 * std::pow(1000.0, 0.25)}};
+  for (const auto& [a, mbps] : cases) {
+    o.values = {a};
+    p.MapAction(o, 1e6, 1e5, &r, &c);
+    EXPECT_NEAR(r, mbps * 125000.0, 1e-9 * mbps * 125000.0) << "a=" << a;
+  }
+  // Linear (the default): u * bound.
+  s["action"].erase("scale");
+  s["action"].erase("low_mbps");
+  blob = MakeSafetensors(s, BranchesTensors());
+  Policy lin = Policy::LoadBytes(blob.data(), blob.size());
+  EXPECT_FALSE(lin.action().log_scale);
+  o.values = {0.25f};
+  lin.MapAction(o, 1e6, 1e5, &r, &c);
+  EXPECT_DOUBLE_EQ(r, 25.0 * 125000.0);
+}
+
+TEST(Policy, BranchesRejections) {
+  const auto t = BranchesTensors();
+  auto branch = [](json& s, int b) -> json& { return s["layers"][0]["branches"][b]; };
+  json s = BranchesSpec();
+  branch(s, 0)[0]["stop"] = 4;
+  ExpectReject(MakeSafetensors(s, t),
+               {"layer 0 (branches) branch 0 layer 0 (select) 'stop' must be an integer in [1, 3]", "got 4"});
+  s = BranchesSpec();
+  branch(s, 0)[0]["start"] = 2;
+  branch(s, 0)[0]["stop"] = 2;
+  ExpectReject(MakeSafetensors(s, t), {"'stop' must be an integer in [3, 3]", "got 2"});
+  s = BranchesSpec();
+  branch(s, 1)[1]["start"] = 3;
+  ExpectReject(MakeSafetensors(s, t),
+               {"branch 1 layer 1 (select) 'start' must be an integer in [0, 2] (its input has 3 features), got 3"});
+  s = BranchesSpec();
+  branch(s, 1)[1]["start"] = -1;
+  ExpectReject(MakeSafetensors(s, t), {"'start' must be an integer in [0, 2]", "got -1"});
+  s = BranchesSpec();
+  branch(s, 1)[1].erase("stop");
+  ExpectReject(MakeSafetensors(s, t), {"layer 0 (branches) branch 1 layer 1 (select) is missing key 'stop'"});
+  s = BranchesSpec();
+  s["goal_dim"] = 0;
+  ExpectReject(MakeSafetensors(s, t), {"layer 0 (branches) branch 2 layer 0 (goal) but spec.goal_dim is 0"});
+  s = BranchesSpec();
+  branch(s, 1) = json::array();
+  ExpectReject(MakeSafetensors(s, t), {"layer 0 (branches) branch 1 must be a non-empty list of layers"});
+  s = BranchesSpec();
+  s["layers"][0]["branches"] = json::array();
+  ExpectReject(MakeSafetensors(s, t), {"layer 0 (branches) 'branches' must be a non-empty list of layer lists"});
+  s = BranchesSpec();
+  s["layers"][0].erase("branches");
+  ExpectReject(MakeSafetensors(s, t), {"layer 0 (branches) is missing key 'branches'"});
+  s = BranchesSpec();
+  branch(s, 2).insert(branch(s, 2).begin(), json::parse(R"({"type": "branches", "branches": [[{"type": "goal"}]]})"));
+  ExpectReject(MakeSafetensors(s, t), {"layer 0 (branches) branch 2 layer 0 (branches): branches cannot be nested"});
+  s = BranchesSpec();
+  branch(s, 0).erase(2);  // no flatten: the conv's [1, 1]
+  ExpectReject(MakeSafetensors(s, t),
+               {"layer 0 (branches) branch 0 must end in a vector (add last_step or flatten), got shape [1, 1]"});
+  s = BranchesSpec();
+  branch(s, 2)[1]["name"] = "m";
+  ExpectReject(MakeSafetensors(s, t), {"branch 2 layer 1 (dense 'm'): duplicate layer name 'm'"});
+  s = BranchesSpec();
+  s["layers"][2]["name"] = "g";
+  ExpectReject(MakeSafetensors(s, t), {"layer 2 (dense 'g'): duplicate layer name 'g'"});
+  s = BranchesSpec();
+  s["layers"][2]["in"] = 5;
+  ExpectReject(MakeSafetensors(s, t), {"layer 2 (dense 'h') expects in=5 but its input has shape [6]"});
+  auto t2 = t;
+  t2["m.kernel"] = {{3, 2}, {0, 0, 0, 0, 0, 0}};
+  ExpectReject(MakeSafetensors(BranchesSpec(), t2), {"tensor 'm.kernel' has shape [3, 2], expected [2, 2]"});
+  t2 = t;
+  t2.erase("g.bias");
+  ExpectReject(MakeSafetensors(BranchesSpec(), t2), {"missing tensor 'g.bias'"});
+}
+
+TEST(Policy, LogRateRejections) {
+  const auto t = BranchesTensors();
+  const std::pair<const char*, const char*> cases[] = {
+      {R"({"scale": "exp"})", "action.scale must be one of linear, log, got \"exp\""},
+      {R"({"scale": "log"})", "missing key 'low_mbps'"},
+      {R"({"scale": "log", "low_mbps": 0.0})", "action.low_mbps must be in (0, bound_mbps=100.0), got 0.0"},
+      {R"({"scale": "log", "low_mbps": 100.0})", "action.low_mbps must be in (0, bound_mbps=100.0), got 100.0"},
+      {R"({"scale": "log", "low_mbps": -1.0})", "action.low_mbps must be in (0, bound_mbps=100.0)"},
+      {R"({"scale": "linear", "low_mbps": 1.0})", "action.low_mbps is only allowed with scale 'log'"},
+  };
+  for (const auto& [patch, needle] : cases) {
+    json s = BranchesSpec();
+    s["action"] = {{"type", "rate_absolute"}, {"bound_mbps", 100.0}};
+    s["action"].update(json::parse(patch));
+    ExpectReject(MakeSafetensors(s, t), {needle});
+  }
+  json s = TinyDenseSpec();  // aurora
+  s["action"]["scale"] = "log";
+  ExpectReject(MakeSafetensors(s, TinyDenseTensors()), {"only allowed on rate_absolute, got aurora"});
+}
+
 TEST(Policy, MissingFileIsPolicyError) {
   EXPECT_THROW(Policy::LoadFile("/nonexistent/x.safetensors"), PolicyError);
 }

@@ -61,7 +61,7 @@ TEST(Preference, ControlLines) {
   EXPECT_EQ(ParseControlLine("").kind, ControlLine::kNothing);
   EXPECT_EQ(ParseControlLine("   \r").kind, ControlLine::kNothing);
   EXPECT_EQ(ParseControlLine("# a comment").kind, ControlLine::kNothing);
-  for (const char* bad : {"pref 1,0,0", "preferences 1,0,0", "goal 1,0,0", "PREFERENCE 1,0,0"}) {
+  for (const char* bad : {"pref 1,0,0", "preferences 1,0,0", "goals 1,0,0", "PREFERENCE 1,0,0", "targets 1,2,0"}) {
     c = ParseControlLine(bad);
     EXPECT_EQ(c.kind, ControlLine::kError) << bad;
     EXPECT_NE(c.error.find("unknown command"), std::string::npos) << c.error;
@@ -72,6 +72,24 @@ TEST(Preference, ControlLines) {
   c = ParseControlLine("preference");
   EXPECT_EQ(c.kind, ControlLine::kError);
   EXPECT_NE(c.error.find("not a number"), std::string::npos) << c.error;
+  // DeepCC: a fixed goal (checked as a preference) and a target (throughput_mbps,delay_ms,loss).
+  c = ParseControlLine("goal 0.6,0.3,0.1");
+  ASSERT_EQ(c.kind, ControlLine::kGoal) << c.error;
+  EXPECT_FLOAT_EQ(c.preference[0], 0.6f);
+  c = ParseControlLine(" target 8, 40 ,0.01 ");
+  ASSERT_EQ(c.kind, ControlLine::kTarget) << c.error;
+  EXPECT_FLOAT_EQ(c.target[0], 8.0f);
+  EXPECT_FLOAT_EQ(c.target[1], 40.0f);
+  EXPECT_FLOAT_EQ(c.target[2], 0.01f);
+  c = ParseControlLine("goal 0.6,0.6,0.1");
+  EXPECT_EQ(c.kind, ControlLine::kError);
+  EXPECT_EQ(c.error.rfind("goal must be 3 numbers", 0), 0u) << c.error;
+  c = ParseControlLine("target 8,40,2");
+  EXPECT_EQ(c.kind, ControlLine::kError);
+  EXPECT_NE(c.error.find("loss outside [0, 1]"), std::string::npos) << c.error;
+  c = ParseControlLine("target 8,-1,0");
+  EXPECT_EQ(c.kind, ControlLine::kError);
+  EXPECT_NE(c.error.find("delay_ms < 0"), std::string::npos) << c.error;
 }
 
 // A goal_dim-G policy whose features block may name its objectives.

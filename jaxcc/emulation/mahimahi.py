@@ -22,7 +22,7 @@ from typing import Any
 from jaxcc.emulation import results
 from jaxcc.emulation.host import EmulationError
 from jaxcc.emulation.runner import FlowRun
-from jaxcc.emulation.spec import MSS, assign_controllers, flow_preferences, rate_schedule, trace_schedule
+from jaxcc.emulation.spec import MSS, assign_controllers, flow_goals, flow_preferences, rate_schedule, trace_schedule
 from jaxcc.scenarios import Scenario
 
 
@@ -64,6 +64,10 @@ def plan(spec: Scenario, controller: str | None, out: Path, trace_bin_s: float =
         if pref is not None or changes:
             raise EmulationError(f"{spec.name}.flows[{i}].preference: not passed under Mahimahi "
                                  "(launch/mahimahi_run.sh) yet; python -m jaxcc.emulate runs it")
+    for i, (goal, target) in enumerate(flow_goals(spec, ctrls)):
+        if goal is not None or target is not None:
+            raise EmulationError(f"{spec.name}.flows[{i}].{'goal' if goal is not None else 'target'}: not passed "
+                                 "under Mahimahi (launch/mahimahi_run.sh) yet; python -m jaxcc.emulate runs it")
     doc = {"spec": spec.to_dict(), "controllers": ctrls, "trace": trace}
     (out / "plan.json").write_text(json.dumps(doc, indent=1))
     sh = [f"TRACE={shlex.quote(trace)}", f"BUFFER_BYTES={int(link.buffer_bytes)}",

@@ -7,7 +7,8 @@ test, or when the datapath is not built). Rate changes and flow starts fire agai
 deadlines from one start time, never chained sleeps, and the lateness of every change is
 recorded (``schedule_changes`` in the record).
 
-A flow's MOCC ``preference`` goes to its sender as ``--preference``; its ``preference_changes``
+A flow's DeepCC ``goal`` / ``target`` goes to its sender as ``--goal`` / ``--target``
+(``spec.flow_goals``). A flow's MOCC ``preference`` goes to its sender as ``--preference``; its ``preference_changes``
 go to the running sender as control lines on its stdin (``jaxcc-sender --control-stdin``), fired
 at their absolute deadlines like the rate changes; who gets them is ``spec.flow_preferences``.
 Each flow with changes gets its settle measurement (``jaxcc.emulation.settle``) in its record.
@@ -34,7 +35,7 @@ from jaxcc.emulation.host import (DATAPATH_BUILD, TCP_PORT_BASE, TOOLS_BUILD, UD
                                   EmulationError, check_requirements, realtime_allowed,
                                   receiver_binary, sender_binary, terminate)
 from jaxcc.emulation.netns import ETH_HEADER, RCV_IP, TBF_SCALE, EmulatedLink, tbf_rate_error
-from jaxcc.emulation.spec import (MSS, assign_controllers, flow_preferences, preference_arg, rate_schedule,
+from jaxcc.emulation.spec import (MSS, assign_controllers, flow_goals, flow_preferences, preference_arg, rate_schedule,
                                   refuse_sim_only)
 from jaxcc.scenarios import Scenario
 
@@ -53,6 +54,8 @@ class FlowRun:
     result: dict[str, Any] = dataclasses.field(default_factory=dict)
     preference: tuple[float, float, float] | None = None          # --preference
     preference_changes: tuple = ()     # ((at_s, weights), ...): control lines at t0 + at_s
+    goal: tuple[float, float, float] | None = None    # --goal (DeepCC fixed goal)
+    target: tuple[float, float, float] | None = None  # --target (DeepCC online goal tuning)
     control_log: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
 
@@ -123,6 +126,8 @@ class Runner:
             fl.kind = flow_kind(fl.controller, self.impl)
             fl.dir.mkdir(parents=True, exist_ok=True)
             fl.preference, fl.preference_changes = pref, changes
+        for fl, (goal, target) in zip(flows, flow_goals(spec, self.controllers)):
+            fl.goal, fl.target = goal, target
         check_requirements(need_iperf3=any(f.kind == "iperf3" for f in flows))
 
         with EmulatedLink(self.prefix, self.out_dir, self.verbose) as link:
@@ -183,6 +188,10 @@ class Runner:
                 fl.result["preference"] = list(fl.preference) if fl.preference is not None else None
                 fl.result["preference_changes"] = [{"at_s": t, "preference": list(w)}
                                                    for t, w in fl.preference_changes]
+            if fl.goal is not None:
+                fl.result["goal"] = list(fl.goal)
+            if fl.target is not None:
+                fl.result["target"] = dict(zip(("throughput_mbps", "delay_ms", "loss"), fl.target))
             if fl.preference_changes:
                 fl.result["control_log"] = fl.control_log
                 try:
@@ -251,6 +260,10 @@ class Runner:
                 cmd.append(f"--preference={preference_arg(fl.preference)}")
             if fl.preference_changes:
                 cmd.append("--control-stdin")
+            if fl.goal is not None:
+                cmd.append(f"--goal={preference_arg(fl.goal)}")
+            if fl.target is not None:
+                cmd.append(f"--target={preference_arg(fl.target)}")
         else:
             rate = float(fl.controller.split(":", 1)[1])
             cmd = [TOOLS_BUILD / "udp_probe", "send", f"--dest={RCV_IP}",

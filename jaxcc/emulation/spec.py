@@ -12,7 +12,9 @@ is particular to emulation:
 * ``rate_schedule``: the link's capacity as the ``tc qdisc change`` steps of the tbf
   bottleneck, coarser than the simulator's (see its docstring);
 * ``flow_preferences``: which flows get their ``preference`` / ``preference_changes``
-  (``jaxcc-sender --preference`` and control lines on its stdin; see its docstring).
+  (``jaxcc-sender --preference`` and control lines on its stdin; see its docstring);
+* ``flow_goals``: which flows get their DeepCC ``goal`` / ``target`` (``jaxcc-sender --goal`` /
+  ``--target``, online goal tuning in the sender).
 """
 from __future__ import annotations
 
@@ -304,3 +306,51 @@ def flow_preferences(spec: scenarios.Scenario, controllers: list[str]
 def preference_arg(w) -> str:
     """``a,b,c`` for ``jaxcc-sender --preference`` and its control lines (shortest repr)."""
     return ",".join(repr(float(x)) for x in w)
+
+
+def goal_refusal(controller: str) -> str | None:
+    """Why ``controller`` cannot take a DeepCC ``goal`` / ``target``, or None if it can: the C++
+    sender's ``--target`` rule — a ``policy:FILE`` whose features are ``deepcc_v1`` with goal_dim 3.
+
+    Raises:
+      EmulationError: the policy file cannot be read or is invalid (names the problem).
+    """
+    c = controller.strip()
+    if not c.startswith("policy:"):
+        return f"{c} takes no goal or target (only a DeepCC policy:FILE, features deepcc_v1, does)"
+    try:
+        pspec, _ = policyfile.load(c[len("policy:"):])
+    except (OSError, ValueError) as e:
+        raise EmulationError(f"{c}: {e}") from e
+    name = (pspec.get("features") or {}).get("name")
+    if name != "deepcc_v1" or int(pspec.get("goal_dim", 0)) != 3:
+        return f"{c} is a {name} policy with goal_dim {pspec.get('goal_dim', 0)}; a goal or target needs deepcc_v1, 3"
+    return None
+
+
+def flow_goals(spec: scenarios.Scenario, controllers: list[str]
+               ) -> list[tuple[Preference | None, tuple[float, float, float] | None]]:
+    """Per flow, the (goal, target) the emulation gives its sender (``--goal`` / ``--target``),
+    by ``flow_preferences``' rules: a flow whose scenario controller takes none is refused; a
+    baseline that ``--controller`` puts in its place runs without; a ``--controller`` policy
+    that takes none is refused.
+
+    Raises:
+      EmulationError: naming ``<scenario>.flows[i].goal`` (or ``target``).
+    """
+    out = []
+    for i, (f, c) in enumerate(zip(spec.flows, controllers)):
+        goal, target = getattr(f, "goal", None), getattr(f, "target", None)
+        if goal is None and target is None:
+            out.append((None, None))
+            continue
+        field = f"{spec.name}.flows[{i}].{'goal' if goal is not None else 'target'}"
+        if c.strip() != f.controller.strip() and not c.strip().startswith("policy:"):
+            out.append((None, None))   # a baseline in place of the scenario's controller
+            continue
+        why = goal_refusal(c)
+        if why is not None:
+            raise EmulationError(f"{field}: {why}")
+        out.append((tuple(float(x) for x in goal) if goal is not None else None,
+                    tuple(float(x) for x in target) if target is not None else None))
+    return out

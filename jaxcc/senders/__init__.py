@@ -18,7 +18,8 @@ a policy meets in a scenario the features, network and action rules it was train
 
 A scenario flow's ``preference`` / ``preference_changes`` reach a preference-conditioned policy
 (``mocc_v1``) through its cparam (``jaxcc.sim.controller.PREFERENCE``); ``preference_refusals``
-names the flows whose controller takes none.
+names the flows whose controller takes none, and those whose ``goal`` / ``target`` (DeepCC's
+fixed goal and online-tuning target, ``jaxcc.sim.controller.TARGET``) reach no ``deepcc_v1`` policy.
 
 The per-tick plumbing they share (MI accumulation, the feature window, the first decision) is
 ``jaxcc.senders.common``; the parity vectors (``tests/vectors/features_<set>.json``) hold each
@@ -71,15 +72,24 @@ def preference_refusals(scenario) -> list[str]:
     Raises:
       ValueError: a ``policy:FILE`` that cannot be loaded.
     """
-    out, takes = [], {}
+    out, ctrls = [], {}
+
+    def ctrl(name):
+        if name not in ctrls:
+            ctrls[name] = resolve(name)[0] if parse_controller(name).kind == "policy" else None
+        return ctrls[name]
+
     for i, field in scenario.preference_flows():
         name = scenario.flows[i].controller
-        if name not in takes:
-            spec = parse_controller(name)
-            takes[name] = spec.kind == "policy" and resolve(name)[0].takes_preference
-        if not takes[name]:
+        if ctrl(name) is None or not ctrl(name).takes_preference:
             out.append(f"{scenario.name}.flows[{i}].{field}: only a preference-conditioned policy (policy:FILE of a "
                        f"MOCC policy, goal_dim 3) takes a preference; {name!r} does not (drop the field or use one)")
+    for i, field in getattr(scenario, "goal_flows", lambda: [])():
+        name = scenario.flows[i].controller
+        if ctrl(name) is None or not ctrl(name).takes_target:
+            out.append(f"{scenario.name}.flows[{i}].{field}: only a goal-tuned policy (policy:FILE of a DeepCC "
+                       f"policy, features deepcc_v1, goal_dim 3) takes a goal or target; {name!r} does not "
+                       f"(drop the field or use one)")
     return out
 
 

@@ -38,6 +38,10 @@ the flow's ``preference`` (``cparam[PREFERENCE:]``, a scenario flow's field), sw
 ``preference_changes`` table at their times (the end of the first tick at or after ``at_s``,
 so the next decision uses it), else the sender's default.  The controller says so
 (``Controller.takes_preference``) and the runner refuses those fields for any other.
+
+A goal-tuned sender (``Sender.takes_target``: ``deepcc_v1``) also gets, at every decision, the
+flow's target slots (``cparam[TARGET:TARGET_ON + 1]``, a scenario flow's ``target``) and tunes its
+goal toward them (``jaxcc.senders.goal_tuning``); ``Controller.takes_target`` says so.
 """
 
 from __future__ import annotations
@@ -48,7 +52,8 @@ import jax
 import jax.numpy as jnp
 
 from jaxcc.envs import mi as mi_lib
-from jaxcc.sim.controller import INIT_RATE, PREFERENCE_DIM, Action, Controller, TickObs, preference_at
+from jaxcc.sim.controller import (INIT_RATE, PREFERENCE_DIM, TARGET, TARGET_ON, Action, Controller, TickObs,
+                                  preference_at)
 
 
 class Sender(NamedTuple):
@@ -62,6 +67,9 @@ class Sender(NamedTuple):
     # A preference-conditioned sender's default preference [PREFERENCE_DIM] (None: it takes none).
     # Such a sender's ``decide`` takes a fifth argument, the preference in force at the decision.
     preference: Any = None
+    # A goal-tuned sender (``deepcc_v1``): its ``decide`` also takes ``target=`` the flow's
+    # cparam[TARGET:TARGET_ON + 1] (target (throughput_mbps, delay_ms, loss) and the on flag).
+    takes_target: bool = False
 
 
 class SenderState(NamedTuple):
@@ -148,9 +156,10 @@ def make_controller(name: str, spec: dict, sender: Sender, default_empty=None) -
                          f"got {len(sender.preference)}")
 
     def decide(own, hist, run, rtt0, cparam, now):
+        kw = {"target": cparam[TARGET:TARGET_ON + 1]} if sender.takes_target else {}
         if not takes_pref:
-            return sender.decide(own, hist, run, rtt0)
-        return sender.decide(own, hist, run, rtt0, preference_at(cparam, now, sender.preference))
+            return sender.decide(own, hist, run, rtt0, **kw)
+        return sender.decide(own, hist, run, rtt0, preference_at(cparam, now, sender.preference), **kw)
 
     def first_decision(hist, rtt0, cparam, now):
         return decide(start_at(sender.start(rtt0), cparam[INIT_RATE]), hist, mi_lib.running_zero(1), rtt0, cparam, now)
@@ -192,4 +201,4 @@ def make_controller(name: str, spec: dict, sender: Sender, default_empty=None) -
 
         return jax.lax.cond(n >= mi_ticks, boundary, inside, None)
 
-    return Controller(name, init, act, update, takes_preference=takes_pref)
+    return Controller(name, init, act, update, takes_preference=takes_pref, takes_target=sender.takes_target)

@@ -10,7 +10,20 @@ u ∈ [0, 1] and sent at u · ``bound_mbps`` (``DeepccEnv.apply_action``, the ac
 percentile of its at most 20 samples, as in training.
 
 Goal g (throughput, delay, loss weights): the policy's goal input, 1/3 each unless given
-(``controller(..., goal=)``) — what the datapath sender feeds without ``--goal``.
+(``controller(..., goal=)``) — what the datapath sender feeds without ``--goal``.  A flow's fixed
+``goal`` (scenario field; the PREFERENCE cparam slots, ``jaxcc.sim.controller.preference_at``)
+replaces it.
+
+Online goal tuning (§IV-C; ``jaxcc.senders.goal_tuning``, whose docstring holds the readings):
+when the flow has a ``target`` (cparam TARGET slots, on flag set) the sender keeps a
+``TunerState`` and an interval accumulator in ``Own``: every decision after an MI adds that MI's
+measurement m (eq. 1, ``DeepccEnv.observe``'s ``info["measurement"]``) to the accumulator;
+at every ``interval_decisions(mi_rtts)``-th (8 at ½ RTT: 4 RTT) the tuner steps on their mean
+against the target in eq.-1 units (the flow's current max throughput and min RTT), and the
+decision uses the tuned goal (``Own.goal`` is the goal each decision used).  The tuner starts
+from the sender's default goal (1/3 each), as ``jaxcc-sender --target`` without ``--goal``.
+Like the C++ sender, a decision counts toward the interval only when an MI preceded it (the
+first decision, before any feedback, does not).  Deterministic: no randomness anywhere.
 
 Start: the first decision on the empty window (the environment acts at reset), before any tick.
 """
@@ -26,7 +39,9 @@ import jax.numpy as jnp
 from jaxcc import envs, policyfile
 from jaxcc.envs import base as env_base
 from jaxcc.envs import deepcc
+from jaxcc.envs import mi as mi_lib
 from jaxcc.senders import common
+from jaxcc.senders import goal_tuning as gt
 from jaxcc.sim.controller import Controller, rate_only
 from jaxcc.sim.core import BIG
 
@@ -37,6 +52,12 @@ SENDER_INIT_RATE = 1.0 * 125000.0  # bytes/s before the first decision (jaxcc-se
 class Own(NamedTuple):
     rate: jax.Array  # [1] bytes/s
     paper: Any  # deepcc.DeepccFlow ([1] leaves)
+    tuner: gt.TunerState  # online goal tuning (used when the flow has a target)
+    acc: jax.Array  # [3] sum of the measurements of this tuning interval's decisions
+    acc_n: jax.Array  # int32: decisions counted in this interval
+    last_m: jax.Array  # [3] the last MI's measurement (eq. 1)
+    have_m: jax.Array  # bool: an MI was observed since the last decision
+    goal: jax.Array  # [3] the goal the last decision used
 
 
 def env_and_params(spec: dict):
@@ -68,31 +89,60 @@ def env_and_params(spec: dict):
 
 
 def sender(spec: dict, tensors: dict, goal=None) -> common.Sender:
-    """The ``deepcc_v1`` sender of a policy with goal ``goal`` (default 1/G each)."""
+    """The ``deepcc_v1`` sender of a policy with goal ``goal`` (default 1/G each), tuned online
+    toward a flow's target when it has one (module docstring)."""
     env, p = env_and_params(spec)
     g = common.policy_goal(spec, goal)
     ten = common.tensors_as_arrays(tensors)
     lo, hi = float(spec["head"]["low"]), float(spec["head"]["high"])
+    n_tune = gt.interval_decisions(float(spec["mi_rtts"]))
+    tunable = g.shape[0] == gt.DIM  # goal tuning and the PREFERENCE slots need (throughput, delay, loss)
 
     def start(rtt0):
-        return Own(rate=jnp.full((1,), SENDER_INIT_RATE, jnp.float32), paper=env.init_paper(None, p))
+        z = jnp.zeros((gt.DIM,), jnp.float32)
+        return Own(rate=jnp.full((1,), SENDER_INIT_RATE, jnp.float32), paper=env.init_paper(None, p),
+                   tuner=gt.init(z, g if tunable else z), acc=z, acc_n=jnp.zeros((), jnp.int32), last_m=z,
+                   have_m=jnp.zeros((), bool), goal=g)
 
-    def decide(own: Own, hist, run, rtt0):
-        u = (policyfile.apply(spec, ten, hist, g).reshape(-1)[:1] - lo) / (hi - lo)  # the env's a in [0, 1]
+    def tune(own: Own, run, rtt0, target):
+        """The tuner after this decision's measurement (a step at the end of an interval)."""
+        on = target[gt.DIM] > 0
+        acc = own.acc + jnp.where(own.have_m, own.last_m, 0.0)
+        n = own.acc_n + own.have_m.astype(jnp.int32)
+        due = n >= n_tune
+        tuner = gt.set_target(own.tuner, target[:gt.DIM])
+        if rtt0 is not None:  # the first decision (rtt0 None) has no measurement: never due
+            min_rtt = mi_lib.known_min_rtt(run, rtt0)[0]
+            stepped = gt.step(tuner, acc / jnp.maximum(n, 1).astype(jnp.float32), own.paper.thr_max[0], min_rtt)
+            tuner = jax.tree.map(lambda a, b: jnp.where(due & on, a, b), stepped, tuner)
+        acc = jnp.where(due, 0.0, acc)
+        n = jnp.where(due, 0, n)
+        return own._replace(tuner=tuner, acc=acc, acc_n=n, have_m=jnp.zeros((), bool)), on
+
+    def decide(own: Own, hist, run, rtt0, preference=None, target=None):
+        fixed = g if preference is None else preference
+        goal_now = fixed
+        if target is not None:
+            own, on = tune(own, run, rtt0, target)
+            goal_now = jnp.where(on, own.tuner.goal, fixed)
+        u = (policyfile.apply(spec, ten, hist, goal_now).reshape(-1)[:1] - lo) / (hi - lo)  # the env's a in [0, 1]
         st = types.SimpleNamespace(cwnd=jnp.full((1,), BIG, jnp.float32), paper=own.paper)
         rate, _, paper = env.apply_action(st, u, p)
         rate = jnp.clip(rate, env_base.MIN_RATE, env_base.MAX_RATE)
-        return Own(rate=rate.astype(jnp.float32), paper=paper)
+        return own._replace(rate=rate.astype(jnp.float32), paper=paper, goal=goal_now.astype(jnp.float32))
 
     def observe(own: Own, m, run, rtt0):
-        st = types.SimpleNamespace(link=types.SimpleNamespace(rtt=jnp.full((1,), rtt0)), goal=g[None], rate=own.rate)
+        st = types.SimpleNamespace(link=types.SimpleNamespace(rtt=jnp.full((1,), rtt0)), goal=own.goal[None],
+                                   rate=own.rate)
         out = env.observe(st, own.paper, m, run, None, p)
-        return out.features[0], own._replace(paper=out.paper)
+        return out.features[0], own._replace(paper=out.paper, last_m=out.info["measurement"][0].astype(jnp.float32),
+                                             have_m=jnp.ones((), bool))
 
     def act(own: Own):
         return rate_only(own.rate[0])
 
-    return common.Sender(start=start, decide=decide, observe=observe, act=act)
+    return common.Sender(start=start, decide=decide, observe=observe, act=act, preference=g if tunable else None,
+                         takes_target=tunable)
 
 
 def controller(name: str, spec: dict, tensors: dict, goal=None) -> Controller:

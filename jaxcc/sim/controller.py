@@ -28,12 +28,17 @@ INIT_RATE = 3
 # cparam[PREFERENCE:PREFERENCE + PREFERENCE_DIM]: a preference-conditioned policy's preference
 # (throughput, delay, loss) (a scenario flow's ``preference``; all 0: the policy's default).
 PREFERENCE, PREFERENCE_DIM = 4, 3
-# cparam[PREFERENCE_CHANGES:]: MAX_PREFERENCE_CHANGES rows (at_s, w_thr, w_delay, w_loss), at_s
+# cparam[PREFERENCE_CHANGES:TARGET]: MAX_PREFERENCE_CHANGES rows (at_s, w_thr, w_delay, w_loss), at_s
 # increasing, seconds since the scenario began (a flow's ``preference_changes``); unused rows are
 # all 0 (a preference sums to 1, so a row of zero weights is no change).  A decision taken at a
 # tick ending at or after at_s uses that row.
 PREFERENCE_CHANGES, MAX_PREFERENCE_CHANGES = PREFERENCE + PREFERENCE_DIM, 8
-CPARAM_DIM = PREFERENCE_CHANGES + MAX_PREFERENCE_CHANGES * (1 + PREFERENCE_DIM)  # per-flow parameter vector
+# cparam[TARGET:TARGET + TARGET_DIM]: a goal-tuned policy's application target (throughput_mbps,
+# delay_ms, loss) (a scenario flow's ``target``; DeepCC §IV-C); cparam[TARGET_ON] 1: tune the goal
+# online toward it (``jaxcc.senders.goal_tuning``), 0: no target (the fixed goal of PREFERENCE).
+TARGET, TARGET_DIM = PREFERENCE_CHANGES + MAX_PREFERENCE_CHANGES * (1 + PREFERENCE_DIM), 3
+TARGET_ON = TARGET + TARGET_DIM
+CPARAM_DIM = TARGET_ON + 1  # per-flow parameter vector
 
 
 class TickObs(NamedTuple):
@@ -71,6 +76,7 @@ class Controller(NamedTuple):
     act: Callable[[Any, jax.Array], Action]
     update: Callable[[Any, TickObs, jax.Array], Any]
     takes_preference: bool = False  # reads cparam's PREFERENCE slots (a preference-conditioned policy)
+    takes_target: bool = False  # reads cparam's TARGET slots and tunes its goal (a goal-tuned policy: deepcc_v1)
 
 
 def preference_at(cparam: jax.Array, now: jax.Array, default: jax.Array) -> jax.Array:
@@ -79,7 +85,7 @@ def preference_at(cparam: jax.Array, now: jax.Array, default: jax.Array) -> jax.
     ``default`` (a cparam whose preference slots are all 0 has none).  jnp, jittable."""
     base = cparam[PREFERENCE:PREFERENCE + PREFERENCE_DIM]
     base = jnp.where(jnp.sum(base) > 0, base, jnp.asarray(default, base.dtype))
-    table = cparam[PREFERENCE_CHANGES:].reshape((MAX_PREFERENCE_CHANGES, 1 + PREFERENCE_DIM))
+    table = cparam[PREFERENCE_CHANGES:TARGET].reshape((MAX_PREFERENCE_CHANGES, 1 + PREFERENCE_DIM))
     used = jnp.sum(table[:, 1:], axis=1) > 0  # unused rows are all 0
     passed = jnp.sum(((now >= table[:, 0]) & used).astype(jnp.int32))  # at_s increase: the rows passed
     row = table[jnp.maximum(passed - 1, 0), 1:]

@@ -42,6 +42,9 @@ class FlowSpec(Protocol):
     # optional ``preference`` ([3] | None) and ``preference_changes`` (((at_s, [3]), ...)): a
     # preference-conditioned policy's preference and its changes, put in cparam's PREFERENCE
     # slots; only a controller with ``takes_preference`` may take them
+    # optional ``goal`` ([3] | None): a goal-tuned policy's fixed goal (PREFERENCE slots) and
+    # ``target`` ((throughput_mbps, delay_ms, loss) | None): its online-tuning target (TARGET
+    # slots, on flag); only a controller with ``takes_target`` may take them, never both
 
 
 class LinkSpec(Protocol):
@@ -160,6 +163,7 @@ def build_batches(items: Sequence[Item], *, resolve: Resolve, ticks_per_rtt: int
                                          f"start rate; {fl.controller!r} starts from its own initial window/rate")
                     row_cp[j, ctl.INIT_RATE] = float(init_mbps) * links.MBPS
                 _put_preference(row_cp[j], fl, ctrl, j)
+                _put_target(row_cp[j], fl, ctrl, j)
             ids.append(row_ids)
             cps.append(row_cp)
         batches.append(Batch(
@@ -189,6 +193,24 @@ def _put_preference(cp: np.ndarray, fl: FlowSpec, ctrl: ctl.Controller, j: int) 
         row = ctl.PREFERENCE_CHANGES + k * width
         cp[row] = float(at_s)
         cp[row + 1:row + width] = np.asarray(w, np.float32)
+
+
+def _put_target(cp: np.ndarray, fl: FlowSpec, ctrl: ctl.Controller, j: int) -> None:
+    """Writes a flow's fixed ``goal`` (PREFERENCE slots) or its ``target`` (TARGET slots, on flag)."""
+    goal, target = getattr(fl, "goal", None), getattr(fl, "target", None)
+    if goal is None and target is None:
+        return
+    field = "goal" if goal is not None else "target"
+    if not ctrl.takes_target:
+        raise ValueError(f"flows[{j}].{field}: only a goal-tuned policy (policy:FILE of a DeepCC policy, features "
+                         f"deepcc_v1, goal_dim 3) takes a goal or target; {fl.controller!r} does not")
+    if goal is not None and target is not None:
+        raise ValueError(f"flows[{j}].target: give a goal (fixed) or a target (tuned), not both")
+    if goal is not None:
+        cp[ctl.PREFERENCE:ctl.PREFERENCE + ctl.PREFERENCE_DIM] = np.asarray(goal, np.float32)
+    else:
+        cp[ctl.TARGET:ctl.TARGET + ctl.TARGET_DIM] = np.asarray(target, np.float32)
+        cp[ctl.TARGET_ON] = 1.0
 
 
 def _where_flow(mask: jax.Array, a, b):

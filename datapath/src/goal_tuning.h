@@ -1,0 +1,67 @@
+// DeepCC's online goal tuning (IEEE/ACM ToN 2022, §IV-C, eq. 8-12): class GoalTuner.
+//
+// The C++ twin of jaxcc/senders/goal_tuning.py, whose module docstring holds every reading
+// (tuning interval, target units, met dimensions, eq. 8/10 windows, prior signs, Adam, loss
+// heuristics, jump-out, eq. 12) and every constant; this file uses the same constants, in
+// float32 as JAX does. tests/vectors/goal_tuning.txt (python -m jaxcc.parity_vectors) holds
+// both to the same goal sequences (datapath/tests/goal_tuning_test.cc).
+//
+// Objective order (throughput, delay, loss). A target is (throughput_mbps >= x, delay_ms <= y,
+// loss <= z), y the 95th-percentile queueing delay the flow may add.
+#pragma once
+
+#include <array>
+#include <string>
+
+namespace jaxcc {
+
+class GoalTuner {
+ public:
+  static constexpr int kDim = 3;
+  static constexpr int kK = 4;                 // eq. 8/10: intervals averaged
+  static constexpr double kTuningRtts = 4.0;   // §V: every 4 RTT
+  static constexpr float kLr = 0.05f;
+  static constexpr float kBeta1 = 0.9f, kBeta2 = 0.999f, kAdamEps = 1e-8f;
+  static constexpr float kDgEps = 1e-3f;
+  static constexpr float kJumpThreshold = 0.5f, kJumpValue = 0.1f;
+  static constexpr float kLossScale = 0.01f;
+  static constexpr float kGFloor = 0.01f;
+  using Vec = std::array<float, kDim>;
+
+  // Decisions per tuning interval: ceil(4 / mi_rtts).
+  static int IntervalDecisions(double mi_rtts);
+
+  // Parses "throughput_mbps,delay_ms,loss" (x >= 0, y >= 0, 0 <= z <= 1, spaces allowed). On
+  // success fills *out and returns ""; otherwise the reason, *out untouched.
+  static std::string ParseTarget(const std::string& text, Vec* out);
+
+  // The target in eq.-1 units: (x*125000/thr_max, 1 + y/1000/min_rtt, z).
+  static Vec TargetHat(const Vec& target, float thr_max_bytes_per_s, float min_rtt_s);
+
+  GoalTuner(const Vec& target, const Vec& g0);
+
+  // One step on the interval's mean measurement m against the target in eq.-1 units.
+  void StepHat(const Vec& m, const Vec& t_hat);
+  // One step against TargetHat(target(), thr_max, min_rtt).
+  void Step(const Vec& m, float thr_max_bytes_per_s, float min_rtt_s) { StepHat(m, TargetHat(target_, thr_max_bytes_per_s, min_rtt_s)); }
+
+  void set_target(const Vec& t) { target_ = t; }
+  const Vec& goal() const { return goal_; }
+  const Vec& target() const { return target_; }
+  int steps() const { return steps_; }
+  // Steps whose interval met all three dimensions of the target (before that step moved g),
+  // and the first of them (1-based; 0: none yet).
+  int met_steps() const { return met_steps_; }
+  int first_met_step() const { return first_met_step_; }
+
+ private:
+  Vec goal_, target_;
+  std::array<Vec, kK> g_hist_{}, m_hist_{};  // oldest first
+  int n_ = 0;
+  Vec mu_{}, nu_{};
+  int count_ = 0;  // Adam steps
+  int steps_ = 0;
+  int met_steps_ = 0, first_met_step_ = 0;
+};
+
+}  // namespace jaxcc
