@@ -33,8 +33,8 @@ def test_action_mapping():
     np.testing.assert_allclose(deepcc.rate_to_action(r, 100.0, 0.1), [0.5, 1.0, 0.0, 1.0 / 3.0], atol=1e-6)
     p = deepcc.params_from_features(make_env("deepcc")[1], {"bound_mbps": 50.0, "low_mbps": 0.5})
     assert (float(p.bound_mbps), float(p.low_mbps)) == (50.0, 0.5)
-    for bad in ({"low_mbps": 0.0}, {"low_mbps": 200.0}, {"rate_scale": "linear"}):
-        with pytest.raises(ValueError, match="low_mbps|rate_scale"):
+    for bad in ({"low_mbps": 0.0}, {"low_mbps": 200.0}, {"scale": "linear"}):
+        with pytest.raises(ValueError, match="low_mbps|scale"):
             deepcc.params_from_features(p, bad)
 
 

@@ -460,7 +460,7 @@ class MoccFeatures : public FeatureFn {
 //      95th-percentile RTT (nearest rank over the packets' samples, as the spec's delay_p95
 //      says for a per-packet datapath; the per-tick simulator's samples make it the max), the
 //      previous m2 when the MI had no sample (1 at the start); 6. m3 loss rate.
-// Action: rate = low x (bound / low)^u (features.rate_scale "log", low_mbps, bound_mbps; the
+// Action: rate = low x (bound / low)^u (features.scale "log", low_mbps, bound_mbps; the
 // action block's rate_absolute with scale log), u = clip(head output normalised to [0, 1]).
 // The start: u = init_action (1/3: 1 Mbit/s on 0.1-100). The goal (throughput, delay, loss
 // weights) is the policy's goal input.
@@ -476,8 +476,8 @@ class DeepccFeatures : public FeatureFn {
         last_action_(Param(f, "init_action", 1.0 / 3.0)) {
     if (!(low_mbps_ < bound_mbps_))
       throw PolicyError("policy features: 'low_mbps' must be < 'bound_mbps' (deepcc_v1)");
-    if (f.contains("rate_scale") && !(f["rate_scale"].is_string() && f["rate_scale"].get<std::string>() == "log"))
-      throw PolicyError("policy features: 'rate_scale' must be \"log\" (deepcc_v1)");
+    if (f.contains("scale") && !(f["scale"].is_string() && f["scale"].get<std::string>() == "log"))
+      throw PolicyError("policy features: 'scale' must be \"log\" (deepcc_v1)");
     if (!(last_action_ >= 0 && last_action_ <= 1))
       throw PolicyError("policy features: 'init_action' must be in [0, 1] (deepcc_v1)");
   }
@@ -491,6 +491,9 @@ class DeepccFeatures : public FeatureFn {
         std::fabs(p.action().bound_mbps - bound_mbps_) > 1e-9 * bound_mbps_)
       throw PolicyError("deepcc_v1 needs action rate_absolute with bound_mbps " + std::to_string(bound_mbps_) +
                         " (the feature set's bound)");
+    if (!p.action().log_scale || std::fabs(p.action().low_mbps - low_mbps_) > 1e-9 * low_mbps_)
+      throw PolicyError("deepcc_v1 needs action rate_absolute with scale log and low_mbps " + std::to_string(low_mbps_) +
+                        " (the feature set's low)");
     if (p.goal_dim() != static_cast<int>(goal_dim_))
       throw PolicyError("deepcc_v1 needs a " + std::to_string(goal_dim_) + "-value goal, the policy has goal_dim " +
                         std::to_string(p.goal_dim()));

@@ -147,11 +147,11 @@ def params_from_features(p: "DeepccParams", feats: dict) -> "DeepccParams":
 
     Raises:
       ValueError: naming the field when 0 < low_mbps < bound_mbps does not hold or
-        features.rate_scale is not "log".
+        features.scale is not "log".
     """
-    scale = feats.get("rate_scale", "log")
+    scale = feats.get("scale", "log")
     if scale != "log":
-        raise ValueError(f"policy features: 'rate_scale'={scale!r} must be 'log' (deepcc_v1)")
+        raise ValueError(f"policy features: 'scale'={scale!r} must be 'log' (deepcc_v1)")
     bound = float(feats.get("bound_mbps", BOUND_MBPS))
     low = float(feats.get("low_mbps", LOW_MBPS))
     if not 0.0 < low < bound:
@@ -261,7 +261,7 @@ def export_features_spec(config: base.EnvConfig | None = None) -> dict:
     return {
         "name": "deepcc_v1", "history": c.history, "obs_dim": 7, "feature_names": list(FEATURE_NAMES),
         "empty": [0.0] * 7, "goal": ["throughput", "delay", "loss"], "ewma_gain": DEEPCC_EWMA_GAIN,
-        "bound_mbps": BOUND_MBPS, "low_mbps": LOW_MBPS, "rate_scale": "log", "init_action": INIT_ACTION,
+        "bound_mbps": BOUND_MBPS, "low_mbps": LOW_MBPS, "scale": "log", "init_action": INIT_ACTION,
         "send_ratio_max": SEND_RATIO_MAX, "loss_threshold": 0.01, "mi_rtts": c.mi_rtts, "ticks_per_rtt": c.ticks_per_rtt,
         "delay_p95": "max RTT sample of the interval (per-tick); per-packet: nearest-rank p95",
     }
