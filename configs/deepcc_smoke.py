@@ -19,6 +19,7 @@ def get_config():
     c.ddpg.conv_filters = 8
     c.ddpg.buffer_size = 1_000
     c.ddpg.learning_starts = 64
+    c.ddpg.actor_starts = 64
     c.ddpg.updates_per_step = 1
     c.wandb.mode = "disabled"
     return c

@@ -110,3 +110,18 @@ def test_hold_near_capacity_beats_three_times_capacity():
     first = np.asarray(tr[:, :, 0]).argmax(axis=1)
     ep = np.array([np.asarray(r[i, : first[i] + 1, 0]).sum() for i in range(LANES)])
     assert np.all(ep[0::2] > ep[1::2]), (ep[0::2], ep[1::2])
+
+
+def test_poisson_schedule_matches_the_poisson_law():
+    # counts per slot: mean λ and variance λ (Poisson), λ = mean·slot/MSS; 0 probability e^-λ
+    for mbps in (0.9, 3.0, 40.0):
+        t, r = deepcc.poisson_schedule(jax.random.PRNGKey(int(mbps * 10)), 20000, 0.01, mbps)
+        counts = np.asarray(r) * 0.01 / 1500
+        lam = mbps * 125000 * 0.01 / 1500
+        np.testing.assert_allclose(counts, np.round(counts), atol=1e-3)
+        np.testing.assert_allclose(counts.mean(), lam, rtol=4 * np.sqrt(lam / 20000) / lam)
+        np.testing.assert_allclose(counts.var(), lam, rtol=0.06)
+        np.testing.assert_allclose((counts == 0).mean(), np.exp(-lam), atol=4 * np.sqrt(np.exp(-lam) / 20000) + 1e-4)
+        np.testing.assert_allclose(np.asarray(t[:3]), [0.0, 0.01, 0.02], atol=1e-7)
+    with pytest.raises(ValueError, match="mean_hi_mbps"):
+        deepcc.required_shape(deepcc.DeepccParams(mean_hi_mbps=500.0), 8)
