@@ -45,8 +45,17 @@ What the paper fixes and how we read it:
   RTTs (θ = 0.15: correlation time ≈ 7 decisions ≈ 3.5 RTT) fills or drains the queue and
   shows the critic what a different rate level does.  θ = 1 gives i.i.d. Gaussian noise (the
   TD3 choice), a config switch.
-* Decided (none given): γ, learning rates (DDPG's 1e-4 actor / 1e-3 critic), τ, widths,
-  buffer size, gradient steps per environment step, warm-up with uniform random u.
+* Decided (none given): γ, learning rates, τ, widths, buffer size, gradient steps per
+  environment step, warm-up with uniform random u (``learning_starts`` transitions).
+* Keeping the actor out of tanh saturation (decided; measured on ``configs/deepcc.py`` runs of
+  3 k updates): with DDPG's actor learning rate 1e-4, an untrained critic's ∂Q/∂a sent the
+  actor to u = 1 (100 Mbit/s, ~50 % loss) or u = 0 within ~1 k gradient steps, where |z| > 7
+  left no gradient and the noise could not bring it back (it stayed at 0.1 Mbit/s).  So: the
+  actor starts at u = ``init_u`` (the output bias; 1 Mbit/s, below every training link's mean
+  capacity), is updated only after ``actor_starts`` transitions (the critic learns alone
+  first), with learning rate 3e-5, and its loss adds ``actor_z_penalty``·mean(z²).
+* The reward's throughput term is normalised by the link's mean capacity in training
+  (``jaxcc.envs.deepcc`` module docstring: eq. 1's running maximum makes idling optimal).
 
 One update of the run = one vectorized environment step (``num_envs`` links, each its own
 episode clock; a finished link is redrawn) and ``updates_per_step`` gradient steps (each: the
