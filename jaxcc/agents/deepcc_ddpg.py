@@ -279,11 +279,9 @@ def features_block(config, params) -> dict:
     from jaxcc import envs
 
     feats = dict(envs.export_features_spec(str(config.env.name), **dict(config.env.get("overrides", {}) or {})))
-    feats["bound_mbps"] = float(np.asarray(params.bound_mbps))
-    feats["low_mbps"] = float(np.asarray(params.low_mbps))
-    feats["init_action"] = float(np.asarray(params.init_action))
-    feats["loss_threshold"] = float(np.asarray(params.loss_threshold))
-    feats["ewma_gain"] = float(np.asarray(params.ewma_gain))
+    f32 = lambda x: float(f"{float(np.asarray(x)):.7g}")  # noqa: E731  (float32 params: 0.1, not 0.10000000149)
+    for k in ("bound_mbps", "low_mbps", "init_action", "loss_threshold", "ewma_gain"):
+        feats[k] = f32(getattr(params, k))
     return feats
 
 

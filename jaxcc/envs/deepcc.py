@@ -72,7 +72,7 @@ from jaxcc.envs import base
 from jaxcc.envs import mi as mi_lib
 from jaxcc.sim import core, links
 
-FEATURE_NAMES = ("last_action", "rtt_ewma_over_min", "send_rate_over_bound", "qdelay_over_min",
+FEATURE_NAMES = ("last_action", "rtt_ewma_over_min", "send_rate_over_thr_max", "qdelay_over_min",
                  "m_throughput", "m_delay", "m_loss")
 HISTORY = 16
 DEEPCC_EWMA_GAIN = 0.8
