@@ -96,6 +96,7 @@ class DeepccParams:
     buf_hi_pkts: jax.Array = 260.0
     buf_bdp_lo: jax.Array = 0.0  # > 0: the buffer is U[buf_bdp_lo, buf_bdp_hi] x BDP (mean capacity x RTT)
     buf_bdp_hi: jax.Array = 0.0  #   instead of U[buf_lo_pkts, buf_hi_pkts] packets
+    buf_pkts_prob: jax.Array = 0.0  # with BDP buffers on: the share of episodes that draw packets anyway
     mean_log: jax.Array = 0.0  # 1: mean capacity log-uniform in [mean_lo, mean_hi] (else uniform)
     loss_lo: jax.Array = 0.0
     loss_hi: jax.Array = 0.0
@@ -194,13 +195,14 @@ class DeepccEnv(base.MultiFlowEnv):
 
     def sample_episode(self, key, p: DeepccParams) -> base.EpisodeInit:
         c = self.config
-        km, ks, kr, kb, kg, kl = jax.random.split(key, 6)
+        km, ks, kr, kb, kg, kl, kp = jax.random.split(key, 7)
         mean = jnp.where(p.mean_log > 0, base.log_uniform(km, p.mean_lo_mbps, p.mean_hi_mbps),
                          jax.random.uniform(km, (), minval=p.mean_lo_mbps, maxval=p.mean_hi_mbps))
         times, rates = poisson_schedule(ks, c.num_segments, SLOT_S, mean)
         rtt = jax.random.uniform(kr, (), minval=p.rtt_lo_s, maxval=p.rtt_hi_s)
-        bdp = jnp.where(p.buf_bdp_hi > 0, jax.random.uniform(kb, (), minval=p.buf_bdp_lo, maxval=p.buf_bdp_hi), 0.0)
-        buf = jnp.where(p.buf_bdp_hi > 0, bdp * mean * links.MBPS * rtt,
+        in_bdp = (p.buf_bdp_hi > 0) & (jax.random.uniform(kp, ()) >= p.buf_pkts_prob)
+        bdp = jax.random.uniform(kb, (), minval=p.buf_bdp_lo, maxval=p.buf_bdp_hi)
+        buf = jnp.where(in_bdp, bdp * mean * links.MBPS * rtt,
                         jax.random.uniform(kb, (), minval=p.buf_lo_pkts, maxval=p.buf_hi_pkts) * core.MSS)
         f = c.num_flows
         loss = jax.random.uniform(kl, (), minval=p.loss_lo, maxval=p.loss_hi)
@@ -258,10 +260,12 @@ def required_shape(p: DeepccParams, ticks_per_rtt: int) -> dict:
         raise ValueError(f"mean_hi_mbps: at most {POISSON_LAM_MAX * core.MSS / SLOT_S / links.MBPS:g} Mbit/s "
                          f"(Poisson sampler), got {f(p.mean_hi_mbps):g}")
     two = 2 * core.MSS / (0.5 * f(p.mean_lo_mbps) * links.MBPS)
+    wait_over_rtt = 0.0
     if f(p.buf_bdp_hi) > 0:
         wait_over_rtt = 2.0 * f(p.buf_bdp_hi) + two / f(p.rtt_lo_s)
-    else:
-        wait_over_rtt = (f(p.buf_hi_pkts) * core.MSS / (0.5 * f(p.mean_lo_mbps) * links.MBPS) + two) / f(p.rtt_lo_s)
+    if f(p.buf_bdp_hi) <= 0 or f(p.buf_pkts_prob) > 0:
+        wait_over_rtt = max(wait_over_rtt, (f(p.buf_hi_pkts) * core.MSS / (0.5 * f(p.mean_lo_mbps) * links.MBPS)
+                                            + two) / f(p.rtt_lo_s))
     return {"ring_len": base.ring_len_worst(wait_over_rtt, ticks_per_rtt),
             "max_steps": int(math.ceil(EPISODE_S / (0.5 * f(p.rtt_lo_s))))}
 
