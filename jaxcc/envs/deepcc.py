@@ -43,7 +43,10 @@ Decisions where the paper is silent:
   link"; evaluation Wi-Fi: 2.64 Mbps mean, 176 ms min RTT, 130-packet buffer): mean capacity
   uniform in [``mean_lo_mbps``, ``mean_hi_mbps``] (1–6 Mbps), Poisson delivery opportunities per
   10 ms slot (``poisson_schedule``) (``SLOT_S``, the Wi-Fi scenario's ``slot_ms``), min RTT 100–250 ms, buffer 65–260
-  packets, random loss uniform in [``loss_lo``, ``loss_hi``] (0 by default).  The start:
+  packets, random loss uniform in [``loss_lo``, ``loss_hi``] (0 by default).  Options for wider
+  samplers: ``mean_log`` (log-uniform mean), ``buf_bdp_lo/hi`` (buffers in BDPs) with
+  ``buf_pkts_prob`` (that share of links keeps the packet range); ``configs/deepcc.py`` trains
+  on such a wider sampler (measured there).  The start:
   u = ``init_action`` = 1/3, i.e. 1 Mbit/s (the datapath sender's ``--init-mbps``).
 * The reward's throughput term (decided; measured): eq. 1 divides throughput_t by
   "the maximum value among all the history throughput".  Read as the connection's own running
