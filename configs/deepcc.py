@@ -75,6 +75,7 @@ def get_config() -> ml_collections.ConfigDict:
     c.ddpg.init_u = 1.0 / 3.0  # the actor's first output (output-layer bias): 1 Mbit/s
     c.ddpg.actor_z_penalty = 0.1  # λ·mean(z²) added to the actor loss (keeps tanh out of saturation)
     c.ddpg.max_grad_norm = 10.0
+    c.ddpg.export_target_actor = True  # ship μ' (the Polyak-averaged actor), measured better
     c.ddpg.noise_theta = 0.15  # OU (1.0: i.i.d. Gaussian)
     c.ddpg.noise_sigma = 0.05  # in u (stationary sd σ/√(2θ − θ²) ≈ 0.095: ×1.9 in rate on the log scale)
     c.ddpg.noise_sigma_end = 0.02

@@ -153,7 +153,9 @@ def test_pipeline_resumes_exactly_and_exports_what_it_trained(tmp_path):
     run = jax.jit(tr.run_chunk, static_argnums=1)
     for _ in range(tr.stages[0].num_chunks):
         st, _ = run(st, 0)
-    flat = M.pipeline.flat(st["agent"]["actor"])
+    flat = M.pipeline.flat(st["agent"]["actor_target"])  # the shipped actor is μ' (export_target_actor)
     assert set(flat) == set(tensors)
+    assert any(not np.array_equal(np.asarray(v), np.asarray(w)) for v, w in
+               zip(jax.tree.leaves(st["agent"]["actor"]), jax.tree.leaves(st["agent"]["actor_target"])))
     for k, v in flat.items():
         np.testing.assert_array_equal(np.asarray(v), tensors[k])
