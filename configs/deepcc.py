@@ -10,15 +10,15 @@ log-scale rate 0.1–100 Mbit/s.  Sized to finish in <= 20 min on a 2-core CPU.
 Training links: Poisson capacity in 10 ms slots (the Wi-Fi-like link of §VI-A) over wider
 ranges than the paper's one link — mean capacity log-uniform 1–50 Mbit/s, min RTT 100–800 ms,
 random loss 0–1 %, the buffer half of the time 0.5–4 BDP and half of the time the paper-like
-65–260 packets — because they measured better (``jaxcc.agents.deepcc_ddpg.goal_probe``: the
-deterministic actor on 64 held-out links of a sampler, goals (.8,.1,.1), (⅓,⅓,⅓), (.1,.8,.1),
-(.1,.1,.8), mean eq. 3 reward; one seed each unless said):
-  trained on (rows); links: wide (BDP buffers)     Wi-Fi-like (env default)
-  Wi-Fi-like, 10 k updates          −0.529                 −0.112
-  wide BDP, 10 k                    −0.340                 −0.100
-  wide BDP, 30 k, seeds 0/1/2   −0.333/−0.349/−0.343   −0.123/−0.327/−0.138
-  this recipe, 30 k, seeds 0/1      −0.305/−0.297          −0.101/−0.096
-  (a constant 0.9 × the link's mean capacity, which no sender knows: −0.225 / −0.089)
+65–260 packets — because they measured better (``jaxcc.agents.deepcc_ddpg.goal_probe``: the shipped actor
+μ' on 64 held-out links of a sampler (key 777), goals (.8,.1,.1), (⅓,⅓,⅓), (.1,.8,.1),
+(.1,.1,.8), mean eq. 3 reward, 30 k updates, seeds 0/1/2; higher is better):
+  trained on (rows); links of:  wide, BDP buffers      this recipe's          Wi-Fi-like (env default)
+  wide, BDP buffers only       −0.324/−0.344/−0.332  −0.343/−0.408/−0.364  −0.116/−0.343/−0.143
+  this recipe                  −0.300/−0.305/−0.406  −0.299/−0.321/−0.399  −0.096/−0.092/−0.105
+  (a constant 0.9 × the link's mean capacity, which no sender knows: −0.231 on this recipe's
+  links, −0.089 on the Wi-Fi-like ones).  Trained on the Wi-Fi-like sampler alone (10 k updates,
+  one seed, online actor): −0.529 on the wide BDP links, −0.112 on its own.
 The env's default sampler (1–6 Mbit/s uniform, 100–250 ms, 65–260 packets, no loss) alone:
 ``--config.env.params.mean_hi_mbps=6 --config.env.params.mean_log=0 --config.env.params.rtt_hi_s=0.25
 --config.env.params.buf_bdp_hi=0 --config.env.params.loss_hi=0``.
