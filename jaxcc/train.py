@@ -350,7 +350,7 @@ def _finish_stage(trainer, st, state, workdir, config, is_main):
 # What to evaluate a finished run on, by algorithm (``jaxcc.scenarios.SUITES``, ``jaxcc.bars``).
 EVAL_ARGS = {"pareto_td3": "--suite=pareto,pareto-fair,robust --bars=pareto",
              "aurora_ppo": "--suite=aurora-figs,robust --bars=aurora", "eagle_cem": "--suite=eagle,robust --bars=eagle",
-             "mocc_envelope": "--suite=mocc"}
+             "mocc_envelope": "--suite=mocc", "deepcc_ddpg": "--suite=deepcc"}
 
 
 def next_steps(summary: dict, algo: str, name: str) -> str:

@@ -21,10 +21,10 @@ def test_registry_maps_every_config_algo_to_an_agent():
             mod = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(mod)
             algos.add(str(mod.get_config().algo))
-    assert algos == {"aurora_ppo", "eagle_cem", "mocc_envelope", "pareto_td3"} == set(agents.list_algos())
+    assert algos == {"aurora_ppo", "deepcc_ddpg", "eagle_cem", "mocc_envelope", "pareto_td3"} == set(agents.list_algos())
     for a in algos:
         mod = agents.get_agent(a)
         assert callable(mod.make_train)
     assert agents.get_agent("pareto_td3").__name__ == "jaxcc.agents.pareto.td3"
-    with pytest.raises(ValueError, match="unknown config.algo 'ppo'; known: aurora_ppo, eagle_cem, mocc_envelope, pareto_td3"):
+    with pytest.raises(ValueError, match="unknown config.algo 'ppo'; known: aurora_ppo, deepcc_ddpg, eagle_cem, mocc_envelope, pareto_td3"):
         agents.get_agent("ppo")

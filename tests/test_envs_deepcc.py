@@ -7,6 +7,7 @@ import math
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from jaxcc.envs import deepcc, export_features_spec, make_env, mi
 from jaxcc.envs.base import LinkMI
@@ -26,13 +27,22 @@ def test_measurement_and_reward_by_hand():
 
 
 def test_action_mapping():
-    np.testing.assert_allclose(deepcc.action_to_rate(A(0.5, 1.5, -0.2), 10.0), [625000.0, 1.25e6, 0.0])
+    # log scale 0.1–100 Mbit/s: u = 0.5 → 0.1·1000^0.5 = 3.1623 Mbit/s; clipped at both ends
+    r = deepcc.action_to_rate(A(0.5, 1.5, -0.2, 1.0 / 3.0), 100.0, 0.1)
+    np.testing.assert_allclose(r, [0.1 * 1000 ** 0.5 * 125000, 100 * 125000, 0.1 * 125000, 125000], rtol=1e-5)
+    np.testing.assert_allclose(deepcc.rate_to_action(r, 100.0, 0.1), [0.5, 1.0, 0.0, 1.0 / 3.0], atol=1e-6)
+    p = deepcc.params_from_features(make_env("deepcc")[1], {"bound_mbps": 50.0, "low_mbps": 0.5})
+    assert (float(p.bound_mbps), float(p.low_mbps)) == (50.0, 0.5)
+    for bad in ({"low_mbps": 0.0}, {"low_mbps": 200.0}, {"scale": "linear"}):
+        with pytest.raises(ValueError, match="low_mbps|scale"):
+            deepcc.params_from_features(p, bad)
 
 
 def test_observe_by_hand():
     env, p = make_env("deepcc")
     st = types.SimpleNamespace(link=types.SimpleNamespace(rtt=A(0.16)), goal=A(0.6, 0.3, 0.1)[None])
-    prev = deepcc.DeepccFlow(started=jnp.array([True]), last_action=A(0.4), rtt=A(0.2), thr_max=A(6e5), m2=A(1.0))
+    prev = deepcc.DeepccFlow(started=jnp.array([True]), last_action=A(0.4), rtt=A(0.2), thr_max=A(6e5), thr_ref=A(0.0),
+                             m2=A(1.0))
     m = mi.mi_zero(1)
     m = mi.mi_add_sample(m, A(30000.0), A(0.20), A(0.02))
     m = mi.mi_add_sample(m, A(30000.0), A(0.24), A(0.06))
@@ -41,10 +51,15 @@ def test_observe_by_hand():
     out = env.observe(st, prev, m, run, LinkMI(jnp.float32(0), jnp.float32(0)), p)
     # thr 6e5 = max → m¹ 1; p95 RTT = max sample 0.24 / 0.16; loss 600/60600
     meas = [1.0, 0.24 / 0.16, 600 / 60600]
-    # EWMA RTT 0.8·0.22 + 0.2·0.2 = 0.216; send 5e5 B/s / 1.25e6; queueing (0.22 − 0.16)/0.16
-    s = [0.4, 0.216 / 0.16, 0.4, 0.06 / 0.16]
+    # EWMA RTT 0.8·0.22 + 0.2·0.2 = 0.216; send 5e5 B/s / thr_max 6e5; queueing (0.22 − 0.16)/0.16
+    s = [0.4, 0.216 / 0.16, 5e5 / 6e5, 0.06 / 0.16]
     np.testing.assert_allclose(out.features[0], s + meas, rtol=1e-5)
     np.testing.assert_allclose(out.reward, [0.6 * 1.0 - 0.3 * 1.5 - 0.1 * (600 / 60600) / 0.01], rtol=1e-5)
+    # With the link's mean capacity known (training), the reward's m¹ is thr / that (6e5 / 1.2e6);
+    # the observation's m¹ stays thr / running max.
+    out2 = env.observe(st, prev.replace(thr_ref=A(1.2e6)), m, run, LinkMI(jnp.float32(0), jnp.float32(0)), p)
+    np.testing.assert_allclose(out2.features[0], s + meas, rtol=1e-5)
+    np.testing.assert_allclose(out2.reward, [0.6 * 0.5 - 0.3 * 1.5 - 0.1 * (600 / 60600) / 0.01], rtol=1e-5)
 
 
 def test_spec_and_config():
@@ -95,3 +110,18 @@ def test_hold_near_capacity_beats_three_times_capacity():
     first = np.asarray(tr[:, :, 0]).argmax(axis=1)
     ep = np.array([np.asarray(r[i, : first[i] + 1, 0]).sum() for i in range(LANES)])
     assert np.all(ep[0::2] > ep[1::2]), (ep[0::2], ep[1::2])
+
+
+def test_poisson_schedule_matches_the_poisson_law():
+    # counts per slot: mean λ and variance λ (Poisson), λ = mean·slot/MSS; 0 probability e^-λ
+    for mbps in (0.9, 3.0, 40.0):
+        t, r = deepcc.poisson_schedule(jax.random.PRNGKey(int(mbps * 10)), 20000, 0.01, mbps)
+        counts = np.asarray(r) * 0.01 / 1500
+        lam = mbps * 125000 * 0.01 / 1500
+        np.testing.assert_allclose(counts, np.round(counts), atol=1e-3)
+        np.testing.assert_allclose(counts.mean(), lam, rtol=4 * np.sqrt(lam / 20000) / lam)
+        np.testing.assert_allclose(counts.var(), lam, rtol=0.06)
+        np.testing.assert_allclose((counts == 0).mean(), np.exp(-lam), atol=4 * np.sqrt(np.exp(-lam) / 20000) + 1e-4)
+        np.testing.assert_allclose(np.asarray(t[:3]), [0.0, 0.01, 0.02], atol=1e-7)
+    with pytest.raises(ValueError, match="mean_hi_mbps"):
+        deepcc.required_shape(deepcc.DeepccParams(mean_hi_mbps=500.0), 8)

@@ -451,21 +451,36 @@ class MoccFeatures : public FeatureFn {
 // Python twin: jaxcc/senders/deepcc_v1.py, over jaxcc/envs/deepcc.py `DeepccEnv.observe` and
 // `action_to_rate`: DeepCC (IEEE/ACM ToN 2022,
 // /work/shared/seeds/004_056c79b7ea61caf6.txt) §IV-B state s_t and eq. 1 measurement m_t:
-//   0. s1 last action (fraction of bound); 1. s2 EWMA RTT / min RTT (1 before any sample);
-//   2. s3 sending rate / bound; 3. s4 (MI mean RTT - min RTT) / min RTT (0 without a sample);
+//   0. s1 last action u in [0, 1] (the log-scale rate position, below);
+//   1. s2 EWMA RTT / min RTT (1 before any sample);
+//   2. s3 sending rate / throughput_max (the largest delivery rate so far, this MI included),
+//      clipped to [0, send_ratio_max]; 0 before any delivery;
+//   3. s4 (MI mean RTT - min RTT) / min RTT (0 without a sample);
 //   4. m1 throughput / max throughput so far; 5. m2 delay_t / min RTT, delay_t the MI's
 //      95th-percentile RTT (nearest rank over the packets' samples, as the spec's delay_p95
 //      says for a per-packet datapath; the per-tick simulator's samples make it the max), the
 //      previous m2 when the MI had no sample (1 at the start); 6. m3 loss rate.
-// Action: rate = clip(u, 0, 1) x bound, u the head output normalised to [0, 1]. The goal
-// (throughput, delay, loss weights) is the policy's goal input.
+// Action: rate = low x (bound / low)^u (features.scale "log", low_mbps, bound_mbps; the
+// action block's rate_absolute with scale log), u = clip(head output normalised to [0, 1]).
+// The start: u = init_action (1/3: 1 Mbit/s on 0.1-100). The goal (throughput, delay, loss
+// weights) is the policy's goal input.
 class DeepccFeatures : public FeatureFn {
  public:
   explicit DeepccFeatures(const json& f)
       : gain_(Param(f, "ewma_gain", 0.8)),
-        bound_mbps_(Positive(f, "bound_mbps", 10.0)),
+        bound_mbps_(Positive(f, "bound_mbps", 100.0)),
+        low_mbps_(Positive(f, "low_mbps", 0.1)),
+        ratio_max_(Positive(f, "send_ratio_max", 10.0)),
         goal_dim_(f.contains("goal") && f["goal"].is_array() ? f["goal"].size() : 3),
-        empty_(EmptyFrom(f, {0, 0, 0, 0, 0, 0, 0})) {}
+        empty_(EmptyFrom(f, {0, 0, 0, 0, 0, 0, 0})),
+        last_action_(Param(f, "init_action", 1.0 / 3.0)) {
+    if (!(low_mbps_ < bound_mbps_))
+      throw PolicyError("policy features: 'low_mbps' must be < 'bound_mbps' (deepcc_v1)");
+    if (f.contains("scale") && !(f["scale"].is_string() && f["scale"].get<std::string>() == "log"))
+      throw PolicyError("policy features: 'scale' must be \"log\" (deepcc_v1)");
+    if (!(last_action_ >= 0 && last_action_ <= 1))
+      throw PolicyError("policy features: 'init_action' must be in [0, 1] (deepcc_v1)");
+  }
   int dim() const override { return 7; }
   std::vector<float> Empty() const override { return empty_; }
   bool NeedsRttSamples() const override { return true; }
@@ -476,6 +491,9 @@ class DeepccFeatures : public FeatureFn {
         std::fabs(p.action().bound_mbps - bound_mbps_) > 1e-9 * bound_mbps_)
       throw PolicyError("deepcc_v1 needs action rate_absolute with bound_mbps " + std::to_string(bound_mbps_) +
                         " (the feature set's bound)");
+    if (!p.action().log_scale || std::fabs(p.action().low_mbps - low_mbps_) > 1e-9 * low_mbps_)
+      throw PolicyError("deepcc_v1 needs action rate_absolute with scale log and low_mbps " + std::to_string(low_mbps_) +
+                        " (the feature set's low)");
     if (p.goal_dim() != static_cast<int>(goal_dim_))
       throw PolicyError("deepcc_v1 needs a " + std::to_string(goal_dim_) + "-value goal, the policy has goal_dim " +
                         std::to_string(p.goal_dim()));
@@ -495,10 +513,9 @@ class DeepccFeatures : public FeatureFn {
       delay_t = NearestRankPercentile(&scratch_, 95.0);
     }
     const double m2 = has ? delay_t / std::max(min_rtt, 1e-9) : m2_;
-    const double bound = bound_mbps_ * kBytesPerMbit;
     out[0] = static_cast<float>(last_action_);
     out[1] = static_cast<float>(rtt > 0 ? rtt / std::max(min_rtt, 1e-9) : 1.0);
-    out[2] = static_cast<float>(m.SendRate() / bound);
+    out[2] = static_cast<float>(thr_max > 0 ? std::min(m.SendRate() / std::max(thr_max, 1e-9), ratio_max_) : 0.0);
     out[3] = static_cast<float>(has ? std::max(mean - min_rtt, 0.0) / std::max(min_rtt, 1e-9) : 0.0);
     out[4] = static_cast<float>(thr_max > 0 ? thr / std::max(thr_max, 1e-9) : 0.0);
     out[5] = static_cast<float>(m2);
@@ -516,17 +533,17 @@ class DeepccFeatures : public FeatureFn {
     double u = (a - h.low) / (h.high - h.low);
     u = std::isnan(u) ? 0.0 : std::min(std::max(u, 0.0), 1.0);
     last_action_ = u;
-    *rate = ClampRate(p, u * bound_mbps_ * kBytesPerMbit);
+    *rate = ClampRate(p, low_mbps_ * std::exp(u * std::log(bound_mbps_ / low_mbps_)) * kBytesPerMbit);
     return true;
   }
 
  private:
-  double gain_, bound_mbps_;
+  double gain_, bound_mbps_, low_mbps_, ratio_max_;
   size_t goal_dim_;
   std::vector<float> empty_;
   std::vector<double> scratch_;
   bool started_ = false;
-  double last_action_ = 0.1, rtt_ = 0, thr_max_ = 0, m2_ = 1.0;
+  double last_action_, rtt_ = 0, thr_max_ = 0, m2_ = 1.0;
 };
 
 }  // namespace

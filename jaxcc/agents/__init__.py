@@ -24,6 +24,7 @@ import importlib
 # so a renamed module keeps its old name here.
 ALGOS = {
     "aurora_ppo": "jaxcc.agents.aurora_ppo",
+    "deepcc_ddpg": "jaxcc.agents.deepcc_ddpg",
     "eagle_cem": "jaxcc.agents.eagle_cem",
     "mocc_envelope": "jaxcc.agents.mocc_envelope",
     "pareto_td3": "jaxcc.agents.pareto.td3",

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
-from jaxcc.envs import eagle, mocc, pareto
-from jaxcc.sim import core, links
+from jaxcc.envs import deepcc, eagle, mocc, pareto
+from jaxcc.sim import core
 
 
 def _target(state, mult):
@@ -43,7 +43,7 @@ def oracle_policy(name: str, mult):
             err = jnp.abs(state.cwnd[:, None] * k[None, :] + d[None, :] - want[:, None])
             return jnp.argmin(err, axis=-1).astype(jnp.int32)
         if base == "deepcc":
-            return tgt / (params.bound_mbps * links.MBPS)
+            return deepcc.rate_to_action(tgt, params.bound_mbps, params.low_mbps)
         raise ValueError(name)
 
     return policy
