@@ -62,7 +62,7 @@ class Own(NamedTuple):
 
 def env_and_params(spec: dict):
     """The ``deepcc`` environment (one flow, the file's history) and its parameters with the file's
-    EWMA gain and bound; checks that the policy's head, action block and goal fit the feature set.
+    numbers (``deepcc.params_from_features``: bound, low, EWMA gain, start action); checks that the policy's head, action block and goal fit the feature set.
 
     Raises:
       ValueError: naming the field that does not fit.
@@ -74,18 +74,19 @@ def env_and_params(spec: dict):
     head, action = spec["head"], spec["action"]
     if head["type"] not in ("continuous", "gaussian_mean"):
         raise ValueError(f"deepcc_v1: head must be continuous or gaussian_mean (a rate in [0, bound]), got {head['type']}")
-    if action["type"] != "rate_absolute" or abs(float(action.get("bound_mbps", 0.0)) - bound) > 1e-9 * bound:
-        raise ValueError(f"deepcc_v1: action must be rate_absolute with bound_mbps {bound} (features.bound_mbps), "
-                         f"got {action['type']} {action.get('bound_mbps')}")
+    low = float(feats.get("low_mbps", deepcc.LOW_MBPS))
+    if (action["type"] != "rate_absolute" or abs(float(action.get("bound_mbps", 0.0)) - bound) > 1e-6 * bound
+            or action.get("scale") != "log" or abs(float(action.get("low_mbps", 0.0)) - low) > 1e-6 * low):
+        raise ValueError(f"deepcc_v1: action must be rate_absolute, scale log, low_mbps {low} and bound_mbps {bound} "
+                         f"(features.low_mbps, features.bound_mbps: what the simulator sender maps with), got "
+                         f"{action['type']} scale {action.get('scale')} low {action.get('low_mbps')} "
+                         f"bound {action.get('bound_mbps')}")
     goal = feats.get("goal")
     n_goal = len(goal) if isinstance(goal, list) else 3
     if int(spec.get("goal_dim", 0)) != n_goal:
         raise ValueError(f"deepcc_v1: goal_dim must be {n_goal} (one weight per objective), got {spec.get('goal_dim')}")
     env, p = envs.make_env("deepcc", history=int(feats["history"]), num_flows=1)
-    p = p.replace(bound_mbps=jnp.asarray(bound, jnp.float32))
-    if "ewma_gain" in feats:
-        p = p.replace(ewma_gain=jnp.asarray(float(feats["ewma_gain"]), jnp.float32))
-    return env, p
+    return env, deepcc.params_from_features(p, feats)
 
 
 def sender(spec: dict, tensors: dict, goal=None) -> common.Sender:
