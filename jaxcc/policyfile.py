@@ -8,8 +8,8 @@ the network output into a sending rate or congestion window. The C++ loader in
 together by test vectors written by ``python -m jaxcc.parity_vectors --out
 tests/vectors`` (``jaxcc.parity_vectors``).
 
-Random policies (tests, and the MOCC/DeepCC files ``policy:FILE`` runs until their
-trainers exist)::
+Random policies (tests, and a file of any feature set for ``policy:FILE`` without a
+trained one)::
 
     python -m jaxcc.policyfile --random=q_values --out=FILE   # a network of that kind
     python -m jaxcc.policyfile --random=mocc_v1 --out=FILE    # one that fits a feature set
