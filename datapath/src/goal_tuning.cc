@@ -26,6 +26,22 @@ std::array<bool, GoalTuner::kDim> Met(const GoalTuner::Vec& m, const GoalTuner::
 
 }  // namespace
 
+std::string ParseNumberList(const std::string& text, std::vector<double>* out) {
+  out->clear();
+  size_t start = 0;
+  while (true) {
+    const size_t comma = text.find(',', start);
+    const std::string item = Trim(text.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    char* end = nullptr;
+    errno = 0;
+    const double x = std::strtod(item.c_str(), &end);
+    if (item.empty() || *end != '\0' || errno != 0 || !std::isfinite(x)) return "'" + item + "' is not a number";
+    out->push_back(x);
+    if (comma == std::string::npos) return "";
+    start = comma + 1;
+  }
+}
+
 int GoalTuner::IntervalDecisions(double mi_rtts) {
   return std::max(1, static_cast<int>(std::ceil(kTuningRtts / mi_rtts - 1e-9)));
 }
@@ -34,18 +50,8 @@ std::string GoalTuner::ParseTarget(const std::string& text, Vec* out) {
   const std::string bad =
       "must be throughput_mbps,delay_ms,loss (3 numbers: >= 0, >= 0, in [0, 1]), got '" + text + "'";
   std::vector<double> v;
-  size_t start = 0;
-  while (true) {
-    const size_t comma = text.find(',', start);
-    const std::string item = Trim(text.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-    char* end = nullptr;
-    errno = 0;
-    const double x = std::strtod(item.c_str(), &end);
-    if (item.empty() || *end != '\0' || errno != 0 || !std::isfinite(x)) return bad + " ('" + item + "' is not a number)";
-    v.push_back(x);
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
+  const std::string why = ParseNumberList(text, &v);
+  if (!why.empty()) return bad + " (" + why + ")";
   if (v.size() != 3) return bad + " (" + std::to_string(v.size()) + " numbers)";
   if (v[0] < 0) return bad + " (throughput_mbps < 0)";
   if (v[1] < 0) return bad + " (delay_ms < 0)";

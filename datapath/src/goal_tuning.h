@@ -12,8 +12,14 @@
 
 #include <array>
 #include <string>
+#include <vector>
 
 namespace jaxcc {
+
+// Splits "a,b,c" at commas into numbers (spaces around each allowed). Returns "" on success, else
+// the reason ("'x' is not a number"); *out holds the numbers read. Shared by --target and
+// --preference (preference.cc).
+std::string ParseNumberList(const std::string& text, std::vector<double>* out);
 
 class GoalTuner {
  public:

@@ -25,18 +25,8 @@ std::string Trim(const std::string& s) {
 std::string ParsePreference(const std::string& text, Preference* out) {
   const std::string bad = "must be 3 numbers >= 0 summing to 1 (throughput, delay, loss), got '" + text + "'";
   std::vector<double> v;
-  size_t start = 0;
-  while (true) {
-    const size_t comma = text.find(',', start);
-    const std::string item = Trim(text.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-    char* end = nullptr;
-    errno = 0;
-    const double x = std::strtod(item.c_str(), &end);
-    if (item.empty() || *end != '\0' || errno != 0 || !std::isfinite(x)) return bad + " ('" + item + "' is not a number)";
-    v.push_back(x);
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
+  const std::string why = ParseNumberList(text, &v);
+  if (!why.empty()) return bad + " (" + why + ")";
   if (static_cast<int>(v.size()) != kPreferenceDim) return bad + " (" + std::to_string(v.size()) + " numbers)";
   double sum = 0;
   for (double x : v) {
