@@ -71,8 +71,8 @@ where some link finished (``jaxcc.envs.base.MultiFlowEnv.step`` draws a new link
 on every step and selects; drawing 6000 Poisson slots per lane costs ~50× the step itself).
 
 Libraries: flax (linen) for the networks, optax (Adam, gradient clipping, ``incremental_update``
-for the soft target update).  The replay is a plain ring of arrays written here: no jittable
-buffer is installed (flashbax is not), as for MOCC.
+for the soft target update).  The replay is a plain ring of arrays (``jaxcc.agents.replay``,
+shared with MOCC): no jittable buffer is installed (flashbax is not).
 """
 
 from __future__ import annotations
@@ -88,6 +88,7 @@ import optax
 
 from jaxcc import policyfile
 from jaxcc.agents import pipeline
+from jaxcc.agents.replay import replay_add, replay_sample
 
 ALGORITHM = "deepcc"
 LABEL = "DeepCC"
@@ -211,23 +212,6 @@ def replay_init(capacity: int, obs_size: int, goal_dim: int) -> dict:
     f = lambda *s: jnp.zeros((capacity,) + s, jnp.float32)  # noqa: E731
     return {"obs": f(obs_size), "next_obs": f(obs_size), "goal": f(goal_dim), "action": f(), "reward": f(),
             "done": f(), "ptr": jnp.zeros((), jnp.int32), "size": jnp.zeros((), jnp.int32)}
-
-
-def replay_add(buf: dict, tr: dict, valid: jax.Array) -> dict:
-    """Append the rows of ``tr`` (leading axis B) where ``valid``; a ring, oldest overwritten."""
-    cap = buf["done"].shape[0]
-    pos = buf["ptr"] + jnp.cumsum(valid.astype(jnp.int32)) - 1
-    idx = jnp.where(valid, pos % cap, cap)  # cap: out of bounds, dropped
-    out = {k: buf[k].at[idx].set(tr[k].astype(buf[k].dtype), mode="drop") for k in tr}
-    n = jnp.sum(valid.astype(jnp.int32))
-    out["ptr"] = (buf["ptr"] + n) % cap
-    out["size"] = jnp.minimum(buf["size"] + n, cap)
-    return out
-
-
-def replay_sample(buf: dict, key, n: int) -> dict:
-    idx = jax.random.randint(key, (n,), 0, jnp.maximum(buf["size"], 1))
-    return {k: v[idx] for k, v in buf.items() if k not in ("ptr", "size")}
 
 
 # ----------------------------------------------------------------------------- eq. 5–7

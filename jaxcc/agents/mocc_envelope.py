@@ -46,7 +46,7 @@ clock; an episode ends on Algorithm 1's outcome and the link is redrawn, ``jaxcc
 auto-reset) followed by ``updates_per_step`` gradient steps once the buffer holds
 ``learning_starts`` transitions.
 
-The replay (``replay_init``/``replay_add``/``replay_sample``) is a plain ring of arrays (uniform
+The replay (``replay_init`` here, ``jaxcc.agents.replay`` for the ring) is a plain ring of arrays (uniform
 sampling): the Pareto agent's segmented prioritized replay is not what §IV-D uses, and no listed
 library offers a jittable buffer.
 """
@@ -65,6 +65,7 @@ import optax
 
 from jaxcc import policyfile
 from jaxcc.agents import pipeline
+from jaxcc.agents.replay import replay_add, replay_sample
 
 ALGORITHM = "mocc"
 LABEL = "MOCC"
@@ -133,23 +134,6 @@ def replay_init(capacity: int, obs_size: int, m: int) -> dict:
     return {"obs": f(obs_size), "next_obs": f(obs_size), "reward": f(m), "done": f(),
             "action": jnp.zeros((capacity,), jnp.int32), "ptr": jnp.zeros((), jnp.int32),
             "size": jnp.zeros((), jnp.int32)}
-
-
-def replay_add(buf: dict, tr: dict, valid: jax.Array) -> dict:
-    """Append the rows of ``tr`` (leading axis B) where ``valid``; a ring, oldest overwritten."""
-    cap = buf["done"].shape[0]
-    pos = buf["ptr"] + jnp.cumsum(valid.astype(jnp.int32)) - 1
-    idx = jnp.where(valid, pos % cap, cap)  # cap: out of bounds, dropped
-    out = {k: buf[k].at[idx].set(tr[k].astype(buf[k].dtype), mode="drop") for k in tr}
-    n = jnp.sum(valid.astype(jnp.int32))
-    out["ptr"] = (buf["ptr"] + n) % cap
-    out["size"] = jnp.minimum(buf["size"] + n, cap)
-    return out
-
-
-def replay_sample(buf: dict, key, n: int) -> dict:
-    idx = jax.random.randint(key, (n,), 0, jnp.maximum(buf["size"], 1))
-    return {k: v[idx] for k, v in buf.items() if k not in ("ptr", "size")}
 
 
 # ----------------------------------------------------------------------------- envelope target, loss
