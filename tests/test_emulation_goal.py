@@ -87,7 +87,7 @@ def prefix():
 @pytest.mark.skipif(_emulation_skip_reason() is not None, reason=str(_emulation_skip_reason()))
 def test_sender_tunes_toward_target_on_a_real_link(tmp_path, prefix):
     """A random DeepCC policy on the 12 Mbit/s / 20 ms link with an unreachable throughput target
-    (100 Mbit/s; the policy's bound is 10): the runner passes --target, the sender tunes every 8
+    (100 Mbit/s, over 8 times the 12 Mbit/s link): the runner passes --target, the sender tunes every 8
     decisions (½-RTT MIs: 4 RTT) and, the throughput dimension missing by > 50 % every interval
     (the jump-out) while delay and loss are met, g¹ rises at every step until g², g³ reach the floor."""
     pol = _deepcc_policy(tmp_path / "d.safetensors")
