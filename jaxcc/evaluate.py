@@ -475,7 +475,7 @@ def define_flags(flag_values=None):
 
     flags.DEFINE_string("bars", None, "check every evaluated policy against sets of the project's quality bars "
                         "(jaxcc/bars.py; a comma-separated list): " + ", ".join(sorted(bars.BAR_SETS))
-                        + " (mocc: from jaxcc.preference_sweep's records)", flag_values=fv)
+                        + " (mocc: from jaxcc.preference_sweep's records; deepcc: from jaxcc.tcr's)", flag_values=fv)
     flags.DEFINE_bool("progress", True, "show a progress bar", flag_values=fv)
     return fv
 
