@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import csv
 import os
-import sys
 from pathlib import Path
 
 import pytest
 
-from jaxcc.emulation import host, netns, runner, spec
+from jaxcc.emulation import netns, runner, spec
 from jaxcc.emulation.host import EmulationError
+from test_emulation_preference import _emulation_skip_reason  # root, netns, the built datapath
 
 LINK = {"bandwidth_mbps": 12.0, "buffer_bytes": 375000, "loss": 0.0}
 
@@ -62,17 +62,6 @@ def test_mahimahi_plan_refuses_targets(tmp_path):
     pol = _deepcc_policy(tmp_path / "d.safetensors")
     with pytest.raises(EmulationError, match=r"dcc\.flows\[0\]\.target: not passed under Mahimahi"):
         mahimahi.plan(_scenario(pol, target=TARGET), pol, tmp_path / "plan")
-
-
-def _emulation_skip_reason() -> str | None:
-    if sys.platform != "linux":
-        return "emulation needs Linux network namespaces"
-    if os.geteuid() != 0:
-        return "emulation needs root (network namespaces, tc, iptables)"
-    problems = host.missing_requirements()
-    if host.sender_binary() is None or host.receiver_binary() is None:
-        problems.append("datapath not built (datapath/build.sh)")
-    return "; ".join(problems) if problems else None
 
 
 @pytest.fixture(scope="module")
