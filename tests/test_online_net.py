@@ -376,3 +376,82 @@ def test_window_record_netns_by_hand(tmp_path):
     assert w["p95_owd_ms"] == pytest.approx(40.0)
     j0, j1 = b0 * 8 / 1e6 / 2, b1 * 8 / 1e6 / 2
     assert w["jain"] == pytest.approx((j0 + j1) ** 2 / (2 * (j0 ** 2 + j1 ** 2)))
+
+
+# ----------------------------------------------------------------------------- netns (real packets)
+
+from test_emulation_preference import _emulation_skip_reason  # noqa: E402  root, netns, the built datapath
+
+
+def _sender_streams() -> bool:
+    """The built jaxcc-sender has issue 16's --learner (helper A's C++ side)."""
+    from jaxcc.emulation import host
+    b = host.sender_binary()
+    if b is None:
+        return False
+    out = subprocess.run([str(b), "--help"], capture_output=True, text=True)
+    return "--learner" in (out.stdout + out.stderr)
+
+
+@pytest.fixture(scope="module")
+def prefix():
+    from jaxcc.emulation import netns
+    p = "jxon" + os.urandom(2).hex()
+    yield p
+    netns.cleanup_leftovers(p)
+
+
+def _short_link(name="online/fixed20"):
+    return es.as_scenario({"name": name, "duration_s": 6.0,
+                           "link": {"bandwidth_mbps": 20.0, "buffer_bytes": 150000, "loss": 0.0},
+                           "flows": [{"rtt_ms": 40.0, "start_s": 0.0, "stop_s": 6.0, "controller": "bbr"}]})
+
+
+@pytest.mark.emulation
+@pytest.mark.datapath
+@pytest.mark.skipif(_emulation_skip_reason() is not None, reason=str(_emulation_skip_reason()))
+def test_netns_start_does_not_block_and_window_matches_the_datapath(tmp_path, prefix):
+    """start() returns at once (the scenario runs in a thread); the whole flow's window record
+    agrees with the datapath's own summaries (sender goodput, receiver p95 one-way delay)."""
+    t = time.monotonic()
+    h = online_net.start("netns", _short_link(), minutes=0.1, policy_path=POLICY, learner=None,
+                         out_dir=tmp_path, prefix=prefix + "a")
+    assert time.monotonic() - t < 3.0 and not h.done()
+    run = h.wait(timeout=120)
+    (f,) = run["per_flow"]
+    assert f["controller"] == f"policy:{POLICY}" and f["stop_s"] == 6.0
+    w = online_net.window_record(run, 0.0, 6.0)
+    snd, rcv = f["sender_summary"], f["receiver_summary"]
+    assert w["throughput_mbps"] == pytest.approx(snd["throughput_mbps"], rel=0.05)
+    assert w["p95_owd_ms"] == pytest.approx(rcv["p95_owd_ms"], abs=1.0)
+    assert w["utilization"] == pytest.approx(w["throughput_mbps"] / 20.0, rel=1e-9)
+    assert w["jain"] == 1.0 and 0.0 <= w["loss"] < 0.5
+
+
+@pytest.mark.emulation
+@pytest.mark.datapath
+@pytest.mark.skipif(_emulation_skip_reason() is not None, reason=str(_emulation_skip_reason()))
+@pytest.mark.skipif(not _sender_streams(), reason="the built jaxcc-sender has no --learner (issue 16's C++ side)")
+def test_netns_policy_flows_stream_to_the_learner_beside_kernel_cross_traffic(tmp_path, prefix):
+    """Every policy flow runs with --learner and the extra arguments, connects from its
+    namespace to a unix socket in the root namespace, says HELLO and streams its decisions; a
+    kernel:cubic flow stays cross traffic (iperf3)."""
+    sock = str(tmp_path / "l.sock")
+    stub = StubLearner(sock)
+    sc = es.as_scenario({"name": "online/two", "duration_s": 6.0,
+                         "link": {"bandwidth_mbps": 20.0, "buffer_bytes": 150000, "loss": 0.0},
+                         "flows": [{"rtt_ms": 40.0, "start_s": 0.0, "stop_s": 6.0, "controller": "bbr"},
+                                   {"rtt_ms": 40.0, "start_s": 0.0, "stop_s": 6.0, "controller": "kernel:cubic"}]})
+    h = online_net.start("netns", sc, minutes=0.1, policy_path=POLICY, learner=f"unix:{sock}",
+                         sender_args=["--learner-timeout-s=3"], out_dir=tmp_path / "out", prefix=prefix + "b")
+    run = h.wait(timeout=120)
+    stub.close()
+    assert [f["impl"] for f in run["per_flow"]] == ["jaxcc", "iperf3"]
+    assert len(stub.conns) >= 1
+    conn = stub.conns[0]
+    hello = json.loads(conn[0][1])
+    assert conn[0][0] == 1 and hello["flow_id"] == 0 and hello["obs_dim"] == 6
+    recs = [parse_record(p) for p in frames_of(conn, 2)]
+    decisions = run["per_flow"][0]["sender_summary"]["policy"]["decisions"]
+    assert len(recs) >= decisions - 1 > 10
+    assert all(fe.size == 6 for _, fe in recs)

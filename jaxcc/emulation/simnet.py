@@ -433,14 +433,18 @@ class SimNet:
     def _flow_t(self, i: int, t: float) -> float:
         return t - float(self.scenario.flows[i].start_s)
 
-    def _apply_weights(self, sim_t: float) -> None:
-        """Validated weights in a flow's mailbox replace its tensors (between two decisions)."""
+    def _apply_weights(self, sim_t: float) -> bool:
+        """Validated weights in a flow's mailbox replace its tensors (between two decisions);
+        True when any did."""
+        swapped = False
         for i, lk in self.links.items():
             if lk.mailbox is None:
                 continue
             v, ten = lk.mailbox
             lk.mailbox = None
-            for k in self.tensors:
+            swapped = True
+            for k in self.tensors:   # new arrays: the device copy of the old ones may share their memory
+                self.tensors[k] = self.tensors[k].copy()
                 self.tensors[k][i] = ten[k]
             self.versions[i] = v
             ft = self._flow_t(i, sim_t)
@@ -448,6 +452,7 @@ class SimNet:
             lk.counters["versions"].append({"version": int(v), "decision": int(self.seq[i]), "t_s": ft})
             lk.send_now(json_frame(WEIGHTS_ACK, {"version": int(v), "ok": True, "reason": "",
                                                  "decision": int(self.seq[i]), "t_s": ft}))
+        return swapped
 
     def _receive(self, lk: FlowLink, got: list[tuple[int, bytes]], sim_t: float) -> None:
         for v, blob in got:
@@ -483,11 +488,13 @@ class SimNet:
         wall0 = time.monotonic()
         chunk_wall_max = 0.0
         ticks = 0
+        dev_tensors = None
         self._pump(0.0)
         while ticks < num_ticks and not (stop is not None and stop()):
             c0 = time.monotonic()
-            carry, (out, rates, dec) = self._chunk(self.params, carry, self.ctrl_ids, self.cparams,
-                                                   jax.tree.map(jnp.asarray, self.tensors))
+            if dev_tensors is None:   # on the device once per weight swap
+                dev_tensors = jax.tree.map(jnp.asarray, self.tensors)
+            carry, (out, rates, dec) = self._chunk(self.params, carry, self.ctrl_ids, self.cparams, dev_tensors)
             out, rates, dec = jax.device_get((out, rates, dec))
             n = min(self.chunk_ticks, num_ticks - ticks)
             parts.append((jax.tree.map(lambda x: np.asarray(x)[:n], out), np.asarray(rates)[:n]))
@@ -508,7 +515,8 @@ class SimNet:
                 self.seq[i] += 1
             chunk_wall_max = max(chunk_wall_max, time.monotonic() - c0)
             self._pump(sim_t)
-            self._apply_weights(sim_t)
+            if self._apply_weights(sim_t):
+                dev_tensors = None
             if self.speed > 0:   # pace: sim_t simulated seconds at wall0 + sim_t / speed
                 while True:
                     left = wall0 + sim_t / self.speed - time.monotonic()
@@ -520,7 +528,8 @@ class SimNet:
                     else:
                         time.sleep(min(left, 0.05))
                     self._pump(sim_t)
-                    self._apply_weights(sim_t)
+                    if self._apply_weights(sim_t):
+                        dev_tensors = None
         sim_t = ticks * self.dt
         for i, lk in self.links.items():
             lk.counters["max_decision_gap_s"] = float(max_gap[i])
