@@ -38,15 +38,28 @@ class StubLearner:
     """Listens on a unix socket; per connection a reader thread keeps every frame (type, payload);
     ``on_record(conn, n_records)`` may answer with frames."""
 
-    def __init__(self, path: str, on_record=None):
+    def __init__(self, path: str, on_record=None, ping_s: float | None = None):
         self.path = path
+        self.socks: list[socket.socket] = []
         self.srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.srv.bind(path)
         self.srv.listen(8)
         self.conns: list[list[tuple[int, bytes]]] = []
         self.on_record = on_record
         self.threads = []
+        self.closed = False
         threading.Thread(target=self._accept, daemon=True).start()
+        if ping_s is not None:   # a live learner: PING (type 6, empty) on every connection
+            threading.Thread(target=self._ping, args=(ping_s,), daemon=True).start()
+
+    def _ping(self, every_s):
+        while not self.closed:
+            for c in list(self.socks):
+                try:
+                    c.sendall(struct.pack("<IB", 1, 6))
+                except OSError:
+                    pass
+            time.sleep(every_s)
 
     def _accept(self):
         while True:
@@ -56,6 +69,7 @@ class StubLearner:
                 return
             frames: list[tuple[int, bytes]] = []
             self.conns.append(frames)
+            self.socks.append(c)
             t = threading.Thread(target=self._read, args=(c, frames), daemon=True)
             t.start()
             self.threads.append(t)
@@ -86,6 +100,7 @@ class StubLearner:
         c.close()
 
     def close(self):
+        self.closed = True
         self.srv.close()
         for t in self.threads:
             t.join(5)
@@ -435,13 +450,13 @@ def test_netns_start_does_not_block_and_window_matches_the_datapath(tmp_path, pr
 def test_netns_policy_flows_stream_to_the_learner_beside_kernel_cross_traffic(tmp_path, prefix):
     """Every policy flow runs with --learner and the extra arguments, connects from its
     namespace to a unix socket in the root namespace, says HELLO and streams its decisions; a
-    kernel:cubic flow stays cross traffic (iperf3)."""
+    kernel:bbr flow stays cross traffic (iperf3)."""
     sock = str(tmp_path / "l.sock")
-    stub = StubLearner(sock)
+    stub = StubLearner(sock, ping_s=0.5)
     sc = es.as_scenario({"name": "online/two", "duration_s": 6.0,
                          "link": {"bandwidth_mbps": 20.0, "buffer_bytes": 150000, "loss": 0.0},
                          "flows": [{"rtt_ms": 40.0, "start_s": 0.0, "stop_s": 6.0, "controller": "bbr"},
-                                   {"rtt_ms": 40.0, "start_s": 0.0, "stop_s": 6.0, "controller": "kernel:cubic"}]})
+                                   {"rtt_ms": 40.0, "start_s": 0.0, "stop_s": 6.0, "controller": "kernel:bbr"}]})
     h = online_net.start("netns", sc, minutes=0.1, policy_path=POLICY, learner=f"unix:{sock}",
                          sender_args=["--learner-timeout-s=3"], out_dir=tmp_path / "out", prefix=prefix + "b")
     run = h.wait(timeout=120)
@@ -452,6 +467,41 @@ def test_netns_policy_flows_stream_to_the_learner_beside_kernel_cross_traffic(tm
     hello = json.loads(conn[0][1])
     assert conn[0][0] == 1 and hello["flow_id"] == 0 and hello["obs_dim"] == 6
     recs = [parse_record(p) for p in frames_of(conn, 2)]
-    decisions = run["per_flow"][0]["sender_summary"]["policy"]["decisions"]
-    assert len(recs) >= decisions - 1 > 10
+    online = run["per_flow"][0]["sender_summary"]["online"]
+    assert online["learner"] == f"unix:{sock}" and online["records_dropped"] == 0
+    assert len(recs) == online["records_sent"] > 10
+    assert [int(v[0]) for v, _ in recs] == list(range(len(recs)))
     assert all(fe.size == 6 for _, fe in recs)
+
+
+# ----------------------------------------------------------------------------- Mahimahi (faked where absent)
+
+from test_mahimahi import SENDER, _fake_skip_reason, _script_in, fake_mm, shared_dir  # noqa: E402,F401  fixtures
+
+
+@pytest.mark.datapath
+@pytest.mark.skipif(_fake_skip_reason() is not None, reason=str(_fake_skip_reason()))
+@pytest.mark.skipif(not SENDER.exists(), reason="datapath not built (datapath/build.sh)")
+def test_mahimahi_sender_args_reach_policy_flows_only(shared_dir, fake_mm):  # noqa: F811
+    """launch/mahimahi_run.sh --sender-args-file: each line one argument of every policy:FILE
+    flow's jaxcc-sender (as online_net.start("mahimahi") writes it); kernel flows get none."""
+    spec = shared_dir / "s.json"
+    spec.write_text(json.dumps({"name": "mm_online", "duration_s": 2.0,
+                                "link": {"bandwidth_mbps": 12, "buffer_bytes": 375000},
+                                "flows": [{"rtt_ms": 40.0, "controller": "bbr"},
+                                          {"rtt_ms": 40.0, "controller": "kernel:bbr"}]}))
+    pol = shared_dir / "p.safetensors"
+    pol.write_bytes(Path(POLICY).read_bytes())
+    pol.chmod(0o644)
+    args = shared_dir / "args.txt"
+    args.write_text("--learner=unix:/tmp/a b.sock\n--learner-timeout-s=3\n")
+    out = shared_dir / "dry"
+    r = _script_in(fake_mm, [f"--scenario-file={spec}", f"--out={out}", f"--controller=policy:{pol}",
+                             f"--sender-args-file={args}", "--dry-run"])
+    assert r.returncode == 0, r
+    c0 = (out / "flow0" / "client.sh").read_text()
+    c1 = (out / "flow1" / "client.sh").read_text()
+    assert "--learner=unix:/tmp/a\\ b.sock --learner-timeout-s=3" in c0
+    assert "--learner" not in c1 and "iperf3" in c1
+    r = _script_in(fake_mm, [f"--scenario-file={spec}", f"--out={out}", "--sender-args-file=/nonexistent"])
+    assert r.returncode == 2 and "--sender-args-file=/nonexistent not readable" in r.stderr

@@ -9,7 +9,8 @@ its policy senders streaming to a learner, started without blocking the caller.
 
 * ``netns``: ``jaxcc.emulation.runner.Runner`` (a fresh three-namespace link) in a thread; every
   ``policy:*`` flow (the scenario's non-kernel flows, ``spec.assign_controllers``) runs
-  ``policy_path`` with ``--learner=ADDR`` and ``sender_args``; ``kernel:cubic`` / ``kernel:bbr``
+  ``policy_path`` with ``--learner=ADDR`` (unless ``sender_args`` already names it) and
+  ``sender_args``; ``kernel:cubic`` / ``kernel:bbr``
   flows stay cross traffic (iperf3). A ``unix:`` address is a filesystem socket, so the senders
   in their namespace reach a learner in the root namespace.
 * ``mahimahi``: ``launch/mahimahi_run.sh`` as a child process, the same arguments through its
@@ -121,7 +122,10 @@ def start(emulator: str, scenario: Scenario, *, minutes: float, policy_path: str
     scen_file = out / "scenario.json"
     scen_file.write_text(json.dumps(sc.to_dict(), indent=1))
     args = [str(a) for a in sender_args]
-    if learner is not None:
+    given = [a.split("=", 1)[1] for a in args if a.startswith("--learner=")]
+    if learner is not None and given and any(g != learner for g in given):
+        raise EmulationError(f"sender_args: --learner={given[0]} differs from learner={learner}")
+    if learner is not None and not given:
         args = [f"--learner={learner}"] + args
     if emulator == "sim":
         return _start_sim(sc, scen_file, policy_path, args, out, speed)
