@@ -505,3 +505,64 @@ def test_mahimahi_sender_args_reach_policy_flows_only(shared_dir, fake_mm):  # n
     assert "--learner" not in c1 and "iperf3" in c1
     r = _script_in(fake_mm, [f"--scenario-file={spec}", f"--out={out}", "--sender-args-file=/nonexistent"])
     assert r.returncode == 2 and "--sender-args-file=/nonexistent not readable" in r.stderr
+
+
+# ----------------------------------------------------------------------------- with the learner's own codec
+
+def test_sim_speaks_to_the_learner_server(tmp_path):
+    """The learner's server (jaxcc.emulation.experience, written apart from simnet's encoder)
+    decodes the sim backend's HELLO / RECORD / BYE, and weights it sends are swapped in."""
+    experience = pytest.importorskip("jaxcc.emulation.experience")
+    spec, tensors = policyfile.load(POLICY)
+    good = dict(tensors, **{"out.kernel": np.zeros_like(tensors["out.kernel"]),
+                            "out.bias": np.full_like(tensors["out.bias"], -3.0)})
+    blob = policy_blob(tmp_path, "g.safetensors", spec, good)
+    a_good = -0.3 + (math.tanh(-3.0) + 1.0) * 0.4
+    server = experience.Server(f"unix:{tmp_path}/l.sock")
+    events: list = []
+
+    def learner():
+        sent = False
+        while True:
+            evs = server.drain(timeout=0.05)
+            events.extend(evs)
+            if not sent and sum(e[0] == "record" for e in events) >= 4:
+                server.send_weights(1, blob)
+                sent = True
+            if any(e[0] in ("bye", "closed") for e in evs):
+                return
+
+    t = threading.Thread(target=learner, daemon=True)
+    t.start()
+    sc = es.with_duration(es.load(name="pareto/fixed50"), 6.0)
+    run = simnet.SimNet(sc, POLICY, server.address, speed=4.0).run()
+    t.join(10)
+    server.close()
+    kinds = [e[0] for e in events]
+    assert kinds[0] == "hello" and events[0][2]["feature_set"] == "pareto_v2" and "bye" in kinds
+    recs = [e[2] for e in events if e[0] == "record"]
+    assert len(recs) == run["decisions"][0] == 33
+    (ack,) = [e[2] for e in events if e[0] == "ack"]
+    assert ack["ok"] and ack["version"] == 1
+    for fixed, feats in recs:
+        assert feats.shape == (6,)
+        if fixed[0] >= ack["decision"]:
+            assert fixed[2] == 1 and fixed[3] == pytest.approx(a_good, abs=1e-5)
+        else:
+            assert fixed[2] == 0
+
+
+def test_sim_speed_paces_the_wall_clock():
+    """--speed=1: three simulated seconds take three wall seconds (compilation before the clock)."""
+    sc = es.with_duration(es.load(name="pareto/fixed50"), 3.0)
+    run = simnet.SimNet(sc, POLICY, None, speed=1.0).run()
+    assert run["duration_s"] == pytest.approx(3.0, abs=0.01)
+    assert 3.0 - 0.02 <= run["wall_s"] <= 3.5
+
+
+def test_simnet_cli_bad_input_is_one_line(tmp_path):
+    r = subprocess.run([os.sys.executable, "-m", "jaxcc.emulation.simnet", "--scenario=pareto/fixed50",
+                        f"--policy={POLICY}", "--learner=http://x", f"--out={tmp_path}"],
+                       capture_output=True, text=True, cwd=REPO)
+    assert r.returncode == 2
+    assert r.stderr.strip() == "simnet: --learner='http://x': expected unix:/abs/path or tcp:HOST:PORT"
