@@ -99,6 +99,17 @@ class StubLearner:
             pass
         c.close()
 
+    def kill(self):
+        """Gone at once, as after kill -9: the listening socket and every connection closed."""
+        self.closed = True
+        self.srv.close()
+        for c in self.socks:
+            try:
+                c.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        os.unlink(self.path)
+
     def close(self):
         self.closed = True
         self.srv.close()
@@ -266,6 +277,35 @@ def test_sim_learner_gone_keeps_the_policy(tmp_path):
     assert n == 16 and c["records_sent"] == 0 and c["records_dropped"] == n - 4
     assert c["learner_gone"] and c["learner_gone"][0]["back_t_s"] is None
     assert c["connects"] == 0
+
+
+def test_sim_reconnects_to_a_restarted_learner(tmp_path):
+    """The learner dies mid-run (its sockets closed) and a new one listens at the same address:
+    the flow kept deciding, logs the learner as gone and back, says HELLO again and streams on
+    (sequence numbers continue; what was in flight at the death is lost)."""
+    sock = str(tmp_path / "l.sock")
+    first = StubLearner(sock, ping_s=0.05)
+    sc = es.with_duration(es.load(name="pareto/fixed50"), 8.0)
+    net = simnet.SimNet(sc, POLICY, f"unix:{sock}", speed=4.0, learner_timeout_s=0.3)
+    box = {}
+    t = threading.Thread(target=lambda: box.setdefault("run", net.run()), daemon=True)
+    t.start()
+    while sum(1 for tp, _ in (first.conns[0] if first.conns else []) if tp == 2) < 5:
+        time.sleep(0.01)
+    first.kill()
+    time.sleep(0.8)
+    second = StubLearner(sock, ping_s=0.05)
+    t.join(60)
+    second.close()
+    run = box["run"]
+    a = [int(parse_record(p)[0][0]) for p in frames_of(first.conns[0], 2)]
+    (conn,) = second.conns
+    assert conn[0][0] == 1 and json.loads(conn[0][1])["weight_version"] == 0
+    b = [int(parse_record(p)[0][0]) for p in frames_of(conn, 2)]
+    assert b and b[0] > a[-1] and b == list(range(b[0], run["decisions"][0]))
+    c = json.loads(frames_of(conn, 5)[0])
+    assert c["connects"] == 2 and c["learner_gone"] and all(g["back_t_s"] is not None for g in c["learner_gone"])
+    assert run["max_decision_gap_s"][0] == pytest.approx(0.18, abs=1e-4)
 
 
 def test_flow_link_queue_drops_the_oldest():
