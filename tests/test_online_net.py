@@ -431,6 +431,10 @@ def test_window_record_netns_by_hand(tmp_path):
     assert w["p95_owd_ms"] == pytest.approx(40.0)
     j0, j1 = b0 * 8 / 1e6 / 2, b1 * 8 / 1e6 / 2
     assert w["jain"] == pytest.approx((j0 + j1) ** 2 / (2 * (j0 ** 2 + j1 ** 2)))
+    # without the run's start (Mahimahi): each flow's first packet left at its start_s, as here
+    w2 = online_net.window_record(dict(run, t0_wall_s=None), 6.005, 8.005)
+    for k in ("throughput_mbps", "utilization", "p95_owd_ms", "loss", "jain"):
+        assert w2[k] == pytest.approx(w[k], rel=1e-9), k
 
 
 # ----------------------------------------------------------------------------- netns (real packets)

@@ -22,8 +22,9 @@ The scenario lasts ``minutes`` (``spec.with_duration``: flows that ran to its en
 end). ``window_record`` is the usual record over a time window (seconds since the scenario's
 start) from the per-flow logs: the simulator's per-tick trace (``jaxcc.metrics``' definitions)
 or, in emulation, each jaxcc flow's per-packet receiver log (goodput of the bytes received in the
-window, byte-weighted p95 one-way delay, loss from the sequence numbers sent in it) and each
-iperf3 flow's 0.1 s intervals; Jain's index over the flows active for a quarter of the window
+window, byte-weighted p95 one-way delay, loss from the sequence numbers sent in it; the packets'
+clock is put on the scenario's by the run's start, or under Mahimahi by the flow's first packet)
+and each iperf3 flow's 0.1 s intervals; Jain's index over the flows active for a quarter of the window
 (``metrics.jain_of_active``).
 """
 from __future__ import annotations
@@ -231,9 +232,11 @@ def _sim_window(tr: metrics.Trace, window: tuple[float, float]) -> dict[str, Any
             "p95_owd_ms": lm["p95_owd"] * 1e3, "loss": lm["loss"], "jain": jain, "window_s": list(window)}
 
 
-def _receiver_packets(path: Path, flow: int, wall0: float) -> dict[str, np.ndarray]:
+def _receiver_packets(path: Path, flow: int, wall0: float | None, start_s: float) -> dict[str, np.ndarray]:
     """One jaxcc flow's receiver log: per packet seq, size, send and receive time (s since the
-    scenario's start), one-way delay (s); duplicates left out."""
+    scenario's start), one-way delay (s); duplicates left out. ``wall0``: the scenario's start in
+    CLOCK_REALTIME seconds (the packets' clock); None (Mahimahi, where the harness does not see
+    the start): the flow's first packet left at its ``start_s``."""
     seq, size, ts, tr, owd = [], [], [], [], []
     with open(path) as f:
         for row in csv.DictReader(f):
@@ -244,7 +247,11 @@ def _receiver_packets(path: Path, flow: int, wall0: float) -> dict[str, np.ndarr
             ts.append(int(row["send_ts_ns"]) * 1e-9 - wall0)
             tr.append(int(row["recv_ts_ns"]) * 1e-9 - wall0)
             owd.append(float(row["owd_ms"]) * 1e-3)
-    return {k: np.asarray(v) for k, v in (("seq", seq), ("size", size), ("sent", ts), ("recv", tr), ("owd", owd))}
+    out = {k: np.asarray(v) for k, v in (("seq", seq), ("size", size), ("sent", ts), ("recv", tr), ("owd", owd))}
+    if wall0 is None and out["sent"].size:
+        shift = float(np.min(out["sent"])) - start_s
+        out["sent"], out["recv"] = out["sent"] - shift, out["recv"] - shift
+    return out
 
 
 def _emu_window(run: dict[str, Any], t0: float, t1: float) -> dict[str, Any]:
@@ -275,12 +282,10 @@ def _emu_window(run: dict[str, Any], t0: float, t1: float) -> dict[str, Any]:
                         d_vals.append(max(st["rtt"] / 1e6 - f["rtt_ms"] / 2e3, 0.0))
                         d_w.append(nb)
         else:
-            if wall0 is None:
-                raise ValueError(f"{base}: the run has no t0_wall_s (the scenario clock of its logs)")
             log = fdir / "receiver.csv"
             if not log.exists():
                 raise ValueError(f"{log}: missing (window records need the receiver's per-packet log)")
-            p = _receiver_packets(log, int(f["flow"]), wall0)
+            p = _receiver_packets(log, int(f["flow"]), wall0, f["start_s"])
             got = (p["recv"] > t0) & (p["recv"] <= t1)
             byts = float(np.sum(p["size"][got]))
             d_vals += list(p["owd"][got])
