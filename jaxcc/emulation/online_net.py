@@ -238,14 +238,15 @@ def _receiver_packets(path: Path, flow: int, wall0: float | None, start_s: float
     CLOCK_REALTIME seconds (the packets' clock); None (Mahimahi, where the harness does not see
     the start): the flow's first packet left at its ``start_s``."""
     seq, size, ts, tr, owd = [], [], [], [], []
+    w0 = 0.0 if wall0 is None else wall0
     with open(path) as f:
         for row in csv.DictReader(f):
             if int(row["flow"]) != flow or int(row.get("dup") or 0):
                 continue
             seq.append(int(row["seq"]))
             size.append(float(row["size"]))
-            ts.append(int(row["send_ts_ns"]) * 1e-9 - wall0)
-            tr.append(int(row["recv_ts_ns"]) * 1e-9 - wall0)
+            ts.append(int(row["send_ts_ns"]) * 1e-9 - w0)
+            tr.append(int(row["recv_ts_ns"]) * 1e-9 - w0)
             owd.append(float(row["owd_ms"]) * 1e-3)
     out = {k: np.asarray(v) for k, v in (("seq", seq), ("size", size), ("sent", ts), ("recv", tr), ("owd", owd))}
     if wall0 is None and out["sent"].size:
