@@ -7,7 +7,9 @@ its policy senders streaming to a learner, started without blocking the caller.
     run = h.wait()                        # the run result
     window_record(run, t0, t1)            # {throughput_mbps, utilization, p95_owd_ms, loss, jain}
 
-* ``netns``: ``jaxcc.emulation.runner.Runner`` (a fresh three-namespace link) in a thread; every
+* ``netns``: ``jaxcc.emulation.runner.Runner`` (a fresh three-namespace link) in a child process
+  (``python -m jaxcc.emulation.online_net``: its deadlines never wait on the learner's GIL, and
+  the senders outlive a learner killed with SIGKILL); every
   ``policy:*`` flow (the scenario's non-kernel flows, ``spec.assign_controllers``) runs
   ``policy_path`` with ``--learner=ADDR`` (unless ``sender_args`` already names it) and
   ``sender_args``; ``kernel:cubic`` / ``kernel:bbr``
@@ -30,12 +32,13 @@ and each iperf3 flow's 0.1 s intervals; Jain's index over the flows active for a
 from __future__ import annotations
 
 import csv
+import functools
 import json
 import os
 import shutil
 import subprocess
 import sys
-import threading
+import signal
 import time
 from pathlib import Path
 from typing import Any
@@ -53,51 +56,42 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 class Handle:
-    """A started run: ``done()`` without blocking, ``wait()`` for the run result, ``stop()``."""
+    """A started run (a child process): ``done()`` without blocking, ``wait()`` for the run
+    result, ``stop()``, ``pid``. The network outlives a learner killed with SIGKILL."""
 
-    def __init__(self, emulator: str, out_dir: Path, *, proc: subprocess.Popen | None = None,
-                 thread: threading.Thread | None = None, collect=None):
+    def __init__(self, emulator: str, out_dir: Path, *, proc: subprocess.Popen, collect):
         self.emulator, self.out_dir = emulator, out_dir
-        self._proc, self._thread, self._collect = proc, thread, collect
+        self._proc, self._collect = proc, collect
         self._result: dict[str, Any] | None = None
-        self.error: BaseException | None = None
 
     @property
-    def pid(self) -> int | None:
-        return self._proc.pid if self._proc is not None else None
+    def pid(self) -> int:
+        return self._proc.pid
 
     def done(self) -> bool:
-        if self._proc is not None:
-            return self._proc.poll() is not None
-        return not self._thread.is_alive()
+        return self._proc.poll() is not None
 
     def wait(self, timeout: float | None = None) -> dict[str, Any]:
         """The run result (raises EmulationError when the run failed; TimeoutError on timeout)."""
         if self._result is not None:
             return self._result
-        if self._proc is not None:
-            try:
-                rc = self._proc.wait(timeout)
-            except subprocess.TimeoutExpired as e:
-                raise TimeoutError(f"{self.emulator} run still going after {timeout} s") from e
-            if rc != 0:
-                err = (self.out_dir / "run.stderr").read_text()[-2000:] if (self.out_dir / "run.stderr").exists() else ""
-                raise EmulationError(f"{self.emulator} run exited with status {rc}: {err.strip()}")
-        else:
-            self._thread.join(timeout)
-            if self._thread.is_alive():
-                raise TimeoutError(f"{self.emulator} run still going after {timeout} s")
-            if self.error is not None:
-                raise EmulationError(f"{self.emulator} run failed: {self.error}") from self.error
+        try:
+            rc = self._proc.wait(timeout)
+        except subprocess.TimeoutExpired as e:
+            raise TimeoutError(f"{self.emulator} run still going after {timeout} s") from e
+        if rc != 0:
+            log = self.out_dir / "run.stderr"
+            err = log.read_text()[-2000:].strip() if log.exists() else ""
+            raise EmulationError(f"{self.emulator} run exited with status {rc}: {err}")
         self._result = self._collect()
         return self._result
 
     def stop(self) -> None:
-        """Ends a child-process run (SIGTERM, then SIGKILL); a netns run ends with its scenario."""
-        if self._proc is not None and self._proc.poll() is None:
+        """Ends the run (SIGTERM: the netns harness removes its link; then SIGKILL)."""
+        if self._proc.poll() is None:
             self._proc.terminate()
             try:
-                self._proc.wait(10)
+                self._proc.wait(30)
             except subprocess.TimeoutExpired:
                 self._proc.kill()
                 self._proc.wait()
@@ -132,14 +126,13 @@ def start(emulator: str, scenario: Scenario, *, minutes: float, policy_path: str
         return _start_sim(sc, scen_file, policy_path, args, out, speed)
     if emulator == "mahimahi":
         return _start_mahimahi(sc, scen_file, policy_path, args, out)
-    return _start_netns(sc, policy_path, args, out, prefix, verbose)
+    return _start_netns(sc, scen_file, policy_path, args, out, prefix, verbose)
 
 
 def _start_sim(sc, scen_file: Path, policy_path: str, args: list[str], out: Path, speed: float) -> Handle:
     cmd = [sys.executable, "-m", "jaxcc.emulation.simnet", f"--scenario-file={scen_file}",
            f"--policy={policy_path}", f"--speed={speed:g}", f"--out={out / 'sim'}", *args]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open(out / "run.stderr", "w"), env=env)
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open(out / "run.stderr", "w"), env=_env())
 
     def collect():
         run = json.loads((out / "sim" / "simnet.json").read_text())
@@ -148,35 +141,47 @@ def _start_sim(sc, scen_file: Path, policy_path: str, args: list[str], out: Path
     return Handle("sim", out, proc=proc, collect=collect)
 
 
-def _start_netns(sc, policy_path: str, args: list[str], out: Path, prefix: str | None, verbose: bool) -> Handle:
+def _start_netns(sc, scen_file: Path, policy_path: str, args: list[str], out: Path, prefix: str | None,
+                 verbose: bool) -> Handle:
+    cmd = [sys.executable, "-m", "jaxcc.emulation.online_net", f"--scenario-file={scen_file}",
+           f"--policy={policy_path}", f"--out={out / 'netns'}", *[f"--sender-arg={a}" for a in args]]
+    if prefix:
+        cmd.append(f"--prefix={prefix}")
+    if verbose:
+        cmd.append("--verbose")
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open(out / "run.stderr", "w"), env=_env())
+
+    def collect():
+        return json.loads((out / "netns" / "run.json").read_text())
+
+    return Handle("netns", out, proc=proc, collect=collect)
+
+
+def run_netns(sc: Scenario, policy_path: str, out: Path, sender_args: list[str], prefix: str | None = None,
+              verbose: bool = False) -> dict[str, Any]:
+    """One netns run (what ``start("netns")``'s child process does): the record of
+    ``runner.Runner`` plus what window records need (the scenario's start on the packets' clock,
+    the capacity schedule); OUT/results.json and OUT/run.json."""
     from jaxcc.emulation import runner   # needs the datapath only here
 
     ctrls = emu_spec.assign_controllers(sc, f"policy:{policy_path}")
-    r = runner.Runner(sc, ctrls, out / "netns", prefix=prefix, verbose=verbose, sender_args=args)
-    box: dict[str, Any] = {}
     mono_to_wall = time.time() - time.monotonic()
-    h = Handle("netns", out)
+    rec = runner.Runner(sc, ctrls, out, prefix=prefix, verbose=verbose, sender_args=sender_args).run()
+    t0 = (results.read_json(out / "tbf_samples.json") or {}).get("t0")
+    rec.update({"emulator": "netns", "duration_s": sc.duration_s, "out_dir": str(out),
+                "capacity_schedule": emu_spec.rate_schedule(sc),
+                "t0_wall_s": None if t0 is None else t0 + mono_to_wall})
+    results.fill_ankh([rec])
+    results.write_results(out, [rec])
+    tmp = out / "run.json.tmp"
+    tmp.write_text(json.dumps(metrics.json_safe(rec), default=str))
+    os.replace(tmp, out / "run.json")
+    return rec
 
-    def body():
-        try:
-            box["rec"] = r.run()
-        except BaseException as e:   # noqa: BLE001 - handed to wait()
-            h.error = e
 
-    def collect():
-        rec = box["rec"]
-        t0 = (results.read_json(out / "netns" / "tbf_samples.json") or {}).get("t0")
-        rec.update({"emulator": "netns", "duration_s": sc.duration_s, "out_dir": str(out / "netns"),
-                    "capacity_schedule": emu_spec.rate_schedule(sc),
-                    "t0_wall_s": None if t0 is None else t0 + mono_to_wall})
-        results.fill_ankh([rec])
-        results.write_results(out / "netns", [rec])
-        return rec
-
-    h._thread = threading.Thread(target=body, name="online-netns", daemon=True)
-    h._collect = collect
-    h._thread.start()
-    return h
+def _env() -> dict[str, str]:
+    """The environment of a child run: this checkout first on PYTHONPATH."""
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
 
 
 def mahimahi_missing() -> str | None:
@@ -193,7 +198,7 @@ def _start_mahimahi(sc, scen_file: Path, policy_path: str, args: list[str], out:
     args_file.write_text("".join(a + "\n" for a in args))
     cmd = ["bash", str(REPO / "launch" / "mahimahi_run.sh"), f"--scenario-file={scen_file}",
            f"--controller=policy:{policy_path}", f"--out={out / 'mahimahi'}", f"--sender-args-file={args_file}"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open(out / "run.stderr", "w"))
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open(out / "run.stderr", "w"), env=_env())
 
     def collect():
         doc = results.read_json(out / "mahimahi" / "results.json") or {}
@@ -233,6 +238,13 @@ def _sim_window(tr: metrics.Trace, window: tuple[float, float]) -> dict[str, Any
 
 
 def _receiver_packets(path: Path, flow: int, wall0: float | None, start_s: float) -> dict[str, np.ndarray]:
+    """``_read_receiver_packets``, each log read once (a first and a last minute read one file)."""
+    return _read_receiver_packets(str(path), os.stat(path).st_mtime_ns, flow, wall0, start_s)
+
+
+@functools.lru_cache(maxsize=16)
+def _read_receiver_packets(path: str, mtime_ns: int, flow: int, wall0: float | None,
+                           start_s: float) -> dict[str, np.ndarray]:
     """One jaxcc flow's receiver log: per packet seq, size, send and receive time (s since the
     scenario's start), one-way delay (s); duplicates left out. ``wall0``: the scenario's start in
     CLOCK_REALTIME seconds (the packets' clock); None (Mahimahi, where the harness does not see
@@ -313,3 +325,37 @@ def _emu_window(run: dict[str, Any], t0: float, t1: float) -> dict[str, Any]:
     return {"throughput_mbps": thr, "utilization": thr / cap if cap > 0 else float("nan"),
             "p95_owd_ms": p95 * 1e3, "loss": lost_pk / sent_pk if sent_pk > 0 else 0.0, "jain": jain,
             "window_s": [t0, t1]}
+
+
+def _raise_on_term(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m jaxcc.emulation.online_net``: one netns run for ``start("netns")``."""
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m jaxcc.emulation.online_net", description=main.__doc__)
+    ap.add_argument("--scenario-file", required=True)
+    ap.add_argument("--policy", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--sender-arg", action="append", default=[], help="one jaxcc-sender argument (repeatable)")
+    ap.add_argument("--prefix", default=None)
+    ap.add_argument("--verbose", action="store_true")
+    a = ap.parse_args(argv)
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):   # the link is removed on the way out
+        signal.signal(sig, _raise_on_term)
+    try:
+        sc = emu_spec.load(path=a.scenario_file)
+        run_netns(sc, os.path.abspath(a.policy), Path(a.out), a.sender_arg, a.prefix, a.verbose)
+    except EmulationError as e:
+        print(f"online_net: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("online_net: interrupted; cleaned up", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
