@@ -610,3 +610,23 @@ def test_simnet_cli_bad_input_is_one_line(tmp_path):
                        capture_output=True, text=True, cwd=REPO)
     assert r.returncode == 2
     assert r.stderr.strip() == "simnet: --learner='http://x': expected unix:/abs/path or tcp:HOST:PORT"
+
+
+def test_window_record_iperf3_cross_traffic_by_hand(tmp_path):
+    """A kernel flow's window from iperf3's 0.1 s intervals: bytes, retransmits, RTT samples
+    (microseconds; the one-way estimate is RTT minus half the path's propagation RTT)."""
+    d = tmp_path / "flow0"
+    d.mkdir()
+    ivs = [{"sum": {"start": 0.1 * k, "end": 0.1 * (k + 1), "bytes": 12500,
+                    "retransmits": 1 if (k + 1) % 10 == 0 else 0},
+            "streams": [{"rtt": 50000}]} for k in range(100)]
+    (d / "iperf3_client.json").write_text(json.dumps({"intervals": ivs}))
+    run = {"emulator": "netns", "out_dir": str(tmp_path), "t0_wall_s": 0.0, "capacity_schedule": [[0.0, 2.0]],
+           "per_flow": [{"flow": 0, "impl": "iperf3", "start_s": 0.0, "stop_s": 10.0, "rtt_ms": 40.0}]}
+    w = online_net.window_record(run, 2.05, 4.05)
+    # intervals ending at 2.1 .. 4.0: 20 x 12500 B over 2 s, retransmits at the ends 3.0 and 4.0
+    assert w["throughput_mbps"] == pytest.approx(20 * 12500 * 8 / 1e6 / 2.0)
+    assert w["utilization"] == pytest.approx(0.5)
+    assert w["loss"] == pytest.approx(2 / (20 * 12500 / 1448))
+    assert w["p95_owd_ms"] == pytest.approx(50.0 - 20.0)
+    assert w["jain"] == 1.0
