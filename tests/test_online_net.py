@@ -630,3 +630,19 @@ def test_window_record_iperf3_cross_traffic_by_hand(tmp_path):
     assert w["loss"] == pytest.approx(2 / (20 * 12500 / 1448))
     assert w["p95_owd_ms"] == pytest.approx(50.0 - 20.0)
     assert w["jain"] == 1.0
+
+
+def test_sim_kernel_flows_are_cross_traffic(tmp_path):
+    """kernel:cubic runs as the simulator's CUBIC beside the policy flow: no connection, no records."""
+    sock = str(tmp_path / "l.sock")
+    stub = StubLearner(sock)
+    sc = es.as_scenario({"name": "x", "duration_s": 3.0, "link": {"bandwidth_mbps": 20, "buffer_bytes": 150000},
+                         "flows": [{"rtt_ms": 40, "controller": "bbr"}, {"rtt_ms": 40, "controller": "kernel:cubic"}]})
+    run = simnet.SimNet(sc, POLICY, f"unix:{sock}", speed=0).run()
+    stub.close()
+    assert run["controllers"] == [f"policy:{os.path.abspath(POLICY)}", "cubic"]
+    assert run["decisions"][1] == 0 and list(run["online"]) == ["0"]
+    (conn,) = stub.conns
+    assert json.loads(conn[0][1])["flow_id"] == 0 and len(frames_of(conn, 2)) == run["decisions"][0] > 0
+    tr = simnet.trace_of(run)
+    assert tr.acked[:, 1].sum() > 0      # the cross traffic carried data
