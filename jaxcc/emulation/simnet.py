@@ -475,7 +475,7 @@ class SimNet:
         for lk in self.links.values():
             self._receive(lk, lk.pump(now, self._flow_t(lk.flow_id, sim_t)), sim_t)
 
-    def run(self, duration_s: float | None = None, stop=None) -> dict[str, Any]:
+    def run(self, stop=None) -> dict[str, Any]:
         """Runs to the scenario's end (or ``stop()`` true); returns the run result
         (``trace``: the per-tick arrays for ``jaxcc.metrics.Trace``; ``online``: per policy
         flow the sender's counters, as ``jaxcc-sender --summary``'s ``online`` object)."""
