@@ -18,6 +18,9 @@
 #   --nice       nice value of Mahimahi, senders and receivers (default -10, as jaxcc.emulate;
 #                an unprivileged process keeps the value it inherits; 0 leaves it as is)
 #   --dry-run    plan, check and print the Mahimahi command lines without running them
+#   --sender-args-file F  extra jaxcc-sender arguments, one per line, for every policy:FILE flow
+#                (issue 16: --learner=unix:/abs/path --learner-timeout-s=S --fallback=keep|bbr;
+#                the Mahimahi user must be able to connect to that socket)
 #
 # How (see README "Mahimahi", and setup/install_mahimahi.sh to build and install it):
 #  * Everything runs inside a fresh network namespace (jxm<hex>) that this script creates and
@@ -50,6 +53,8 @@ OUT=""
 MM_USER="${SUDO_USER:-nobody}"
 DOWNLINK=ack
 DRY=0
+SENDER_ARGS_FILE=""
+SENDER_EXTRA=()
 NICE=-10
 ACK_TRACE_PER_MS=10
 # a relative path given by the caller is relative to the caller's directory, not the repo's
@@ -64,6 +69,7 @@ for arg in "$@"; do
     --downlink=*) DOWNLINK="${arg#*=}" ;;
     --nice=*) NICE="${arg#*=}" ;;
     --dry-run) DRY=1 ;;
+    --sender-args-file=*) SENDER_ARGS_FILE=$(abspath "${arg#*=}") ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
     *) echo "mahimahi_run.sh: unknown argument $arg" >&2; exit 2 ;;
   esac
@@ -72,6 +78,10 @@ if [ ${#SCEN_ARGS[@]} -ne 1 ] || [ -z "$OUT" ]; then
   echo "usage: $0 (--scenario=NAME|--scenario-file=F) [--controller=C] --out=DIR" \
        "[--user=U] [--downlink=ack|same|TRACE] [--nice=N] [--dry-run]" >&2
   exit 2
+fi
+if [ -n "$SENDER_ARGS_FILE" ]; then
+  [ -r "$SENDER_ARGS_FILE" ] || { echo "mahimahi_run.sh: --sender-args-file=$SENDER_ARGS_FILE not readable" >&2; exit 2; }
+  mapfile -t SENDER_EXTRA <"$SENDER_ARGS_FILE"
 fi
 if ! [[ "$NICE" =~ ^-?[0-9]+$ ]]; then
   echo "mahimahi_run.sh: --nice=$NICE is not an integer" >&2
@@ -158,6 +168,7 @@ if [ ${#CTRLS[@]} -gt 1 ]; then
   done
   CHILD_ARGS=(--user="$MM_USER" --downlink="$DOWNLINK" --nice="$NICE")
   [ "$DRY" = 1 ] && CHILD_ARGS+=(--dry-run)
+  [ -n "$SENDER_ARGS_FILE" ] && CHILD_ARGS+=("--sender-args-file=$SENDER_ARGS_FILE")
   for k in "${!CTRLS[@]}"; do
     echo "mahimahi_run.sh: controller ${CTRLS[$k]} -> ${RUN_DIRS[$k]}" >&2
     rc=0
@@ -324,6 +335,7 @@ INNER="$OUT/inner.sh"
       cmd=("$SENDER" "--controller=${!c}" '--dest=$DEST' --port=$((9000 + i)) --flow-id=$i
            --duration="${!d}" --start-delay="${!s}" --drain=1.0 --rtt-hint-ms=$((2 * delay))
            --log="$f/sender.csv" --summary="$f/sender.json")
+      if [[ "${!c}" == policy:* ]]; then cmd+=("${SENDER_EXTRA[@]}"); fi
     fi
     {
       echo '#!/bin/bash'

@@ -88,7 +88,7 @@ class Runner:
                  prefix: str | None = None, trace_bin_s: float = 0.1, ping: bool = True,
                  verbose: bool = False, lead_s: float = 0.5, impl: str = "auto",
                  nice: int | None = -10, delay_opts: delay.DelayOptions | None = None,
-                 rt_receiver: int = 5, rt_sender: bool = True):
+                 rt_receiver: int = 5, rt_sender: bool = True, sender_args: list[str] | None = None):
         self.spec = spec
         self.controllers = controllers        # one per flow
         self.out_dir = out_dir
@@ -114,6 +114,9 @@ class Runner:
         # chrt -f 1), so a busy machine does not bunch a sender's packets into catch-up bursts
         # that queue at the bottleneck (jaxcc-sender: up to --max-lag-ms, 10 ms).
         self.rt_sender = rt_sender
+        # extra jaxcc-sender arguments for every policy:FILE flow (e.g. issue 16's
+        # --learner=ADDR --learner-timeout-s=S --fallback=keep|bbr; jaxcc.emulation.online_net)
+        self.sender_args = [str(a) for a in (sender_args or [])]
 
     def run(self) -> dict[str, Any]:
         spec, link_spec = self.spec, self.spec.link
@@ -264,6 +267,8 @@ class Runner:
                 cmd.append(f"--goal={preference_arg(fl.goal)}")
             if fl.target is not None:
                 cmd.append(f"--target={preference_arg(fl.target)}")
+            if fl.controller.startswith("policy:"):
+                cmd += self.sender_args
         else:
             rate = float(fl.controller.split(":", 1)[1])
             cmd = [TOOLS_BUILD / "udp_probe", "send", f"--dest={RCV_IP}",

@@ -18,6 +18,7 @@ is particular to emulation:
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -85,6 +86,27 @@ def as_scenario(spec: scenarios.Scenario | dict[str, Any]) -> scenarios.Scenario
         raise EmulationError(f"{spec.name}.link.buffer_bytes: must be >= {MSS} (one packet) in "
                              f"emulation, got {spec.link.buffer_bytes:g}")
     return spec
+
+
+def with_duration(sc: scenarios.Scenario, duration_s: float) -> scenarios.Scenario:
+    """``sc`` lasting ``duration_s`` (online runs last minutes): flows that ran to its end run to
+    the new end, others keep their times cut at the new end; the link's schedule is the
+    scenario's own for the new duration (a trace loops, as mm-link replays it).
+
+    Raises:
+      EmulationError: duration not a finite number > 0, or a flow starting at or after it.
+    """
+    if not (isinstance(duration_s, (int, float)) and math.isfinite(duration_s) and duration_s > 0):
+        raise EmulationError(f"{sc.name}.duration_s: the override must be a finite number of seconds > 0, "
+                             f"got {duration_s!r}")
+    flows = []
+    for i, f in enumerate(sc.flows):
+        if f.start_s >= duration_s:
+            raise EmulationError(f"{sc.name}.flows[{i}].start_s: {f.start_s:g} s is not before the "
+                                 f"overridden duration {duration_s:g} s")
+        stop = duration_s if abs(f.stop_s - sc.duration_s) < 1e-9 else min(f.stop_s, duration_s)
+        flows.append(dataclasses.replace(f, stop_s=float(stop)))
+    return dataclasses.replace(sc, duration_s=float(duration_s), flows=tuple(flows))
 
 
 def load(name: str | None = None, path: str | None = None) -> scenarios.Scenario:
