@@ -993,7 +993,8 @@ int Main(int argc, char** argv) {
   }
   if (link) {
     nlohmann::json o = link->Counters();
-    for (auto& [k, v] : online_extra().items()) o[k] = v;
+    const nlohmann::json extra = online_extra();
+    for (auto it = extra.begin(); it != extra.end(); ++it) o[it.key()] = it.value();
     s["online"] = o;
   }
   if (bbr) s["bbr"] = {{"max_bw_mbps", bbr->max_bw() * 8 / 1e6}, {"min_rtt_ms", bbr->min_rtt_s() * 1e3},
