@@ -368,3 +368,25 @@ def test_flooding_learner_memory_bounded_and_decisions_on_time(tmp_path, policie
     assert on["max_rss_kb"] < bound_kb, (on["max_rss_kb"], base_kb, on["weights_received"])
     assert float(rows[-1]["t_s"]) > 2.8
     _check_gaps(on)
+
+
+@pytest.mark.parametrize("args,msg", [
+    (["--learner=unix:rel.sock"], "--learner unix:PATH needs an absolute path"),
+    (["--learner=tcp:localhost:0"], "needs a port in 1..65535"),
+    (["--learner=http://x"], "--learner must be unix:/abs/path or tcp:HOST:PORT"),
+    (["--record-queue=10"], "--record-queue and --learner-timeout-s need --learner"),
+    (["--learner=unix:/tmp/x.sock", "--record-queue=0"], "--record-queue must be an integer in 1..1048576"),
+    (["--learner=unix:/tmp/x.sock", "--learner-timeout-s=0"], "--learner-timeout-s must be in (0, 3600]"),
+    (["--learner=unix:/tmp/x.sock", "--fallback=cubic"], "--fallback must be keep or bbr, got 'cubic'"),
+])
+def test_bad_learner_options_exit_2_with_one_line(tmp_path, policies, args, msg):
+    p0 = policies[0]
+    r = subprocess.run([str(SENDER), f"--controller=policy:{p0}", "--duration=0.1", *args],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2 and msg in r.stderr and r.stderr.count("\n") == 1, (r.returncode, r.stderr)
+
+
+def test_learner_needs_a_policy_controller():
+    r = subprocess.run([str(SENDER), "--controller=fixed:1", "--learner=unix:/tmp/x.sock", "--duration=0.1"],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2 and "--learner needs a policy:FILE controller" in r.stderr, r.stderr
