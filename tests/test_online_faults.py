@@ -17,6 +17,7 @@ weight zero, so the output is the last bias through the continuous head: a = low
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import math
 import os
@@ -254,6 +255,9 @@ def test_rejected_blobs_are_counted_and_the_old_policy_keeps_deciding(tmp_path, 
     reasons = {r["version"]: r["reason"] for r in on["rejections"]}
     assert "truncated" in reasons[1] and "has shape [2], expected [1]" in reasons[2] and "NaN" in reasons[3], reasons
     frames = fl.frames()
+    assert frames[0]["type"] == "hello" and frames[0]["j"] == {
+        "proto": 1, "flow_id": 0, "feature_set": "pareto_v1", "history": 10, "obs_dim": 5, "mi_rtts": 1.0,
+        "policy_sha256": hashlib.sha256(p0.read_bytes()).hexdigest(), "weight_version": 0, "fallback": "keep"}
     acks = [f["j"] for f in frames if f["type"] == "ack"]
     assert [(a["version"], a["ok"]) for a in acks] == [(1, False), (2, False), (3, False), (4, True)], acks
     d = acks[3]["decision"]
