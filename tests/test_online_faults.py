@@ -115,11 +115,12 @@ def reader():
                 out.write(json.dumps({"type": "record", "v": list(struct.unpack_from("<%dd" % (24 + D), p, 4))}) + "\n")
             else:
                 out.write(json.dumps({"type": {1: "hello", 4: "ack", 5: "bye"}.get(t, t), "j": json.loads(p)}) + "\n")
-threading.Thread(target=reader, daemon=True).start()
+done = threading.Event()
+threading.Thread(target=lambda: (reader(), done.set()), daemon=True).start()
 sends = sorted(cfg.get("sends", []), key=lambda s: s["at"])
 flood = cfg.get("flood")
 next_ping, version = 0.0, 0
-while time.monotonic() - t0 < cfg["run_s"]:
+while time.monotonic() - t0 < cfg["run_s"] and not done.is_set():
     now = time.monotonic() - t0
     if now >= next_ping:
         send(6); next_ping = now + cfg["ping_s"]
@@ -130,7 +131,7 @@ while time.monotonic() - t0 < cfg["run_s"]:
         blobs = [open(b, "rb").read() for b in flood["blobs"]]
         junk = b"\x07" * (flood["junk_mib"] << 20)
         i = 0
-        while time.monotonic() - t0 < cfg["run_s"]:
+        while time.monotonic() - t0 < cfg["run_s"] and not done.is_set():
             version += 1
             send(3, struct.pack("<Q", version) + (junk if i % flood["junk_every"] == 0 else blobs[i % len(blobs)]))
             send(6)
@@ -202,9 +203,18 @@ class Run:
         time.sleep(max(0.0, self.t_start + t - time.monotonic()))
 
     def finish(self):
-        rc = self.snd.wait(timeout=60)
-        self.rcv.send_signal(signal.SIGTERM)
-        self.rcv.wait(timeout=10)
+        try:
+            rc = self.snd.wait(timeout=60)
+        finally:  # never leave a sender or receiver behind, whatever happened
+            if self.snd.poll() is None:
+                self.snd.kill()
+                self.snd.wait()
+            self.rcv.send_signal(signal.SIGTERM)
+            try:
+                self.rcv.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.rcv.kill()
+                self.rcv.wait()
         assert rc == 0, self.stderr.read_text()
         s = json.loads(self.summary.read_text())
         with open(self.log) as f:
@@ -246,7 +256,7 @@ def test_rejected_blobs_are_counted_and_the_old_policy_keeps_deciding(tmp_path, 
              {"at": 0.7, "version": 2, "blob": str(tmp_path / "shape.safetensors")},
              {"at": 0.8, "version": 3, "blob": str(tmp_path / "nan.safetensors")},
              {"at": 1.4, "version": 4, "blob": str(p1)}]
-    fl = FakeLearner(tmp_path, sock, "learner", ping_s=0.2, run_s=3.0, sends=sends)
+    fl = FakeLearner(tmp_path, sock, "learner", ping_s=0.2, run_s=30, sends=sends)
     run = Run(tmp_path, p0, sock, 2.2)
     s, rows = run.finish()
     fl.wait()

@@ -7,7 +7,9 @@
 #include <netinet/tcp.h>
 #include <openssl/evp.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -362,6 +364,9 @@ void LearnerLink::HandleFrame(uint8_t type, const std::string& payload, uint64_t
 }
 
 void LearnerLink::Run() {
+  // Background work: on a busy host the pacer, ACK and decision threads go first (Linux nice
+  // is per thread; best effort, a failure only leaves the default priority).
+  setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 10);
   const size_t width = queue_.width();
   std::vector<double> rec(width);
   std::vector<uint8_t> chunk(1u << 20);
