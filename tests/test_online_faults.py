@@ -404,3 +404,53 @@ def test_learner_needs_a_policy_controller():
     r = subprocess.run([str(SENDER), "--controller=fixed:1", "--learner=unix:/tmp/x.sock", "--duration=0.1"],
                        capture_output=True, text=True, timeout=30)
     assert r.returncode == 2 and "--learner needs a policy:FILE controller" in r.stderr, r.stderr
+
+
+def test_tcp_learner_gets_hello_and_every_record(tmp_path, policies):
+    """--learner=tcp:HOST:PORT: the same frames over TCP (a listener in this process)."""
+    import threading
+    p0, a0, _, _ = policies
+    srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(1)
+    port = srv.getsockname()[1]
+    got: list[tuple[int, bytes]] = []
+
+    def serve():
+        conn, _ = srv.accept()
+        buf = b""
+        conn.sendall(struct.pack("<IB", 1, 6))  # PING
+        while True:
+            d = conn.recv(1 << 16)
+            if not d:
+                return
+            buf += d
+            while len(buf) >= 5 and len(buf) >= 4 + struct.unpack_from("<I", buf)[0]:
+                n, t = struct.unpack_from("<IB", buf)
+                got.append((t, buf[5:4 + n]))
+                buf = buf[4 + n:]
+
+    th = threading.Thread(target=serve, daemon=True)
+    th.start()
+    udp = _free_udp_port()
+    rcv = subprocess.Popen([str(RECEIVER), f"--port={udp}", "--bind=127.0.0.1", "--duration=60"],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(0.2)
+        r = subprocess.run([str(SENDER), f"--controller=policy:{p0}", "--dest=127.0.0.1", f"--port={udp}",
+                            "--duration=1.0", f"--min-mi-ms={MI_MS}", "--init-mbps=5",
+                            f"--learner=tcp:127.0.0.1:{port}", f"--log={tmp_path / 't.csv'}",
+                            f"--summary={tmp_path / 't.json'}"], capture_output=True, text=True, timeout=30)
+    finally:
+        rcv.terminate()
+        rcv.wait()
+    assert r.returncode == 0, r.stderr
+    th.join(timeout=5)
+    s = json.loads((tmp_path / "t.json").read_text())
+    with open(tmp_path / "t.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert got[0][0] == 1 and json.loads(got[0][1])["proto"] == 1
+    recs = [struct.unpack_from("<%dd" % (24 + 5), p, 4) for t, p in got if t == 2]
+    assert [int(x[0]) for x in recs] == list(range(len(rows))) and s["online"]["records_sent"] == len(rows)
+    assert all(abs(x[3] - a0) < 1e-6 for x in recs)
+    assert got[-1][0] == 5 and json.loads(got[-1][1])["records_sent"] <= len(rows)
