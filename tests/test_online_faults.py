@@ -92,11 +92,13 @@ print("ready", flush=True)
 conn, _ = srv.accept()
 t0 = time.monotonic()
 lock = threading.Lock()
+done = threading.Event()
 def send(t, p=b""):
     with lock:
         try:
             conn.sendall(struct.pack("<IB", len(p) + 1, t) + p)
-        except OSError:  # the sender finished and closed: nothing more to do
+        except OSError:  # the sender finished and closed: log what it sent last, then go
+            done.wait(5)
             os._exit(0)
 def reader():
     buf = bytearray()
@@ -115,7 +117,6 @@ def reader():
                 out.write(json.dumps({"type": "record", "v": list(struct.unpack_from("<%dd" % (24 + D), p, 4))}) + "\n")
             else:
                 out.write(json.dumps({"type": {1: "hello", 4: "ack", 5: "bye"}.get(t, t), "j": json.loads(p)}) + "\n")
-done = threading.Event()
 threading.Thread(target=lambda: (reader(), done.set()), daemon=True).start()
 sends = sorted(cfg.get("sends", []), key=lambda s: s["at"])
 flood = cfg.get("flood")

@@ -96,7 +96,7 @@ nlohmann::json DecisionStreaming(const std::string& policy_path, int n, double i
       if (link) {
         std::unique_ptr<Policy> np;
         uint64_t v;
-        link->TakeWeights(&np, &v);
+        link->TakeWeights(&np, &v, static_cast<uint64_t>(i), 0.0);
       }
       const PolicyOutput& o = p.Apply(obs.data(), goal.empty() ? nullptr : goal.data());
       double r, c;

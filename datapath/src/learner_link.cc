@@ -110,6 +110,21 @@ void RecordQueue::Push(const double* rec) {
   ++count_;
 }
 
+bool RecordQueue::TryPush(const double* recs, size_t n) {
+  std::unique_lock<std::mutex> lk(mu_, std::try_to_lock);
+  if (!lk.owns_lock()) return false;
+  for (size_t i = 0; i < n; ++i) {
+    if (count_ == cap_) {
+      head_ = (head_ + 1) % cap_;
+      --count_;
+      dropped_.fetch_add(1, std::memory_order_relaxed);
+    }
+    std::memcpy(&slots_[((head_ + count_) % cap_) * width_], recs + i * width_, sizeof(double) * width_);
+    ++count_;
+  }
+  return true;
+}
+
 bool RecordQueue::Pop(double* rec) {
   std::lock_guard<std::mutex> lk(mu_);
   if (count_ == 0) return false;
@@ -177,6 +192,19 @@ LearnerLink::LearnerLink(LinkOptions opt)
     : opt_(std::move(opt)), queue_(opt_.queue, proto::kRecordHead + static_cast<size_t>(opt_.obs_dim)) {
   const std::string why = ParseLearnerAddress(opt_.address, &addr_);
   if (!why.empty()) throw std::invalid_argument(why);
+  stash_.reserve((kMaxStash + 1) * queue_.width());  // no allocation on the decision path
+  applied_.reserve(16);
+}
+
+void LearnerLink::PushRecord(const double* rec) {
+  const size_t w = queue_.width();
+  stash_.insert(stash_.end(), rec, rec + w);
+  if (queue_.TryPush(stash_.data(), stash_.size() / w)) {
+    stash_.clear();
+  } else if (stash_.size() / w > kMaxStash) {  // the queue stayed busy: drop the stash's oldest
+    stash_.erase(stash_.begin(), stash_.begin() + static_cast<std::ptrdiff_t>(w));
+    stash_dropped_.fetch_add(1, std::memory_order_relaxed);
+  }
 }
 
 LearnerLink::~LearnerLink() {
@@ -199,26 +227,31 @@ void LearnerLink::Stop(const json& bye, double flush_s) {
   if (thr_.joinable()) thr_.join();
 }
 
-bool LearnerLink::TakeWeights(std::unique_ptr<Policy>* p, uint64_t* version) {
+bool LearnerLink::TakeWeights(std::unique_ptr<Policy>* p, uint64_t* version, uint64_t decision, double t_s) {
   if (!mbox_full_.load(std::memory_order_acquire)) return false;
-  std::lock_guard<std::mutex> lk(mbox_mu_);
-  if (!mbox_) return false;
+  std::unique_lock<std::mutex> lk(mbox_mu_, std::try_to_lock);
+  if (!lk.owns_lock() || !mbox_) return false;  // busy: the next decision takes it
   *p = std::move(mbox_);
   *version = mbox_version_;
   mbox_full_.store(false, std::memory_order_release);
+  applied_.push_back({mbox_version_, decision, t_s});
+  version_.store(mbox_version_, std::memory_order_relaxed);
   return true;
 }
 
-void LearnerLink::Applied(uint64_t version, uint64_t decision, double t_s) {
-  version_.store(version, std::memory_order_relaxed);
-  const json ack = {{"version", version}, {"ok", true}, {"reason", ""}, {"decision", decision}, {"t_s", t_s}};
+void LearnerLink::DrainApplied(bool send) {
+  std::vector<AppliedVersion> done;
   {
     std::lock_guard<std::mutex> lk(mbox_mu_);
-    acks_.push_back(ack.dump());
+    done.swap(applied_);
+    applied_.reserve(16);
   }
-  std::lock_guard<std::mutex> lk(info_mu_);
-  ++weights_applied_;
-  versions_.push_back({{"version", version}, {"decision", decision}, {"t_s", t_s}});
+  for (const AppliedVersion& a : done) {
+    if (send) Ack(a.version, true, "", a.decision, a.t_s);
+    std::lock_guard<std::mutex> lk(info_mu_);
+    ++weights_applied_;
+    versions_.push_back({{"version", a.version}, {"decision", a.decision}, {"t_s", a.t_s}});
+  }
 }
 
 void LearnerLink::Ack(uint64_t version, bool ok, const std::string& reason, json decision, double t_s) {
@@ -397,14 +430,7 @@ void LearnerLink::Run() {
       }
     }
     // Fill the output: ACKs of applied weights first, then records.
-    {
-      std::vector<std::string> acks;
-      {
-        std::lock_guard<std::mutex> lk(mbox_mu_);
-        acks.swap(acks_);
-      }
-      for (const std::string& a : acks) AppendFrame(&out_, proto::kWeightsAck, a.data(), a.size());
-    }
+    DrainApplied(true);
     while (out_.size() < kOutHighWater && queue_.Pop(rec.data())) {
       const std::string p = EncodeRecord(rec.data(), opt_.obs_dim);
       AppendFrame(&out_, proto::kRecord, p.data(), p.size());
@@ -476,6 +502,7 @@ void LearnerLink::Run() {
       }
     }
   }
+  DrainApplied(false);  // swapped in after the last send: counted, not ACKed
   if (fd_ >= 0) {
     close(fd_);
     fd_ = -1;

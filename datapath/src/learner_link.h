@@ -13,10 +13,11 @@
 //   0x05 BYE     s->l JSON: the sender's counters at the end
 //   0x06 PING    l->s empty (at least every second)
 //
-// Threads: only the link's own I/O thread touches the socket. The decision thread pushes
-// records into a bounded queue that drops the oldest (a short critical section: one memcpy),
-// and takes validated policies from a one-slot mailbox between two decisions. Neither ever
-// waits for the network, so pacing, ACK processing and decisions never block on the learner.
+// Threads: only the link's own I/O thread touches the socket. The decision thread never waits
+// for it: it try-locks the bounded record queue (drop-oldest; the I/O thread holds the lock for
+// one memcpy) and, when that lock is busy, keeps the record in its own small stash for the next
+// decision; it try-locks the one-slot weights mailbox between two decisions (busy: next time).
+// So pacing, ACK processing and decisions never block on the learner or on the I/O thread.
 #pragma once
 
 #include <atomic>
@@ -74,6 +75,8 @@ class RecordQueue {
  public:
   RecordQueue(size_t capacity, size_t width);
   void Push(const double* rec);
+  // Pushes n records (oldest first) if the lock is free at once; false (nothing pushed) if not.
+  bool TryPush(const double* recs, size_t n);
   bool Pop(double* rec);
   uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
   size_t size() const;
@@ -130,16 +133,20 @@ class LearnerLink {
   // for it to go out, closes and joins the I/O thread.
   void Stop(const nlohmann::json& bye, double flush_s = 1.0);
 
-  // --- decision thread (never blocks on the network)
-  void PushRecord(const double* rec) { queue_.Push(rec); }
-  // A validated policy waiting to be swapped in, if any.
-  bool TakeWeights(std::unique_ptr<Policy>* p, uint64_t* version);
-  // The policy of `version` took decision `decision` (t_s on the --log clock): ACK ok=true.
-  void Applied(uint64_t version, uint64_t decision, double t_s);
+  // --- decision thread only (never blocks on the network or the I/O thread)
+  void PushRecord(const double* rec);
+  // A validated policy waiting to be swapped in, if any (and the mailbox lock is free): the
+  // caller swaps it in for decision `decision` at t_s (the --log clock); the I/O thread then
+  // sends WEIGHTS_ACK ok=true.
+  bool TakeWeights(std::unique_ptr<Policy>* p, uint64_t* version, uint64_t decision, double t_s);
   // No connection or no frame from the learner for longer than timeout_s.
   bool gone() const { return gone_.load(std::memory_order_relaxed); }
   uint64_t weight_version() const { return version_.load(std::memory_order_relaxed); }
-  uint64_t records_dropped() const { return queue_.dropped() + lost_in_flight_.load(std::memory_order_relaxed); }
+  uint64_t records_dropped() const {
+    return queue_.dropped() + lost_in_flight_.load(std::memory_order_relaxed) +
+           stash_dropped_.load(std::memory_order_relaxed);
+  }
+  static constexpr size_t kMaxStash = 64;  // records the decision thread keeps while the queue is busy
 
   // The summary's `online` counters owned by the link (call after Stop, or for BYE).
   nlohmann::json Counters() const;
@@ -150,6 +157,8 @@ class LearnerLink {
   void Disconnect(const char* why);
   void HandleFrame(uint8_t type, const std::string& payload, uint64_t now);
   void Ack(uint64_t version, bool ok, const std::string& reason, nlohmann::json decision, double t_s);
+  // Applied versions from the decision thread: counted, and ACKed when `send`.
+  void DrainApplied(bool send);
   double Ts(uint64_t ns) const { return (static_cast<double>(ns) - static_cast<double>(opt_.t0_ns)) * 1e-9; }
 
   LinkOptions opt_;
@@ -174,7 +183,15 @@ class LearnerLink {
   std::unique_ptr<Policy> mbox_;
   uint64_t mbox_version_ = 0;
   std::atomic<bool> mbox_full_{false};
-  std::vector<std::string> acks_;  // guarded by mbox_mu_: WEIGHTS_ACK payloads to send
+  struct AppliedVersion {
+    uint64_t version, decision;
+    double t_s;
+  };
+  std::vector<AppliedVersion> applied_;  // guarded by mbox_mu_: swapped in, not yet ACKed
+
+  // Decision thread only: records waiting for a free queue lock.
+  std::vector<double> stash_;
+  std::atomic<uint64_t> stash_dropped_{0};
 
   std::atomic<bool> gone_{false};
   std::atomic<uint64_t> version_{0};

@@ -806,10 +806,9 @@ int Main(int argc, char** argv) {
         if (link) {  // between two decisions: a validated newer policy from the learner
           std::unique_ptr<Policy> np;
           uint64_t v = 0;
-          if (link->TakeWeights(&np, &v)) {
+          if (link->TakeWeights(&np, &v, mi_rows, (now - t0) * 1e-9)) {
             policy.swap(np);  // the old one is freed here, off the pacing and ACK paths
             weight_version = v;
-            link->Applied(v, mi_rows, (now - t0) * 1e-9);
             std::cerr << "jaxcc-sender: weights version " << v << " applied at decision " << mi_rows
                       << " (t=" << (now - t0) * 1e-9 << " s)\n";
           }

@@ -107,6 +107,22 @@ TEST(Record, MonitorSumsFollowMiStatsOrder) {
   for (int i = 0; i < 16; ++i) EXPECT_DOUBLE_EQ(s[i], want[i]) << i;
 }
 
+TEST(RecordQueue, TryPushAppendsInOrderAndDropsTheOldest) {
+  RecordQueue q(4, 1);
+  const double a[3] = {1, 2, 3};
+  ASSERT_TRUE(q.TryPush(a, 3));
+  double r;
+  ASSERT_TRUE(q.Pop(&r));
+  EXPECT_EQ(r, 1);
+  const double b[3] = {4, 5, 6};
+  ASSERT_TRUE(q.TryPush(b, 3));  // 2,3 + 4,5,6 into 4 slots: 2 dropped
+  EXPECT_EQ(q.dropped(), 1u);
+  for (double want : {3.0, 4.0, 5.0, 6.0}) {
+    ASSERT_TRUE(q.Pop(&r));
+    EXPECT_EQ(r, want);
+  }
+}
+
 TEST(RecordQueue, DropsTheOldestAndCounts) {
   RecordQueue q(3, 2);
   for (int i = 1; i <= 5; ++i) {
@@ -354,14 +370,13 @@ TEST(LearnerLink, SessionHelloRecordsWeightsAcksBye) {
   fl.SendWeights(3, Scaled(parsed, 0.5f));
   std::unique_ptr<Policy> np;
   uint64_t v = 0;
-  ASSERT_TRUE(WaitFor([&] { return link.TakeWeights(&np, &v); }, 3));
+  ASSERT_TRUE(WaitFor([&] { return link.TakeWeights(&np, &v, 42, 1.5); }, 3));
   EXPECT_EQ(v, 3u);
   // The swapped policy computes with the new values (different output on the same input).
   std::vector<float> obs(static_cast<size_t>(running.history()) * D, 0.3f);
   const float a_old = running.Apply(obs.data(), nullptr).values[0];
   const float a_new = np->Apply(obs.data(), nullptr).values[0];
   EXPECT_NE(a_old, a_new);
-  link.Applied(3, 42, 1.5);
   ASSERT_TRUE(fl.ReadFrame(&type, &payload));
   ASSERT_EQ(type, proto::kWeightsAck);
   json ack = json::parse(payload);
@@ -386,7 +401,7 @@ TEST(LearnerLink, SessionHelloRecordsWeightsAcksBye) {
     EXPECT_EQ(ack["ok"], false);
     EXPECT_NE(ack["reason"].get<std::string>().find(want[i]), std::string::npos) << ack.dump();
   }
-  EXPECT_FALSE(link.TakeWeights(&np, &v));
+  EXPECT_FALSE(link.TakeWeights(&np, &v, 0, 0.0));
 
   // Two good blobs before a decision: the second supersedes the first (ACK ok=false for it).
   fl.SendWeights(6, Scaled(parsed, 0.7f));
@@ -396,9 +411,8 @@ TEST(LearnerLink, SessionHelloRecordsWeightsAcksBye) {
   EXPECT_EQ(ack["version"], 6);
   EXPECT_EQ(ack["ok"], false);
   EXPECT_NE(ack["reason"].get<std::string>().find("superseded by version 7"), std::string::npos);
-  ASSERT_TRUE(link.TakeWeights(&np, &v));
+  ASSERT_TRUE(link.TakeWeights(&np, &v, 43, 1.6));
   EXPECT_EQ(v, 7u);
-  link.Applied(7, 43, 1.6);
 
   // An unknown frame type is skipped.
   fl.Send(0x42, "xyz");
