@@ -403,6 +403,10 @@ void LearnerLink::Run() {
   const size_t width = queue_.width();
   std::vector<double> rec(width);
   std::vector<uint8_t> chunk(1u << 20);
+  // Kept across frames so their capacity is reused: a learner sending big blobs costs no
+  // repeated mmap/munmap (which would hold the process's memory map lock against the
+  // page faults of the sender's other threads).
+  std::string payload;
   const uint64_t timeout_ns = static_cast<uint64_t>(opt_.timeout_s * 1e9);
   bool stopping = false;
   uint64_t stop_deadline = 0;
@@ -475,7 +479,6 @@ void LearnerLink::Run() {
       if (n > 0) {
         reader_.Feed(chunk.data(), static_cast<size_t>(n));
         uint8_t type;
-        std::string payload;
         for (;;) {
           const FrameReader::Status st = reader_.Next(&type, &payload);
           if (st == FrameReader::kNeedMore) break;
