@@ -1,43 +1,181 @@
 // jaxcc-bench: policy inference time per decision and the pacer's maximum rate on loopback.
 // Prints one JSON object. Usage: jaxcc-bench [--policy=FILE] [--iters=N] [--pace-seconds=S]
+//   [--stream-decisions=N] [--stream-interval-us=U]
+// decision_streaming: the per-decision cost with online streaming off vs on (issue 16): N
+// decisions, one every U us, each Apply + MapAction; "on" adds what the sender's decision
+// thread does with --learner (fill the record, push it into the bounded queue, check the weight
+// mailbox) while a LearnerLink I/O thread streams to a sink learner on a unix socket.
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sched.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <utility>
+#include <atomic>
+#include <cstring>
 #include <iostream>
+#include <thread>
+#include <utility>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <vector>
 
 #include "args.h"
 #include "clock.h"
+#include "learner_link.h"
+#include "monitor.h"
 #include "pacer.h"
 #include "policy.h"
 
 using namespace jaxcc;
 
+namespace {
+
+struct Lat {
+  double median, p99, max, mean;
+};
+Lat Summarise(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  double m = 0;
+  for (double x : v) m += x;
+  return {v[v.size() / 2], v[v.size() * 99 / 100], v.back(), m / v.size()};
+}
+nlohmann::json ToJson(const Lat& l) { return {{"median", l.median}, {"p99", l.p99}, {"max", l.max}, {"mean", l.mean}}; }
+
+// Decision cost with streaming off and on (see the top of the file).
+nlohmann::json DecisionStreaming(const std::string& policy_path, int n, double interval_us) {
+  Policy p = Policy::LoadFile(policy_path);
+  const int D = p.obs_dim();
+  std::vector<float> obs(static_cast<size_t>(p.history()) * D, 0.1f), goal(p.goal_dim(), 0.5f);
+  // The sink learner: accepts one connection, reads everything, pings every 0.5 s.
+  const std::string path = "/tmp/jaxcc_bench_" + std::to_string(getpid()) + ".sock";
+  unlink(path.c_str());
+  int lfd = socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un sa{};
+  sa.sun_family = AF_UNIX;
+  std::strncpy(sa.sun_path, path.c_str(), sizeof(sa.sun_path) - 1);
+  if (bind(lfd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0 || listen(lfd, 1) != 0)
+    throw std::runtime_error("cannot listen on " + path);
+  std::atomic<bool> sink_stop{false};
+  std::atomic<uint64_t> sink_bytes{0};
+  std::thread sink([&]() {
+    pollfd pl{lfd, POLLIN, 0};
+    if (poll(&pl, 1, 5000) != 1) return;
+    const int fd = accept(lfd, nullptr, nullptr);
+    std::vector<char> buf(1 << 16);
+    uint64_t next_ping = 0;
+    while (!sink_stop.load()) {
+      if (MonoNs() >= next_ping) {
+        const char ping[5] = {1, 0, 0, 0, proto::kPing};
+        if (write(fd, ping, 5) != 5) break;
+        next_ping = MonoNs() + 500'000'000;
+      }
+      pollfd pf{fd, POLLIN, 0};
+      if (poll(&pf, 1, 20) != 1) continue;
+      const ssize_t r = read(fd, buf.data(), buf.size());
+      if (r <= 0) break;
+      sink_bytes += static_cast<uint64_t>(r);
+    }
+    close(fd);
+  });
+  std::mt19937 rng(2);
+  std::normal_distribution<float> nd;
+  auto run = [&](LearnerLink* link) {
+    std::vector<double> us, rec(proto::kRecordHead + D, 0.0);
+    us.reserve(n);
+    MonitorStats mi;
+    uint64_t next = MonoNs();
+    for (int i = 0; i < n; ++i) {
+      next += static_cast<uint64_t>(interval_us * 1e3);
+      SleepUntilMono(next);
+      for (int k = 0; k < D; ++k) obs[(i * D + k) % obs.size()] = nd(rng);
+      const uint64_t t0 = MonoNs();
+      if (link) {
+        std::unique_ptr<Policy> np;
+        uint64_t v;
+        link->TakeWeights(&np, &v, static_cast<uint64_t>(i), 0.0);
+      }
+      const PolicyOutput& o = p.Apply(obs.data(), goal.empty() ? nullptr : goal.data());
+      double r, c;
+      p.MapAction(o, 1e6, 1e5, &r, &c);
+      if (link) {
+        rec[0] = i, rec[1] = i * interval_us * 1e-6, rec[3] = o.values.empty() ? o.index : o.values[0];
+        rec[4] = 1e6, rec[5] = r, rec[6] = 0.01;
+        MonitorSums(mi, &rec[7]);
+        rec[23] = static_cast<double>(link->records_dropped());
+        for (int k = 0; k < D; ++k) rec[proto::kRecordHead + k] = obs[obs.size() - D + k];
+        link->PushRecord(rec.data());
+      }
+      us.push_back((MonoNs() - t0) * 1e-3);
+    }
+    return us;
+  };
+  nlohmann::json out;
+  out["decisions"] = n;
+  out["interval_us"] = interval_us;
+  out["off_us"] = ToJson(Summarise(run(nullptr)));
+  LinkOptions lo;
+  lo.address = "unix:" + path;
+  lo.obs_dim = D;
+  lo.running_spec = p.spec_json();
+  lo.hello = {{"flow_id", 0}, {"feature_set", p.feature_name()}};
+  lo.t0_ns = MonoNs();
+  LearnerLink link(lo);
+  link.Start();
+  SleepUntilMono(MonoNs() + 200'000'000);  // connected
+  out["on_us"] = ToJson(Summarise(run(&link)));
+  link.Stop({});
+  sink_stop = true;
+  sink.join();
+  close(lfd);
+  unlink(path.c_str());
+  const nlohmann::json c = link.Counters();
+  out["records_sent"] = c["records_sent"];
+  out["records_dropped"] = c["records_dropped"];
+  out["bytes_streamed"] = sink_bytes.load();
+  return out;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   std::string policy_path;
   int iters = 20000;
   double pace_s = 1.0;
+  int stream_n = 3000;
+  double stream_interval_us = 1000;
   try {
-    Args a(argc, argv, {"policy", "iters", "pace-seconds", "help"});
+    Args a(argc, argv, {"policy", "iters", "pace-seconds", "stream-decisions", "stream-interval-us", "help"});
     if (a.has("help")) {
       std::cout << "jaxcc-bench [--policy=FILE (default tests/vectors/lstm.safetensors)] [--iters=N] "
-                   "[--pace-seconds=S]\nPrints JSON: inference_us (median/p99 per decision, one core) and "
+                   "[--pace-seconds=S] [--stream-decisions=N (default 3000; 0 skips)] [--stream-interval-us=U (default 1000)]\n"
+                   "Prints JSON: inference_us (median/p99 per decision, one core) and "
                    "max_pacing_mbps (fixed rate far above what loopback can take).\n";
       return 0;
     }
     policy_path = a.str("policy", JAXCC_DEFAULT_POLICY);
     iters = static_cast<int>(a.num("iters", iters));
     pace_s = a.num("pace-seconds", pace_s);
+    stream_n = static_cast<int>(a.num("stream-decisions", stream_n));
+    stream_interval_us = a.num("stream-interval-us", stream_interval_us);
+    if (stream_n < 0 || stream_interval_us <= 0)
+      throw std::invalid_argument("--stream-decisions must be >= 0 and --stream-interval-us > 0");
   } catch (const std::exception& e) {
     std::cerr << "jaxcc-bench: " << e.what() << "\n";
     return 2;
+  }
+  // Streaming on vs off first, unpinned: the sender's threads are not pinned either.
+  nlohmann::json streaming;
+  if (stream_n > 0) {
+    try {
+      streaming = DecisionStreaming(policy_path, stream_n, stream_interval_us);
+    } catch (const std::exception& e) {
+      std::cerr << "jaxcc-bench: " << e.what() << "\n";
+      return 2;
+    }
   }
   // One core: pin to the CPU we are on so the figure is per-core, not a migration average.
   cpu_set_t set;
@@ -83,6 +221,7 @@ int main(int argc, char** argv) {
     out["inference_us"] = {{"median", us[us.size() / 2]}, {"p99", us[us.size() * 99 / 100]},
                            {"mean", mean / us.size()}, {"cpu_mean", cpu_us}, {"iters", iters}};
     out["checksum"] = sink;
+    if (stream_n > 0) out["decision_streaming"] = streaming;
   } catch (const PolicyError& e) {
     std::cerr << "jaxcc-bench: " << e.what() << "\n";
     return 2;

@@ -9,6 +9,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -32,6 +33,7 @@
 #include "bbr.h"
 #include "clock.h"
 #include "goal_tuning.h"
+#include "learner_link.h"
 #include "mi_features.h"
 #include "loss_detector.h"
 #include "monitor.h"
@@ -67,10 +69,11 @@ Options:
   --drain=S            after sending, wait up to S seconds for the last ACKs (default 0.5)
   --log=FILE           per-monitor-interval CSV: t_s,mi_s,rate_mbps,cwnd_bytes,sent_mbps,
                        throughput_mbps,loss,rtt_mean_ms,rtt_min_ms,rtt_max_ms,min_rtt_ms,
-                       action,decision_us,goal (17 significant digits; rate_mbps and cwnd_bytes
-                       are what was in force during the MI, action is the decision after it,
-                       goal the goal that decision used, its values joined by ';', empty
-                       without a goal)
+                       action,decision_us,goal,weight_version (17 significant digits; rate_mbps
+                       and cwnd_bytes are what was in force during the MI, action is the
+                       decision after it, goal the goal that decision used, its values joined
+                       by ';', empty without a goal; weight_version the policy version that
+                       took the decision: 0 = the file, then the learner's; --learner)
   --summary=FILE       JSON summary: throughput_mbps (goodput: acked bytes over the sending
                        time), p50/p95_owd_ms (receiver time minus send time, from ACKs),
                        p95_qdelay_ms (OWD minus the flow's minimum OWD), p50/p95_rtt_ms,
@@ -115,8 +118,26 @@ Options:
   --min-timeout-ms=X   floor of the loss-detection timeout max(2*srtt, X) (default 20)
   --realtime           run the pacing thread at SCHED_FIFO priority 1 (needs CAP_SYS_NICE;
                        ignored without it): steadier pacing on a busy host
-  --fallback=bbr       if the policy file is rejected, log why and run BBR instead of exiting 2
-                       (the reason is kept in the summary as "fallback_reason")
+  --fallback=keep|bbr  bbr: if the policy file is rejected, log why and run BBR instead of
+                       exiting 2 (the reason is kept in the summary as "fallback_reason"); with
+                       --learner also while the learner is gone (below): the in-sender BBR
+                       (fed by every ACK all along) paces until a frame from the learner
+                       arrives, then the policy resumes from the rate in force. keep (default):
+                       exit 2 on a rejected file, keep the policy in force while the learner
+                       is gone
+  --learner=ADDR       online fine-tuning (issue 16; Pareto §IV, Algorithm 4): stream every
+                       decision's record to a learner at unix:/abs/path or tcp:HOST:PORT and
+                       take new weights from it (src/learner_link.h has the protocol). Its own
+                       I/O thread does all socket work; a decision only pushes its record into a
+                       bounded queue and, between two decisions, swaps in a fully validated
+                       blob (same spec, finite values, newer version; a bad one is rejected,
+                       logged and the last good policy kept). Needs a policy:FILE controller.
+                       The summary gets an "online" object (records, weights, versions,
+                       rejections, learner_gone, max_decision_gap_s, max_rss_kb, ...)
+  --record-queue=N     records waiting for the learner, 1..1048576 (default 8192); when full the
+                       oldest is dropped and counted (records_dropped)
+  --learner-timeout-s=X  the learner is gone after X s without a connection or a frame
+                       (default 5; it sends PING at least every second)
   --max-lag-ms=X       pacing credit kept after the sender was descheduled, i.e. the longest
                        catch-up burst (default 10)
   --help               this text
@@ -153,6 +174,9 @@ struct Config {
   GoalTuner::Vec target{};
   std::string fallback;
   bool realtime = false;
+  std::string learner;           // --learner address ("" = streaming off)
+  size_t record_queue = 8192;
+  double learner_timeout_s = 5;
 };
 
 // A goal change received on the control input, waiting for the next decision.
@@ -256,7 +280,10 @@ nlohmann::json GoalJson(const std::vector<float>& g) {
 }
 
 struct AckSide {
-  std::mutex mu;           // guards `mi` and `mi_start_ns` (shared with the decision thread)
+  std::mutex mu;           // guards `mi`, `mi_start_ns` and `bbr_drives` (shared with the decision thread)
+  // The ACK thread publishes BBR's rate/cwnd only while set: always for --controller=bbr; for a
+  // policy with --learner --fallback=bbr while the learner is gone (BBR is fed all along).
+  bool bbr_drives = true;
   MonitorStats mi;
   uint64_t mi_start_ns = 0;  // CLOCK_MONOTONIC start of the MI being accumulated
   std::atomic<double> min_rtt{0};
@@ -371,7 +398,7 @@ void AckThread(int fd, const Config& cfg, FlowShared* sh, AckSide* as, BbrContro
       sh->lost_bytes.fetch_add(ev.bytes, std::memory_order_relaxed);
       if (bbr) bbr->OnLoss(ev.bytes, sh->inflight(), now);
     });
-    if (bbr) {
+    if (bbr && as->bbr_drives) {
       sh->rate_bps.store(bbr->pacing_rate(), std::memory_order_relaxed);
       sh->cwnd_bytes.store(bbr->cwnd(), std::memory_order_relaxed);
     }
@@ -395,7 +422,7 @@ Config ParseConfig(int argc, char** argv) {
   Args a(argc, argv, {"controller", "dest", "port", "duration", "start-delay", "drain", "log", "summary",
                       "flow-id", "packet-size", "init-mbps", "mi-rtts", "min-mi-ms", "initial-mi-ms", "rtt-hint-ms", "goal",
                       "min-timeout-ms", "max-lag-ms", "fallback", "realtime", "preference", "control-stdin",
-                      "target", "help"});
+                      "target", "learner", "record-queue", "learner-timeout-s", "help"});
   if (a.has("help")) {
     std::cout << kHelp;
     std::exit(0);
@@ -462,7 +489,25 @@ Config ParseConfig(int argc, char** argv) {
   c.control_stdin = a.has("control-stdin");
   c.fallback = a.str("fallback");
   c.realtime = a.has("realtime");
-  if (!c.fallback.empty() && c.fallback != "bbr") throw std::invalid_argument("--fallback must be bbr");
+  if (!c.fallback.empty() && c.fallback != "bbr" && c.fallback != "keep")
+    throw std::invalid_argument("--fallback must be keep or bbr, got '" + c.fallback + "'");
+  if (c.fallback == "keep") c.fallback.clear();
+  c.learner = a.str("learner");
+  if (a.has("learner")) {
+    if (c.kind != Kind::kPolicy) throw std::invalid_argument("--learner needs a policy:FILE controller");
+    LearnerAddress la;
+    const std::string why = ParseLearnerAddress(c.learner, &la);
+    if (!why.empty()) throw std::invalid_argument(why);
+  } else if (a.has("record-queue") || a.has("learner-timeout-s")) {
+    throw std::invalid_argument("--record-queue and --learner-timeout-s need --learner");
+  }
+  const double rq = a.num("record-queue", 8192);
+  if (rq < 1 || rq > (1 << 20) || rq != std::floor(rq))
+    throw std::invalid_argument("--record-queue must be an integer in 1..1048576");
+  c.record_queue = static_cast<size_t>(rq);
+  c.learner_timeout_s = a.num("learner-timeout-s", 5);
+  if (c.learner_timeout_s <= 0 || c.learner_timeout_s > 3600)
+    throw std::invalid_argument("--learner-timeout-s must be in (0, 3600]");
   return c;
 }
 
@@ -526,7 +571,7 @@ int Main(int argc, char** argv) {
     // through the Python sender (tests/test_pareto_v2_features.py).
     log.precision(17);
     log << "t_s,mi_s,rate_mbps,cwnd_bytes,sent_mbps,throughput_mbps,loss,rtt_mean_ms,rtt_min_ms,rtt_max_ms,"
-           "min_rtt_ms,action,decision_us,goal\n";
+           "min_rtt_ms,action,decision_us,goal,weight_version\n";
   }
 
   int fd = socket(AF_INET, SOCK_DGRAM, 0);
@@ -563,6 +608,10 @@ int Main(int argc, char** argv) {
       sh->cwnd_bytes = bbr->cwnd();
       break;
     case Kind::kPolicy: {
+      if (!cfg.learner.empty() && cfg.fallback == "bbr") {  // fed by every ACK, drives only as a fallback
+        bbr = std::make_unique<BbrController>(static_cast<double>(cfg.packet_size), rate0, cfg.flow_id + 1);
+        as.bbr_drives = false;
+      }
       double cwnd0 = policy->action().type == ActionType::kCwndTable ? 10.0 * cfg.packet_size : 1e30;
       double paper_rate = rate0;
       features->SetRttGuess(cfg.rtt_hint_ms * 1e-3);
@@ -609,6 +658,24 @@ int Main(int argc, char** argv) {
   const uint64_t t0 = MonoNs();
   const uint64_t t_end = t0 + static_cast<uint64_t>(cfg.duration * 1e9);
   as.mi_start_ns = t0;
+  // Online fine-tuning (--learner): the link's I/O thread connects, streams and validates.
+  std::unique_ptr<LearnerLink> link;
+  if (!cfg.learner.empty() && !policy) {
+    std::cerr << "jaxcc-sender: no policy in force (fell back to bbr): --learner ignored\n";
+  } else if (!cfg.learner.empty()) {
+    LinkOptions lo;
+    lo.address = cfg.learner;
+    lo.queue = cfg.record_queue;
+    lo.timeout_s = cfg.learner_timeout_s;
+    lo.obs_dim = policy->obs_dim();
+    lo.running_spec = policy->spec_json();
+    lo.t0_ns = t0;
+    lo.hello = {{"flow_id", cfg.flow_id}, {"feature_set", policy->feature_name()}, {"history", policy->history()},
+                {"obs_dim", policy->obs_dim()}, {"mi_rtts", policy->mi_rtts()},
+                {"policy_sha256", Sha256File(cfg.policy_path)}, {"fallback", cfg.fallback == "bbr" ? "bbr" : "keep"}};
+    link = std::make_unique<LearnerLink>(lo);
+    link->Start();
+  }
   std::atomic<bool> ack_stop{false};
   std::thread ack_thr(AckThread, fd, std::cref(cfg), sh.get(), &as, bbr.get(), &ack_stop);
 
@@ -631,7 +698,15 @@ int Main(int argc, char** argv) {
   std::atomic<bool> decision_stop{false};
   uint64_t decisions = 0;
   double decision_us_sum = 0, decision_us_max = 0;
+  // --learner: MI rows (the records' seq), the policy version in force, BBR fallback decisions,
+  // the largest wall time between two consecutive decisions and the MIs' total length.
+  uint64_t mi_rows = 0, weight_version = 0, fallback_decisions = 0;
+  double max_gap_s = 0, mi_sum_s = 0;
   std::thread dec_thr([&]() {
+    std::vector<double> rec(link ? proto::kRecordHead + policy->obs_dim() : 0);
+    bool in_fallback = false;
+    double saved_cwnd = 0;
+    uint64_t prev_decision_ns = 0;
     // `window` holds the history padding (spec.features.empty) as in the environment's reset.
     std::vector<float> feat(policy ? policy->obs_dim() : 0);
     RunningStats run;
@@ -675,9 +750,30 @@ int Main(int argc, char** argv) {
       mi.duration = (now - mi_start) * 1e-9;
       mi.active = mi.duration;
       run.Update(mi);
+      if (prev_decision_ns) max_gap_s = std::max(max_gap_s, (now - prev_decision_ns) * 1e-9);
+      prev_decision_ns = now;
+      mi_sum_s += mi.duration;
+      // Learner gone with --fallback=bbr: BBR (fed by the ACK thread all along) paces until a
+      // frame from the learner arrives; then the policy resumes from the rate in force.
+      if (link && bbr) {
+        const bool fb = link->gone();
+        if (fb != in_fallback) {
+          std::lock_guard<std::mutex> lk(as.mu);  // the ACK thread publishes BBR's outputs under it
+          as.bbr_drives = fb;
+          if (fb) {
+            saved_cwnd = sh->cwnd_bytes.load();
+          } else {
+            sh->cwnd_bytes.store(saved_cwnd);
+          }
+          in_fallback = fb;
+          std::cerr << "jaxcc-sender: " << (fb ? "learner gone: bbr paces" : "learner back: the policy resumes")
+                    << " from decision " << mi_rows << " (t=" << (now - t0) * 1e-9 << " s)\n";
+        }
+      }
       const double rate = sh->rate_bps.load(), cwnd = sh->cwnd_bytes.load();
       double action = std::nan("");
       double dec_us = 0;
+      double new_rate = rate;
       if (policy && gc.pending.load()) {  // a new goal from the control input: this decision uses it
         std::lock_guard<std::mutex> lk(gc.mu);
         gc.pending.store(false);
@@ -707,6 +803,16 @@ int Main(int argc, char** argv) {
       }
       if (policy) {
         const uint64_t d0 = MonoNs();
+        if (link) {  // between two decisions: a validated newer policy from the learner
+          std::unique_ptr<Policy> np;
+          uint64_t v = 0;
+          if (link->TakeWeights(&np, &v, mi_rows, (now - t0) * 1e-9)) {
+            policy.swap(np);  // the old one is freed here, off the pacing and ACK paths
+            weight_version = v;
+            std::cerr << "jaxcc-sender: weights version " << v << " applied at decision " << mi_rows
+                      << " (t=" << (now - t0) * 1e-9 << " s)\n";
+          }
+        }
         features->Compute(mi, run, feat.data());
         thr_max = std::max(thr_max, mi.DeliveryRate());
         if (tuner) {  // §IV-C: a tuning step every tune_every decisions on their mean measurement
@@ -725,27 +831,48 @@ int Main(int argc, char** argv) {
         const int D = policy->obs_dim();
         std::memmove(window.data(), window.data() + D, sizeof(float) * (window.size() - D));
         std::memcpy(window.data() + window.size() - D, feat.data(), sizeof(float) * D);
-        const PolicyOutput& out = policy->Apply(window.data(), cfg.goal.empty() ? nullptr : cfg.goal.data());
-        double new_rate = rate, new_cwnd = cwnd;
-        // A window action without a paper pacing rule is paced at twice window/RTT so the
-        // window, not the pacer, limits the flow while bursts are still smoothed.
-        const double srtt = mi.RttMean() > 0 ? mi.RttMean() : std::max(as.min_rtt.load(), 1e-3);
-        Decide(*policy, features.get(), out, run, rate, cwnd, srtt, &new_rate, &new_cwnd);
-        sh->rate_bps.store(new_rate);
-        sh->cwnd_bytes.store(new_cwnd);
-        action = out.index >= 0 ? out.index : (out.values.empty() ? 0.0 : out.values[0]);
+        if (in_fallback) {
+          ++fallback_decisions;  // features and window stay current; BBR sets the rate
+        } else {
+          const PolicyOutput& out = policy->Apply(window.data(), cfg.goal.empty() ? nullptr : cfg.goal.data());
+          double new_cwnd = cwnd;
+          // A window action without a paper pacing rule is paced at twice window/RTT so the
+          // window, not the pacer, limits the flow while bursts are still smoothed.
+          const double srtt = mi.RttMean() > 0 ? mi.RttMean() : std::max(as.min_rtt.load(), 1e-3);
+          Decide(*policy, features.get(), out, run, rate, cwnd, srtt, &new_rate, &new_cwnd);
+          sh->rate_bps.store(new_rate);
+          sh->cwnd_bytes.store(new_cwnd);
+          action = out.index >= 0 ? out.index : (out.values.empty() ? 0.0 : out.values[0]);
+        }
+        if (link) {  // the decision's record: a memcpy into the bounded queue, never the socket
+          rec[0] = static_cast<double>(mi_rows);
+          rec[1] = (now - t0) * 1e-9;
+          rec[2] = static_cast<double>(weight_version);
+          rec[3] = action;
+          rec[4] = rate;
+          rec[5] = in_fallback ? sh->rate_bps.load() : new_rate;
+          rec[6] = run.KnownMinRtt(0.0);
+          MonitorSums(mi, &rec[7]);
+          rec[23] = static_cast<double>(link->records_dropped());
+          for (int i = 0; i < D; ++i) rec[proto::kRecordHead + i] = feat[i];
+          link->PushRecord(rec.data());
+        }
         dec_us = (MonoNs() - d0) * 1e-3;
-        ++decisions;
-        decision_us_sum += dec_us;
-        decision_us_max = std::max(decision_us_max, dec_us);
+        if (!in_fallback) {
+          ++decisions;
+          decision_us_sum += dec_us;
+          decision_us_max = std::max(decision_us_max, dec_us);
+        }
       }
       if (log.is_open()) {
         log << (now - t0) * 1e-9 << "," << mi.duration << "," << rate * 8 / 1e6 << "," << (cwnd >= 1e29 ? -1 : cwnd)
             << "," << mi.SendRate() * 8 / 1e6 << "," << mi.DeliveryRate() * 8 / 1e6 << "," << mi.LossRate() << ","
             << mi.RttMean() * 1e3 << "," << (mi.HasRtt() ? mi.rtt_min * 1e3 : 0.0) << "," << mi.rtt_max * 1e3 << ","
             << as.min_rtt.load() * 1e3
-            << "," << action << "," << dec_us << "," << (policy ? JoinGoal(cfg.goal) : std::string()) << "\n";
+            << "," << action << "," << dec_us << "," << (policy ? JoinGoal(cfg.goal) : std::string()) << ","
+            << weight_version << "\n";
       }
+      ++mi_rows;
       mi_start = now;
     }
   });
@@ -762,6 +889,15 @@ int Main(int argc, char** argv) {
   const bool interrupted = sh->stop.load();
   decision_stop = true;
   dec_thr.join();
+  // The link's counters plus the decision thread's (the summary's `online` object and BYE).
+  auto online_extra = [&]() {
+    rusage ru{};
+    getrusage(RUSAGE_SELF, &ru);
+    return nlohmann::json{{"fallback_decisions", fallback_decisions}, {"max_decision_gap_s", max_gap_s},
+                          {"mi_mean_s", mi_rows ? mi_sum_s / mi_rows : 0.0}, {"max_rss_kb", ru.ru_maxrss},
+                          {"decisions", mi_rows}};
+  };
+  if (link) link->Stop(online_extra());
   control_stop = true;
   if (control_thr.joinable()) control_thr.join();
   // Drain: give the last ACKs time to arrive (the ACK thread keeps running).
@@ -853,6 +989,12 @@ int Main(int argc, char** argv) {
       s["tuning_met_steps"] = tuner ? tuner->met_steps() : 0;
       s["tuning_first_met_step"] = tuner ? tuner->first_met_step() : 0;
     }
+  }
+  if (link) {
+    nlohmann::json o = link->Counters();
+    const nlohmann::json extra = online_extra();
+    for (auto it = extra.begin(); it != extra.end(); ++it) o[it.key()] = it.value();
+    s["online"] = o;
   }
   if (bbr) s["bbr"] = {{"max_bw_mbps", bbr->max_bw() * 8 / 1e6}, {"min_rtt_ms", bbr->min_rtt_s() * 1e3},
                        {"rounds", bbr->round_count()}};
