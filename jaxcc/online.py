@@ -283,8 +283,10 @@ class Learner:
         fs = self.feature_set
         self._reward = jax.jit(lambda m, mi, r: alg.record_reward(m, mi, r, self.reward_params, fs))
         kw = alg.learn_kwargs(cfg.td3, self.spec, self.a_range)
-        self._learn = jax.jit(lambda s, on: alg.learn(s, on, n_steps=self.grad_steps, kw=kw))
-        self._add = jax.jit(lambda s, b, v: alg.add(s, b, v, new_priority_max=self.new_priority_max))
+        # Donated: the buffers are updated in place (no copy of the replay per call).
+        self._learn = jax.jit(lambda s, on: alg.learn(s, on, n_steps=self.grad_steps, kw=kw), donate_argnums=0)
+        self._add = jax.jit(lambda s, b, v: alg.add(s, b, v, new_priority_max=self.new_priority_max),
+                            donate_argnums=0)
         self._count = jax.jit(alg.online_count)
         self.alg = alg
 
@@ -331,6 +333,9 @@ class Learner:
         self.grad_steps_run = 0
         self.steps_since_push = 0
         self._ck = (0, 0)  # records, transitions already counted into meta
+        # A flood of records never starves learning: at most this many events per loop pass (the
+        # server's queue is bounded and drops the oldest, counted, beyond that).
+        self.max_events_per_tick = 2048
 
     # -- ingest
     def replica(self, flow_id: int) -> int:
@@ -414,6 +419,7 @@ class Learner:
         """One jitted batch of ``grad_steps`` TD3 steps on every replica with enough online data,
         when the ``updates_per_s`` budget allows.  Returns whether it ran."""
         import jax
+        import jax.numpy as jnp
 
         elapsed = time.monotonic() - self.t0
         if (self.grad_steps_run + self.grad_steps) > self.updates_per_s * elapsed:
@@ -421,13 +427,14 @@ class Learner:
         active = np.asarray(self._count(self.ostate)) >= self.min_online
         if not active.any():
             return False
-        new, m = self._learn(self.ostate, active)
+        prev_agent = jax.tree.map(np.asarray, self.ostate["agent"])  # the buffers are donated; agents are small
+        self.ostate, m = self._learn(self.ostate, active)
         m = jax.device_get(m)
         if not np.all(m["params_finite"][active]):
-            self.counters["nonfinite_batches"] += 1  # keep the last good state; the batch is dropped
+            self.counters["nonfinite_batches"] += 1  # keep the last good agent; the batch is dropped
+            self.ostate = {**self.ostate, "agent": jax.tree.map(jnp.asarray, prev_agent)}
             self.log("[jaxcc.online] non-finite parameters after a learn batch: batch discarded")
             return False
-        self.ostate = new
         self.grad_steps_run += self.grad_steps
         self.steps_since_push += self.grad_steps
         self.meta["grad_steps"] = int(self.meta["grad_steps"]) + self.grad_steps
@@ -469,8 +476,7 @@ class Learner:
         self._ck = (self.counters["records"], self.counters["transitions"])
         now = time.monotonic()
         self.meta["wall_s"] = float(self.meta["wall_s"]) + now - self.t_last_ckpt
-        step = int(self.meta["grad_steps"]) * 1000 + int(self.meta["sessions"]) % 1000
-        step = max(step, (self.mgr.latest_step() or -1) + 1)
+        step = (self.mgr.latest_step() or 0) + 1  # checkpoints count up across sessions
         self.mgr.save(step, args=ocp.args.Composite(state=ocp.args.StandardSave(self.ostate),
                                                     meta=ocp.args.JsonSave(self.meta)), force=True)
         self.mgr.wait_until_finished()
@@ -479,7 +485,7 @@ class Learner:
 
     def tick(self, server, *, wait_s: float = 0.02, yield_s: float = 0.005) -> None:
         """One pass of the loop: events, transitions, at most one learn batch, push, checkpoint."""
-        self.handle(server.drain(timeout=wait_s))
+        self.handle(server.drain(max_n=self.max_events_per_tick, timeout=wait_s))
         self.flush()
         if self.learn_once():
             time.sleep(yield_s)  # leave the CPU to the senders between batches

@@ -236,7 +236,7 @@ class Server:
     learner is alive.  Nothing here blocks the caller on a socket.
     """
 
-    def __init__(self, addr: str, *, ping_s: float = 0.5, max_events: int = 1 << 18):
+    def __init__(self, addr: str, *, ping_s: float = 0.5, max_events: int = 1 << 16):
         if not 0 < ping_s <= 1.0:
             raise ValueError(f"ping_s={ping_s}: the protocol needs a PING at least every 1 s")
         self.addr = addr

@@ -146,15 +146,20 @@ def learn(ostate: dict, active: jax.Array, *, n_steps: int, kw: dict) -> tuple[d
     hp = ostate["hp"]
 
     def one(agent, buf, key, gstep, on):
+        # The transitions are read-only here: only the priorities ride in the loop, so the
+        # (large) data arrays are never copied.
         def body(c, _):
-            agent, buf, key, gstep = c
-            agent, buf, key, m = td3.learn_step(agent, buf, key, hp, gstep, **kw)
-            return (agent, buf, key, gstep + 1), m
+            agent, prio, maxp, key, gstep = c
+            b = buf.replace(priority=prio, max_priority=maxp)
+            agent, b, key, m = td3.learn_step(agent, b, key, hp, gstep, **kw)
+            return (agent, b.priority, b.max_priority, key, gstep + 1), m
 
-        (a2, b2, k2, g2), ms = jax.lax.scan(body, (agent, buf, key, gstep), None, length=n_steps)
+        (a2, p2, mp2, k2, g2), ms = jax.lax.scan(body, (agent, buf.priority, buf.max_priority, key, gstep), None,
+                                                  length=n_steps)
         keep = lambda new, old: jax.tree.map(lambda x, y: jnp.where(on, x, y), new, old)  # noqa: E731
         m = {k: jnp.mean(v) for k, v in ms.items()}
-        return keep(a2, agent), keep(b2, buf), keep(k2, key), jnp.where(on, g2, gstep), m
+        buf = buf.replace(priority=jnp.where(on, p2, buf.priority), max_priority=jnp.where(on, mp2, buf.max_priority))
+        return keep(a2, agent), buf, keep(k2, key), jnp.where(on, g2, gstep), m
 
     agent, buf, key, gstep, m = jax.vmap(one)(ostate["agent"], ostate["buffer"], ostate["key"], ostate["gstep"],
                                               active)
