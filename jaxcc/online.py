@@ -185,6 +185,10 @@ class FlowTrack:
         self.gaps = 0
         self.dropped = 0.0  # the sender's records_dropped in its last record
         self.records = 0
+        # Largest relative difference (|own − sender's| / max(1, |sender's|)) between the features
+        # this learner derives from a record's MI sums (Algorithm 1's inputs) and the features the
+        # sender appended: a check that both read the same interval the same way.
+        self.feature_err = 0.0
 
     def action_of(self, fx) -> float | None:
         from jaxcc.emulation.experience import F
@@ -218,7 +222,10 @@ class FlowTrack:
                 for _ in range(self.T - 1):
                     self.win.append(self.empty)
         self.prev_seq = seq
-        r, _, new = self.reward_fn(self.memory, fx[MI_COLS][None], np.asarray([fx[F["min_rtt_s"]]]))
+        r, own, new = self.reward_fn(self.memory, fx[MI_COLS][None], np.asarray([fx[F["min_rtt_s"]]]))
+        if contiguous or seq == 0:  # the features re-derived from the MI sums against the sender's own
+            err = np.abs(np.asarray(own, np.float64)[0] - feats)
+            self.feature_err = max(self.feature_err, float(np.max(err / np.maximum(1.0, np.abs(feats)))))
         if not contiguous and seq > 0:  # restart mid-flow: keep the flag of "delay experienced"
             new = new.replace(exp_delay=new.exp_delay | (feats[0] > 0.5))
         self.memory = new
@@ -333,6 +340,7 @@ class Learner:
         self.grad_steps_run = 0
         self.steps_since_push = 0
         self._ck = (0, 0)  # records, transitions already counted into meta
+        self.tokens, self.t_tokens = 0.0, self.t0
         # A flood of records never starves learning: at most this many events per loop pass (the
         # server's queue is bounded and drops the oldest, counted, beyond that).
         self.max_events_per_tick = 2048
@@ -421,12 +429,19 @@ class Learner:
         import jax
         import jax.numpy as jnp
 
-        elapsed = time.monotonic() - self.t0
-        if (self.grad_steps_run + self.grad_steps) > self.updates_per_s * elapsed:
+        now = time.monotonic()
+        elapsed = now - self.t0
+        # Token bucket: updates_per_s accrue, at most one second's worth (or one batch) banked, so
+        # the learner never bursts to catch up after an idle spell.
+        cap = max(self.updates_per_s, float(self.grad_steps))
+        self.tokens = min(cap, self.tokens + self.updates_per_s * (now - self.t_tokens))
+        self.t_tokens = now
+        if self.tokens < self.grad_steps:
             return False
         active = np.asarray(self._count(self.ostate)) >= self.min_online
         if not active.any():
             return False
+        self.tokens -= self.grad_steps
         prev_agent = jax.tree.map(np.asarray, self.ostate["agent"])  # the buffers are donated; agents are small
         self.ostate, m = self._learn(self.ostate, active)
         m = jax.device_get(m)
@@ -655,6 +670,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sender-arg", action="append", default=[], help="extra sender argument (repeatable)")
     p.add_argument("--old-envs", default=DEFAULT_OLD_ENVS, help="scenarios for the forgetting check ('' for none)")
     p.add_argument("--prefix", default="onl", help="netns name prefix")
+    p.add_argument("--speed", type=float, default=1.0, help="sim: simulated seconds per wall second (0: unpaced)")
     p.add_argument("--seed", type=int, default=0)
     return p
 
@@ -669,6 +685,8 @@ def _check_args(a) -> None:
                         ("--online-segment", a.online_segment, 0), ("--grad-steps", a.grad_steps, 0)):
         if v < lo:
             raise ValueError(f"{name}={v}: must be >= {lo}")
+    if a.speed < 0:
+        raise ValueError(f"--speed={a.speed}: must be >= 0")
     if not a.updates_per_s > 0:
         raise ValueError(f"--updates-per-s={a.updates_per_s}: must be > 0")
     if a.checkpoint_every_s <= 0:
@@ -701,11 +719,10 @@ def run(a, log=print) -> dict:
         if a.emulator != "external":
             from jaxcc.emulation import online_net
 
-            sender_args = [f"--learner={server.address}", f"--fallback={a.fallback}",
-                           f"--learner-timeout-s={a.learner_timeout_s}"] + list(a.sender_arg)
+            sender_args = [f"--fallback={a.fallback}", f"--learner-timeout-s={a.learner_timeout_s}"] + list(a.sender_arg)
             handle = online_net.start(a.emulator, sc, minutes=a.minutes, policy_path=learner.start_actor_path,
                                       learner=server.address, sender_args=sender_args,
-                                      out_dir=os.path.join(learner.out, "net"), prefix=a.prefix)
+                                      out_dir=os.path.join(learner.out, "net"), prefix=a.prefix, speed=a.speed)
             done = handle.done
         else:
             end = time.monotonic() + 60.0 * a.minutes
@@ -770,7 +787,8 @@ def run(a, log=print) -> dict:
         "protocol_errors": int(server.counters["protocol_errors"]),
         "hello_other_policy": int(learner.counters["hello_other_policy"]),
         "senders": {str(f): {"hello": learner.hellos.get(f), "bye": learner.byes.get(f),
-                             "replica": learner.replica(f), "records": learner.tracks[f].records if f in learner.tracks else 0}
+                             "replica": learner.replica(f), "records": learner.tracks[f].records if f in learner.tracks else 0,
+                             "feature_err": learner.tracks[f].feature_err if f in learner.tracks else None}
                     for f in sorted(set(learner.hellos) | set(learner.tracks))},
         "acks": learner.acks, "pushes": learner.meta["pushes"], "learn": learner.learn_metrics[-50:],
         "records_first_minute": learner.records_window(0.0, w),
