@@ -250,7 +250,7 @@ class Learner:
     def __init__(self, checkpoint: str, out: str, *, buffers: str = "local", replicas: int = 1,
                  online_segment: int | None = None, grad_steps: int | None = None, push_every: int = 64,
                  updates_per_s: float = 40.0, min_online: int | None = None, checkpoint_every_s: float = 30.0,
-                 seed: int = 0, add_batch: int = 64, log=print):
+                 seed: int = 0, add_batch: int = 64, replay_ratio: float = 1.0, log=print):
         import jax
         import orbax.checkpoint as ocp
 
@@ -276,6 +276,7 @@ class Learner:
         self.grad_steps = int(grad_steps or int(cfg.td3.grad_steps))
         self.push_every = int(push_every)
         self.updates_per_s = float(updates_per_s)
+        self.replay_ratio = float(replay_ratio)
         self.min_online = int(min_online if min_online is not None else int(cfg.td3.batch_size))
         self.ckpt_every_s = float(checkpoint_every_s)
         self.M = int(add_batch)
@@ -322,7 +323,8 @@ class Learner:
         else:
             self.ostate = fresh
         self.meta["sessions"] = int(self.meta["sessions"]) + 1
-        self.start_actor_path = self.latest_path if (self.resumed and os.path.isfile(self.latest_path)) else self.v0_path
+        resume_actor = self.resumed and os.path.isfile(self.latest_path)
+        self.start_actor_path = self.latest_path if resume_actor else self.v0_path
         del off
         # Per-run bookkeeping.
         self.tracks: dict[int, FlowTrack] = {}
@@ -388,7 +390,8 @@ class Learner:
                     self.pending[self.replica(fid)].append(t)
                     self.counters["transitions"] += 1
             elif kind == "ack":
-                self.acks.append({**payload, "flow_id": self.flow_of_conn.get(cid), "wall_s": time.monotonic() - self.t0})
+                self.acks.append({**payload, "flow_id": self.flow_of_conn.get(cid),
+                                  "wall_s": time.monotonic() - self.t0})
                 if payload.get("ok"):
                     self.counters["updates_applied"] += 1
                     self.conn_version[cid] = max(self.conn_version.get(cid, 0), int(payload.get("version", 0)))
@@ -437,6 +440,12 @@ class Learner:
         self.tokens = min(cap, self.tokens + self.updates_per_s * (now - self.t_tokens))
         self.t_tokens = now
         if self.tokens < self.grad_steps:
+            return False
+        # Replay ratio: at most ``replay_ratio`` gradient steps per online transition this session
+        # (offline training takes ~1 step per 30 new transitions; online a few hundred records
+        # would otherwise be replayed thousands of times and the old environments forgotten).
+        budget = self.replay_ratio * self.counters["transitions"]
+        if self.replay_ratio > 0 and self.grad_steps_run + self.grad_steps > budget:
             return False
         active = np.asarray(self._count(self.ostate)) >= self.min_online
         if not active.any():
@@ -585,7 +594,8 @@ def old_env_check(before: str, after: str, names: list[str]) -> tuple[dict, dict
     if not names:
         return {}, {}
     scs, _ = evaluate.resolve_scenarios(scenario=",".join(names))
-    entries = [evaluate.ControllerEntry("before", f"policy:{before}"), evaluate.ControllerEntry("after", f"policy:{after}")]
+    entries = [evaluate.ControllerEntry("before", f"policy:{before}"),
+               evaluate.ControllerEntry("after", f"policy:{after}")]
     rep = evaluate.run_evaluation(scs, entries, progress=False, keep_series=False)
     keys = ("throughput_mbps", "utilization", "p95_owd_ms", "loss", "jain", "ankh", "ankh_d_max_ms")
     out = {"before": {}, "after": {}}
@@ -662,6 +672,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--grad-steps", type=int, default=0, help="TD3 steps per learn batch (0: config td3.grad_steps)")
     p.add_argument("--push-every", type=int, default=64, help="push weights every N gradient steps")
     p.add_argument("--updates-per-s", type=float, default=40.0, help="cap on gradient steps per second")
+    p.add_argument("--replay-ratio", type=float, default=1.0,
+                   help="at most this many gradient steps per online transition (0: no cap)")
     p.add_argument("--min-online", type=int, default=-1, help="online transitions before learning (-1: batch size)")
     p.add_argument("--checkpoint-every-s", type=float, default=30.0)
     p.add_argument("--yield-ms", type=float, default=5.0, help="sleep after every learn batch (ms)")
@@ -687,6 +699,8 @@ def _check_args(a) -> None:
             raise ValueError(f"{name}={v}: must be >= {lo}")
     if a.speed < 0:
         raise ValueError(f"--speed={a.speed}: must be >= 0")
+    if a.replay_ratio < 0:
+        raise ValueError(f"--replay-ratio={a.replay_ratio}: must be >= 0")
     if not a.updates_per_s > 0:
         raise ValueError(f"--updates-per-s={a.updates_per_s}: must be > 0")
     if a.checkpoint_every_s <= 0:
@@ -709,7 +723,7 @@ def run(a, log=print) -> dict:
                       online_segment=a.online_segment or None, grad_steps=a.grad_steps or None,
                       push_every=a.push_every, updates_per_s=a.updates_per_s,
                       min_online=None if a.min_online < 0 else a.min_online,
-                      checkpoint_every_s=a.checkpoint_every_s, seed=a.seed, log=log)
+                      checkpoint_every_s=a.checkpoint_every_s, seed=a.seed, replay_ratio=a.replay_ratio, log=log)
     addr = a.learner or default_address(a.out)
     server = experience.Server(addr)
     handle = None
@@ -719,11 +733,15 @@ def run(a, log=print) -> dict:
         if a.emulator != "external":
             from jaxcc.emulation import online_net
 
-            sender_args = [f"--fallback={a.fallback}", f"--learner-timeout-s={a.learner_timeout_s}"] + list(a.sender_arg)
+            sender_args = [f"--fallback={a.fallback}", f"--learner-timeout-s={a.learner_timeout_s}",
+                           *a.sender_arg]
             handle = online_net.start(a.emulator, sc, minutes=a.minutes, policy_path=learner.start_actor_path,
                                       learner=server.address, sender_args=sender_args,
                                       out_dir=os.path.join(learner.out, "net"), prefix=a.prefix, speed=a.speed)
             done = handle.done
+            if getattr(handle, "pid", None):  # a child-process network outlives a killed learner
+                with open(os.path.join(learner.out, "net.pid"), "w") as f:
+                    f.write(f"{handle.pid}\n")
         else:
             end = time.monotonic() + 60.0 * a.minutes
             done = lambda: time.monotonic() >= end  # noqa: E731
@@ -769,7 +787,9 @@ def run(a, log=print) -> dict:
     res: dict[str, Any] = {
         "checkpoint": os.path.abspath(a.checkpoint), "start_policy": learner.label,
         "scenario": sc.name if sc is not None else None, "emulator": a.emulator, "minutes": a.minutes,
-        "buffers": a.buffers, "replicas": learner.K, "resumed": learner.resumed, "sessions": learner.meta["sessions"],
+        "buffers": a.buffers, "replicas": learner.K, "replay_ratio": a.replay_ratio,
+        "updates_per_s": a.updates_per_s, "push_every": a.push_every, "resumed": learner.resumed,
+        "sessions": learner.meta["sessions"],
         "first_minute": first, "last_minute": last, "window_source": src,
         "updates_applied": int(learner.counters["updates_applied"]),
         "weights_rejected": int(learner.counters["weights_rejected"]),
@@ -787,7 +807,8 @@ def run(a, log=print) -> dict:
         "protocol_errors": int(server.counters["protocol_errors"]),
         "hello_other_policy": int(learner.counters["hello_other_policy"]),
         "senders": {str(f): {"hello": learner.hellos.get(f), "bye": learner.byes.get(f),
-                             "replica": learner.replica(f), "records": learner.tracks[f].records if f in learner.tracks else 0,
+                             "replica": learner.replica(f),
+                             "records": learner.tracks[f].records if f in learner.tracks else 0,
                              "feature_err": learner.tracks[f].feature_err if f in learner.tracks else None}
                     for f in sorted(set(learner.hellos) | set(learner.tracks))},
         "acks": learner.acks, "pushes": learner.meta["pushes"], "learn": learner.learn_metrics[-50:],

@@ -45,7 +45,8 @@ def test_frames_match_hand_built_bytes():
     assert X.weights(7, b"abc") == struct.pack("<I", 12) + b"\x03" + struct.pack("<Q", 7) + b"abc"
     assert X.decode_weights(X.weights(7, b"abc")[5:]) == (7, b"abc")
     assert X.ping() == b"\x01\x00\x00\x00\x06"
-    assert len(X.RECORD_FIELDS) == 24 and X.RECORD_FIELDS[7] == "mi_duration" and X.RECORD_FIELDS[23] == "records_dropped"
+    assert len(X.RECORD_FIELDS) == 24 and X.RECORD_FIELDS[7] == "mi_duration"
+    assert X.RECORD_FIELDS[23] == "records_dropped"
 
 
 def test_frame_reader_splits_any_chunking_and_refuses_bad_lengths():
@@ -296,3 +297,55 @@ def test_end_to_end_over_the_sim_backend(smoke_ckpt, tmp_path):
     assert 0 < r["max_decision_gap_s"] < 1.0
     assert set(r["old_env_before"]) == set(r["old_env_after"]) == {"pareto/fixed50"}
     assert (out / "online.png").stat().st_size > 0
+
+
+@pytest.mark.slow
+def test_kill9_learner_then_restart_resumes_and_senders_continue(smoke_ckpt, tmp_path):
+    """The learner is killed with SIGKILL mid-run; the simulated senders (a child process that
+    outlives it) keep their policy and reconnect; a learner started again on the same ``--out``
+    and address resumes from its online checkpoint and its pushes continue the version count."""
+    import signal
+    import time
+
+    pytest.importorskip("jaxcc.emulation.online_net")
+    pytest.importorskip("jaxcc.emulation.simnet")
+    out = tmp_path / "run"
+    common = [sys.executable, "-m", "jaxcc.online", f"--checkpoint={smoke_ckpt}", f"--out={out}", "--old-envs=",
+              "--push-every=8", "--checkpoint-every-s=2"]
+    first = subprocess.Popen(common + ["--scenario=pareto/shared2", "--emulator=sim", "--minutes=1", "--speed=1.5"],
+                             cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    net_pid = None
+    try:
+        ck = out / "online_ckpt"
+        deadline = time.time() + 150
+        while time.time() < deadline and not (ck.is_dir() and len([d for d in os.listdir(ck) if d.isdigit()]) >= 2
+                                              and (out / "policy_latest.safetensors").exists()):
+            time.sleep(0.5)
+        assert first.poll() is None, first.stderr.read().decode()[-2000:]
+        net_pid = int((out / "net.pid").read_text())
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+        killed_at = time.time()
+        os.kill(net_pid, 0)  # the senders are still running
+        second = subprocess.run(common + ["--emulator=external", "--minutes=0.45"], cwd=REPO, capture_output=True,
+                                text=True, timeout=240)
+        assert second.returncode == 0, second.stderr[-3000:]
+        assert "resumed" in second.stderr
+        r = json.loads((out / "results.json").read_text())
+        assert r["resumed"] and r["sessions"] == 2
+        hellos = [s["hello"] for s in r["senders"].values() if s["hello"]]
+        assert len(hellos) == 2 and all(h["weight_version"] >= 1 for h in hellos)  # they kept the pushed policy
+        v_before = min(h["weight_version"] for h in hellos)
+        assert r["weight_version"] > v_before and r["updates_applied"] >= 1
+        byes = [s["bye"] for s in r["senders"].values() if s["bye"]]
+        assert len(byes) == 2 and all(b["weight_version"] == r["weight_version"] for b in byes)
+        assert all(b["weights_rejected"] == 0 for b in byes)
+        assert time.time() - killed_at < 240
+    finally:
+        if first.poll() is None:
+            first.kill()
+        if net_pid is not None:
+            try:
+                os.kill(net_pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
