@@ -309,11 +309,16 @@ class Learner:
         opts = ocp.CheckpointManagerOptions(max_to_keep=2, enable_async_checkpointing=False, create=True)
         self.mgr = ocp.CheckpointManager(os.path.join(self.out, "online_ckpt"), options=opts,
                                          item_names=("state", "meta"))
-        fresh = alg.init_online(off["state"], replicas=self.K, online_size=seg, seed=seed)
         step = self.mgr.latest_step()
         self.resumed = step is not None
         self.meta = {"version": 0, "grad_steps": 0, "records": 0, "transitions": 0, "replica_of": {},
-                     "pushes": [], "wall_s": 0.0, "sessions": 0}
+                     "pushes": [], "wall_s": 0.0, "sessions": 0, "replicas": self.K, "buffers": buffers,
+                     "online_segment": seg}
+        if self.resumed:  # the shapes are the checkpoint's (replicas, segment), whatever was asked now
+            m0 = dict(self.mgr.restore(step, args=ocp.args.Composite(meta=ocp.args.JsonRestore()))["meta"])
+            self.K, seg = int(m0.get("replicas", self.K)), int(m0.get("online_segment", seg))
+            self.buffers = str(m0.get("buffers", buffers))
+        fresh = alg.init_online(off["state"], replicas=self.K, online_size=seg, seed=seed)
         if self.resumed:
             r = self.mgr.restore(step, args=ocp.args.Composite(state=ocp.args.StandardRestore(fresh),
                                                                meta=ocp.args.JsonRestore()))
