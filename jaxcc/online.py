@@ -21,9 +21,12 @@
    ``jaxcc.envs.pareto``'s own functions; Pareto-Fair v2's link-wide training terms are left out
    online: a sender cannot see the link), runs jitted TD3 steps at the learner's own pace
    (``--updates-per-s`` caps them, and the loop sleeps ``--yield-ms`` between batches so a
-   learner sharing a small CPU with the senders leaves them room to pace), and pushes the
-   actor every ``--push-every`` gradient steps as a versioned policy file.  The writer threads
-   PING every sender every 0.5 s.
+   learner sharing a small CPU with the senders leaves them room to pace; ``--replay-ratio``
+   caps the gradient steps per online transition: offline training takes about one step per 30
+   new transitions, and unbounded online replay of a few thousand records forgets the old
+   environments fast), and pushes the actor every ``--push-every`` gradient steps as a
+   versioned policy file.  ``--hp=KEY=VALUE`` overrides a TD3 hyperparameter online (e.g. a
+   smaller learning rate).  The writer threads PING every sender every 0.5 s.
 5. Saves orbax checkpoints of the online state in ``OUT/online_ckpt`` every
    ``--checkpoint-every-s`` and at the end; started again with the same ``--out`` it resumes
    there (agents, buffers, RNG keys, step counts, the weight version), and the network it starts
@@ -250,8 +253,9 @@ class Learner:
     def __init__(self, checkpoint: str, out: str, *, buffers: str = "local", replicas: int = 1,
                  online_segment: int | None = None, grad_steps: int | None = None, push_every: int = 64,
                  updates_per_s: float = 40.0, min_online: int | None = None, checkpoint_every_s: float = 30.0,
-                 seed: int = 0, add_batch: int = 64, replay_ratio: float = 1.0, log=print):
+                 seed: int = 0, add_batch: int = 64, replay_ratio: float = 1.0, hp: dict | None = None, log=print):
         import jax
+        import jax.numpy as jnp
         import orbax.checkpoint as ocp
 
         from jaxcc.agents.pareto import online as alg
@@ -328,6 +332,10 @@ class Learner:
         else:
             self.ostate = fresh
         self.meta["sessions"] = int(self.meta["sessions"]) + 1
+        for k, v in (hp or {}).items():  # e.g. a smaller online learning rate (no recompile: hp leaves)
+            if k not in self.ostate["hp"]:
+                raise ValueError(f"--hp {k}: not a TD3 hyperparameter; allowed: {', '.join(sorted(self.ostate['hp']))}")
+            self.ostate = {**self.ostate, "hp": {**self.ostate["hp"], k: jnp.asarray(float(v), jnp.float32)}}
         resume_actor = self.resumed and os.path.isfile(self.latest_path)
         self.start_actor_path = self.latest_path if resume_actor else self.v0_path
         del off
@@ -679,6 +687,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--updates-per-s", type=float, default=40.0, help="cap on gradient steps per second")
     p.add_argument("--replay-ratio", type=float, default=1.0,
                    help="at most this many gradient steps per online transition (0: no cap)")
+    p.add_argument("--hp", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a TD3 hyperparameter online, e.g. --hp=lr_actor=1e-4 (repeatable)")
     p.add_argument("--min-online", type=int, default=-1, help="online transitions before learning (-1: batch size)")
     p.add_argument("--checkpoint-every-s", type=float, default=30.0)
     p.add_argument("--yield-ms", type=float, default=5.0, help="sleep after every learn batch (ms)")
@@ -712,6 +722,19 @@ def _check_args(a) -> None:
         raise ValueError(f"--checkpoint-every-s={a.checkpoint_every_s}: must be > 0")
 
 
+def _parse_hp(items: list[str]) -> dict:
+    out = {}
+    for it in items:
+        k, eq, v = it.partition("=")
+        try:
+            out[k.strip()] = float(v)
+        except ValueError:
+            eq = ""
+        if not eq or not k.strip():
+            raise ValueError(f"--hp {it!r}: expected KEY=NUMBER, e.g. --hp=lr_actor=1e-4")
+    return out
+
+
 def run(a, log=print) -> dict:
     """The whole command (parsed ``a``); returns the results dict it also writes."""
     from jaxcc.emulation import experience
@@ -728,7 +751,8 @@ def run(a, log=print) -> dict:
                       online_segment=a.online_segment or None, grad_steps=a.grad_steps or None,
                       push_every=a.push_every, updates_per_s=a.updates_per_s,
                       min_online=None if a.min_online < 0 else a.min_online,
-                      checkpoint_every_s=a.checkpoint_every_s, seed=a.seed, replay_ratio=a.replay_ratio, log=log)
+                      checkpoint_every_s=a.checkpoint_every_s, seed=a.seed, replay_ratio=a.replay_ratio,
+                      hp=_parse_hp(a.hp), log=log)
     addr = a.learner or default_address(a.out)
     server = experience.Server(addr)
     handle = None
@@ -794,6 +818,7 @@ def run(a, log=print) -> dict:
         "scenario": sc.name if sc is not None else None, "emulator": a.emulator, "minutes": a.minutes,
         "buffers": a.buffers, "replicas": learner.K, "replay_ratio": a.replay_ratio,
         "updates_per_s": a.updates_per_s, "push_every": a.push_every, "resumed": learner.resumed,
+        "hp": {k: float(v) for k, v in learner.ostate["hp"].items()},
         "sessions": learner.meta["sessions"],
         "first_minute": first, "last_minute": last, "window_source": src,
         "updates_applied": int(learner.counters["updates_applied"]),

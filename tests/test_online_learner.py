@@ -351,3 +351,19 @@ def test_kill9_learner_then_restart_resumes_and_senders_continue(smoke_ckpt, tmp
                 os.kill(net_pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+
+
+def test_cli_refuses_bad_arguments_in_one_line(tmp_path):
+    from jaxcc import online
+
+    def err(*extra):
+        a = online.build_parser().parse_args(["--checkpoint=/nope", "--emulator=sim", f"--out={tmp_path}", *extra])
+        with pytest.raises(ValueError) as e:
+            online.run(a)
+        return str(e.value)
+
+    assert "--minutes=0.0: must be > 0" in err("--minutes=0", "--scenario=pareto/lte")
+    assert "exactly one of --scenario, --scenario-file" in err("--minutes=1")
+    assert "--replay-ratio=-1.0" in err("--minutes=1", "--scenario=pareto/lte", "--replay-ratio=-1")
+    assert "expected KEY=NUMBER" in err("--minutes=1", "--scenario=pareto/lte", "--hp=lr_actor")
+    assert "no such directory" in err("--minutes=1", "--scenario=pareto/lte")
