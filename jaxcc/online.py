@@ -26,7 +26,11 @@
    new transitions, and unbounded online replay of a few thousand records forgets the old
    environments fast), and pushes the actor every ``--push-every`` gradient steps as a
    versioned policy file.  ``--hp=KEY=VALUE`` overrides a TD3 hyperparameter online (e.g. a
-   smaller learning rate).  The writer threads PING every sender every 0.5 s.
+   smaller learning rate); ``--critic-warmup=N`` trains only the critics for the first N online
+   steps: the offline state's actor is the stage's *selected* snapshot (``select``) while its
+   critics are the stage's last iterate's, so without a warm-up the first actor steps pull the
+   actor toward what the last iterate's critics prefer.  The writer threads PING every sender
+   every 0.5 s.
 5. Saves orbax checkpoints of the online state in ``OUT/online_ckpt`` every
    ``--checkpoint-every-s`` and at the end; started again with the same ``--out`` it resumes
    there (agents, buffers, RNG keys, step counts, the weight version), and the network it starts
@@ -253,7 +257,8 @@ class Learner:
     def __init__(self, checkpoint: str, out: str, *, buffers: str = "local", replicas: int = 1,
                  online_segment: int | None = None, grad_steps: int | None = None, push_every: int = 64,
                  updates_per_s: float = 40.0, min_online: int | None = None, checkpoint_every_s: float = 30.0,
-                 seed: int = 0, add_batch: int = 64, replay_ratio: float = 1.0, hp: dict | None = None, log=print):
+                 seed: int = 0, add_batch: int = 64, replay_ratio: float = 1.0, hp: dict | None = None,
+                 critic_warmup: int = 0, log=print):
         import jax
         import jax.numpy as jnp
         import orbax.checkpoint as ocp
@@ -281,6 +286,7 @@ class Learner:
         self.push_every = int(push_every)
         self.updates_per_s = float(updates_per_s)
         self.replay_ratio = float(replay_ratio)
+        self.critic_warmup = int(critic_warmup)
         self.min_online = int(min_online if min_online is not None else int(cfg.td3.batch_size))
         self.ckpt_every_s = float(checkpoint_every_s)
         self.M = int(add_batch)
@@ -465,7 +471,12 @@ class Learner:
             return False
         self.tokens -= self.grad_steps
         prev_agent = jax.tree.map(np.asarray, self.ostate["agent"])  # the buffers are donated; agents are small
+        hp = {k: np.asarray(v) for k, v in self.ostate["hp"].items()}  # host copies: the state is donated
+        if int(self.meta["grad_steps"]) < self.critic_warmup:
+            # critics first: the actor holds still (its learning rate 0) while the critics fit it
+            self.ostate = {**self.ostate, "hp": {**self.ostate["hp"], "lr_actor": jnp.zeros((), jnp.float32)}}
         self.ostate, m = self._learn(self.ostate, active)
+        self.ostate = {**self.ostate, "hp": {k: jnp.asarray(v) for k, v in hp.items()}}
         m = jax.device_get(m)
         if not np.all(m["params_finite"][active]):
             self.counters["nonfinite_batches"] += 1  # keep the last good agent; the batch is dropped
@@ -687,6 +698,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--updates-per-s", type=float, default=40.0, help="cap on gradient steps per second")
     p.add_argument("--replay-ratio", type=float, default=1.0,
                    help="at most this many gradient steps per online transition (0: no cap)")
+    p.add_argument("--critic-warmup", type=int, default=0,
+                   help="online gradient steps that train the critics only (the actor's learning rate 0)")
     p.add_argument("--hp", action="append", default=[], metavar="KEY=VALUE",
                    help="override a TD3 hyperparameter online, e.g. --hp=lr_actor=1e-4 (repeatable)")
     p.add_argument("--min-online", type=int, default=-1, help="online transitions before learning (-1: batch size)")
@@ -714,6 +727,8 @@ def _check_args(a) -> None:
             raise ValueError(f"{name}={v}: must be >= {lo}")
     if a.speed < 0:
         raise ValueError(f"--speed={a.speed}: must be >= 0")
+    if a.critic_warmup < 0:
+        raise ValueError(f"--critic-warmup={a.critic_warmup}: must be >= 0")
     if a.replay_ratio < 0:
         raise ValueError(f"--replay-ratio={a.replay_ratio}: must be >= 0")
     if not a.updates_per_s > 0:
@@ -752,7 +767,7 @@ def run(a, log=print) -> dict:
                       push_every=a.push_every, updates_per_s=a.updates_per_s,
                       min_online=None if a.min_online < 0 else a.min_online,
                       checkpoint_every_s=a.checkpoint_every_s, seed=a.seed, replay_ratio=a.replay_ratio,
-                      hp=_parse_hp(a.hp), log=log)
+                      hp=_parse_hp(a.hp), critic_warmup=a.critic_warmup, log=log)
     addr = a.learner or default_address(a.out)
     server = experience.Server(addr)
     handle = None
@@ -819,6 +834,7 @@ def run(a, log=print) -> dict:
         "buffers": a.buffers, "replicas": learner.K, "replay_ratio": a.replay_ratio,
         "updates_per_s": a.updates_per_s, "push_every": a.push_every, "resumed": learner.resumed,
         "hp": {k: float(v) for k, v in learner.ostate["hp"].items()},
+        "critic_warmup": a.critic_warmup,
         "sessions": learner.meta["sessions"],
         "first_minute": first, "last_minute": last, "window_source": src,
         "updates_applied": int(learner.counters["updates_applied"]),

@@ -246,13 +246,20 @@ def test_learner_learns_pushes_and_resumes_after_restart(smoke_ckpt, tmp_path):
     old = os.path.join(smoke_ckpt, "stages", "Pareto-Fair.safetensors")
     assert open(a.v0_path, "rb").read() != b"" and policyfile.load(a.v0_path)[0]["stage"] == "Pareto-Fair"
     np.testing.assert_array_equal(policyfile.load(a.v0_path)[1]["fc1.kernel"], policyfile.load(old)[1]["fc1.kernel"])
+    # --critic-warmup: the critics learn, the actor holds still.
+    a.critic_warmup = a.meta["grad_steps"] + a.grad_steps
+    act0, c0 = (jax.tree.map(np.asarray, a.ostate["agent"][k]) for k in ("actor", "critic1"))
+    assert a.learn_once()
+    jax.tree.map(np.testing.assert_array_equal, act0, jax.tree.map(np.asarray, a.ostate["agent"]["actor"]))
+    assert not np.array_equal(c0["q"]["kernel"][0], np.asarray(a.ostate["agent"]["critic1"]["q"]["kernel"][0]))
+    assert float(a.ostate["hp"]["lr_actor"]) > 0
     a.meta["version"] = 4
     a.checkpoint()
     before = jax.tree.map(np.asarray, a.ostate)
     a.close()
 
     b = online.Learner(smoke_ckpt, out, **kw)
-    assert b.resumed and b.meta["version"] == 4 and b.meta["grad_steps"] == a.grad_steps
+    assert b.resumed and b.meta["version"] == 4 and b.meta["grad_steps"] == 2 * a.grad_steps
     assert b.meta["replica_of"] == {"0": 0, "1": 1} and b.start_actor_path == b.latest_path
     jax.tree.map(np.testing.assert_array_equal, before, jax.tree.map(np.asarray, b.ostate))
     # The newest online actor is the one a restarted network starts with.
