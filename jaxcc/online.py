@@ -883,9 +883,11 @@ def _json_default(o):
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
     a = build_parser().parse_args(argv)
+    from jaxcc.emulation.host import EmulationError
+
     try:
         res = run(a, log=lambda s: print(s, file=sys.stderr))
-    except ValueError as e:
+    except (ValueError, EmulationError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     print(json.dumps({k: res[k] for k in ("first_minute", "last_minute", "updates_applied", "weights_rejected",
