@@ -31,7 +31,9 @@
    Ankh's numbers 11–97% worse (fixed-50: +67%, +72%); with a tenth of them the LTE run's Ankh's
    number went from 0.54 (first minute) to 0.19 (last) with fixed-50 +40%; variants (critic
    warm-up 500 and replay ratio 0.5; the actor's rate at 1/30) gave 0.40 → 0.26 and 0.55 → 0.24
-   with fixed-50 +15% and +17%: the forgetting bar (5%) is missed in all of them.
+   with fixed-50 +15% and +17%: the forgetting bar (5%) is missed in all of them.  On
+   pareto/shared3 (3 local replicas, these defaults) the Ankh's number went from 0.43 to 0.38
+   (utilization 0.71 → 0.87, Jain 0.84 → 1.00) with fixed-50 +4.1%, dyn10-30 +6.4%, shared2 +18%.
    ``--hp=KEY=VALUE`` sets a TD3 hyperparameter online (absolute, after the scaling);
    ``--critic-warmup=N`` trains only the critics for the first N online steps: the offline
    state's actor is the stage's *selected* snapshot (``select``) while its critics are the
