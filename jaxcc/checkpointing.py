@@ -86,6 +86,13 @@ def save_stage(path: str, state: Any, meta: dict, spec: dict | None = None) -> N
         _write_json(os.path.join(path, "spec.json"), spec)
 
 
+def restore_stage(path: str, template: Any) -> Any:
+    """Restore a stage checkpoint's ``state`` (``save_stage``) into the structure of ``template``
+    (e.g. ``trainer.template(stage)``: optimizer states and buffers keep their types)."""
+    out = ocp.StandardCheckpointer().restore(os.path.abspath(os.path.join(path, "state")), _pack_template(template))
+    return _unpack(out, template)
+
+
 def _write_json(path: str, obj: dict) -> None:
     tmp = path + ".tmp"
     with open(tmp, "w") as f:

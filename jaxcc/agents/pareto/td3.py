@@ -65,6 +65,12 @@ HP_KEYS = ("gamma", "tau", "lr_actor", "lr_critic", "policy_noise", "noise_clip"
 Stage, Trainer, _strong = pipeline.Stage, pipeline.Trainer, pipeline.strong
 
 
+def optimizer(td3_config) -> optax.GradientTransformation:
+    """The update direction of every TD3 step: global-norm clip, then Adam's scaling (the learning
+    rates are ``hp`` leaves applied in ``td3_update``).  Shared with the online stage."""
+    return optax.chain(optax.clip_by_global_norm(float(td3_config.max_grad_norm)), optax.scale_by_adam())
+
+
 def _hp(config) -> dict:
     t = config.td3
     return {k: jnp.asarray(float(t[k]), jnp.float32) for k in HP_KEYS}
@@ -225,7 +231,7 @@ def make_train(config, mesh=None) -> Trainer:
     spec = networks.actor_spec(T, D, int(t.hidden), int(t.fc), mi_rtts=senvs[0].mi_rtts,
                                features=senvs[0].feature_info, a_range=a_range)
     segment_sizes = [int(s.buffer_segment) for s in stage_cfgs]
-    opt = optax.chain(optax.clip_by_global_norm(float(t.max_grad_norm)), optax.scale_by_adam())
+    opt = optimizer(t)
     rollout = int(config.rollout_len)
     grad_steps = int(t.grad_steps)
     delay = int(t.policy_delay)

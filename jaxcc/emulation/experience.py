@@ -1,0 +1,425 @@
+"""The experience stream between a sender and the online learner (protocol 1), Python side.
+
+One stream socket per flow: ``unix:/abs/path`` (default; a filesystem socket crosses network
+namespaces, so a sender inside a netns reaches a learner in the root namespace) or
+``tcp:HOST:PORT``.  The learner listens (``Server``); each sender connects from its I/O thread.
+The C++ sender (``datapath/src/learner_link.cc``) implements the same table independently.
+
+Frame: ``u32 len`` (little-endian; the bytes after this field = 1 + payload), ``u8 type``,
+payload.  ``len`` is at least 1 and at most ``MAX_LEN`` (64 MiB); anything else is a protocol
+error, after which the receiver closes the connection and counts it.  Unknown types are skipped
+by length and counted.
+
+====  ===========  ====  ====================================================================
+type  name         dir   payload
+====  ===========  ====  ====================================================================
+0x01  HELLO        s→l   UTF-8 JSON {"proto": 1, "flow_id", "feature_set", "history", "obs_dim",
+                         "mi_rtts", "policy_sha256", "weight_version", "fallback"}; first frame
+                         of every (re)connection
+0x02  RECORD       s→l   ``u32 D`` then (24 + D) float64 LE: ``RECORD_FIELDS`` then the D
+                         features appended to the window at this decision
+0x03  WEIGHTS      l→s   ``u64 version`` then a whole policy file (safetensors + spec)
+0x04  WEIGHTS_ACK  s→l   JSON {"version", "ok", "reason", "decision", "t_s"}
+0x05  BYE          s→l   JSON: the sender's learner counters at the end
+0x06  PING         l→s   empty; the learner sends one at least every second
+====  ===========  ====  ====================================================================
+
+RECORD's 16 MI sums are ``jaxcc.envs.mi.MIStats``'s fields in declaration order (``MI_FIELDS``),
+so the learner rebuilds the monitor interval the sender measured (``fixed[MI_COLS]``) and
+computes the reward with the simulator's own functions (``jaxcc.agents.pareto.online``).
+
+Events of ``Server`` (``drain``): ``(kind, conn id, payload)`` with kind ``hello`` (dict),
+``record`` ((fixed [24], features [D])), ``ack`` (dict), ``bye`` (dict) or ``closed`` (the
+connection's HELLO dict or None).
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import socket
+import struct
+import threading
+import time
+from typing import Any
+
+import numpy as np
+
+PROTO = 1
+HELLO, RECORD, WEIGHTS, WEIGHTS_ACK, BYE, PING = 0x01, 0x02, 0x03, 0x04, 0x05, 0x06
+TYPE_NAMES = {HELLO: "HELLO", RECORD: "RECORD", WEIGHTS: "WEIGHTS", WEIGHTS_ACK: "WEIGHTS_ACK", BYE: "BYE",
+              PING: "PING"}
+MAX_LEN = 64 << 20  # largest allowed ``len`` field (type byte + payload)
+
+MI_FIELDS = ("duration", "active", "sent", "acked", "lost", "rtt_wsum", "rtt_min", "rtt_max", "rtt_first",
+             "rtt_last", "n_samples", "ls_w", "ls_wt", "ls_wtt", "ls_wr", "ls_wtr")
+RECORD_FIELDS = (("seq", "t_s", "weight_version", "action", "rate_before", "rate_after", "min_rtt_s")
+                 + tuple("mi_" + f for f in MI_FIELDS) + ("records_dropped",))
+N_FIXED = len(RECORD_FIELDS)  # 24
+F = {name: i for i, name in enumerate(RECORD_FIELDS)}  # field name -> column
+MI_COLS = slice(F["mi_duration"], F["mi_ls_wtr"] + 1)
+
+
+class ProtocolError(ValueError):
+    """A frame that breaks the protocol (bad length, truncated or malformed payload)."""
+
+
+# ----------------------------------------------------------------------------- encode
+
+
+def frame(ftype: int, payload: bytes = b"") -> bytes:
+    """``u32 len`` + ``u8 type`` + payload."""
+    n = 1 + len(payload)
+    if n > MAX_LEN:
+        raise ProtocolError(f"frame of {n} bytes is larger than the protocol's {MAX_LEN}")
+    return struct.pack("<IB", n, ftype) + payload
+
+
+def json_frame(ftype: int, obj: dict) -> bytes:
+    return frame(ftype, json.dumps(obj, separators=(",", ":")).encode("utf-8"))
+
+
+def hello(*, flow_id: int, feature_set: str, history: int, obs_dim: int, mi_rtts: float, policy_sha256: str,
+          weight_version: int = 0, fallback: str = "keep") -> bytes:
+    return json_frame(HELLO, {"proto": PROTO, "flow_id": int(flow_id), "feature_set": str(feature_set),
+                              "history": int(history), "obs_dim": int(obs_dim), "mi_rtts": float(mi_rtts),
+                              "policy_sha256": str(policy_sha256), "weight_version": int(weight_version),
+                              "fallback": str(fallback)})
+
+
+def record(fixed, features) -> bytes:
+    """A RECORD frame from the 24 ``RECORD_FIELDS`` values (a sequence, or a dict by name) and the
+    D features."""
+    if isinstance(fixed, dict):
+        missing = [k for k in RECORD_FIELDS if k not in fixed]
+        if missing:
+            raise ValueError(f"record: missing field(s) {', '.join(missing)}")
+        fixed = [fixed[k] for k in RECORD_FIELDS]
+    fixed = np.asarray(fixed, "<f8").reshape(-1)
+    if fixed.size != N_FIXED:
+        raise ValueError(f"record: {fixed.size} fixed values, expected {N_FIXED} (RECORD_FIELDS)")
+    feats = np.asarray(features, "<f8").reshape(-1)
+    return frame(RECORD, struct.pack("<I", feats.size) + fixed.tobytes() + feats.tobytes())
+
+
+def weights(version: int, policy_blob: bytes) -> bytes:
+    return frame(WEIGHTS, struct.pack("<Q", int(version)) + bytes(policy_blob))
+
+
+def ping() -> bytes:
+    return frame(PING)
+
+
+# ----------------------------------------------------------------------------- decode
+
+
+def decode_record(payload: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """(fixed [24] float64, features [D] float64) of a RECORD payload."""
+    if len(payload) < 4:
+        raise ProtocolError(f"RECORD payload of {len(payload)} bytes has no feature count")
+    (d,) = struct.unpack_from("<I", payload)
+    need = 4 + 8 * (N_FIXED + d)
+    if len(payload) != need:
+        raise ProtocolError(f"RECORD with D={d} needs {need} payload bytes, got {len(payload)}")
+    v = np.frombuffer(payload, "<f8", offset=4)
+    return v[:N_FIXED].astype(np.float64), v[N_FIXED:].astype(np.float64)
+
+
+def decode_weights(payload: bytes) -> tuple[int, bytes]:
+    if len(payload) < 8:
+        raise ProtocolError(f"WEIGHTS payload of {len(payload)} bytes has no version")
+    return struct.unpack_from("<Q", payload)[0], payload[8:]
+
+
+def decode_json(payload: bytes) -> dict:
+    try:
+        obj = json.loads(payload.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ProtocolError(f"JSON payload is not valid UTF-8 JSON ({e})") from None
+    if not isinstance(obj, dict):
+        raise ProtocolError("JSON payload is not an object")
+    return obj
+
+
+def record_dict(fixed: np.ndarray) -> dict[str, float]:
+    return {k: float(fixed[i]) for i, k in enumerate(RECORD_FIELDS)}
+
+
+class FrameReader:
+    """Incremental frame splitter: ``feed(bytes)`` returns the complete ``(type, payload)`` frames."""
+
+    def __init__(self, max_len: int = MAX_LEN):
+        self.buf = bytearray()
+        self.max_len = max_len
+
+    def feed(self, data: bytes) -> list[tuple[int, bytes]]:
+        self.buf += data
+        out = []
+        while len(self.buf) >= 4:
+            (n,) = struct.unpack_from("<I", self.buf)
+            if n < 1 or n > self.max_len:
+                raise ProtocolError(f"frame length {n} outside [1, {self.max_len}]")
+            if len(self.buf) < 4 + n:
+                break
+            out.append((self.buf[4], bytes(self.buf[5:4 + n])))
+            del self.buf[:4 + n]
+        return out
+
+
+# ----------------------------------------------------------------------------- addresses
+
+
+def parse_address(addr: str) -> tuple[int, Any]:
+    """``unix:/abs/path`` → (AF_UNIX, path); ``tcp:HOST:PORT`` → (AF_INET, (host, port))."""
+    if addr.startswith("unix:"):
+        path = addr[5:]
+        if not os.path.isabs(path):
+            raise ValueError(f"learner address {addr!r}: a unix socket path must be absolute")
+        return socket.AF_UNIX, path
+    if addr.startswith("tcp:"):
+        host, _, port = addr[4:].rpartition(":")
+        try:
+            p = int(port)
+        except ValueError:
+            p = -1
+        if not host or not 0 <= p <= 65535:
+            raise ValueError(f"learner address {addr!r}: expected tcp:HOST:PORT with PORT in [0, 65535]")
+        return socket.AF_INET, (host, p)
+    raise ValueError(f"learner address {addr!r}: expected unix:/abs/path or tcp:HOST:PORT")
+
+
+def connect(addr: str, timeout: float = 5.0) -> socket.socket:
+    fam, a = parse_address(addr)
+    s = socket.socket(fam, socket.SOCK_STREAM)
+    s.settimeout(timeout)
+    s.connect(a)
+    s.settimeout(None)
+    return s
+
+
+def recv_frame(sock: socket.socket, reader: FrameReader | None = None) -> tuple[int, bytes] | None:
+    """Blocking read of one frame from ``sock`` (None at EOF).  Simple helper for tests and stubs;
+    frames after the first stay buffered in ``reader``."""
+    reader = reader or FrameReader()
+    pending = getattr(reader, "_pending", [])
+    while not pending:
+        data = sock.recv(65536)
+        if not data:
+            return None
+        pending = reader.feed(data)
+    reader._pending = pending[1:]
+    return pending[0]
+
+
+# ----------------------------------------------------------------------------- the learner's server
+
+
+class _Conn:
+    def __init__(self, cid: int, sock: socket.socket):
+        self.cid = cid
+        self.sock = sock
+        self.hello: dict | None = None
+        self.out: collections.deque = collections.deque()
+        self.cv = threading.Condition()
+        self.closed = False
+        self.last_ping = 0.0
+
+
+class Server:
+    """Listens on ``addr``; one reader and one writer thread per connection.
+
+    Decoded frames land in a bounded queue of events (``get`` / ``drain``), oldest dropped and
+    counted (``counters["events_dropped"]``) when the learner falls behind, so a flooding sender
+    costs the learner bounded memory.  ``send_weights`` queues a WEIGHTS frame to one connection
+    or all; the writer threads also send a PING every ``ping_s`` (≤ 1 s) so a sender knows the
+    learner is alive.  Nothing here blocks the caller on a socket.
+    """
+
+    def __init__(self, addr: str, *, ping_s: float = 0.5, max_events: int = 1 << 16):
+        if not 0 < ping_s <= 1.0:
+            raise ValueError(f"ping_s={ping_s}: the protocol needs a PING at least every 1 s")
+        self.addr = addr
+        self.ping_s = ping_s
+        fam, a = parse_address(addr)
+        if fam == socket.AF_UNIX:
+            os.makedirs(os.path.dirname(a), exist_ok=True)
+            if os.path.exists(a):
+                os.unlink(a)
+        self.lsock = socket.socket(fam, socket.SOCK_STREAM)
+        if fam == socket.AF_INET:
+            self.lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.lsock.bind(a)
+        self.lsock.listen(64)
+        if fam == socket.AF_INET:
+            self.address = f"tcp:{a[0]}:{self.lsock.getsockname()[1]}"
+        else:
+            self.address = addr
+            os.chmod(a, 0o777)
+        self.events: collections.deque = collections.deque()
+        self.max_events = max_events
+        self.ev_cv = threading.Condition()
+        self.conns: dict[int, _Conn] = {}
+        self.lock = threading.Lock()
+        self.counters = collections.Counter()
+        self.last_error = ""
+        self._stop = threading.Event()
+        self._next = 0
+        self._threads = [threading.Thread(target=self._accept, daemon=True, name="exp-accept")]
+        self._threads[0].start()
+
+    # -- events
+    def _push(self, ev: tuple) -> None:
+        with self.ev_cv:
+            if len(self.events) >= self.max_events:
+                self.events.popleft()
+                self.counters["events_dropped"] += 1
+            self.events.append(ev)
+            self.ev_cv.notify()
+
+    def drain(self, max_n: int | None = None, timeout: float = 0.0) -> list[tuple]:
+        """Every queued event (up to ``max_n``), waiting up to ``timeout`` s for the first."""
+        with self.ev_cv:
+            if not self.events and timeout > 0:
+                self.ev_cv.wait(timeout)
+            n = len(self.events) if max_n is None else min(max_n, len(self.events))
+            return [self.events.popleft() for _ in range(n)]
+
+    # -- threads
+    def _accept(self):
+        self.lsock.settimeout(0.2)
+        while not self._stop.is_set():
+            try:
+                s, _ = self.lsock.accept()
+            except (socket.timeout, OSError):
+                continue
+            s.settimeout(None)
+            with self.lock:
+                cid = self._next
+                self._next += 1
+                c = _Conn(cid, s)
+                self.conns[cid] = c
+            self.counters["connections"] += 1
+            for fn, nm in ((self._read, "r"), (self._write, "w")):
+                t = threading.Thread(target=fn, args=(c,), daemon=True, name=f"exp-{nm}{cid}")
+                t.start()
+
+    def _read(self, c: _Conn):
+        reader = FrameReader()
+        try:
+            while not self._stop.is_set():
+                data = c.sock.recv(1 << 16)
+                if not data:
+                    break
+                for ftype, payload in reader.feed(data):
+                    self._dispatch(c, ftype, payload)
+        except ProtocolError as e:
+            self.counters["protocol_errors"] += 1
+            self.last_error = f"connection {c.cid}: {e}"
+        except OSError:
+            pass
+        self._close(c)
+        self._push(("closed", c.cid, c.hello))
+
+    def _dispatch(self, c: _Conn, ftype: int, payload: bytes):
+        if ftype == RECORD:
+            fixed, feats = decode_record(payload)
+            self.counters["records"] += 1
+            self._push(("record", c.cid, (fixed, feats)))
+        elif ftype == HELLO:
+            h = decode_json(payload)
+            if h.get("proto") != PROTO:
+                raise ProtocolError(f"HELLO proto {h.get('proto')!r}; this learner speaks {PROTO}")
+            c.hello = h
+            self._push(("hello", c.cid, h))
+        elif ftype == WEIGHTS_ACK:
+            self._push(("ack", c.cid, decode_json(payload)))
+        elif ftype == BYE:
+            self._push(("bye", c.cid, decode_json(payload)))
+        else:
+            self.counters["unknown_frames"] += 1
+
+    def _write(self, c: _Conn):
+        try:
+            while not self._stop.is_set() and not c.closed:
+                with c.cv:
+                    if not c.out:
+                        c.cv.wait(self.ping_s)
+                    item = c.out.popleft() if c.out else None
+                if item is None:
+                    item = ping()
+                    self.counters["pings"] += 1
+                c.sock.sendall(item)
+        except OSError:
+            pass
+        self._close(c)
+
+    def _close(self, c: _Conn):
+        with self.lock:
+            if c.closed:
+                return
+            c.closed = True
+            self.conns.pop(c.cid, None)
+        try:
+            c.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        c.sock.close()
+        with c.cv:
+            c.cv.notify_all()
+
+    # -- sending
+    def send_weights(self, version: int, policy_blob: bytes, cid: int | None = None) -> int:
+        """Queue a WEIGHTS frame to connection ``cid`` (None: every connection that said HELLO);
+        returns how many connections it was queued for.  An unsent older WEIGHTS frame in the same
+        queue is replaced (the sender would supersede it anyway)."""
+        f = weights(version, policy_blob)
+        n = 0
+        with self.lock:
+            targets = [c for c in self.conns.values() if (cid is None and c.hello is not None) or c.cid == cid]
+        for c in targets:
+            with c.cv:
+                old = [x for x in c.out if x[4] == WEIGHTS]
+                for x in old:
+                    c.out.remove(x)
+                c.out.append(f)
+                c.cv.notify()
+            n += 1
+        self.counters["weights_sent"] += n
+        return n
+
+    def connected(self) -> list[int]:
+        with self.lock:
+            return sorted(self.conns)
+
+    def close(self):
+        self._stop.set()
+        try:
+            self.lsock.close()
+        except OSError:
+            pass
+        with self.lock:
+            conns = list(self.conns.values())
+        for c in conns:
+            self._close(c)
+        fam, a = parse_address(self.addr)
+        if fam == socket.AF_UNIX and os.path.exists(a):
+            try:
+                os.unlink(a)
+            except OSError:
+                pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def wait_for(pred, timeout: float, step: float = 0.01) -> bool:
+    t = time.monotonic() + timeout
+    while time.monotonic() < t:
+        if pred():
+            return True
+        time.sleep(step)
+    return bool(pred())
