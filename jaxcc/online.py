@@ -18,8 +18,11 @@
    its decisions.
 4. Turns each flow's records into transitions (the flow's window ring of the last T feature
    vectors; reward = Algorithm 1 from the record's monitor-interval sums, through
-   ``jaxcc.envs.pareto``'s own functions; Pareto-Fair v2's link-wide training terms are left out
-   online: a sender cannot see the link), runs jitted TD3 steps at the learner's own pace
+   ``jaxcc.envs.pareto``'s own functions; a sender cannot see the link, so of Pareto-Fair v2's
+   link-wide training terms ``--reward=local`` (the default) keeps the utilization term as the
+   sender estimates it — 1 while it sees a queue, else its delivery rate over its largest one
+   of the last ``--max-rate-window-s`` — and ``--reward=alg1`` keeps neither, the paper's
+   Algorithm 1 alone; ``jaxcc.agents.pareto.online`` says why), runs jitted TD3 steps at the learner's own pace
    (``--updates-per-s`` caps them, and the loop sleeps ``--yield-ms`` between batches so a
    learner sharing a small CPU with the senders leaves them room to pace; ``--replay-ratio``
    caps the gradient steps per online transition, 1 by default: offline training takes about
@@ -55,8 +58,12 @@ the largest gap between consecutive records' times), ``old_env_before`` / ``old_
 ``jaxcc.evaluate.run_evaluation``: one evaluation with both actors, so Ankh's numbers share one
 d_max), ``grad_steps``, ``records``, ``transitions``, ``records_per_s``, the per-flow learner
 view and a 1-s timeline; ``OUT/online.png`` plots throughput, RTT and the weight version over
-time (from the records).  ``--emulator=external`` starts no network: it serves senders started
-elsewhere on ``--learner`` for ``--minutes`` and its windows come from the records.
+time (from the records).  ``--emulator=flood`` is the learner's benchmark: ``--replicas`` (3)
+flooding senders (``jaxcc.emulation.experience.flood``) send records as fast as the learner takes
+them while it learns; ``records_per_s`` is what it sustained, ``learner_events_dropped`` what it
+could not keep.  ``--emulator=external`` starts no network: it serves senders started
+elsewhere on ``--learner`` for ``--minutes`` (or until every sender that said HELLO has said BYE)
+and its windows come from the records (the run's end: the latest record's sender time).
 """
 
 from __future__ import annotations
@@ -74,7 +81,8 @@ from typing import Any
 
 import numpy as np
 
-EMULATORS = ("netns", "mahimahi", "sim", "external")
+EMULATORS = ("netns", "mahimahi", "sim", "external", "flood")
+REWARDS = ("local", "alg1")  # jaxcc.agents.pareto.online.record_reward
 DEFAULT_OLD_ENVS = "pareto/fixed50,pareto/dyn10-30,pareto/shared2"
 
 
@@ -188,8 +196,12 @@ class FlowTrack:
     spans a gap.
     """
 
-    def __init__(self, T: int, D: int, empty, a_range, reward_fn):
+    def __init__(self, T: int, D: int, empty, a_range, reward_fn, max_rate_window_s: float | None = None):
         self.T, self.D = T, D
+        # Variant ``local`` (``--reward=local``): the largest MI delivery rate of the last
+        # ``max_rate_window_s`` seconds of the flow, Pareto-Fair v2's utilization term as a sender sees it.
+        self.max_rate_window_s = max_rate_window_s
+        self.rates: collections.deque = collections.deque()  # (t_s, delivery rate B/s)
         self.empty = np.asarray(empty, np.float32)
         self.lo, self.hi = a_range
         self.reward_fn = reward_fn
@@ -237,7 +249,14 @@ class FlowTrack:
                 for _ in range(self.T - 1):
                     self.win.append(self.empty)
         self.prev_seq = seq
-        r, own, new = self.reward_fn(self.memory, fx[MI_COLS][None], np.asarray([fx[F["min_rtt_s"]]]))
+        args = (self.memory, fx[MI_COLS][None], np.asarray([fx[F["min_rtt_s"]]]))
+        if self.max_rate_window_s is not None:
+            t, dur = float(fx[F["t_s"]]), float(fx[F["mi_duration"]])
+            self.rates.append((t, float(fx[F["mi_acked"]]) / dur if dur > 0 else 0.0))
+            while self.rates and self.rates[0][0] < t - self.max_rate_window_s:
+                self.rates.popleft()
+            args += (np.asarray([max(x for _, x in self.rates)], np.float32),)
+        r, own, new = self.reward_fn(*args)
         if contiguous or seq == 0:  # the features re-derived from the MI sums against the sender's own
             err = np.abs(np.asarray(own, np.float64)[0] - feats)
             self.feature_err = max(self.feature_err, float(np.max(err / np.maximum(1.0, np.abs(feats)))))
@@ -266,7 +285,8 @@ class Learner:
                  online_segment: int | None = None, grad_steps: int | None = None, push_every: int = 64,
                  updates_per_s: float = 40.0, min_online: int | None = None, checkpoint_every_s: float = 30.0,
                  seed: int = 0, add_batch: int = 64, replay_ratio: float = 1.0, hp: dict | None = None,
-                 critic_warmup: int = 0, lr_scale: float = 1.0, log=print):
+                 critic_warmup: int = 0, lr_scale: float = 1.0, reward: str = "local",
+                 max_rate_window_s: float = 10.0, new_priority: str = "config", anchor_w: float = 0.0, log=print):
         import jax
         import jax.numpy as jnp
         import orbax.checkpoint as ocp
@@ -276,6 +296,12 @@ class Learner:
 
         if buffers not in ("local", "shared"):
             raise ValueError(f"--buffers={buffers!r}: expected local or shared")
+        if reward not in REWARDS:
+            raise ValueError(f"--reward={reward!r}: expected one of {', '.join(REWARDS)}")
+        if not max_rate_window_s > 0:
+            raise ValueError(f"--max-rate-window-s={max_rate_window_s}: must be > 0")
+        self.reward = reward
+        self.max_rate_window_s = float(max_rate_window_s) if reward == "local" else None
         self.log = log
         self.out = os.path.abspath(out)
         os.makedirs(self.out, exist_ok=True)
@@ -298,7 +324,12 @@ class Learner:
         self.min_online = int(min_online if min_online is not None else int(cfg.td3.batch_size))
         self.ckpt_every_s = float(checkpoint_every_s)
         self.M = int(add_batch)
-        self.new_priority_max = bool(cfg.replay.new_priority_max)
+        if new_priority not in ("config", "max", "one"):
+            raise ValueError(f"--new-priority={new_priority!r}: expected config, max or one")
+        # A new online transition's priority: the largest seen (the offline config's default) or
+        # 1, the paper's initial value (§IV), which samples online experience less at first.
+        self.new_priority_max = (bool(cfg.replay.new_priority_max) if new_priority == "config"
+                                 else new_priority == "max")
         # Algorithm 1's parameters: the last stage's environment (its reward leaves, d_min, EWMA gain...).
         names = [n.strip() for n in str(cfg.stage_order).split(",") if n.strip()]
         over = dict(cfg.env.overrides) if "overrides" in cfg.env else {}
@@ -307,7 +338,7 @@ class Learner:
                                         params=dict(cfg.env.params) if "params" in cfg.env else {})
         self.reward_params = se.params
         fs = self.feature_set
-        self._reward = jax.jit(lambda m, mi, r: alg.record_reward(m, mi, r, self.reward_params, fs))
+        self._reward = jax.jit(lambda m, mi, r, mx=None: alg.record_reward(m, mi, r, self.reward_params, fs, mx))
         kw = alg.learn_kwargs(cfg.td3, self.spec, self.a_range)
         # Donated: the buffers are updated in place (no copy of the replay per call).
         self._learn = jax.jit(lambda s, on: alg.learn(s, on, n_steps=self.grad_steps, kw=kw), donate_argnums=0)
@@ -331,12 +362,15 @@ class Learner:
         self.resumed = step is not None
         self.meta = {"version": 0, "grad_steps": 0, "records": 0, "transitions": 0, "replica_of": {},
                      "pushes": [], "wall_s": 0.0, "sessions": 0, "replicas": self.K, "buffers": buffers,
-                     "online_segment": seg}
+                     "online_segment": seg, "anchor_w": float(anchor_w)}
         if self.resumed:  # the shapes are the checkpoint's (replicas, segment), whatever was asked now
             m0 = dict(self.mgr.restore(step, args=ocp.args.Composite(meta=ocp.args.JsonRestore()))["meta"])
             self.K, seg = int(m0.get("replicas", self.K)), int(m0.get("online_segment", seg))
             self.buffers = str(m0.get("buffers", buffers))
-        fresh = alg.init_online(off["state"], replicas=self.K, online_size=seg, seed=seed)
+        if self.resumed:  # the variant is the checkpoint's too
+            anchor_w = float(m0.get("anchor_w", 0.0))
+        self.anchor_w = float(anchor_w)
+        fresh = alg.init_online(off["state"], replicas=self.K, online_size=seg, seed=seed, anchor_w=anchor_w)
         if self.resumed:
             r = self.mgr.restore(step, args=ocp.args.Composite(state=ocp.args.StandardRestore(fresh),
                                                                meta=ocp.args.JsonRestore()))
@@ -407,7 +441,8 @@ class Learner:
                     continue
                 tr = self.tracks.get(fid)
                 if tr is None:
-                    tr = self.tracks[fid] = FlowTrack(self.T, self.D, self.empty, self.a_range, self._reward)
+                    tr = self.tracks[fid] = FlowTrack(self.T, self.D, self.empty, self.a_range, self._reward,
+                                                        self.max_rate_window_s)
                 self.counters["records"] += 1
                 acked, dur = fx[F["mi_acked"]], fx[F["mi_duration"]]
                 rtt = fx[F["mi_rtt_wsum"]] / acked if acked > 0 else float("nan")
@@ -709,6 +744,17 @@ def build_parser() -> argparse.ArgumentParser:
                    help="at most this many gradient steps per online transition (0: no cap)")
     p.add_argument("--lr-scale", type=float, default=0.1,
                    help="online learning rates = this × the offline ones (a fresh online stage; --hp wins)")
+    p.add_argument("--reward", default="local", choices=REWARDS,
+                   help="online reward: local = Algorithm 1 + Pareto-Fair v2's utilization term as the sender "
+                        "estimates it (jaxcc.agents.pareto.online.local_util); alg1 = Algorithm 1 alone (the paper's)")
+    p.add_argument("--max-rate-window-s", type=float, default=10.0,
+                   help="--reward=local: the window of the flow's largest delivery rate (s)")
+    p.add_argument("--new-priority", default="config", choices=("config", "max", "one"),
+                   help="priority of a new online transition: the offline config's rule, the largest seen, or 1 "
+                        "(the paper's initial value)")
+    p.add_argument("--anchor", type=float, default=0.0,
+                   help="variant anchor (ours): weight of ((actor - offline actor) / half-range)^2 in the actor's loss "
+                        "(0: Algorithm 4 as the paper gives it)")
     p.add_argument("--critic-warmup", type=int, default=0,
                    help="online gradient steps that train the critics only (the actor's learning rate 0)")
     p.add_argument("--hp", action="append", default=[], metavar="KEY=VALUE",
@@ -730,7 +776,7 @@ def _check_args(a) -> None:
     if not a.minutes > 0:
         raise ValueError(f"--minutes={a.minutes}: must be > 0")
     given = [x for x in (a.scenario, a.scenario_file) if x]
-    if a.emulator != "external" and len(given) != 1:
+    if a.emulator not in ("external", "flood") and len(given) != 1:
         raise ValueError("give exactly one of --scenario, --scenario-file")
     for name, v, lo in (("--push-every", a.push_every, 1), ("--replicas", a.replicas, 0),
                         ("--online-segment", a.online_segment, 0), ("--grad-steps", a.grad_steps, 0)):
@@ -774,21 +820,31 @@ def run(a, log=print) -> dict:
 
         sc = (scenarios.get_scenario(a.scenario) if a.scenario
               else scenarios.load_scenario(a.scenario_file, allow_kernel=True))
-    replicas = a.replicas or (policy_flow_count(sc) if sc is not None else 1)
+    replicas = a.replicas or (policy_flow_count(sc) if sc is not None else (3 if a.emulator == "flood" else 1))
     learner = Learner(a.checkpoint, a.out, buffers=a.buffers, replicas=replicas,
                       online_segment=a.online_segment or None, grad_steps=a.grad_steps or None,
                       push_every=a.push_every, updates_per_s=a.updates_per_s,
                       min_online=None if a.min_online < 0 else a.min_online,
                       checkpoint_every_s=a.checkpoint_every_s, seed=a.seed, replay_ratio=a.replay_ratio,
                       hp=_parse_hp(a.hp), critic_warmup=a.critic_warmup,
-                      lr_scale=a.lr_scale, log=log)
+                      lr_scale=a.lr_scale, reward=a.reward, max_rate_window_s=a.max_rate_window_s,
+                      new_priority=a.new_priority, anchor_w=a.anchor, log=log)
     addr = a.learner or default_address(a.out)
     server = experience.Server(addr)
     handle = None
     run_result = None
+    flood = None
     t_wall0 = time.monotonic()
     try:
-        if a.emulator != "external":
+        if a.emulator == "flood":  # the learner benchmark: records as fast as the learner takes them
+            import subprocess
+
+            flood_out = os.path.join(learner.out, "flood.json")
+            flood = subprocess.Popen([sys.executable, "-m", "jaxcc.emulation.experience", f"--learner={server.address}",
+                                      f"--flows={learner.K}", f"--seconds={60.0 * a.minutes}",
+                                      f"--policy={learner.v0_path}", f"--out={flood_out}"])
+            done = lambda: flood.poll() is not None  # noqa: E731
+        elif a.emulator != "external":
             from jaxcc.emulation import online_net
 
             sender_args = [f"--fallback={a.fallback}", f"--learner-timeout-s={a.learner_timeout_s}",
@@ -802,11 +858,16 @@ def run(a, log=print) -> dict:
                     f.write(f"{handle.pid}\n")
         else:
             end = time.monotonic() + 60.0 * a.minutes
-            done = lambda: time.monotonic() >= end  # noqa: E731
+
+            def done():  # --minutes up, or every sender that said HELLO has said BYE and left
+                finished = bool(learner.byes) and set(learner.byes) >= set(learner.hellos)
+                return time.monotonic() >= end or (finished and not server.connected())
         while not done():
             learner.tick(server, yield_s=a.yield_ms / 1e3)
         if handle is not None:
             run_result = handle.wait()
+        if flood is not None and flood.returncode != 0:
+            raise RuntimeError(f"the flooding senders (python -m jaxcc.emulation.experience) exited {flood.returncode}")
         # the last records and BYEs
         deadline = time.monotonic() + 2.0
         while time.monotonic() < deadline:
@@ -831,6 +892,8 @@ def run(a, log=print) -> dict:
         last = dict(online_net.window_record(run_result, dur - w, dur))
         src = a.emulator
     else:
+        dur = max([r[1] for r in learner.timeline], default=dur)  # the senders' clock: they may end early
+        w = min(60.0, dur)
         first, last = learner.records_window(0.0, w), learner.records_window(dur - w, dur)
         first["utilization"] = last["utilization"] = None
         first["p95_owd_ms"] = last["p95_owd_ms"] = None
@@ -848,7 +911,8 @@ def run(a, log=print) -> dict:
         "buffers": a.buffers, "replicas": learner.K, "replay_ratio": a.replay_ratio,
         "updates_per_s": a.updates_per_s, "push_every": a.push_every, "resumed": learner.resumed,
         "hp": {k: float(v) for k, v in learner.ostate["hp"].items()},
-        "critic_warmup": a.critic_warmup, "lr_scale": a.lr_scale,
+        "critic_warmup": a.critic_warmup, "lr_scale": a.lr_scale, "reward": a.reward, "anchor": learner.anchor_w, "new_priority": "max" if learner.new_priority_max else "one",
+        "max_rate_window_s": a.max_rate_window_s if a.reward == "local" else None,
         "sessions": learner.meta["sessions"],
         "first_minute": first, "last_minute": last, "window_source": src,
         "updates_applied": int(learner.counters["updates_applied"]),
@@ -876,6 +940,9 @@ def run(a, log=print) -> dict:
         "records_last_minute": learner.records_window(dur - w, dur),
         "timeline": tl,
     }
+    if flood is not None:  # the benchmark's own counts beside what the learner took
+        with open(os.path.join(learner.out, "flood.json")) as f:
+            res["flood"] = json.load(f)
     if run_result is not None and isinstance(run_result, dict):
         res["network"] = {k: v for k, v in run_result.items() if isinstance(v, (int, float, str, bool, type(None)))}
     with open(os.path.join(learner.out, "results.json"), "w") as f:

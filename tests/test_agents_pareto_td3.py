@@ -246,3 +246,28 @@ def test_beta_reaches_one_and_stays():
         _, _, _, m = td3.learn_step(agent, buf, jax.random.PRNGKey(0), _hp(), jnp.int32(gstep), batch_size=4,
                                     policy_delay=2, **KW)
         np.testing.assert_allclose(float(m["beta"]), want, rtol=1e-6)
+
+
+def test_anchor_adds_its_penalty_and_its_gradient_by_hand():
+    """The online variant ``anchor``: with ``actor_anchor`` = the actor with its bias 0.3 higher,
+    every a − a0 = −0.3, so each per-sample actor loss gains λ·(0.3/HALF)² and the actor's step
+    (identity optimiser) gains −lr·mean_i w_i·2λ(a_i − a0_i)/HALF²·[x_i, 1]."""
+    lam, half = 4.0, 0.5 * (td3.networks.PAPER_RANGE[1] - td3.networks.PAPER_RANGE[0])
+    agent = _agent(optax.identity())
+    anchored = {**agent, "actor_anchor": {**agent["actor"], "b": agent["actor"]["b"] + 0.3}}
+    hp = {**_hp(), "anchor_w": jnp.float32(lam)}
+    run = lambda ag: td3.td3_update(ag, _batch(BATCH), jnp.asarray(W, jnp.float32),  # noqa: E731
+                                    jnp.asarray(NOISE, jnp.float32), hp, jnp.int32(0), policy_delay=2, **KW)
+    plain, _, a_plain, _ = run(agent)
+    new, _, a_anch, _ = run(anchored)
+    np.testing.assert_allclose(np.asarray(a_anch) - np.asarray(a_plain), [lam * (0.3 / half) ** 2] * 4, rtol=1e-5)
+    x = np.asarray(BATCH["obs"], np.float64)
+    wts = np.asarray(W, np.float64)
+    g = 2.0 * lam * (-0.3) / half ** 2 * wts  # d penalty / d a_i, weighted
+    lr = HP["lr_actor"]
+    np.testing.assert_allclose(np.asarray(new["actor"]["w"]) - np.asarray(plain["actor"]["w"]),
+                               -lr * (g[:, None] * x).mean(axis=0), rtol=1e-4, atol=1e-7)
+    np.testing.assert_allclose(np.asarray(new["actor"]["b"]) - np.asarray(plain["actor"]["b"]), -lr * g.mean(),
+                               rtol=1e-4, atol=1e-7)
+    # The critics never see the anchor.
+    assert_tree_close(new["critic1"], plain["critic1"], "critic1")

@@ -163,6 +163,27 @@ def test_record_reward_matches_hand_computed_algorithm_1():
     assert np.allclose(f[0], want, rtol=1e-4, atol=1e-6)
 
 
+def test_local_reward_adds_the_utilization_a_sender_can_see():
+    """--reward=local: Algorithm 1 + util_w · (1 while delayed, else rate / max rate, at most 1)."""
+    p = penv.ParetoParams().replace(util_w=jnp.float32(10.0))
+    mi1, mi2, mi3 = (_mi(0.2, 25_000.0, 0.05), _mi(0.2, 50_000.0, 0.05), _mi(0.2, 50_000.0, 0.07))
+    m0 = penv.zero_flows(1)
+    # MI 1 (125000 B/s, no queue) against a largest rate of 500000 B/s: 0 + 10 · 0.25.
+    r, _, m1 = alg.record_reward(m0, jnp.asarray([mi1]), jnp.asarray([0.05]), p, "pareto_v2", jnp.asarray([5e5]))
+    assert math.isclose(float(r[0]), 2.5, rel_tol=1e-6)
+    # MI 2 (250000 B/s, no queue), the largest rate its own: 8 (as above) + 10 · 1.
+    r, _, m2 = alg.record_reward(m1, jnp.asarray([mi2]), jnp.asarray([0.05]), p, "pareto_v2", jnp.asarray([2.5e5]))
+    assert math.isclose(float(r[0]), 18.0, rel_tol=1e-5)
+    # MI 3: delayed (d = 16 ms >= d_min): the link counts as busy whatever the rates, + 10.
+    r_alg1, _, _ = alg.record_reward(m2, jnp.asarray([mi3]), jnp.asarray([0.05]), p, "pareto_v2")
+    r, _, _ = alg.record_reward(m2, jnp.asarray([mi3]), jnp.asarray([0.05]), p, "pareto_v2", jnp.asarray([1e9]))
+    assert math.isclose(float(r[0]) - float(r_alg1[0]), 10.0, rel_tol=1e-5)
+    # util_w = 0 (a checkpoint trained on Algorithm 1 alone): local is alg1.
+    r0, _, _ = alg.record_reward(m1, jnp.asarray([mi2]), jnp.asarray([0.05]), penv.ParetoParams(), "pareto_v2",
+                                 jnp.asarray([1e9]))
+    assert math.isclose(float(r0[0]), 8.0, rel_tol=1e-5)
+
+
 def _record(seq, mi, action=0.1, feats=None, dropped=0.0):
     fx = np.zeros(24)
     fx[X.F["seq"]], fx[X.F["t_s"]], fx[X.F["action"]] = seq, 0.2 * seq, action
@@ -319,7 +340,7 @@ def test_kill9_learner_then_restart_resumes_and_senders_continue(smoke_ckpt, tmp
     out = tmp_path / "run"
     common = [sys.executable, "-m", "jaxcc.online", f"--checkpoint={smoke_ckpt}", f"--out={out}", "--old-envs=",
               "--push-every=8", "--checkpoint-every-s=2"]
-    first = subprocess.Popen(common + ["--scenario=pareto/shared2", "--emulator=sim", "--minutes=1", "--speed=1.5"],
+    first = subprocess.Popen(common + ["--scenario=pareto/shared2", "--emulator=sim", "--minutes=2.5", "--speed=1.5"],
                              cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     net_pid = None
     try:
@@ -336,8 +357,9 @@ def test_kill9_learner_then_restart_resumes_and_senders_continue(smoke_ckpt, tmp
         first.wait()
         killed_at = time.time()
         os.kill(net_pid, 0)  # the senders are still running
-        second = subprocess.run(common + ["--emulator=external", "--minutes=0.45"], cwd=REPO, capture_output=True,
-                                text=True, timeout=240)
+        # serves until both senders said BYE (the simulated run's end), at most 3 minutes
+        second = subprocess.run(common + ["--emulator=external", "--minutes=3"], cwd=REPO, capture_output=True,
+                                text=True, timeout=300)
         assert second.returncode == 0, second.stderr[-3000:]
         assert "resumed" in second.stderr
         r = json.loads((out / "results.json").read_text())

@@ -423,3 +423,83 @@ def wait_for(pred, timeout: float, step: float = 0.01) -> bool:
             return True
         time.sleep(step)
     return bool(pred())
+
+
+# ----------------------------------------------------------------------------- learner benchmark
+
+
+def flood(address: str, *, flows: int, seconds: float, feature_set: str, history: int, obs_dim: int,
+          mi_rtts: float = 2.0, policy_sha256: str = "", batch: int = 64) -> dict[str, Any]:
+    """The learner benchmark's senders (``python -m jaxcc.online --emulator=flood``): ``flows``
+    connections say HELLO, then send RECORDs as fast as the learner's sockets take them for
+    ``seconds`` (``batch`` records per write), then BYE.  Every record is one 0.1-s monitor
+    interval at 1 MB/s and a 50 ms RTT over a 40 ms minimum (a queue, so Algorithm 1's drain
+    branch runs), features 0; ``seq`` and ``t_s`` advance as a real flow's would.  Returns the
+    counts: what the learner sustained is its ``records_per_s``, what it could not keep its
+    ``learner_events_dropped``."""
+    if flows < 1 or not seconds > 0 or batch < 1:
+        raise ValueError(f"flood: flows={flows}, seconds={seconds}, batch={batch} must be >= 1, > 0, >= 1")
+    socks = [connect(address) for _ in range(flows)]
+    mi = {"mi_duration": 0.1, "mi_active": 0.1, "mi_sent": 1e5, "mi_acked": 1e5, "mi_lost": 0.0,
+          "mi_rtt_wsum": 0.05 * 1e5, "mi_rtt_min": 0.05, "mi_rtt_max": 0.05, "mi_rtt_first": 0.05,
+          "mi_rtt_last": 0.05, "mi_n_samples": 67.0, "mi_ls_w": 1e5, "mi_ls_wt": 5e3, "mi_ls_wtt": 333.0,
+          "mi_ls_wr": 0.05 * 1e5, "mi_ls_wtr": 0.05 * 5e3}
+    fixed = np.zeros(N_FIXED)
+    for k, v in mi.items():
+        fixed[F[k]] = v
+    fixed[F["action"]], fixed[F["rate_before"]], fixed[F["rate_after"]], fixed[F["min_rtt_s"]] = 0.0, 1e6, 1e6, 0.04
+    feats = np.zeros(obs_dim)
+    sent = [0] * flows
+    t0 = time.monotonic()
+    try:
+        for i, s in enumerate(socks):
+            s.sendall(hello(flow_id=i, feature_set=feature_set, history=history, obs_dim=obs_dim, mi_rtts=mi_rtts,
+                            policy_sha256=policy_sha256))
+        seq = 0
+        while time.monotonic() - t0 < seconds:
+            for i, s in enumerate(socks):
+                frames = []
+                for j in range(batch):
+                    fixed[F["seq"]], fixed[F["t_s"]] = seq + j, 0.1 * (seq + j)
+                    frames.append(record(fixed, feats))
+                s.sendall(b"".join(frames))
+                sent[i] += batch
+            seq += batch
+        wall = time.monotonic() - t0
+        for i, s in enumerate(socks):
+            s.sendall(json_frame(BYE, {"records_sent": sent[i], "records_dropped": 0, "weights_applied": 0,
+                                       "weights_rejected": 0, "weight_version": 0, "max_decision_gap_s": None}))
+    finally:
+        for s in socks:
+            s.close()
+    return {"flows": flows, "records_sent": sum(sent), "wall_s": wall, "sent_per_s": sum(sent) / wall}
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m jaxcc.emulation.experience",
+                                 description="the learner benchmark's flooding senders (see flood())")
+    ap.add_argument("--learner", required=True)
+    ap.add_argument("--flows", type=int, default=3)
+    ap.add_argument("--seconds", type=float, required=True)
+    ap.add_argument("--policy", required=True, help="the policy file whose window shape the records have")
+    ap.add_argument("--out", required=True, help="JSON file for the counts")
+    a = ap.parse_args(argv)
+    import hashlib
+
+    from jaxcc import policyfile
+
+    spec, _ = policyfile.load(a.policy)
+    fe = spec["features"]
+    blob = open(a.policy, "rb").read()
+    res = flood(a.learner, flows=a.flows, seconds=a.seconds, feature_set=str(fe.get("name")),
+                history=int(fe["history"]), obs_dim=int(fe["obs_dim"]), mi_rtts=float(spec.get("mi_rtts", 2.0)),
+                policy_sha256=hashlib.sha256(blob).hexdigest())
+    with open(a.out, "w") as f:
+        json.dump(res, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -23,7 +23,12 @@ Algorithm 4 (Online Training of Each Model of Pareto on a Real-World Network)::
   (``record_reward``), through the same ``observe_features`` the simulator senders run, scaled by
   ``hp["reward_scale"]`` as in offline training.  Pareto-Fair v2's link-wide training terms
   (fairness over the link's flows, the link's utilization) need the whole link, which a sender
-  cannot see, so online training uses Algorithm 1 alone (the paper's reward).
+  cannot see.  Variant ``alg1`` uses Algorithm 1 alone (the paper's reward).  Variant ``local``
+  (ours) adds the utilization term as the sender can estimate it (``local_util``), so that the
+  online rewards are on the scale of the offline ones the critics learnt (with ``util_w = 10``
+  the offline buffer's rewards carry up to +10 per step that Algorithm 1 alone never pays, and
+  a critic fed both sees every online step as worse than any offline one); for a checkpoint
+  trained without link terms (``util_w = 0``, ``configs/pareto_paper.py``) both are the same.
 * Online there is no episode end (``done = 0``; "the episode size is determined by the length
   of a flow", §III) and no exploration noise or BBR expert inside the sender: the sender plays
   its current policy deterministically; a decision the sender's fallback BBR took (action NaN)
@@ -71,13 +76,19 @@ def online_segment(buf: replay.ReplayState) -> int:
     return int(buf.seg_size.shape[-1]) - 1
 
 
-def init_online(offline: dict, *, replicas: int, online_size: int, seed: int) -> dict:
+def init_online(offline: dict, *, replicas: int, online_size: int, seed: int, anchor_w: float = 0.0) -> dict:
     """The online learner's state from an offline Pareto state (``jaxcc.train``'s pytree).
 
     Returns ``{"agent", "buffer", "key", "gstep"}`` each with a leading ``[replicas]`` axis
     (every replica a copy of the offline agent and of the grown buffer, its own RNG key) and the
-    offline ``"hp"`` (shared).
+    offline ``"hp"`` (shared).  ``anchor_w > 0`` (variant ``anchor``, ours): the agent keeps the
+    offline actor as ``actor_anchor`` and the actor's loss (eq. 5) adds
+    ``anchor_w · ((π(s) − π_offline(s)) / half-range)²`` on every sampled state, old segments'
+    included (``td3.td3_update``), so online steps move the policy where the new experience
+    says and hold it where the old says nothing new; 0 is Algorithm 4 as the paper gives it.
     """
+    if not anchor_w >= 0:
+        raise ValueError(f"anchor_w must be >= 0, got {anchor_w}")
     if int(replicas) < 1:
         raise ValueError(f"replicas must be >= 1, got {replicas}")
     k = int(replicas)
@@ -86,8 +97,12 @@ def init_online(offline: dict, *, replicas: int, online_size: int, seed: int) ->
     rep = lambda x: jnp.broadcast_to(jnp.asarray(x), (k,) + jnp.shape(x))  # noqa: E731
     keys = jax.random.split(jax.random.PRNGKey(int(seed)), k)
     gstep = jnp.asarray(offline["counters"]["grad_step"], jnp.int32)
+    hp = dict(offline["hp"])
+    if anchor_w > 0:
+        agent = {**agent, "actor_anchor": agent["actor"]}
+        hp["anchor_w"] = jnp.asarray(float(anchor_w), jnp.float32)
     return {"agent": jax.tree.map(rep, agent), "buffer": jax.tree.map(rep, buf), "key": keys,
-            "gstep": jnp.full((k,), gstep, jnp.int32), "hp": offline["hp"]}
+            "gstep": jnp.full((k,), gstep, jnp.int32), "hp": hp}
 
 
 # ----------------------------------------------------------------------------- rewards from records
@@ -99,19 +114,33 @@ def mi_stats(mi16: jax.Array) -> mi_lib.MIStats:
     return mi_lib.MIStats(**{f: mi16[..., i] for i, f in enumerate(MI_FIELDS)})
 
 
+def local_util(m: mi_lib.MIStats, delayed: jax.Array, max_rate: jax.Array) -> jax.Array:
+    """The link's utilization as one sender can estimate it (variant ``local``, ours): 1 while the
+    flow sees a queue (Algorithm 1's delay flag, d_t >= d_min: a bottleneck with a standing queue
+    is busy), otherwise the MI's delivery rate over ``max_rate``, the largest delivery rate the
+    flow measured lately (a BBR-style bottleneck estimate, B/s), at most 1."""
+    rate = mi_lib.delivery_rate(m)
+    return jnp.where(delayed, 1.0, jnp.minimum(rate / jnp.maximum(max_rate, 1.0), 1.0))
+
+
 def record_reward(prev: penv.ParetoFlow, mi16: jax.Array, min_rtt: jax.Array, p: penv.ParetoParams,
-                  feature_set: str = "pareto_v1"):
+                  feature_set: str = "pareto_v1", max_rate: jax.Array | None = None):
     """Algorithm 1's reward for one monitor interval of one or more flows, and the flows' new
     memory, from the sender's MI sums: ``(reward [F], features [F, D], new ParetoFlow)``.
 
     ``prev`` is the flows' memory before the MI (``jaxcc.envs.pareto.zero_flows`` before the
     first one); ``min_rtt`` [F] is the sender's known minimum RTT including this MI (s).  These are
-    ``ParetoEnv.observe``'s own calls, without Pareto-Fair v2's link-wide terms.
+    ``ParetoEnv.observe``'s own calls.  Pareto-Fair v2's link-wide terms need the whole link;
+    with ``max_rate`` [F] (B/s) the utilization term is added as the sender can estimate it,
+    ``p.util_w · local_util`` (variant ``local``); the fairness term is always left out (it needs
+    the other flows' rates).  Without ``max_rate``: Algorithm 1 alone (variant ``alg1``).
     """
     m = mi_stats(mi16)
     min_rtt = jnp.asarray(min_rtt, jnp.float32)
     feats, new, sig = penv.observe_features(prev, m, min_rtt, p, feature_set)
     r = penv.reward(sig, prev.exp_delay, prev.prev_delayed, prev.dD, prev.d_ms, p)
+    if max_rate is not None:
+        r = r + p.util_w * local_util(m, sig.delayed, jnp.asarray(max_rate, jnp.float32))
     return r, feats, new
 
 
@@ -173,5 +202,5 @@ def actor_of(ostate: dict, replica: int) -> dict:
     return jax.tree.map(lambda x: x[replica], ostate["agent"]["actor"])
 
 
-__all__ = ["grow_buffer", "online_segment", "init_online", "mi_stats", "record_reward", "add", "online_count",
+__all__ = ["grow_buffer", "online_segment", "init_online", "mi_stats", "local_util", "record_reward", "add", "online_count",
            "learn_kwargs", "learn", "actor_of"]

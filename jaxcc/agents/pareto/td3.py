@@ -142,9 +142,15 @@ def td3_update(agent: dict, batch: dict, w: jax.Array, noise: jax.Array, hp: dic
         c1 = jax.tree.map(lambda p: p + jnp.where(gstep == nan_step, jnp.nan, 0.0), c1)
     agent = {**agent, "critic1": c1, "critic2": c2, "opt_critic": opt_c}
 
-    # eq. (5): deterministic policy gradient through Q1, every `policy_delay` steps.
+    # eq. (5): deterministic policy gradient through Q1, every `policy_delay` steps.  With an
+    # ``actor_anchor`` in ``agent`` (the online stage's variant ``anchor``, not the paper's:
+    # ``jaxcc.agents.pareto.online``) the loss adds ``anchor_w · ((π_θ(s) − π_anchor(s)) / HALF)²``.
     def actor_loss(ap):
-        per = -critic_b(agent["critic1"], batch["obs"], actor_b(ap, batch["obs"]))
+        a = actor_b(ap, batch["obs"])
+        per = -critic_b(agent["critic1"], batch["obs"], a)
+        if "actor_anchor" in agent:
+            a0 = jax.lax.stop_gradient(actor_b(agent["actor_anchor"], batch["obs"]))
+            per = per + hp["anchor_w"] * jnp.square((a - a0) / HALF)
         return jnp.mean(w * per), per
 
     def do_actor(agent):
