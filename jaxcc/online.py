@@ -28,15 +28,12 @@
    caps the gradient steps per online transition, 1 by default: offline training takes about
    one step per 30 new transitions), and pushes the actor every ``--push-every`` gradient steps as a
    versioned policy file.  The online learning rates are ``--lr-scale`` (0.1) times the
-   offline ones.  Measured over the simulator backend with the seed-0 pareto_staged run (3
-   minutes each): with the offline rates, online training on pareto/fixed50 itself drove the
-   rate from 49 to 0.01 Mbit/s within 100 s, and 3 minutes on the LTE trace made the old links'
-   Ankh's numbers 11–97% worse (fixed-50: +67%, +72%); with a tenth of them the LTE run's Ankh's
-   number went from 0.54 (first minute) to 0.19 (last) with fixed-50 +40%; variants (critic
-   warm-up 500 and replay ratio 0.5; the actor's rate at 1/30) gave 0.40 → 0.26 and 0.55 → 0.24
-   with fixed-50 +15% and +17%: the forgetting bar (5%) is missed in all of them.  On
-   pareto/shared3 (3 local replicas, these defaults) the Ankh's number went from 0.43 to 0.38
-   (utilization 0.71 → 0.87, Jain 0.84 → 1.00) with fixed-50 +4.1%, dyn10-30 +6.4%, shared2 +18%.
+   offline ones, and the actor's loss holds it toward the offline actor (``--anchor``, 10;
+   ``jaxcc.agents.pareto.online``, variant ``anchor``; ``--anchor=0 --reward=alg1 --lr-scale=1``
+   is Algorithm 4 as the paper gives it).  Why these defaults, with every run measured
+   (without the anchor the old links are forgotten: after 3 minutes on an LTE trace the fixed
+   12 Mbit/s link's Ankh's number rose 16–174% in every variant tried):
+   ``checkpoints/pareto/online/README.md``.
    ``--hp=KEY=VALUE`` sets a TD3 hyperparameter online (absolute, after the scaling);
    ``--critic-warmup=N`` trains only the critics for the first N online steps: the offline
    state's actor is the stage's *selected* snapshot (``select``) while its critics are the
@@ -752,9 +749,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--new-priority", default="config", choices=("config", "max", "one"),
                    help="priority of a new online transition: the offline config's rule, the largest seen, or 1 "
                         "(the paper's initial value)")
-    p.add_argument("--anchor", type=float, default=0.0,
+    p.add_argument("--anchor", type=float, default=10.0,
                    help="variant anchor (ours): weight of ((actor - offline actor) / half-range)^2 in the actor's loss "
-                        "(0: Algorithm 4 as the paper gives it)")
+                        "(0: Algorithm 4 as the paper gives it; the default 10 was chosen on eagle/lte with "
+                        "pareto/link12 and pareto/dyn10-20 as the old links, checkpoints/pareto/online/README.md)")
     p.add_argument("--critic-warmup", type=int, default=0,
                    help="online gradient steps that train the critics only (the actor's learning rate 0)")
     p.add_argument("--hp", action="append", default=[], metavar="KEY=VALUE",

@@ -229,9 +229,10 @@ class _Conn:
 class Server:
     """Listens on ``addr``; one reader and one writer thread per connection.
 
-    Decoded frames land in a bounded queue of events (``get`` / ``drain``), oldest dropped and
-    counted (``counters["events_dropped"]``) when the learner falls behind, so a flooding sender
-    costs the learner bounded memory.  ``send_weights`` queues a WEIGHTS frame to one connection
+    Decoded frames land in a bounded queue of events (``get`` / ``drain``); when the learner
+    falls behind, the oldest record is dropped and counted (``counters["events_dropped"]``;
+    HELLO, WEIGHTS_ACK and BYE events are kept while there is a record to drop), so a flooding
+    sender costs the learner bounded memory.  ``send_weights`` queues a WEIGHTS frame to one connection
     or all; the writer threads also send a PING every ``ping_s`` (≤ 1 s) so a sender knows the
     learner is alive.  Nothing here blocks the caller on a socket.
     """
@@ -272,7 +273,14 @@ class Server:
     def _push(self, ev: tuple) -> None:
         with self.ev_cv:
             if len(self.events) >= self.max_events:
-                self.events.popleft()
+                # The oldest *record* goes first: a flood of records never costs the learner a
+                # HELLO, WEIGHTS_ACK or BYE (it would lose a flow's identity or its counts).
+                for i, e in enumerate(self.events):
+                    if e[0] == "record":
+                        del self.events[i]
+                        break
+                else:
+                    self.events.popleft()
                 self.counters["events_dropped"] += 1
             self.events.append(ev)
             self.ev_cv.notify()
@@ -468,7 +476,7 @@ def flood(address: str, *, flows: int, seconds: float, feature_set: str, history
         wall = time.monotonic() - t0
         for i, s in enumerate(socks):
             s.sendall(json_frame(BYE, {"records_sent": sent[i], "records_dropped": 0, "weights_applied": 0,
-                                       "weights_rejected": 0, "weight_version": 0, "max_decision_gap_s": None}))
+                                       "weights_rejected": 0, "weight_version": 0}))
     finally:
         for s in socks:
             s.close()
