@@ -456,6 +456,9 @@ class Learner:
                 if payload.get("ok"):
                     self.counters["updates_applied"] += 1
                     self.conn_version[cid] = max(self.conn_version.get(cid, 0), int(payload.get("version", 0)))
+                elif str(payload.get("reason", "")).startswith("superseded"):
+                    # a newer blob replaced it in the sender's mailbox before a decision took it
+                    self.counters["weights_superseded"] += 1
                 else:
                     self.counters["weights_rejected"] += 1
                     self.log(f"[jaxcc.online] flow {self.flow_of_conn.get(cid)} rejected weights "
@@ -915,6 +918,7 @@ def run(a, log=print) -> dict:
         "first_minute": first, "last_minute": last, "window_source": src,
         "updates_applied": int(learner.counters["updates_applied"]),
         "weights_rejected": int(learner.counters["weights_rejected"]),
+        "weights_superseded": int(learner.counters["weights_superseded"]),
         "records_dropped": learner.records_dropped(server),
         "max_decision_gap_s": gap, "max_decision_gap_source": gap_src,
         "old_env_before": before, "old_env_after": after,

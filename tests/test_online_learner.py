@@ -309,6 +309,12 @@ def test_learner_learns_pushes_and_resumes_after_restart(smoke_ckpt, tmp_path):
     _feed(b, 10, fid=0, cid=0, start=60)  # the flow goes on where it was (no HELLO: the learner
     assert b._count(b.ostate).tolist() == [59, 19]  # restarted, records before a HELLO are not used)
     assert b.counters["records_before_hello"] == 10
+    # The senders' WEIGHTS_ACKs: a blob replaced in the mailbox before any decision took it is
+    # superseded, not rejected.
+    b.handle([("ack", 0, {"version": 5, "ok": False, "reason": "superseded by version 6 before it was applied"}),
+              ("ack", 0, {"version": 6, "ok": False, "reason": "spec: layers differ"}),
+              ("ack", 0, {"version": 7, "ok": True, "decision": 3, "t_s": 1.0})])
+    assert (b.counters["weights_superseded"], b.counters["weights_rejected"], b.counters["updates_applied"]) == (1, 1, 1)
     b.close()
 
 
