@@ -323,8 +323,6 @@ def test_learner_learns_pushes_and_resumes_after_restart(smoke_ckpt, tmp_path):
 
 @pytest.mark.slow
 def test_end_to_end_over_the_sim_backend(smoke_ckpt, tmp_path):
-    pytest.importorskip("jaxcc.emulation.online_net")
-    pytest.importorskip("jaxcc.emulation.simnet")
     out = tmp_path / "run"
     cmd = [sys.executable, "-m", "jaxcc.online", f"--checkpoint={smoke_ckpt}", "--scenario=pareto/shared2",
            "--emulator=sim", "--minutes=1", "--speed=4", f"--out={out}", "--old-envs=pareto/fixed50",
@@ -361,8 +359,6 @@ def test_kill9_learner_then_restart_resumes_and_senders_continue(smoke_ckpt, tmp
     import signal
     import time
 
-    pytest.importorskip("jaxcc.emulation.online_net")
-    pytest.importorskip("jaxcc.emulation.simnet")
     out = tmp_path / "run"
     common = [sys.executable, "-m", "jaxcc.online", f"--checkpoint={smoke_ckpt}", f"--out={out}", "--old-envs=",
               "--push-every=8", "--checkpoint-every-s=2"]

@@ -442,16 +442,6 @@ def test_window_record_netns_by_hand(tmp_path):
 from test_emulation_preference import _emulation_skip_reason  # noqa: E402  root, netns, the built datapath
 
 
-def _sender_streams() -> bool:
-    """The built jaxcc-sender has issue 16's --learner (helper A's C++ side)."""
-    from jaxcc.emulation import host
-    b = host.sender_binary()
-    if b is None:
-        return False
-    out = subprocess.run([str(b), "--help"], capture_output=True, text=True)
-    return "--learner" in (out.stdout + out.stderr)
-
-
 @pytest.fixture(scope="module")
 def prefix():
     from jaxcc.emulation import netns
@@ -490,7 +480,6 @@ def test_netns_start_does_not_block_and_window_matches_the_datapath(tmp_path, pr
 @pytest.mark.emulation
 @pytest.mark.datapath
 @pytest.mark.skipif(_emulation_skip_reason() is not None, reason=str(_emulation_skip_reason()))
-@pytest.mark.skipif(not _sender_streams(), reason="the built jaxcc-sender has no --learner (issue 16's C++ side)")
 def test_netns_policy_flows_stream_to_the_learner_beside_kernel_cross_traffic(tmp_path, prefix):
     """Every policy flow runs with --learner and the extra arguments, connects from its
     namespace to a unix socket in the root namespace, says HELLO and streams its decisions; a
@@ -556,7 +545,7 @@ def test_mahimahi_sender_args_reach_policy_flows_only(shared_dir, fake_mm):  # n
 def test_sim_speaks_to_the_learner_server(tmp_path):
     """The learner's server (jaxcc.emulation.experience, written apart from simnet's encoder)
     decodes the sim backend's HELLO / RECORD / BYE, and weights it sends are swapped in."""
-    experience = pytest.importorskip("jaxcc.emulation.experience")
+    from jaxcc.emulation import experience
     spec, tensors = policyfile.load(POLICY)
     good = dict(tensors, **{"out.kernel": np.zeros_like(tensors["out.kernel"]),
                             "out.bias": np.full_like(tensors["out.bias"], -3.0)})
