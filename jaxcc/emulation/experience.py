@@ -77,7 +77,7 @@ def frame(ftype: int, payload: bytes = b"") -> bytes:
 
 
 def json_frame(ftype: int, obj: dict) -> bytes:
-    return frame(ftype, json.dumps(obj, separators=(",", ":")).encode("utf-8"))
+    return frame(ftype, json.dumps(obj, separators=(",", ":"), default=float).encode("utf-8"))  # numpy scalars too
 
 
 def hello(*, flow_id: int, feature_set: str, history: int, obs_dim: int, mi_rtts: float, policy_sha256: str,

@@ -6,7 +6,7 @@
 It runs a scenario's link in the jaxcc simulator (``jaxcc.sim.core`` through the runner's own
 batch building, ``jaxcc.sim.runner.build_batches``) with every policy flow a ``pareto_v1`` /
 ``pareto_v2`` sender (``jaxcc.senders``), and talks to a learner exactly as ``jaxcc-sender
---learner=ADDR`` does (the table in the module's ``PROTOCOL`` section below): one connection per
+--learner=ADDR`` does (the table in ``jaxcc.emulation.experience``): one connection per
 policy flow, HELLO first on every (re)connection, one RECORD per decision, WEIGHTS validated and
 swapped in between two decisions and acknowledged, BYE with the counters at the end. Flows whose
 controller is ``kernel:cubic`` / ``kernel:bbr`` (cross traffic in a scenario) run as the
@@ -19,12 +19,8 @@ between chunks it writes records, reads the learner's frames and applies new wei
 sleeps so that ``speed`` simulated seconds pass per wall second (``--speed=0``: as fast as it
 can).
 
-PROTOCOL (proto 1). Frame: ``u32 len`` (LE; bytes after this field = 1 + payload), ``u8 type``,
-payload; len above 64 MiB is a protocol error (connection closed, counted); unknown types are
-skipped and counted. Types: 0x01 HELLO s→l JSON; 0x02 RECORD s→l ``u32 D`` then (24 + D)
-float64 LE (``RECORD_FIELDS``, then the D features appended to the window at this decision);
-0x03 WEIGHTS l→s ``u64 version`` + a policy file's bytes; 0x04 WEIGHTS_ACK s→l JSON; 0x05 BYE
-s→l JSON (the counters); 0x06 PING l→s empty.
+The protocol's frames and records are ``jaxcc.emulation.experience``'s (its table); the C++
+sender writes the same bytes independently (``datapath/src/learner_link.h``).
 
 A RECORD is written for every decision taken at the end of a monitor interval in which the flow
 was active (the decision on the empty window at the flow's start has no interval and no record,
@@ -58,6 +54,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxcc import metrics, policyfile
+from jaxcc.emulation.experience import (BYE, HELLO, MAX_LEN, MI_FIELDS, PING, PROTO, WEIGHTS, WEIGHTS_ACK,
+                                        json_frame, record)
 from jaxcc.envs import mi as mi_lib
 from jaxcc.senders import common
 from jaxcc.senders import feature_set as sender_module
@@ -68,35 +66,8 @@ from jaxcc.sim import runner as sim_runner
 
 # ----------------------------------------------------------------------------- protocol
 
-PROTO = 1
-HELLO, RECORD, WEIGHTS, WEIGHTS_ACK, BYE, PING = 1, 2, 3, 4, 5, 6
-MAX_FRAME = 64 << 20
-RECORD_FIELDS = ("seq", "t_s", "weight_version", "action", "rate_before", "rate_after", "min_rtt_s",
-                 *(f"mi_{k}" for k in ("duration", "active", "sent", "acked", "lost", "rtt_wsum", "rtt_min",
-                                       "rtt_max", "rtt_first", "rtt_last", "n_samples", "ls_w", "ls_wt",
-                                       "ls_wtt", "ls_wr", "ls_wtr")),
-                 "records_dropped")
-MI_FIELDS = ("duration", "active", "sent", "acked", "lost", "rtt_wsum", "rtt_min", "rtt_max", "rtt_first",
-             "rtt_last", "n_samples", "ls_w", "ls_wt", "ls_wtt", "ls_wr", "ls_wtr")
-assert len(RECORD_FIELDS) == 24
 FEATURE_SETS = ("pareto_v1", "pareto_v2")
 RECONNECT_S = 0.2
-
-
-def frame(ftype: int, payload: bytes = b"") -> bytes:
-    """One frame: u32 LE length (1 + payload), u8 type, payload."""
-    return struct.pack("<IB", 1 + len(payload), ftype) + payload
-
-
-def json_frame(ftype: int, obj: dict) -> bytes:
-    return frame(ftype, json.dumps(obj, allow_nan=False, default=float).encode())
-
-
-def record_frame(values: np.ndarray, features: np.ndarray) -> bytes:
-    """A RECORD: u32 D, then the 24 fields and the D features as float64 LE."""
-    feats = np.asarray(features, "<f8").ravel()
-    body = np.concatenate([np.asarray(values, "<f8").ravel(), feats]).astype("<f8")
-    return frame(RECORD, struct.pack("<I", feats.size) + body.tobytes())
 
 
 def parse_address(addr: str) -> tuple[int, Any]:
@@ -262,7 +233,7 @@ class FlowLink:
         got = []
         while self.sock is not None and len(self.inbuf) >= 5:
             (length,) = struct.unpack_from("<I", self.inbuf)
-            if length < 1 or length > MAX_FRAME:
+            if length < 1 or length > MAX_LEN:
                 self.counters["protocol_errors"] += 1
                 self._close()
                 break
@@ -514,7 +485,7 @@ class SimNet:
                     vals = np.concatenate([[self.seq[i], self._flow_t(int(i), t), self.versions[i], action[k, i],
                                             r0[k, i], r1[k, i], min_rtt[k, i]], mi[k, i],
                                            [lk.counters["records_dropped"]]])
-                    lk.push(record_frame(vals, feats[k, i]))
+                    lk.push(record(vals, feats[k, i]))
                 self.seq[i] += 1
             chunk_wall_max = max(chunk_wall_max, time.monotonic() - c0)
             self._pump(sim_t)

@@ -37,6 +37,7 @@ Algorithm 4 (Online Training of Each Model of Pareto on a Real-World Network)::
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import jax
@@ -46,8 +47,7 @@ from jaxcc.agents.pareto import networks, replay, td3
 from jaxcc.envs import mi as mi_lib
 from jaxcc.envs import pareto as penv
 
-MI_FIELDS = ("duration", "active", "sent", "acked", "lost", "rtt_wsum", "rtt_min", "rtt_max", "rtt_first",
-             "rtt_last", "n_samples", "ls_w", "ls_wt", "ls_wtt", "ls_wr", "ls_wtr")
+MI_FIELDS = tuple(f.name for f in dataclasses.fields(mi_lib.MIStats))  # a RECORD's 16 sums, in order
 
 
 # ----------------------------------------------------------------------------- Algorithm 4, line 1
