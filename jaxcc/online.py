@@ -390,6 +390,7 @@ class Learner:
         self.tracks: dict[int, FlowTrack] = {}
         self.flow_of_conn: dict[int, int] = {}
         self.conn_version: dict[int, int] = {}
+        self.applied_conns: set[int] = set()
         self.pending: list[list[dict]] = [[] for _ in range(self.K)]
         self.counters = collections.Counter()
         self.acks: list[dict] = []
@@ -455,6 +456,10 @@ class Learner:
                                   "wall_s": time.monotonic() - self.t0})
                 if payload.get("ok"):
                     self.counters["updates_applied"] += 1
+                    if cid not in self.applied_conns:  # one line per connection: its first applied update
+                        self.applied_conns.add(cid)
+                        self.log(f"[jaxcc.online] flow {self.flow_of_conn.get(cid)} runs weight version "
+                                 f"{int(payload.get('version', 0))} (its first update applied)")
                     self.conn_version[cid] = max(self.conn_version.get(cid, 0), int(payload.get("version", 0)))
                 elif str(payload.get("reason", "")).startswith("superseded"):
                     # a newer blob replaced it in the sender's mailbox before a decision took it

@@ -362,18 +362,19 @@ def test_kill9_learner_then_restart_resumes_and_senders_continue(smoke_ckpt, tmp
     out = tmp_path / "run"
     common = [sys.executable, "-m", "jaxcc.online", f"--checkpoint={smoke_ckpt}", f"--out={out}", "--old-envs=",
               "--push-every=8", "--checkpoint-every-s=2"]
+    log1 = tmp_path / "first.stderr"
     first = subprocess.Popen(common + ["--scenario=pareto/shared2", "--emulator=sim", "--minutes=2.5", "--speed=1.5"],
-                             cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                             cwd=REPO, stdout=subprocess.DEVNULL, stderr=open(log1, "w"))
     net_pid = None
     try:
         ck = out / "online_ckpt"
         deadline = time.time() + 150
-        latest, v0 = out / "policy_latest.safetensors", out / "policy_v0.safetensors"
-        while time.time() < deadline and not (ck.is_dir() and latest.exists()
-                                              and latest.read_bytes() != v0.read_bytes()):
-            time.sleep(0.5)  # the online actor has moved (and is checkpointed)
-        time.sleep(4.0)  # a few pushes reach the senders
-        assert first.poll() is None, first.stderr.read().decode()[-2000:]
+        # Kill only once a sender has acknowledged an applied update (not on a timer: under load
+        # a push may take seconds to reach a sender's decision).
+        while time.time() < deadline and not (ck.is_dir() and "(its first update applied)" in log1.read_text()):
+            time.sleep(0.5)
+        assert first.poll() is None, log1.read_text()[-2000:]
+        assert "(its first update applied)" in log1.read_text(), log1.read_text()[-2000:]
         net_pid = int((out / "net.pid").read_text())
         first.send_signal(signal.SIGKILL)
         first.wait()
