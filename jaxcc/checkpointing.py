@@ -45,10 +45,23 @@ def is_uri(path) -> bool:
 
 def run_path(path) -> epath.Path:
     """An ``epath.Path`` for a run-directory path: local paths are made absolute, URIs kept as given."""
-    if isinstance(path, epath.Path) and is_uri(path):
-        return path
     s = os.fspath(path)
-    return epath.Path(s) if is_uri(s) else epath.Path(os.path.abspath(s))
+    if not is_uri(s):
+        return epath.Path(os.path.abspath(s))
+    if s.startswith("gs://"):
+        _gcs_without_listing_cache()
+    return path if isinstance(path, epath.Path) else epath.Path(s)
+
+
+def _gcs_without_listing_cache() -> None:
+    """epath reaches ``gs://`` through fsspec's gcsfs, which caches directory listings, while
+    orbax writes arrays through tensorstore, behind gcsfs's back: with the cache on, orbax's
+    ``exists`` check of a checkpoint it has just written reads a stale listing ("Checkpoint
+    directory does not exist: gs://...").  So gcsfs is configured without a listing cache (fsspec's
+    config, before epath makes its one cached filesystem; an explicit user setting is kept)."""
+    import fsspec.config
+
+    fsspec.config.conf.setdefault("gcs", {}).setdefault("use_listings_cache", False)
 
 
 def check_workdir(workdir) -> None:
@@ -150,12 +163,16 @@ def _write_json(path, obj: dict) -> None:
 
 
 def restore_untyped(path: str) -> Any:
-    """Restore a saved state without a template (nested dicts of numpy arrays)."""
+    """Restore a saved state without a template (nested dicts of arrays on one local device),
+    whatever devices and hosts saved it."""
     ckptr = ocp.StandardCheckpointer()
     path = run_path(path)
     meta = ckptr.metadata(path)
     tree = getattr(meta, "item_metadata", meta)
     tree = getattr(tree, "tree", tree)
-    abstract = jax.tree.map(lambda m: jax.ShapeDtypeStruct(m.shape, m.dtype), tree,
+    # Onto this process's first device: a checkpoint saved by other devices or hosts (a pod run,
+    # launch/multihost_local.sh) restores anywhere (orbax refuses to reuse the saved shardings).
+    one = jax.sharding.SingleDeviceSharding(jax.local_devices()[0])
+    abstract = jax.tree.map(lambda m: jax.ShapeDtypeStruct(m.shape, m.dtype, sharding=one), tree,
                             is_leaf=lambda m: hasattr(m, "shape") and hasattr(m, "dtype"))
     return ckptr.restore(path, abstract)

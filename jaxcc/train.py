@@ -37,6 +37,7 @@ files in a local temporary directory when the workdir is a URI.
 from __future__ import annotations
 
 import difflib
+import itertools
 import json
 import os
 import sys
@@ -214,6 +215,31 @@ def init_distributed(coordinator_address: str | None = None, num_processes: int 
     return False
 
 
+# Barrier names must be unique per coordination service; every process compiles the same
+# programs in the same order (SPMD), so this per-process counter names them alike everywhere.
+_BARRIER_IDS = itertools.count()
+
+
+def compiled(fn, args: tuple, name: str, **jit_kwargs):
+    """``jax.jit(fn, **jit_kwargs)`` compiled ahead of time for ``args``; call it with the
+    non-static arguments.
+
+    Multi-host: every process compiles on its own, and a busy host may take minutes longer than
+    another; the first execution of a program whose collectives span processes opens gloo's TCP
+    connections (CPU) with a fixed connect timeout (``Gloo context initialization failed: ...
+    Connect timeout``, seen with 2 x 4 CPU processes on a loaded 2-core machine).  So the
+    processes meet at a coordination-service barrier (orbax's ``get_barrier_sync_fn``: the
+    ``jax.distributed`` client, no collectives) after compiling and before executing."""
+    import jax
+
+    exe = jax.jit(fn, **jit_kwargs).lower(*args).compile()
+    if jax.process_count() > 1:
+        import orbax.checkpoint as ocp
+
+        ocp.multihost.get_barrier_sync_fn()(key=f"jaxcc-compiled-{name}-{next(_BARRIER_IDS)}", timeout_ms=3_600_000)
+    return exe
+
+
 def run_info(mesh, resumed_from: int | None) -> dict:
     """What ``run.json`` records: the processes and devices this run used (a collective: every
     process calls it; each contributes its pid and host name)."""
@@ -350,7 +376,7 @@ def train(config, workdir: str, *, run_name: str = "run", progress: bool = True,
         stage_idx, chunk_idx, need_enter = 0, 0, False
         key0 = jax.random.PRNGKey(int(config.seed))
         sh0 = state_shardings(jax.eval_shape(trainer.init, key0), mesh)
-        state = jax.jit(trainer.init, out_shardings=sh0)(key0)  # global arrays, also on multi-host
+        state = compiled(trainer.init, (key0,), "init", out_shardings=sh0)(key0)  # global arrays, also multi-host
         resumed = False
     else:
         meta = ckpts.meta(step)
@@ -382,14 +408,16 @@ def train(config, workdir: str, *, run_name: str = "run", progress: bool = True,
             if need_enter:
                 chunk_idx = 0
                 sh_e = state_shardings(jax.eval_shape(lambda x: trainer.enter_stage(x, st.index), state), mesh)
-                state = jax.jit(trainer.enter_stage, static_argnums=1, out_shardings=sh_e)(state, st.index)
+                state = compiled(trainer.enter_stage, (state, st.index), f"enter{st.index}", static_argnums=1,
+                                 out_shardings=sh_e)(state)
             if bar is not None:
                 bar.set_description(st.label)
             sh = state_shardings(state, mesh)
-            run = jax.jit(trainer.run_chunk, static_argnums=1, donate_argnums=0, out_shardings=(sh, None))
+            run = compiled(trainer.run_chunk, (state, st.index), f"chunk{st.index}", static_argnums=1,
+                           donate_argnums=0, out_shardings=(sh, None))
             for c in range(chunk_idx, st.num_chunks):
                 first = int(state["counters"]["update"])
-                new_state, metrics = run(state, st.index)
+                new_state, metrics = run(state)
                 metrics = jax.device_get(metrics)
                 check_finite(metrics, new_state, first, st.name)
                 state = new_state
@@ -402,7 +430,8 @@ def train(config, workdir: str, *, run_name: str = "run", progress: bool = True,
                 if (c + 1) % int(config.checkpoint_every_chunks) == 0 or done_stage:
                     if done_stage:
                         if trainer.finish_stage is not None:
-                            state = jax.jit(trainer.finish_stage, out_shardings=state_shardings(state, mesh))(state)
+                            state = compiled(trainer.finish_stage, (state,), f"finish{st.index}",
+                                             out_shardings=state_shardings(state, mesh))(state)
                         _finish_stage(trainer, st, state, workdir, config, is_main)
                     ckpts.save(upd, state, {"stage": st.index, "stage_chunk": c + 1, "stage_done": done_stage,
                                             "update": upd, "stage_label": st.label})
@@ -412,12 +441,12 @@ def train(config, workdir: str, *, run_name: str = "run", progress: bool = True,
                             "expert": row.get("expert_share"), "closs": row.get("critic_loss")}
                     bar.set_postfix({k: f"{v:.3g}" for k, v in post.items() if isinstance(v, float)})
                 chunks_run += 1
-                if float(config.get("debug_chunk_sleep_s", 0.0)) > 0:  # tests: widen the SIGKILL window
-                    time.sleep(float(config.debug_chunk_sleep_s))
                 if ((stop_after_chunks is not None and chunks_run >= stop_after_chunks)
                         or (stop_at_update is not None and upd >= stop_at_update)):
                     summary["stopped"] = True
                     return summary
+                if float(config.get("debug_chunk_sleep_s", 0.0)) > 0:  # tests: widen the SIGKILL window
+                    time.sleep(float(config.debug_chunk_sleep_s))
             chunk_idx, need_enter = 0, True
         summary.update(stage_outputs(workdir, [s.label for s in trainer.stages]))
         summary["final_update"] = int(state["counters"]["update"])
