@@ -117,7 +117,7 @@ class Logger:
 
     ``workdir`` may be a URI: metrics.jsonl and wandb_id.txt go through ``etils.epath`` (an object
     store cannot append, so there the file is rewritten whole on every row: one row per chunk), and
-    wandb's own directory is a local temporary one."""
+    wandb's own directory is a local temporary one (kept, and named on stderr, when offline)."""
 
     def __init__(self, workdir: str, config, run_name: str, enabled: bool = True):
         from jaxcc import checkpointing
@@ -147,12 +147,13 @@ class Logger:
                 if self.remote:
                     import tempfile
 
-                    self._tmp_dir = tempfile.TemporaryDirectory(prefix="jaxcc-wandb-")
+                    self._tmp_dir = tempfile.mkdtemp(prefix="jaxcc-wandb-")
+                    self._keep_tmp = mode == "offline"  # an offline run is synced from there later
                 os.environ.setdefault("WANDB_SILENT", "true")
                 self.wandb = wandb.init(
                     project=str(config.wandb.project), entity=str(config.wandb.entity) or None,
                     group=str(config.wandb.group) or None, name=run_name, id=run_id, resume="allow",
-                    dir=self._tmp_dir.name if self._tmp_dir else os.fspath(wd), mode=mode, config=config.to_dict(),
+                    dir=self._tmp_dir or os.fspath(wd), mode=mode, config=config.to_dict(),
                     settings=wandb.Settings(init_timeout=30, silent=True))
             except Exception as e:  # logging must never stop training
                 print(f"[jaxcc.train] wandb unavailable ({type(e).__name__}: {e}); logging to {self.path} only",
@@ -185,7 +186,13 @@ class Logger:
                 pass
             self.wandb = None
         if self._tmp_dir is not None:
-            self._tmp_dir.cleanup()
+            if self._keep_tmp:
+                print(f"[jaxcc.train] wandb offline files (workdir {self.path.parent} is not local): {self._tmp_dir}; "
+                      f"upload them with `wandb sync {self._tmp_dir}/wandb/offline-run-*`", file=sys.stderr)
+            else:
+                import shutil
+
+                shutil.rmtree(self._tmp_dir, ignore_errors=True)
             self._tmp_dir = None
 
 

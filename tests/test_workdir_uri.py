@@ -54,8 +54,12 @@ def gcs(monkeypatch):
         server.stop()
 
 
-def _train(cwd, workdir, stop, env):
-    env = dict(os.environ, **env, WANDB_MODE="offline", JAX_PLATFORMS="cpu", PYTHONPATH=REPO)
+def _pythonpath():
+    return os.pathsep.join([REPO] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
+
+
+def _train(cwd, workdir, stop, env, tmp):
+    env = dict(os.environ, **env, WANDB_MODE="offline", JAX_PLATFORMS="cpu", PYTHONPATH=_pythonpath(), TMPDIR=str(tmp))
     env.pop("XLA_FLAGS", None)
     return subprocess.run([sys.executable, "-m", "jaxcc.train", "--config=pareto_smoke", f"--workdir={workdir}",
                            f"--stop_at_update={stop}", "--no_progress"], cwd=cwd, env=env, capture_output=True,
@@ -72,11 +76,13 @@ def test_gs_workdir_trains_resumes_and_stays_off_the_local_disk(tmp_path, gcs):
 
     cwd = tmp_path / "cwd"
     cwd.mkdir()
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
     workdir = f"gs://{BUCKET}/runs/smoke"
-    r1 = _train(cwd, workdir, 2, gcs)
+    r1 = _train(cwd, workdir, 2, gcs, tmp)
     assert r1.returncode == 0, r1.stderr[-3000:]
     assert "resuming" not in r1.stderr
-    r2 = _train(cwd, workdir, 4, gcs)
+    r2 = _train(cwd, workdir, 4, gcs, tmp)
     assert r2.returncode == 0, r2.stderr[-3000:]
     assert f"resuming {workdir} at update 2" in r2.stderr, r2.stderr[-2000:]
 
@@ -84,7 +90,12 @@ def test_gs_workdir_trains_resumes_and_stays_off_the_local_disk(tmp_path, gcs):
     assert str(wd) == workdir
     names = {p.name for p in wd.iterdir()}
     assert {"checkpoints", "stages", "config.json", "metrics.jsonl", "run.json", "wandb_id.txt"} <= names, names
-    assert not any(n.startswith("wandb") and n != "wandb_id.txt" for n in names)  # wandb's files stay local
+    # wandb's own files: a local temporary directory, kept (offline) and named on stderr.
+    assert not any(n.startswith("wandb") and n != "wandb_id.txt" for n in names)
+    for r in (r1, r2):
+        kept = [ln.rsplit(": ", 1)[1].split(";")[0] for ln in r.stderr.splitlines() if "wandb offline files" in ln]
+        assert len(kept) == 1 and kept[0].startswith(str(tmp)), r.stderr[-2000:]
+        assert any(n.startswith("offline-run-") for n in os.listdir(os.path.join(kept[0], "wandb")))
     assert [json.loads(line)["update"] for line in (wd / "metrics.jsonl").read_text().splitlines()] == [2, 4]
     info = json.loads((wd / "run.json").read_text())
     assert info["process_count"] == 1 and info["resumed_from_update"] == 2
@@ -115,7 +126,7 @@ def test_gs_workdir_trains_resumes_and_stays_off_the_local_disk(tmp_path, gcs):
 
 
 def test_unsupported_scheme_is_one_line_error(tmp_path):
-    env = dict(os.environ, WANDB_MODE="disabled", JAX_PLATFORMS="cpu", PYTHONPATH=REPO)
+    env = dict(os.environ, WANDB_MODE="disabled", JAX_PLATFORMS="cpu", PYTHONPATH=_pythonpath())
     r = subprocess.run([sys.executable, "-m", "jaxcc.train", "--config=pareto_smoke", "--workdir=memory://runs/x",
                         "--no_progress"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode == 2
