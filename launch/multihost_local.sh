@@ -18,25 +18,37 @@ if [ $# -lt 4 ]; then
   exit 2
 fi
 CONFIG="$1"; NPROC="$2"; NDEV="$3"; WORKDIR="$4"; shift 4
-for v in NPROC NDEV; do
-  if ! [[ "${!v}" =~ ^[1-9][0-9]*$ ]]; then
-    echo "error: ${v/NPROC/PROCESSES}=${!v/NDEV/DEVICES_PER_PROCESS}: must be a positive integer" >&2
-    exit 2
-  fi
-done
+if ! [[ "$NPROC" =~ ^[1-9][0-9]*$ ]]; then
+  echo "error: PROCESSES=$NPROC: must be a positive integer" >&2; exit 2
+fi
+if ! [[ "$NDEV" =~ ^[1-9][0-9]*$ ]]; then
+  echo "error: DEVICES_PER_PROCESS=$NDEV: must be a positive integer" >&2; exit 2
+fi
 GRACE_S="${GRACE_S:-10}"
 PY="${PYTHON:-python}"
 cd "$(dirname "$0")/.."
 PORT="$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 
 pids=()
+killer=""
 stop_all() {  # $1: signal
   for p in "${pids[@]}"; do kill "-$1" "$p" 2>/dev/null || true; done
 }
-on_signal() {
-  echo "[multihost_local] $1: forwarding to every process" >&2
+# SIGTERM (or $1), then SIGKILL after GRACE_S: jax.distributed catches SIGTERM (its preemption
+# notifier logs "SIGTERM caught" and the process goes on), and a process whose peer died is stuck in
+# a collective, so only SIGKILL is sure to end it.
+stop_with_grace() {
   stop_all "$1"
-  wait
+  if [ -z "$killer" ]; then
+    ( sleep "$GRACE_S"; stop_all KILL ) </dev/null >/dev/null 2>&1 &
+    killer=$!
+  fi
+}
+on_signal() {
+  echo "[multihost_local] SIG$1: forwarding to every process" >&2
+  stop_with_grace "$1"
+  wait "${pids[@]}" 2>/dev/null || true
+  if [ -n "$killer" ]; then kill "$killer" 2>/dev/null || true; fi
   exit $((128 + $2))
 }
 trap 'on_signal TERM 15' TERM
@@ -53,20 +65,20 @@ done
 status=0
 running=("${pids[@]}")
 while ((${#running[@]} > 0)); do
+  done_pid=""
   set +e
-  wait -n -p done_pid "${running[@]}"
+  wait -n -p done_pid "${running[@]}" 2>/dev/null
   rc=$?
   set -e
+  if [ -z "${done_pid:-}" ]; then break; fi  # the rest were already reaped (killed together)
   left=()
   for p in "${running[@]}"; do [ "$p" = "$done_pid" ] || left+=("$p"); done
   running=("${left[@]}")
   if ((rc != 0)) && ((status == 0)); then
     status=$rc
     echo "[multihost_local] pid $done_pid exited with status $rc; stopping the other processes" >&2
-    stop_all TERM
-    ( sleep "$GRACE_S"; stop_all KILL ) </dev/null >/dev/null 2>&1 &
-    killer=$!
+    stop_with_grace TERM
   fi
 done
-if [ -n "${killer:-}" ]; then kill "$killer" 2>/dev/null || true; fi
+if [ -n "$killer" ]; then kill "$killer" 2>/dev/null || true; fi
 exit "$status"

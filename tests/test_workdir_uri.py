@@ -12,7 +12,12 @@ The one non-local scheme both accept is ``gs://``; it runs offline against ``gcp
 (an in-memory GCS JSON API on 127.0.0.1, started here): tensorstore's gcs driver is pointed at it
 with ``TENSORSTORE_GCS_HTTP_URL`` (and ``GOOGLE_AUTH_TOKEN_FOR_TESTING``), epath's gcsfs with
 ``STORAGE_EMULATOR_HOST``.  This is the code path of a pod run on a bucket, down to the HTTP
-requests.
+requests.  The emulator lacks two parts of GCS that tensorstore's OCDBT manifest updates rely on
+(without them: "Malformed StorageGeneration"): the ``x-goog-generation`` header of a media
+download and the ``ifGenerationMatch``/``ifGenerationNotMatch`` preconditions
+(https://cloud.google.com/storage/docs/request-preconditions: 412 when a match fails, 304 for a
+read whose ``ifGenerationNotMatch`` holds).  ``_with_generations`` adds them around the
+emulator's own download/insert/delete handlers, under one lock so that check-and-write is atomic.
 
 The run (``pareto_smoke``, wandb offline) stops at update 2, then the same command with
 ``--stop_at_update=4`` resumes it from the bucket and finishes its first stage (stage checkpoint,
@@ -34,9 +39,72 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUCKET = "jaxcc-test"
 
 
+def _with_generations(monkeypatch):
+    """GCS generation semantics around gcp-storage-emulator's handlers (see the module docstring)."""
+    import threading
+    from http import HTTPStatus
+
+    from gcp_storage_emulator import server as srv
+    from gcp_storage_emulator.exceptions import NotFound
+    from gcp_storage_emulator.handlers import objects
+
+    lock = threading.Lock()
+
+    def current(request, storage):
+        try:
+            return int(storage.get_file_obj(request.params["bucket_name"], request.params["object_id"])["generation"])
+        except NotFound:
+            return 0  # GCS: generation 0 means "does not exist"
+
+    def name_of(request):
+        q = request.query
+        if "name" in q:
+            return q["name"][0]
+        data = request.data
+        return data["meta"].get("name") if isinstance(data, dict) and "meta" in data else None
+
+    def failed(request, gen):
+        q = request.query
+        if "ifGenerationMatch" in q and int(q["ifGenerationMatch"][0]) != gen:
+            return HTTPStatus.PRECONDITION_FAILED
+        if "ifGenerationNotMatch" in q and int(q["ifGenerationNotMatch"][0]) == gen:
+            return HTTPStatus.NOT_MODIFIED if request.method == "GET" else HTTPStatus.PRECONDITION_FAILED
+        return None
+
+    def wrap(fn, kind):
+        def handler(request, response, storage, *args, **kwargs):
+            with lock:
+                if kind == "insert":
+                    name = name_of(request)
+                    request.params.setdefault("object_id", name)
+                gen = current(request, storage) if request.params.get("object_id") else 0
+                status = failed(request, gen)
+                if status is not None:
+                    response.status = status
+                    return None
+                out = fn(request, response, storage, *args, **kwargs)
+                if kind == "download" and response.status == HTTPStatus.OK:
+                    response["x-goog-generation"] = str(current(request, storage))
+                return out
+        return handler
+
+    kinds = {objects.download: "download", objects.insert: "insert", objects.delete: "delete",
+             objects.get: "download"}
+    handlers = []
+    for regex, methods in srv.HANDLERS:
+        methods = dict(methods)
+        for m, fn in methods.items():
+            if fn in kinds:
+                methods[m] = wrap(fn, kinds[fn])
+        handlers.append((regex, methods))
+    monkeypatch.setattr(srv, "HANDLERS", tuple(handlers))
+
+
 @pytest.fixture()
 def gcs(monkeypatch):
     from gcp_storage_emulator.server import create_server
+
+    _with_generations(monkeypatch)
 
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
