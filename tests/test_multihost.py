@@ -9,8 +9,10 @@ order may differ, so float32 results may differ in the last bits, and Adam turns
 a near-zero gradient component into a full step of size ``lr``; the bound is the one of
 ``tests/test_train_sharding.py`` (8 devices vs 1, same smoke config, same number of updates): a
 parameter may differ by at most two steps at the critic's learning rate, ``atol = 2e-3``, and the
-median absolute difference over all parameters must stay below ``1e-6`` (typically they agree
-far better; the numbers are printed).
+median absolute difference over all parameters must stay below ``1e-6``.  Measured on this
+machine (jax 0.10.2, gloo): max 0, median 0 over 9,676 parameters -- bit-identical, since gloo
+and the in-process CPU all-reduce happened to sum in the same order; the bound is not tightened to
+equality because neither implementation promises that order (the numbers are printed).
 
 Kill and resume: a 2 x 4 run is SIGKILLed (process 1) after its first checkpoint (update 2, while
 ``debug_chunk_sleep_s`` holds it before chunk 2); the launch script must fail and stop process 0.
