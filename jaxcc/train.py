@@ -240,11 +240,19 @@ def compiled(fn, args: tuple, name: str, **jit_kwargs):
     import jax
 
     exe = jax.jit(fn, **jit_kwargs).lower(*args).compile()
+    barrier(f"compiled-{name}")
+    return exe
+
+
+def barrier(name: str) -> None:
+    """Every process waits here for the others (no-op with one process); the coordination
+    service's barrier, not a collective, with an hour's timeout (a host may compile slowly)."""
+    import jax
+
     if jax.process_count() > 1:
         import orbax.checkpoint as ocp
 
-        ocp.multihost.get_barrier_sync_fn()(key=f"jaxcc-compiled-{name}-{next(_BARRIER_IDS)}", timeout_ms=3_600_000)
-    return exe
+        ocp.multihost.get_barrier_sync_fn()(key=f"jaxcc-{name}-{next(_BARRIER_IDS)}", timeout_ms=3_600_000)
 
 
 def run_info(mesh, resumed_from: int | None) -> dict:
@@ -258,6 +266,7 @@ def run_info(mesh, resumed_from: int | None) -> dict:
 
     host = np.frombuffer(socket.gethostname().encode()[:64].ljust(64, b"\0"), np.uint8)
     mine = np.concatenate([np.asarray([os.getpid()], np.int64), host.astype(np.int64)])
+    barrier("run-info")  # the allgather's first gloo connection: see compiled()
     allp = np.asarray(multihost_utils.process_allgather(mine)).reshape(jax.process_count(), -1)
     procs = []
     for i in range(jax.process_count()):
