@@ -11,6 +11,17 @@ replay buffer with priorities and segment cursors, environment states, RNG keys,
 ``meta`` is JSON (stage index, chunks done in the stage, config).  Saves are synchronous, and
 orbax writes to a temporary directory that it renames when complete, so a run killed with
 SIGKILL leaves the previous checkpoint intact.
+
+Paths: a run directory is a local path or a URI (``gs://bucket/runs/x``); every file in it goes
+through ``etils.epath`` (what orbax uses), and only a local path is made absolute
+(``run_path``), so ``gs://b/x`` never becomes a local ``./gs:/b/x``.  Orbax itself writes arrays
+with tensorstore, whose kvstore spec (orbax ``tensorstore_utils``) is the ``gcs`` driver for
+``gs://`` and the ``file`` driver for absolute local paths; any other scheme is refused here with a
+one-line error (``check_workdir``).
+
+Multi-host (``jax.distributed``): every process calls ``save``/``restore``/``save_stage`` (orbax's
+saves are collective: each process writes the shards it holds and the primary process writes the
+metadata and commits); the JSON files of a stage are written by process 0 only.
 """
 
 from __future__ import annotations
@@ -21,6 +32,58 @@ from typing import Any
 
 import jax
 import orbax.checkpoint as ocp
+from etils import epath
+
+# Schemes orbax-checkpoint can write arrays to (tensorstore kvstore drivers it builds specs for).
+ORBAX_SCHEMES = ("gs://",)
+
+
+def is_uri(path) -> bool:
+    """``scheme://...`` (``gs://b/x``, ``memory://x``), as opposed to a local path."""
+    return "://" in os.fspath(path)
+
+
+def run_path(path) -> epath.Path:
+    """An ``epath.Path`` for a run-directory path: local paths are made absolute, URIs kept as given."""
+    s = os.fspath(path)
+    if not is_uri(s):
+        return epath.Path(os.path.abspath(s))
+    if s.startswith("gs://"):
+        _gcs_without_listing_cache()
+    return path if isinstance(path, epath.Path) else epath.Path(s)
+
+
+def _gcs_without_listing_cache() -> None:
+    """epath reaches ``gs://`` through fsspec's gcsfs, which caches directory listings, while
+    orbax writes arrays through tensorstore, behind gcsfs's back: with the cache on, orbax's
+    ``exists`` check of a checkpoint it has just written reads a stale listing ("Checkpoint
+    directory does not exist: gs://...").  So gcsfs is configured without a listing cache (fsspec's
+    config, before epath makes its one cached filesystem; an explicit user setting is kept)."""
+    import fsspec.config
+
+    fsspec.config.conf.setdefault("gcs", {}).setdefault("use_listings_cache", False)
+
+
+def check_workdir(workdir) -> None:
+    """Raise ``ValueError`` (one line) for a URI that orbax cannot checkpoint to."""
+    s = os.fspath(workdir)
+    if is_uri(s) and not s.startswith(ORBAX_SCHEMES):
+        raise ValueError(f"workdir {s!r}: orbax-checkpoint writes arrays only to a local path or "
+                         f"{', '.join(ORBAX_SCHEMES)} (tensorstore's gcs driver); scheme "
+                         f"{s.split('://', 1)[0]}:// is not supported")
+
+
+def write_text(path, text: str) -> None:
+    """Write a small text file (JSON) through epath: atomic rename on local disks, a single
+    object write on a bucket (object stores replace an object whole)."""
+    path = run_path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if is_uri(path):
+        path.write_text(text)
+        return
+    tmp = path.parent / (path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
 
 
 def _pack(tree):
@@ -51,7 +114,7 @@ class RunCheckpoints:
     """Rolling checkpoints of one run."""
 
     def __init__(self, workdir: str, keep: int = 2):
-        self.dir = os.path.abspath(os.path.join(workdir, "checkpoints"))
+        self.dir = run_path(workdir) / "checkpoints"
         opts = ocp.CheckpointManagerOptions(max_to_keep=keep, enable_async_checkpointing=False, create=True)
         self.mgr = ocp.CheckpointManager(self.dir, options=opts, item_names=("state", "meta"))
 
@@ -75,37 +138,41 @@ class RunCheckpoints:
 
 
 def save_stage(path: str, state: Any, meta: dict, spec: dict | None = None) -> None:
-    """A stage checkpoint: the full state plus JSON meta (and the actor's policy spec)."""
-    path = os.path.abspath(path)
-    os.makedirs(path, exist_ok=True)
+    """A stage checkpoint: the full state plus JSON meta (and the actor's policy spec).
+
+    Collective under ``jax.distributed``: every process calls it; process 0 writes the JSON."""
+    path = run_path(path)
     ckptr = ocp.StandardCheckpointer()
-    ckptr.save(os.path.join(path, "state"), _pack(state), force=True)
+    ckptr.save(path / "state", _pack(state), force=True)
     ckptr.wait_until_finished()
-    _write_json(os.path.join(path, "meta.json"), meta)
-    if spec is not None:
-        _write_json(os.path.join(path, "spec.json"), spec)
+    if jax.process_index() == 0:
+        _write_json(path / "meta.json", meta)
+        if spec is not None:
+            _write_json(path / "spec.json", spec)
 
 
 def restore_stage(path: str, template: Any) -> Any:
     """Restore a stage checkpoint's ``state`` (``save_stage``) into the structure of ``template``
     (e.g. ``trainer.template(stage)``: optimizer states and buffers keep their types)."""
-    out = ocp.StandardCheckpointer().restore(os.path.abspath(os.path.join(path, "state")), _pack_template(template))
+    out = ocp.StandardCheckpointer().restore(run_path(path) / "state", _pack_template(template))
     return _unpack(out, template)
 
 
-def _write_json(path: str, obj: dict) -> None:
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(obj, f, indent=1, sort_keys=True, default=str)
-    os.replace(tmp, path)
+def _write_json(path, obj: dict) -> None:
+    write_text(path, json.dumps(obj, indent=1, sort_keys=True, default=str))
 
 
 def restore_untyped(path: str) -> Any:
-    """Restore a saved state without a template (nested dicts of numpy arrays)."""
+    """Restore a saved state without a template (nested dicts of arrays on one local device),
+    whatever devices and hosts saved it."""
     ckptr = ocp.StandardCheckpointer()
+    path = run_path(path)
     meta = ckptr.metadata(path)
     tree = getattr(meta, "item_metadata", meta)
     tree = getattr(tree, "tree", tree)
-    abstract = jax.tree.map(lambda m: jax.ShapeDtypeStruct(m.shape, m.dtype), tree,
+    # Onto this process's first device: a checkpoint saved by other devices or hosts (a pod run,
+    # launch/multihost_local.sh) restores anywhere (orbax refuses to reuse the saved shardings).
+    one = jax.sharding.SingleDeviceSharding(jax.local_devices()[0])
+    abstract = jax.tree.map(lambda m: jax.ShapeDtypeStruct(m.shape, m.dtype, sharding=one), tree,
                             is_leaf=lambda m: hasattr(m, "shape") and hasattr(m, "dtype"))
     return ckptr.restore(path, abstract)

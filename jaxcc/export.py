@@ -38,7 +38,7 @@ def export_state(state, spec: dict, out: str, *, stage_label: str | None = None)
     Args:
       state: the training state (``state["agent"]["actor"]``).
       spec: the actor's policy-file spec (``trainer.actor_spec``).
-      out: the ``.safetensors`` path to write.
+      out: the ``.safetensors`` path to write (a local path or a URI such as ``gs://b/x.safetensors``).
       stage_label: written as the spec's ``stage`` (e.g. ``Pareto-Fair``).
     """
     from jaxcc import policyfile
@@ -48,8 +48,22 @@ def export_state(state, spec: dict, out: str, *, stage_label: str | None = None)
     spec = dict(spec)
     if stage_label:
         spec["stage"] = stage_label
-    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
-    policyfile.save(out, spec, tensors)
+    from jaxcc import checkpointing
+
+    if not checkpointing.is_uri(out):
+        os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+        policyfile.save(out, spec, tensors)
+        return out
+    # A URI (gs://...): validate and serialize locally, then write the bytes through epath.
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        local = os.path.join(tmp, "policy.safetensors")
+        policyfile.save(local, spec, tensors)
+        dst = checkpointing.run_path(out)
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        with open(local, "rb") as f:
+            dst.write_bytes(f.read())
     return out
 
 

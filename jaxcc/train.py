@@ -13,13 +13,31 @@ orbax checkpoints, guards against NaN/inf, and shows a tqdm bar with ETA and cur
 Devices: this loop places every run's environment lanes (the state's ``env`` leading axis)
 sharded over every device on a 1-D mesh (``'data'``) and replicates the rest.  Only Pareto's
 agent also shards inside its update (its lanes and minibatches, with the replay buffer
-replicated); Aurora and Eagle add no sharding constraints of their own.  On a multi-host TPU pod pass
-``--distributed`` (or set ``JAXCC_DISTRIBUTED=1``) to call ``jax.distributed.initialize()``.
+replicated); Aurora and Eagle add no sharding constraints of their own.
+
+Hosts: ``--coordinator_address=HOST:PORT --num_processes=N --process_id=I`` call
+``jax.distributed.initialize`` with those values (``launch/multihost_local.sh`` runs N such
+processes on one machine with forced CPU devices; CPU collectives between processes go through
+gloo, jax's default ``jax_cpu_collectives_implementation`` since 0.4.3x, recorded in ``run.json``);
+``--distributed`` (or ``JAXCC_DISTRIBUTED=1``) calls ``jax.distributed.initialize()`` with no
+arguments, which detects the topology itself on a TPU pod slice (and under SLURM/Open MPI).  Every
+process runs the same program with the same seed (SPMD): the mesh spans every process's devices,
+the state is made by one jit with ``out_shardings``, so the per-lane keys are split from the one
+global key once and each device holds the lanes (and keys) of its own shard; no per-host
+``fold_in`` is needed because the arrays are global ``jax.Array``s.  Process 0 alone writes the
+run's files (``run.json``, ``config.json``, ``metrics.jsonl``, wandb, ``summary.json``, the stage
+JSON and exported policies); every process takes part in orbax's collective checkpoint saves (each
+writes the shards it holds, once) and restores.
+
+Workdirs: a local path or a URI (``gs://bucket/runs/x``); every file goes through ``etils.epath``
+and only local paths are made absolute (``jaxcc.checkpointing.run_path``).  wandb keeps its own
+files in a local temporary directory when the workdir is a URI.
 """
 
 from __future__ import annotations
 
 import difflib
+import itertools
 import json
 import os
 import sys
@@ -95,11 +113,21 @@ def _wandb_credentials() -> bool:
 
 
 class Logger:
-    """metrics.jsonl always; wandb when enabled (never blocks on the network when offline)."""
+    """metrics.jsonl always; wandb when enabled (never blocks on the network when offline).
+
+    ``workdir`` may be a URI: metrics.jsonl and wandb_id.txt go through ``etils.epath`` (an object
+    store cannot append, so there the file is rewritten whole on every row: one row per chunk), and
+    wandb's own directory is a local temporary one (kept, and named on stderr, when offline)."""
 
     def __init__(self, workdir: str, config, run_name: str, enabled: bool = True):
+        from jaxcc import checkpointing
+
         self.enabled = enabled
-        self.path = os.path.join(workdir, "metrics.jsonl")
+        wd = checkpointing.run_path(workdir)
+        self.path = wd / "metrics.jsonl"
+        self.remote = checkpointing.is_uri(wd)
+        self._lines: list[str] | None = None
+        self._tmp_dir = None
         self.wandb = None
         if not enabled:
             return
@@ -108,20 +136,24 @@ class Logger:
             try:
                 import wandb
 
-                id_file = os.path.join(workdir, "wandb_id.txt")
-                if os.path.exists(id_file):
-                    run_id = open(id_file).read().strip()
+                id_file = wd / "wandb_id.txt"
+                if id_file.exists():
+                    run_id = id_file.read_text().strip()
                 else:
                     import uuid
 
                     run_id = uuid.uuid4().hex[:12]
-                    with open(id_file, "w") as f:
-                        f.write(run_id)
+                    checkpointing.write_text(id_file, run_id)
+                if self.remote:
+                    import tempfile
+
+                    self._tmp_dir = tempfile.mkdtemp(prefix="jaxcc-wandb-")
+                    self._keep_tmp = mode == "offline"  # an offline run is synced from there later
                 os.environ.setdefault("WANDB_SILENT", "true")
                 self.wandb = wandb.init(
                     project=str(config.wandb.project), entity=str(config.wandb.entity) or None,
                     group=str(config.wandb.group) or None, name=run_name, id=run_id, resume="allow",
-                    dir=workdir, mode=mode, config=config.to_dict(),
+                    dir=self._tmp_dir or os.fspath(wd), mode=mode, config=config.to_dict(),
                     settings=wandb.Settings(init_timeout=30, silent=True))
             except Exception as e:  # logging must never stop training
                 print(f"[jaxcc.train] wandb unavailable ({type(e).__name__}: {e}); logging to {self.path} only",
@@ -131,8 +163,15 @@ class Logger:
     def log(self, step: int, row: dict) -> None:
         if not self.enabled:
             return
-        with open(self.path, "a") as f:
-            f.write(json.dumps({"update": step, **row}) + "\n")
+        line = json.dumps({"update": step, **row}) + "\n"
+        if self.remote:
+            if self._lines is None:
+                self._lines = [self.path.read_text()] if self.path.exists() else []
+            self._lines.append(line)
+            self.path.write_text("".join(self._lines))
+        else:
+            with self.path.open("a") as f:
+                f.write(line)
         if self.wandb is not None:
             try:
                 self.wandb.log(row, step=step)
@@ -145,6 +184,104 @@ class Logger:
                 self.wandb.finish()
             except Exception:
                 pass
+            self.wandb = None
+        if self._tmp_dir is not None:
+            if self._keep_tmp:
+                print(f"[jaxcc.train] wandb offline files (workdir {self.path.parent} is not local): {self._tmp_dir}; "
+                      f"upload them with `wandb sync {self._tmp_dir}/wandb/offline-run-*`", file=sys.stderr)
+            else:
+                import shutil
+
+                shutil.rmtree(self._tmp_dir, ignore_errors=True)
+            self._tmp_dir = None
+
+
+# ----------------------------------------------------------------------------- hosts
+
+
+def init_distributed(coordinator_address: str | None = None, num_processes: int | None = None,
+                     process_id: int | None = None, auto: bool = False) -> bool:
+    """``jax.distributed.initialize``: explicitly (all three given, e.g. ``launch/multihost_local.sh``)
+    or, with ``auto``, with no arguments (TPU pod slices, SLURM, Open MPI detect their topology).
+    Must run before any other JAX call.  Returns whether it initialized."""
+    import jax
+
+    given = [v is not None for v in (coordinator_address, num_processes, process_id)]
+    if any(given) and not all(given):
+        raise ValueError("--coordinator_address, --num_processes and --process_id go together "
+                         "(all three, or none and --distributed for auto-detection)")
+    if all(given):
+        if not 0 <= int(process_id) < int(num_processes):
+            raise ValueError(f"--process_id={process_id}: must be in [0, {num_processes}) (--num_processes)")
+        jax.distributed.initialize(coordinator_address=coordinator_address, num_processes=int(num_processes),
+                                   process_id=int(process_id))
+        return True
+    if auto:
+        jax.distributed.initialize()
+        return True
+    return False
+
+
+# Barrier names must be unique per coordination service; every process compiles the same
+# programs in the same order (SPMD), so this per-process counter names them alike everywhere.
+_BARRIER_IDS = itertools.count()
+
+
+def compiled(fn, args: tuple, name: str, **jit_kwargs):
+    """``jax.jit(fn, **jit_kwargs)`` compiled ahead of time for ``args``; call it with the
+    non-static arguments.
+
+    Multi-host: every process compiles on its own, and a busy host may take minutes longer than
+    another; the first execution of a program whose collectives span processes opens gloo's TCP
+    connections (CPU) with a fixed connect timeout (``Gloo context initialization failed: ...
+    Connect timeout``, seen with 2 x 4 CPU processes on a loaded 2-core machine).  So the
+    processes meet at a coordination-service barrier (orbax's ``get_barrier_sync_fn``: the
+    ``jax.distributed`` client, no collectives) after compiling and before executing."""
+    import jax
+
+    exe = jax.jit(fn, **jit_kwargs).lower(*args).compile()
+    barrier(f"compiled-{name}")
+    return exe
+
+
+def barrier(name: str) -> None:
+    """Every process waits here for the others (no-op with one process); the coordination
+    service's barrier, not a collective, with an hour's timeout (a host may compile slowly)."""
+    import jax
+
+    if jax.process_count() > 1:
+        import orbax.checkpoint as ocp
+
+        ocp.multihost.get_barrier_sync_fn()(key=f"jaxcc-{name}-{next(_BARRIER_IDS)}", timeout_ms=3_600_000)
+
+
+def run_info(mesh, resumed_from: int | None) -> dict:
+    """What ``run.json`` records: the processes and devices this run used (a collective: every
+    process calls it; each contributes its pid and host name)."""
+    import socket
+
+    import jax
+    import jaxlib
+    from jax.experimental import multihost_utils
+
+    host = np.frombuffer(socket.gethostname().encode()[:64].ljust(64, b"\0"), np.uint8)
+    mine = np.concatenate([np.asarray([os.getpid()], np.int64), host.astype(np.int64)])
+    barrier("run-info")  # the allgather's first gloo connection: see compiled()
+    allp = np.asarray(multihost_utils.process_allgather(mine)).reshape(jax.process_count(), -1)
+    procs = []
+    for i in range(jax.process_count()):
+        devs = [d for d in jax.devices() if d.process_index == i]
+        procs.append({"process_index": i, "pid": int(allp[i, 0]),
+                      "hostname": bytes(allp[i, 1:].astype(np.uint8)).rstrip(b"\0").decode(errors="replace"),
+                      "local_device_count": len(devs), "device_ids": [int(d.id) for d in devs],
+                      "device_kind": devs[0].device_kind if devs else None})
+    return {"process_count": jax.process_count(), "device_count": jax.device_count(),
+            "local_device_count": jax.local_device_count(), "backend": jax.default_backend(),
+            "jax_version": jax.__version__, "jaxlib_version": jaxlib.__version__,
+            "cpu_collectives": str(jax.config.jax_cpu_collectives_implementation),
+            "mesh": {"axis": "data", "size": int(mesh.devices.size)},
+            "processes": procs, "written_by_process": jax.process_index(),
+            "resumed_from_update": resumed_from, "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
 
 
 # ----------------------------------------------------------------------------- devices
@@ -221,32 +358,41 @@ def _row(metrics: dict, i: int | None = None) -> dict:
 
 
 def train(config, workdir: str, *, run_name: str = "run", progress: bool = True, log: bool = True,
-          stop_after_chunks: int | None = None) -> dict:
-    """Run (or resume) a staged training run.  Returns a summary dict."""
+          stop_after_chunks: int | None = None, stop_at_update: int | None = None) -> dict:
+    """Run (or resume) a staged training run.  Returns a summary dict.
+
+    ``stop_after_chunks`` stops after that many chunks of this call; ``stop_at_update`` once the
+    run's update counter reaches that value (the same on a resumed run, so re-running a killed
+    command stops where the uninterrupted one would)."""
     import jax
 
     from jaxcc import agents, checkpointing
 
-    os.makedirs(workdir, exist_ok=True)
+    checkpointing.check_workdir(workdir)
+    wd = checkpointing.run_path(workdir)
     mesh = make_mesh()
     n_dev = mesh.devices.size
     if int(config.num_envs) % n_dev:
         raise ValueError(f"config.num_envs={config.num_envs} must be a multiple of the {n_dev} devices")
     trainer = agents.make_train(config, mesh=mesh)
     is_main = jax.process_index() == 0
+    if is_main:
+        wd.mkdir(parents=True, exist_ok=True)
     ckpts = checkpointing.RunCheckpoints(workdir, keep=int(config.keep_checkpoints))
     logger = Logger(workdir, config, run_name, enabled=log and is_main)
     total_updates = sum(s.num_updates for s in trainer.stages)
     chunk = trainer.chunk_updates
-    with open(os.path.join(workdir, "config.json"), "w") as f:
-        f.write(config.to_json_best_effort(indent=1))
-
     step = ckpts.latest()
+    info = run_info(mesh, step)  # collective: every process
+    if is_main:
+        checkpointing.write_text(wd / "config.json", config.to_json_best_effort(indent=1))
+        checkpointing.write_text(wd / "run.json", json.dumps(info, indent=1))
+
     if step is None:
         stage_idx, chunk_idx, need_enter = 0, 0, False
         key0 = jax.random.PRNGKey(int(config.seed))
         sh0 = state_shardings(jax.eval_shape(trainer.init, key0), mesh)
-        state = jax.jit(trainer.init, out_shardings=sh0)(key0)  # global arrays, also on multi-host
+        state = compiled(trainer.init, (key0,), "init", out_shardings=sh0)(key0)  # global arrays, also multi-host
         resumed = False
     else:
         meta = ckpts.meta(step)
@@ -271,18 +417,23 @@ def train(config, workdir: str, *, run_name: str = "run", progress: bool = True,
     chunks_run = 0
     summary: dict[str, Any] = {"workdir": workdir, "resumed": resumed, "stages": {}}
     try:
+        if stop_at_update is not None and int(step or 0) >= stop_at_update:
+            summary["stopped"] = True
+            return summary
         for st in trainer.stages[stage_idx:]:
             if need_enter:
                 chunk_idx = 0
                 sh_e = state_shardings(jax.eval_shape(lambda x: trainer.enter_stage(x, st.index), state), mesh)
-                state = jax.jit(trainer.enter_stage, static_argnums=1, out_shardings=sh_e)(state, st.index)
+                state = compiled(trainer.enter_stage, (state, st.index), f"enter{st.index}", static_argnums=1,
+                                 out_shardings=sh_e)(state)
             if bar is not None:
                 bar.set_description(st.label)
             sh = state_shardings(state, mesh)
-            run = jax.jit(trainer.run_chunk, static_argnums=1, donate_argnums=0, out_shardings=(sh, None))
+            run = compiled(trainer.run_chunk, (state, st.index), f"chunk{st.index}", static_argnums=1,
+                           donate_argnums=0, out_shardings=(sh, None))
             for c in range(chunk_idx, st.num_chunks):
                 first = int(state["counters"]["update"])
-                new_state, metrics = run(state, st.index)
+                new_state, metrics = run(state)
                 metrics = jax.device_get(metrics)
                 check_finite(metrics, new_state, first, st.name)
                 state = new_state
@@ -295,7 +446,8 @@ def train(config, workdir: str, *, run_name: str = "run", progress: bool = True,
                 if (c + 1) % int(config.checkpoint_every_chunks) == 0 or done_stage:
                     if done_stage:
                         if trainer.finish_stage is not None:
-                            state = jax.jit(trainer.finish_stage, out_shardings=state_shardings(state, mesh))(state)
+                            state = compiled(trainer.finish_stage, (state,), f"finish{st.index}",
+                                             out_shardings=state_shardings(state, mesh))(state)
                         _finish_stage(trainer, st, state, workdir, config, is_main)
                     ckpts.save(upd, state, {"stage": st.index, "stage_chunk": c + 1, "stage_done": done_stage,
                                             "update": upd, "stage_label": st.label})
@@ -305,18 +457,18 @@ def train(config, workdir: str, *, run_name: str = "run", progress: bool = True,
                             "expert": row.get("expert_share"), "closs": row.get("critic_loss")}
                     bar.set_postfix({k: f"{v:.3g}" for k, v in post.items() if isinstance(v, float)})
                 chunks_run += 1
-                if float(config.get("debug_chunk_sleep_s", 0.0)) > 0:  # tests: widen the SIGKILL window
-                    time.sleep(float(config.debug_chunk_sleep_s))
-                if stop_after_chunks is not None and chunks_run >= stop_after_chunks:
+                if ((stop_after_chunks is not None and chunks_run >= stop_after_chunks)
+                        or (stop_at_update is not None and upd >= stop_at_update)):
                     summary["stopped"] = True
                     return summary
+                if float(config.get("debug_chunk_sleep_s", 0.0)) > 0:  # tests: widen the SIGKILL window
+                    time.sleep(float(config.debug_chunk_sleep_s))
             chunk_idx, need_enter = 0, True
         summary.update(stage_outputs(workdir, [s.label for s in trainer.stages]))
         summary["final_update"] = int(state["counters"]["update"])
         summary["wall_s"] = time.time() - t_start
         if is_main:
-            with open(os.path.join(workdir, "summary.json"), "w") as f:
-                json.dump(summary, f, indent=1)
+            checkpointing.write_text(wd / "summary.json", json.dumps(summary, indent=1))
         return summary
     finally:
         if bar is not None:
@@ -328,9 +480,11 @@ def train(config, workdir: str, *, run_name: str = "run", progress: bool = True,
 def stage_outputs(workdir: str, labels: list[str]) -> dict:
     """``stages``: every stage's checkpoint folder (also those finished before a resume), in stage
     order; ``policies``: the exported policy file of each stage that has one."""
+    from jaxcc import checkpointing
+
     stages = {label: os.path.join(workdir, "stages", label) for label in labels}
-    return {"stages": stages,
-            "policies": {k: p + ".safetensors" for k, p in stages.items() if os.path.isfile(p + ".safetensors")}}
+    return {"stages": stages, "policies": {k: p + ".safetensors" for k, p in stages.items()
+                                           if checkpointing.run_path(p + ".safetensors").is_file()}}
 
 
 def _finish_stage(trainer, st, state, workdir, config, is_main):
@@ -357,7 +511,7 @@ def next_steps(summary: dict, algo: str, name: str) -> str:
     """The run's last words: where its policies are and the command that evaluates them."""
     workdir = summary["workdir"]
     if summary.get("stopped"):
-        return (f"[jaxcc.train] stopped as asked (--stop_after_chunks); run directory {workdir}\n"
+        return (f"[jaxcc.train] stopped as asked (--stop_after_chunks/--stop_at_update); run directory {workdir}\n"
                 f"resume: run the same command again")
     lines = [f"[jaxcc.train] done: update {summary['final_update']} in {summary['wall_s']:.0f} s; "
              f"run directory {workdir} (summary.json, metrics.jsonl, checkpoints/)"]
@@ -422,20 +576,32 @@ def _main(argv):
 
     jax_cache.enable_compilation_cache()  # before the first jit: a repeated run compiles nothing
     FLAGS = flags.FLAGS
-    if FLAGS.distributed or os.environ.get("JAXCC_DISTRIBUTED") == "1":
-        jax.distributed.initialize()
+    try:
+        init_distributed(FLAGS.coordinator_address, FLAGS.num_processes, FLAGS.process_id,
+                         auto=FLAGS.distributed or os.environ.get("JAXCC_DISTRIBUTED") == "1")
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     config = FLAGS.config
     name = config_name(FLAGS["config"].config_filename if hasattr(FLAGS["config"], "config_filename") else "run")
     if FLAGS.seed is not None:
         config.seed = FLAGS.seed
     workdir = FLAGS.workdir or os.path.join("checkpoints", "runs", f"{name}-{int(config.seed)}")
+    from jaxcc import checkpointing
+
+    try:
+        checkpointing.check_workdir(workdir)
+    except ValueError as e:
+        print(f"error: --{e}", file=sys.stderr)
+        return 2
     try:
         summary = train(config, workdir, run_name=f"{name}-{int(config.seed)}", progress=not FLAGS.no_progress,
-                        stop_after_chunks=FLAGS.stop_after_chunks)
+                        stop_after_chunks=FLAGS.stop_after_chunks, stop_at_update=FLAGS.stop_at_update)
     except TrainingDiverged as e:
         print(f"[jaxcc.train] {e}", file=sys.stderr)
         return 3
-    print(next_steps(summary, str(config.algo), name))
+    if jax.process_index() == 0:
+        print(next_steps(summary, str(config.algo), name))
     return 0
 
 
@@ -454,8 +620,14 @@ def main(argv: list[str] | None = None) -> int:
         flags.DEFINE_string("workdir", None, "run directory (default checkpoints/runs/<config>-<seed>)")
         flags.DEFINE_integer("seed", None, "overrides config.seed")
         flags.DEFINE_bool("no_progress", False, "no tqdm bar")
-        flags.DEFINE_bool("distributed", False, "call jax.distributed.initialize() (multi-host)")
+        flags.DEFINE_bool("distributed", False, "call jax.distributed.initialize() with no arguments "
+                          "(auto-detection: TPU pod slices, SLURM, Open MPI)")
+        flags.DEFINE_string("coordinator_address", None, "multi-host: HOST:PORT of process 0's coordinator")
+        flags.DEFINE_integer("num_processes", None, "multi-host: number of processes")
+        flags.DEFINE_integer("process_id", None, "multi-host: this process's index in [0, num_processes)")
         flags.DEFINE_integer("stop_after_chunks", None, "stop after N chunks (tests; resume continues)")
+        flags.DEFINE_integer("stop_at_update", None, "stop once the update counter reaches N "
+                             "(a chunk boundary; also when resumed; resume continues)")
         flags.mark_flags_as_required(["config"])
     cfg_path = config_arg(argv)
     keys = _config_keys(cfg_path) if cfg_path else None
