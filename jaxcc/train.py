@@ -10,11 +10,25 @@ PureJaxRL shape: the agent's ``make_train(config)`` gives pure jitted functions 
 (``metrics.jsonl`` always, wandb when not disabled — offline unless credentials exist), saves
 orbax checkpoints, guards against NaN/inf, and shows a tqdm bar with ETA and current returns.
 
-Devices: this loop places every run's environment lanes (the state's ``env`` leading axis)
-sharded over every device on a 1-D mesh (``'data'``) and replicates the rest.  Only Pareto's
-agent also shards inside its update (its lanes and minibatches, with the replay buffer
-replicated); Aurora and Eagle add no sharding constraints of their own.  On a multi-host TPU pod pass
-``--distributed`` (or set ``JAXCC_DISTRIBUTED=1``) to call ``jax.distributed.initialize()``.
+Devices: one 1-D mesh, axis ``'data'``, over ``jax.devices()`` — every device of every process
+(``make_mesh``).  The environment lanes are the state's ``env`` subtree (every agent keeps all
+its per-lane arrays there, each with the lane axis leading); ``state_shardings`` splits them
+over ``'data'`` and replicates the rest (parameters, optimiser state, replay buffers, keys,
+counters).  Inside their updates all five agents constrain their batches with
+``jaxcc.agents.pipeline.data_sharding(mesh)`` — the lanes they step, PPO's minibatches,
+Eagle's episodes, the replay minibatches of Pareto, MOCC and DeepCC — so each device does its
+share of the batch and XLA all-reduces the gradients (``tests/test_train_sharding.py`` checks
+both on 8 forced CPU devices).  ``num_envs`` and each agent's batch must be multiples of the
+device count (a one-line error names the config field).
+
+Keys, Brax-style: every process runs the same SPMD program with the same seed.  ``init`` is one
+jit with ``out_shardings``, so the per-lane keys are split from the one global key inside it
+and each device ends up holding the keys (and states) of its own lanes; every later key is
+split from the state's ``key`` by the same jitted program.  Arrays are global ``jax.Array``s
+across hosts, so no per-host ``fold_in(process_index)`` is needed, and a run's numbers do not
+depend on how many processes or devices execute it (up to the order of float reductions).
+On a multi-host TPU pod pass ``--distributed`` (or set ``JAXCC_DISTRIBUTED=1``) to call
+``jax.distributed.initialize()``.
 """
 
 from __future__ import annotations
@@ -150,29 +164,46 @@ class Logger:
 # ----------------------------------------------------------------------------- devices
 
 
-def make_mesh():
+# The state's subtrees whose every leaf has the environment-lane axis (at ``lane_axis``): the agents'
+# contract (``jaxcc.agents``); all five keep their per-lane arrays under ``env`` only.
+LANE_KEYS = ("env",)
+
+
+def make_mesh(devices=None):
+    """The 1-D ``'data'`` mesh over ``devices`` (default: ``jax.devices()``, all processes')."""
     import jax
     from jax.sharding import Mesh
 
-    return Mesh(np.asarray(jax.devices()), ("data",))
+    return Mesh(np.asarray(jax.devices() if devices is None else list(devices)), ("data",))
 
 
-def state_shardings(state, mesh):
-    """Environment lanes sharded over 'data' on their leading axis; everything else replicated."""
+def state_shardings(state, mesh, lane_axis: int = 0, lane_keys=LANE_KEYS):
+    """The lane subtrees (``lane_keys``) split over 'data' on their axis ``lane_axis`` (0; 1 for a
+    state with a leading sweep-member axis); everything else replicated.
+
+    Every leaf under a lane key must have one common lane count, a multiple of the device count:
+    anything else is a one-line ``ValueError`` (a leaf replicated by accident would silently
+    undo the split)."""
     import jax
     from jax.sharding import NamedSharding, PartitionSpec as P
 
     n = mesh.devices.size
     rep = NamedSharding(mesh, P())
-
-    def env_leaf(x):
-        if len(x.shape) >= 1 and x.shape[0] % n == 0:
-            return NamedSharding(mesh, P("data"))
-        return rep
-
-    out = {k: jax.tree.map(lambda _: rep, v) for k, v in state.items() if k != "env"}
-    if "env" in state:
-        out["env"] = jax.tree.map(env_leaf, state["env"])
+    lanes = NamedSharding(mesh, P(*([None] * lane_axis), "data"))
+    out = {k: jax.tree.map(lambda _: rep, v) for k, v in state.items() if k not in lane_keys}
+    for k in lane_keys:
+        if k not in state:
+            continue
+        leaves = jax.tree_util.tree_flatten_with_path(state[k])[0]
+        counts = {jax.tree_util.keystr(p): (x.shape[lane_axis] if len(x.shape) > lane_axis else None)
+                  for p, x in leaves}
+        first = next(iter(counts.values()), None)
+        for path, c in counts.items():
+            if c is None or c != first or c % n:
+                raise ValueError(f"state[{k!r}]{path}: lane axis {lane_axis} has {c} lanes (other leaves: {first}); "
+                                 f"every lane leaf needs the same lane count, a multiple of the {n} devices "
+                                 f"(config.num_envs)")
+        out[k] = jax.tree.map(lambda _: lanes, state[k])
     return out
 
 
