@@ -164,47 +164,23 @@ class Logger:
 # ----------------------------------------------------------------------------- devices
 
 
-# The state's subtrees whose every leaf has the environment-lane axis (at ``lane_axis``): the agents'
-# contract (``jaxcc.agents``); all five keep their per-lane arrays under ``env`` only.
-LANE_KEYS = ("env",)
+# The mesh and the state's placement live with the agents' contract (``jaxcc.agents.pipeline``,
+# so that ``jaxcc.bench`` below this module uses the same); named here for the loop and its users.
 
 
 def make_mesh(devices=None):
     """The 1-D ``'data'`` mesh over ``devices`` (default: ``jax.devices()``, all processes')."""
-    import jax
-    from jax.sharding import Mesh
+    from jaxcc.agents import pipeline
 
-    return Mesh(np.asarray(jax.devices() if devices is None else list(devices)), ("data",))
+    return pipeline.make_mesh(devices)
 
 
-def state_shardings(state, mesh, lane_axis: int = 0, lane_keys=LANE_KEYS):
-    """The lane subtrees (``lane_keys``) split over 'data' on their axis ``lane_axis`` (0; 1 for a
-    state with a leading sweep-member axis); everything else replicated.
+def state_shardings(state, mesh, lane_axis: int = 0):
+    """``jaxcc.agents.pipeline.state_shardings``: the environment lanes split over 'data', the rest
+    replicated."""
+    from jaxcc.agents import pipeline
 
-    Every leaf under a lane key must have one common lane count, a multiple of the device count:
-    anything else is a one-line ``ValueError`` (a leaf replicated by accident would silently
-    undo the split)."""
-    import jax
-    from jax.sharding import NamedSharding, PartitionSpec as P
-
-    n = mesh.devices.size
-    rep = NamedSharding(mesh, P())
-    lanes = NamedSharding(mesh, P(*([None] * lane_axis), "data"))
-    out = {k: jax.tree.map(lambda _: rep, v) for k, v in state.items() if k not in lane_keys}
-    for k in lane_keys:
-        if k not in state:
-            continue
-        leaves = jax.tree_util.tree_flatten_with_path(state[k])[0]
-        counts = {jax.tree_util.keystr(p): (x.shape[lane_axis] if len(x.shape) > lane_axis else None)
-                  for p, x in leaves}
-        first = next(iter(counts.values()), None)
-        for path, c in counts.items():
-            if c is None or c != first or c % n:
-                raise ValueError(f"state[{k!r}]{path}: lane axis {lane_axis} has {c} lanes (other leaves: {first}); "
-                                 f"every lane leaf needs the same lane count, a multiple of the {n} devices "
-                                 f"(config.num_envs)")
-        out[k] = jax.tree.map(lambda _: lanes, state[k])
-    return out
+    return pipeline.state_shardings(state, mesh, lane_axis=lane_axis)
 
 
 # ----------------------------------------------------------------------------- checks

@@ -248,8 +248,7 @@ def make_train(config, mesh=None) -> Trainer:
     if num_updates % chunk:
         raise ValueError(f"config.num_updates={num_updates} must be a multiple of chunk_updates={chunk}")
     pipeline.require_multiple(mesh, {"config.num_envs": E,
-                                     "minibatch num_envs·ppo.num_steps·flows/ppo.num_minibatches": batch // n_mb},
-                              "choose config.ppo.num_minibatches to fit")
+                                     "the minibatch num_envs·ppo.num_steps·flows/config.ppo.num_minibatches": batch // n_mb})
     shard = pipeline.data_sharding(mesh)
     feats = features_spec(config)
     spec = actor_spec(T, D, hidden, action_clip=clip_a, features=feats, mi_rtts=float(feats.get("mi_rtts", 0.5)))

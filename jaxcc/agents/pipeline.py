@@ -74,6 +74,48 @@ def data_sharding(mesh, axis: int = 0) -> Callable:
     return lambda tree: jax.tree.map(one, tree)
 
 
+# The state's subtrees whose every leaf has the environment-lane axis (at ``lane_axis``): the agents'
+# contract (``jaxcc.agents``); all five keep their per-lane arrays under ``env`` only (rollouts and
+# replay minibatches live inside an update, never in the state; replay buffers are replicated).
+LANE_KEYS = ("env",)
+
+
+def make_mesh(devices=None):
+    """The 1-D ``'data'`` mesh over ``devices`` (default: ``jax.devices()``, all processes')."""
+    from jax.sharding import Mesh
+
+    return Mesh(np.asarray(jax.devices() if devices is None else list(devices)), (DATA_AXIS,))
+
+
+def state_shardings(state, mesh, lane_axis: int = 0, lane_keys=LANE_KEYS):
+    """The lane subtrees (``lane_keys``) split over 'data' on their axis ``lane_axis`` (0; 1 for a
+    state with a leading sweep-member axis); everything else replicated.
+
+    Every leaf under a lane key must have one common lane count, a multiple of the device count:
+    anything else is a one-line ``ValueError`` (a leaf replicated by accident would silently
+    undo the split)."""
+    from jax.sharding import NamedSharding, PartitionSpec as P
+
+    n = mesh.devices.size
+    rep = NamedSharding(mesh, P())
+    lanes = NamedSharding(mesh, P(*([None] * lane_axis), DATA_AXIS))
+    out = {k: jax.tree.map(lambda _: rep, v) for k, v in state.items() if k not in lane_keys}
+    for k in lane_keys:
+        if k not in state:
+            continue
+        leaves = jax.tree_util.tree_flatten_with_path(state[k])[0]
+        counts = {jax.tree_util.keystr(p): (x.shape[lane_axis] if len(x.shape) > lane_axis else None)
+                  for p, x in leaves}
+        first = next(iter(counts.values()), None)
+        for path, c in counts.items():
+            if c is None or c != first or c % n:
+                raise ValueError(f"state[{k!r}]{path}: lane axis {lane_axis} has {c} lanes (other leaves: {first}); "
+                                 f"every lane leaf needs the same lane count, a multiple of the {n} devices "
+                                 f"(config.num_envs)")
+        out[k] = jax.tree.map(lambda _: lanes, state[k])
+    return out
+
+
 def require_multiple(mesh, fields: dict[str, int], what: str = "") -> None:
     """One-line ``ValueError`` naming the first config field whose value (an axis the agent splits
     over the devices) is not a multiple of the device count.  ``fields``: {``config.a.b``: value}
