@@ -13,17 +13,35 @@ Also measured: the same workload on 1 Mbit/s and on 1 Gbit/s links — a fluid m
 not depend on the link rate.  Timings exclude compilation (one warm-up call per size).
 
     python -m jaxcc.bench --train=aurora --sizes=1,64,1024,4096 --out=bench_cpu.json
+    python -m jaxcc.bench --train=all --devices=1,8 --out=bench_train.json   # + bench_train.md
 
-``--train=CONFIG`` times the whole training loop of ``configs/CONFIG.py`` instead: environment
-steps per second of ``--updates`` updates per call (for PPO: collect, GAE and the epochs), with
-``num_envs`` set to each size (default: the config's).  ``CONFIG`` is what ``jaxcc.train
---config`` takes (``jaxcc.configs_path``: a name, ``NAME:ARG`` or a path); a config that does not
-exist or whose agent the benchmark does not support is one ``error:`` line, exit status 2.
+``--train=CONFIG[,CONFIG...]`` times the whole training loop of ``configs/CONFIG.py`` instead
+(``all``: the five smoke configs, one per algorithm): per row, environment steps per second and
+updates per second of ``--updates`` updates per call (an update is one ``config.num_updates``
+step of the algorithm: for PPO collect, GAE and the epochs; for CEM one batch of episodes; for
+TD3 ``rollout_len`` steps and ``grad_steps`` gradient steps; for MOCC and DeepCC one step of
+every link and ``updates_per_step`` gradient steps), with ``num_envs`` set to each size
+(default: the config's, rounded up to a multiple of every device count asked for).  Environment
+steps are what the agent's ``counters.env_steps`` counts (link-steps; MOCC counts flow-steps).
+The off-policy agents start learning at once (``learning_starts`` 0) so that every timed update
+has its gradient steps.  Runs are placed as ``jaxcc.train`` places them: the lanes split over a
+1-D ``'data'`` mesh of the devices, each agent splitting its batches inside its update.
+
+``--devices=1,8`` runs the benchmark once per device count, each in a subprocess: on the CPU with
+``--xla_force_host_platform_device_count=N`` (N host devices sharing this machine's cores, so
+more devices is not faster here: it measures the cost of the split program), on a GPU/TPU host
+on the first N real devices (more than there are is an error).  Without ``--devices`` every
+device of this process is used.  The JSON (``--out``) and a markdown table (``--md``, default
+``--out`` with ``.md``) list: algorithm, config, devices, num_envs, env steps/s, updates/s.
+``CONFIG`` is what ``jaxcc.train --config`` takes (``jaxcc.configs_path``: a name, ``NAME:ARG``
+or a path); a config that does not exist, a size that cannot be split over the devices, or more
+devices than there are is one ``error:`` line, exit status 2.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import platform
 import sys
@@ -42,8 +60,17 @@ flags.DEFINE_list("sizes", ["1", "16", "256", "1024", "4096", "16384"], "Numbers
 flags.DEFINE_integer("decisions", 100, "Decisions per link per timed call.")
 flags.DEFINE_integer("repeats", 3, "Timed calls per size (the best is reported).")
 flags.DEFINE_enum("mode", "auto", ["auto", "env", "sim"], "Drive the Aurora env or the bare simulator.")
-flags.DEFINE_string("train", None, "time the training loop of configs/NAME.py (e.g. aurora) instead of the simulator")
+flags.DEFINE_string("train", None, "time the training loop of configs/NAME.py (e.g. aurora; several comma-separated; "
+                    "'all': the five smoke configs) instead of the simulator")
 flags.DEFINE_integer("updates", 2, "--train: updates per timed call")
+flags.DEFINE_list("devices", None, "--train: device counts to measure at, each in a subprocess (e.g. 1,8)")
+flags.DEFINE_string("md", None, "--train: the markdown table (default: --out with .md)")
+flags.DEFINE_integer("sweep_k", 0, "--train: also time a K-member sweep against K separate runs per config "
+                     "(jaxcc.sweep.bench_sweep); 0: not measured")
+
+# --train=all: one smoke config per algorithm (config.algo).
+TRAIN_ALL = ("aurora_smoke", "eagle_smoke", "pareto_smoke", "mocc_smoke", "deepcc_smoke")
+CHILD_ENV = "JAXCC_BENCH_DEVICES"  # set in a --devices subprocess: the device count it measures at
 
 TICKS_PER_RTT = links.DEFAULT_TICKS_PER_RTT
 MI_TICKS = TICKS_PER_RTT // 2  # Aurora: one decision every ½ RTT
@@ -128,68 +155,196 @@ def _time(fn, repeats):
     return best
 
 
-def bench_training(config, updates: int = 2, sizes=None, repeats: int = 2) -> list[dict]:
-    """Environment steps (MIs) per second of the agent's whole training loop (``run_chunk`` of
-    ``updates`` updates), compilation excluded (one warm-up call per size).  Also per CPU-second
-    of this process (all its threads), which is the fairer figure on a shared machine.
+def bench_config(config, updates: int, n: int, devices: int | None = None) -> dict:
+    """``config`` ready to time: ``num_envs = n``, one chunk of ``updates`` updates (every stage of
+    a staged config), off-policy learning from the first update."""
+    cfg = config.copy_and_resolve_references()
+    with cfg.unlocked():
+        cfg.num_envs = int(n)
+        cfg.chunk_updates = int(updates)
+        cfg.num_updates = int(updates)
+        if "stages" in cfg:
+            for st in cfg.stages.values():
+                st.num_updates = int(updates)
+        if "ppo" in cfg:
+            per = n * cfg.ppo.num_steps
+            cfg.ppo.num_minibatches = max(1, min(int(config.ppo.num_minibatches), per // 256))
+            while per % cfg.ppo.num_minibatches or (devices and (per // cfg.ppo.num_minibatches) % devices):
+                cfg.ppo.num_minibatches -= 1
+        for block, keys in (("moq", ("learning_starts",)), ("ddpg", ("learning_starts", "actor_starts"))):
+            if block in cfg:
+                for k in keys:
+                    cfg[block][k] = 0
+    return cfg
+
+
+def bench_training(config, updates: int = 2, sizes=None, repeats: int = 2, devices=None) -> list[dict]:
+    """Environment steps and updates per second of the agent's whole training loop (``run_chunk``
+    of ``updates`` updates), compilation excluded (one warm-up call per size).  Also per
+    CPU-second of this process (all its threads), which is the fairer figure on a shared machine.
 
     ``config.num_envs`` is set to each size; a PPO config's ``ppo.num_minibatches`` shrinks to
-    keep minibatches of at least 256 samples (and a divisor of the batch).  The agent's trainer
-    must say how many env steps an update takes (``env_steps_per_update``: Aurora, Eagle).
+    keep minibatches of at least 256 samples (and a divisor of the batch that splits over the
+    devices).  ``devices``: the mesh (default every device); the state is placed as
+    ``jaxcc.train`` places it and the agent gets the mesh.
     """
     from jaxcc import agents
+    from jaxcc.agents import pipeline
 
+    devs = list(jax.devices() if devices is None else devices)
+    mesh = pipeline.make_mesh(devs)
     rows = []
     for n in sizes or [int(config.num_envs)]:
-        cfg = config.copy_and_resolve_references()
-        with cfg.unlocked():
-            cfg.num_envs = int(n)
-            cfg.chunk_updates = int(updates)
-            cfg.num_updates = int(updates)
-            if "ppo" in cfg:
-                per = n * cfg.ppo.num_steps
-                cfg.ppo.num_minibatches = max(1, min(int(config.ppo.num_minibatches), per // 256))
-                while per % cfg.ppo.num_minibatches:
-                    cfg.ppo.num_minibatches -= 1
-        tr = agents.make_train(cfg)
-        if not hasattr(tr, "env_steps_per_update"):
-            raise ValueError(f"config.algo={cfg.algo!r} does not report env_steps_per_update "
-                             f"(the training benchmark supports Aurora and Eagle)")
-        state = jax.jit(tr.init)(jax.random.PRNGKey(0))
-        run = jax.jit(tr.run_chunk, static_argnums=1)
+        cfg = bench_config(config, updates, n, len(devs))
+        if int(n) % len(devs):
+            raise ValueError(f"num_envs={n} must be a multiple of the {len(devs)} devices (--sizes)")
+        tr = agents.make_train(cfg, mesh=mesh)
+        key = jax.random.PRNGKey(0)
+        sh = pipeline.state_shardings(jax.eval_shape(tr.init, key), mesh)
+        state = jax.jit(tr.init, out_shardings=sh)(key)
+        run = jax.jit(tr.run_chunk, static_argnums=1, out_shardings=(sh, None))
         t0 = time.perf_counter()
         state, _ = jax.block_until_ready(run(state, 0))
         t_first = time.perf_counter() - t0
-        best, best_cpu = float("inf"), float("inf")
+        best, best_cpu, steps = float("inf"), float("inf"), None
         for _ in range(repeats):
+            before = int(state["counters"]["env_steps"])
             t0, c0 = time.perf_counter(), time.process_time()
             state, m = jax.block_until_ready(run(state, 0))
             best = min(best, time.perf_counter() - t0)
             best_cpu = min(best_cpu, time.process_time() - c0)
-        steps = updates * tr.env_steps_per_update
-        rows.append({"num_envs": n, "num_steps": int(cfg.ppo.num_steps) if "ppo" in cfg else None,
-                     "updates": updates, "seconds": best, "env_steps_per_s": steps / best, "cpu_seconds": best_cpu,
+            steps = int(state["counters"]["env_steps"]) - before
+        rows.append({"config_algo": str(cfg.algo), "devices": int(mesh.devices.size),
+                     "process_devices": jax.device_count(), "num_envs": int(n),
+                     "num_steps": int(cfg.ppo.num_steps) if "ppo" in cfg else None, "updates": updates,
+                     "env_steps": steps, "seconds": best, "env_steps_per_s": steps / best,
+                     "updates_per_s": updates / best, "cpu_seconds": best_cpu,
                      "env_steps_per_cpu_s": steps / max(best_cpu, 1e-9), "first_call_s": t_first})
-        print(f"links={n:6d}  MIs/update={tr.env_steps_per_update:8d}  env-steps/s={steps / best:12,.0f}  "
-              f"per CPU-second={steps / max(best_cpu, 1e-9):12,.0f}  (first call incl. compile {t_first:.1f} s)",
-              flush=True)
+        print(f"{cfg.algo:14s} devices={len(devs)}  links={n:6d}  env-steps/s={steps / best:12,.0f}  "
+              f"updates/s={updates / best:9.2f}  (first call incl. compile {t_first:.1f} s)", flush=True)
     return rows
 
 
-def main_train(name: str):
-    """The training-loop benchmark of config ``name``; a bad config is one ``error:`` line, exit 2."""
+def train_names(arg: str) -> list[str]:
+    return list(TRAIN_ALL) if arg.strip() == "all" else [a.strip() for a in arg.split(",") if a.strip()]
+
+
+def default_size(config, device_counts) -> int:
+    """The config's ``num_envs`` rounded up to a multiple of every device count."""
+    step = math.lcm(*[int(d) for d in device_counts]) if device_counts else 1
+    return -(-int(config.num_envs) // step) * step
+
+
+def markdown(result: dict) -> str:
+    """The table of a ``--train`` result (and of its sweep rows when measured)."""
+    lines = ["| algorithm | config | devices | num_envs | env steps/s | updates/s |", "|---|---|---:|---:|---:|---:|"]
+    for r in result["rows"]:
+        lines.append(f"| {r['algorithm']} | {r['config']} | {r['devices']} | {r['num_envs']} | "
+                     f"{r['env_steps_per_s']:,.0f} | {r['updates_per_s']:.2f} |")
+    lines.append("")
+    lines.append(f"{result['backend']} ({result['device']}; {result['cpu_count']} CPUs), {result['updates']} updates "
+                 f"per timed call, best of {result['repeats']}, compilation excluded.")
+    # K-member sweep (one jitted program) against K separate runs: ``jaxcc.sweep.bench_sweep``'s
+    # dicts, one per config, listed with their own keys.
+    if result.get("sweep"):
+        keys = list(dict.fromkeys(k for r in result["sweep"] for k in r))
+        lines += ["", "Sweep in one program vs separate runs:", "",
+                  "| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
+        for r in result["sweep"]:
+            lines.append("| " + " | ".join(f"{r.get(k):,.4g}" if isinstance(r.get(k), float) else str(r.get(k, ""))
+                                           for k in keys) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _train_rows(names, device_counts, sizes) -> list[dict]:
+    """This process's rows: every config at this process's device count (``CHILD_ENV`` or all)."""
+    want = int(os.environ.get(CHILD_ENV, "0")) or None
+    devs = jax.devices()
+    if want is not None:
+        if len(devs) < want:
+            raise ValueError(f"--devices={want}: only {len(devs)} {jax.default_backend()} device(s) here")
+        devs = devs[:want]
+    rows = []
+    for name in names:
+        cfg = configs_path.load_config(name)
+        size = sizes or [default_size(cfg, device_counts or [len(devs)])]
+        for r in bench_training(cfg, FLAGS.updates, size, FLAGS.repeats if FLAGS["repeats"].present else 2, devs):
+            rows.append({"algorithm": r.pop("config_algo"), "config": name, **r})
+    return rows
+
+
+def _spawn(device_counts) -> list[dict]:
+    """One subprocess per device count (the forced host-device flag must precede JAX's start)."""
+    import re
+    import subprocess
+    import tempfile
+
+    rows = []
+    for d in device_counts:
+        env = dict(os.environ)
+        flags_ = re.sub(r"--xla_force_host_platform_device_count=\S+", "", env.get("XLA_FLAGS", ""))
+        env["XLA_FLAGS"] = f"{flags_} --xla_force_host_platform_device_count={d}".strip()
+        env[CHILD_ENV] = str(d)
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "rows.json")
+            argv = [f"--train={FLAGS.train}", f"--updates={FLAGS.updates}", f"--devices={','.join(map(str, device_counts))}",
+                    f"--out={out}"]  # every count: the default size is a multiple of all of them
+            argv += [f"--sizes={','.join(FLAGS.sizes)}"] if FLAGS["sizes"].present else []
+            argv += [f"--repeats={FLAGS.repeats}"] if FLAGS["repeats"].present else []
+            r = subprocess.run([sys.executable, "-m", "jaxcc.bench", *argv], env=env)
+            if r.returncode != 0:
+                raise ChildFailed(r.returncode)
+            with open(out) as fh:
+                rows += json.load(fh)["rows"]
+    return rows
+
+
+class ChildFailed(RuntimeError):
+    pass
+
+
+def main_train(arg: str):
+    """The training-loop benchmark; a bad config or size is one ``error:`` line, exit 2."""
+    names = train_names(arg)
     sizes = [int(s) for s in FLAGS.sizes] if FLAGS["sizes"].present else None
+    counts = [int(d) for d in FLAGS.devices] if FLAGS.devices else None
     try:
-        rows = bench_training(configs_path.load_config(name), FLAGS.updates, sizes)
+        if counts and any(d < 1 for d in counts):
+            raise ValueError(f"--devices={','.join(FLAGS.devices)}: device counts must be >= 1")
+        if counts and sizes and any(s % d for s in sizes for d in counts):
+            raise ValueError(f"--sizes={','.join(FLAGS.sizes)} must be multiples of every device count "
+                             f"(--devices={','.join(FLAGS.devices)})")
+        for name in names:
+            configs_path.load_config(name)  # an unknown name: one line, before any subprocess
+        if counts and not os.environ.get(CHILD_ENV):
+            rows = _spawn(counts)
+        else:
+            rows = _train_rows(names, counts, sizes)
+        sweep = []
+        if FLAGS.sweep_k and not os.environ.get(CHILD_ENV):
+            from jaxcc import sweep as sweep_mod  # K members in one jitted program vs K separate runs
+            for name in names:
+                sweep.append({"config": name, **sweep_mod.bench_sweep(configs_path.load_config(name), FLAGS.sweep_k,
+                                                                      FLAGS.updates)})
+    except ChildFailed as e:
+        return int(e.args[0])  # the subprocess printed its own error line
     except ValueError as e:
-        print(f"error: --train={name}: {e}", file=sys.stderr)
+        print(f"error: --train={arg}: {' '.join(str(e).split())}", file=sys.stderr)
         return 2
-    result = {"config": name, "rows": rows, "reference_sb3_ppo_packet_sim_1core_steps_per_s": 650,
-              "device": str(jax.devices()[0]), "cpu_count": os.cpu_count(), "machine": platform.machine(),
+    result = {"config": arg, "configs": names, "rows": rows, "sweep": sweep, "updates": FLAGS.updates,
+              "repeats": FLAGS.repeats if FLAGS["repeats"].present else 2,
+              "reference_sb3_ppo_packet_sim_1core_steps_per_s": 650, "device": str(jax.devices()[0]),
+              "backend": jax.default_backend(), "cpu_count": os.cpu_count(), "machine": platform.machine(),
               "jax": jax.__version__}
     with open(FLAGS.out, "w") as fh:
         json.dump(result, fh, indent=2)
-    print(f"wrote {FLAGS.out}")
+    if not os.environ.get(CHILD_ENV):
+        md = FLAGS.md or os.path.splitext(FLAGS.out)[0] + ".md"
+        with open(md, "w") as fh:
+            fh.write(markdown(result))
+        print(markdown(result))
+        print(f"wrote {FLAGS.out} and {md}")
+    return 0
 
 
 def main(argv):

@@ -10,24 +10,33 @@ PureJaxRL shape: the agent's ``make_train(config)`` gives pure jitted functions 
 (``metrics.jsonl`` always, wandb when not disabled — offline unless credentials exist), saves
 orbax checkpoints, guards against NaN/inf, and shows a tqdm bar with ETA and current returns.
 
-Devices: this loop places every run's environment lanes (the state's ``env`` leading axis)
-sharded over every device on a 1-D mesh (``'data'``) and replicates the rest.  Only Pareto's
-agent also shards inside its update (its lanes and minibatches, with the replay buffer
-replicated); Aurora and Eagle add no sharding constraints of their own.
+Devices: one 1-D mesh, axis ``'data'``, over ``jax.devices()`` — every device of every process
+(``make_mesh``).  The environment lanes are the state's ``env`` subtree (every agent keeps all
+its per-lane arrays there, each with the lane axis leading); ``state_shardings`` splits them
+over ``'data'`` and replicates the rest (parameters, optimiser state, replay buffers, keys,
+counters).  Inside their updates all five agents constrain their batches with
+``jaxcc.agents.pipeline.data_sharding(mesh)`` — the lanes they step, PPO's minibatches,
+Eagle's episodes, the replay minibatches of Pareto, MOCC and DeepCC — so each device does its
+share of the batch and XLA all-reduces the gradients (``tests/test_train_sharding.py`` checks
+both on 8 forced CPU devices).  ``num_envs`` and each agent's batch must be multiples of the
+device count (a one-line error names the config field).
+
+Keys, Brax-style: every process runs the same SPMD program with the same seed.  ``init`` is one
+jit with ``out_shardings``, so the per-lane keys are split from the one global key inside it
+and each device ends up holding the keys (and states) of its own lanes; every later key is
+split from the state's ``key`` by the same jitted program.  Arrays are global ``jax.Array``s
+across hosts, so no per-host ``fold_in(process_index)`` is needed, and a run's numbers do not
+depend on how many processes or devices execute it (up to the order of float reductions).
 
 Hosts: ``--coordinator_address=HOST:PORT --num_processes=N --process_id=I`` call
 ``jax.distributed.initialize`` with those values (``launch/multihost_local.sh`` runs N such
 processes on one machine with forced CPU devices; CPU collectives between processes go through
 gloo, jax's default ``jax_cpu_collectives_implementation`` since 0.4.3x, recorded in ``run.json``);
 ``--distributed`` (or ``JAXCC_DISTRIBUTED=1``) calls ``jax.distributed.initialize()`` with no
-arguments, which detects the topology itself on a TPU pod slice (and under SLURM/Open MPI).  Every
-process runs the same program with the same seed (SPMD): the mesh spans every process's devices,
-the state is made by one jit with ``out_shardings``, so the per-lane keys are split from the one
-global key once and each device holds the lanes (and keys) of its own shard; no per-host
-``fold_in`` is needed because the arrays are global ``jax.Array``s.  Process 0 alone writes the
-run's files (``run.json``, ``config.json``, ``metrics.jsonl``, wandb, ``summary.json``, the stage
-JSON and exported policies); every process takes part in orbax's collective checkpoint saves (each
-writes the shards it holds, once) and restores.
+arguments, which detects the topology itself on a TPU pod slice (and under SLURM/Open MPI).
+Process 0 alone writes the run's files (``run.json``, ``config.json``, ``metrics.jsonl``, wandb,
+``summary.json``, the stage JSON and exported policies); every process takes part in orbax's
+collective checkpoint saves (each writes the shards it holds, once) and restores.
 
 Workdirs: a local path or a URI (``gs://bucket/runs/x``); every file goes through ``etils.epath``
 and only local paths are made absolute (``jaxcc.checkpointing.run_path``).  wandb keeps its own
@@ -287,30 +296,23 @@ def run_info(mesh, resumed_from: int | None) -> dict:
 # ----------------------------------------------------------------------------- devices
 
 
-def make_mesh():
-    import jax
-    from jax.sharding import Mesh
-
-    return Mesh(np.asarray(jax.devices()), ("data",))
+# The mesh and the state's placement live with the agents' contract (``jaxcc.agents.pipeline``,
+# so that ``jaxcc.bench`` below this module uses the same); named here for the loop and its users.
 
 
-def state_shardings(state, mesh):
-    """Environment lanes sharded over 'data' on their leading axis; everything else replicated."""
-    import jax
-    from jax.sharding import NamedSharding, PartitionSpec as P
+def make_mesh(devices=None):
+    """The 1-D ``'data'`` mesh over ``devices`` (default: ``jax.devices()``, all processes')."""
+    from jaxcc.agents import pipeline
 
-    n = mesh.devices.size
-    rep = NamedSharding(mesh, P())
+    return pipeline.make_mesh(devices)
 
-    def env_leaf(x):
-        if len(x.shape) >= 1 and x.shape[0] % n == 0:
-            return NamedSharding(mesh, P("data"))
-        return rep
 
-    out = {k: jax.tree.map(lambda _: rep, v) for k, v in state.items() if k != "env"}
-    if "env" in state:
-        out["env"] = jax.tree.map(env_leaf, state["env"])
-    return out
+def state_shardings(state, mesh, lane_axis: int = 0):
+    """``jaxcc.agents.pipeline.state_shardings``: the environment lanes split over 'data', the rest
+    replicated."""
+    from jaxcc.agents import pipeline
+
+    return pipeline.state_shardings(state, mesh, lane_axis=lane_axis)
 
 
 # ----------------------------------------------------------------------------- checks

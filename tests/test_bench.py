@@ -5,29 +5,59 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FIELDS = ("algorithm", "config", "devices", "num_envs", "env_steps_per_s", "updates_per_s", "seconds", "updates",
+          "env_steps")
+
+
+def _bench(args, tmp_path, timeout=600):
+    out = tmp_path / "bench.json"
+    env = dict(os.environ, JAX_PLATFORMS="cpu")
+    r = subprocess.run([sys.executable, "-m", "jaxcc.bench", *args, f"--out={out}"], cwd=REPO, capture_output=True,
+                       text=True, timeout=timeout, env=env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return json.loads(out.read_text()), (tmp_path / "bench.md").read_text()
 
 
 def test_train_bench_times_the_training_loop(tmp_path):
-    out = tmp_path / "bench.json"
-    r = subprocess.run([sys.executable, "-m", "jaxcc.bench", "--train=aurora_smoke", "--sizes=4,8", "--updates=1",
-                        f"--out={out}"], cwd=REPO, capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, r.stderr[-3000:]
-    res = json.loads(out.read_text())
+    res, md = _bench(["--train=aurora_smoke", "--sizes=4,8", "--updates=1"], tmp_path)
     assert res["config"] == "aurora_smoke" and [row["num_envs"] for row in res["rows"]] == [4, 8]
     for row in res["rows"]:
+        assert all(k in row for k in FIELDS), row
+        assert row["algorithm"] == "aurora_ppo" and row["devices"] == 1
         # aurora_smoke: 64 MIs per link per update (one flow per link), one update per timed call.
         assert row["updates"] == 1 and row["num_steps"] == 64
         assert row["env_steps_per_s"] > 0 and row["seconds"] > 0
         assert row["env_steps_per_s"] == row["num_envs"] * 64 / row["seconds"]
+        assert row["updates_per_s"] == 1 / row["seconds"]
+    assert md.count("| aurora_ppo | aurora_smoke | 1 |") == 2
 
 
-def test_train_bench_bad_config_is_one_line():
-    """An unknown config, or one whose agent the benchmark does not time: one error line, exit 2."""
-    for name, why in (("nope", "unknown config 'nope'; valid configs: "),
-                      ("pareto_staged", "does not report env_steps_per_update")):
-        r = subprocess.run([sys.executable, "-m", "jaxcc.bench", f"--train={name}", "--sizes=4",
-                            "--out=/tmp/unused-jaxcc-bench.json"], cwd=REPO, capture_output=True, text=True, timeout=300)
+@pytest.mark.slow
+def test_train_bench_at_each_device_count(tmp_path):
+    """``--devices=1,2``: one subprocess per count, each with that many forced host devices; the
+    rows record the mesh they ran on and the environment steps the agent counted."""
+    res, md = _bench(["--train=aurora_smoke,mocc_smoke", "--devices=1,2", "--sizes=4", "--updates=1"], tmp_path)
+    got = [(r["config"], r["devices"], r["process_devices"], r["num_envs"]) for r in res["rows"]]
+    assert got == [("aurora_smoke", 1, 1, 4), ("mocc_smoke", 1, 1, 4), ("aurora_smoke", 2, 2, 4), ("mocc_smoke", 2, 2, 4)]
+    for r in res["rows"]:
+        assert all(k in r for k in FIELDS), r
+        assert r["env_steps_per_s"] == r["env_steps"] / r["seconds"] > 0
+        assert r["env_steps"] == (4 * 64 if r["config"] == "aurora_smoke" else 4)  # counters.env_steps of 1 update
+    assert md.splitlines()[0] == "| algorithm | config | devices | num_envs | env steps/s | updates/s |"
+    assert "| mocc_envelope | mocc_smoke | 2 | 4 |" in md
+
+
+def test_train_bench_bad_input_is_one_line():
+    """An unknown config, a size that cannot be split over the devices, a device count < 1: one
+    error line, exit 2, no traceback."""
+    for args, why in ((["--train=nope", "--sizes=4"], "unknown config 'nope'; valid configs: "),
+                      (["--train=aurora_smoke", "--sizes=4", "--devices=1,8"], "--sizes=4 must be multiples of every"),
+                      (["--train=aurora_smoke", "--devices=0"], "device counts must be >= 1")):
+        r = subprocess.run([sys.executable, "-m", "jaxcc.bench", *args, "--out=/tmp/unused-jaxcc-bench.json"],
+                           cwd=REPO, capture_output=True, text=True, timeout=300)
         err = [ln for ln in r.stderr.splitlines() if ln.startswith("error:")]
-        assert r.returncode == 2 and len(err) == 1 and err[0].startswith(f"error: --train={name}: "), r.stderr[-2000:]
+        assert r.returncode == 2 and len(err) == 1 and err[0].startswith(f"{'error: ' + args[0]}: "), r.stderr[-2000:]
         assert why in err[0] and "Traceback" not in r.stderr

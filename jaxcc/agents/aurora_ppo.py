@@ -224,8 +224,9 @@ _strong = pipeline.strong
 def make_train(config, mesh=None) -> Trainer:
     """Build the PPO trainer (see ``configs/aurora.py``).
 
-    ``mesh`` is part of the agents' contract; this trainer adds no sharding constraints of its own
-    (``jaxcc.train`` shards the state's leading environment axis).
+    ``mesh``: the environment lanes (collect) and every PPO minibatch are split over its devices
+    (``pipeline.data_sharding``), so each device steps its own links and computes its share of
+    every minibatch's gradient (XLA all-reduces the sum); ``None`` or one device: no constraint.
 
     State (a dict, everything an exact resume needs): ``agent`` {actor, critic, log_std, opt},
     ``env`` {state, obs, ep_return} with a leading [num_envs] axis, ``key``, ``counters``.
@@ -246,6 +247,9 @@ def make_train(config, mesh=None) -> Trainer:
     num_updates = int(config.num_updates)
     if num_updates % chunk:
         raise ValueError(f"config.num_updates={num_updates} must be a multiple of chunk_updates={chunk}")
+    pipeline.require_multiple(mesh, {"config.num_envs": E,
+                                     "the minibatch num_envs·ppo.num_steps·flows/config.ppo.num_minibatches": batch // n_mb})
+    shard = pipeline.data_sharding(mesh)
     feats = features_spec(config)
     spec = actor_spec(T, D, hidden, action_clip=clip_a, features=feats, mi_rtts=float(feats.get("mi_rtts", 0.5)))
     adam = optax.adam(learning_rate=float(p.lr), eps=float(p.adam_eps))
@@ -281,7 +285,7 @@ def make_train(config, mesh=None) -> Trainer:
     # ------------------------------------------------------------------ collect
     def collect(params, env_s, key):
         def one(carry, k):
-            st, obs, ep_ret = carry
+            st, obs, ep_ret = shard(carry)  # [E, ...] lanes split over the devices
             k_a, k_e = jax.random.split(k)
             mu, log_std, v = policy(params, obs)  # [E, A]
             a = gaussian(mu, log_std).sample(seed=k_a)
@@ -336,6 +340,7 @@ def make_train(config, mesh=None) -> Trainer:
 
             def minibatch(carry, mb):
                 params, opt = carry
+                mb = shard(mb)  # each device: its share of the minibatch's samples
                 (loss, aux), g = jax.value_and_grad(loss_fn, has_aux=True)(params, mb)
                 upd, opt = tx.update(g, opt, params)
                 return (optax.apply_updates(params, upd), opt), {"loss": loss, **aux}

@@ -323,7 +323,9 @@ def make_train(config, mesh=None) -> Trainer:
 
     State: ``agent`` {actor (θ^μ, policy-file layer names), critic (θ^Q), actor_target (θ^μ'),
     critic_target (θ^Q'), actor_opt, critic_opt}, ``buffer`` (replay), ``env`` {state, obs,
-    noise, ret}, ``key``, ``counters``.
+    noise, ret}, ``key``, ``counters``.  ``mesh``: the lanes and every replay minibatch are split
+    over its devices (``pipeline.data_sharding``; the buffer is replicated, XLA all-reduces the
+    gradients); ``None`` or one device: no constraint.
     """
     c = config.ddpg
     env, ep = make_env(config)
@@ -354,6 +356,9 @@ def make_train(config, mesh=None) -> Trainer:
         raise ValueError(f"config.num_updates={num_updates} must be a multiple of chunk_updates={chunk}")
     N, gamma, tau = int(c.batch_size), float(c.gamma), float(c.tau)
     K = int(c.updates_per_step)
+    # Lanes and replay minibatches are split over the devices (the replay buffer is replicated).
+    pipeline.require_multiple(mesh, {"config.num_envs": E, "config.ddpg.batch_size": N})
+    shard = pipeline.data_sharding(mesh)
     zpen = float(c.actor_z_penalty)
     b_reset, b_step = batched_env_fns(env, ep, E)
 
@@ -377,7 +382,7 @@ def make_train(config, mesh=None) -> Trainer:
                          "ret_sum": jnp.zeros((), jnp.float32)}})
 
     def learn(agent, buf, key, actor_on):
-        b = replay_sample(buf, key, N)
+        b = shard(replay_sample(buf, key, N))
         obs, nobs = b["obs"].reshape((N, T, D)), b["next_obs"].reshape((N, T, D))
         g = b["goal"]
         y = bootstrap_target(actor_apply, critic_apply, agent["actor_target"], agent["critic_target"], nobs, g,
@@ -412,7 +417,7 @@ def make_train(config, mesh=None) -> Trainer:
         agent, buf, envs_ = state["agent"], state["buffer"], state["env"]
         cn = state["counters"]
         frac = cn["update"].astype(jnp.float32) / num_updates
-        st, obs = envs_["state"], envs_["obs"]
+        st, obs = shard((envs_["state"], envs_["obs"]))
         goal = st.goal[:, 0]  # [E, G]
         mu, _ = actor_apply(agent["actor"], obs[:, 0], goal)  # [E]
         sigma = linear(frac / float(c.noise_decay_frac), float(c.noise_sigma), float(c.noise_sigma_end))

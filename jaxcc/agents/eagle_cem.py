@@ -326,8 +326,9 @@ _strong = pipeline.strong
 def make_train(config, mesh=None) -> Trainer:
     """Build the CEM trainer (see ``configs/eagle.py``).
 
-    ``mesh`` is part of the agents' contract; this trainer adds no sharding constraints of its own
-    (``jaxcc.train`` shards the state's leading environment axis).
+    ``mesh``: the episodes (environment lanes) of a batch and the cross-entropy loss over their
+    steps are split over its devices (``pipeline.data_sharding``; XLA all-reduces the
+    gradient); ``None`` or one device: no constraint.
 
     State: ``agent`` {actor, opt}, ``sched`` (Algorithm 2's knobs), ``env`` (per-lane
     bookkeeping; every batch starts fresh episodes), ``key``, ``counters``.
@@ -338,6 +339,9 @@ def make_train(config, mesh=None) -> Trainer:
     if E % GROUP:
         raise ValueError(f"config.num_envs={E} must be a multiple of {GROUP} (CEM batches of 5 episodes)")
     G = E // GROUP
+    pipeline.require_multiple(mesh, {"config.num_envs": E})
+    shard = pipeline.data_sharding(mesh)  # lanes: the leading axis
+    shard_steps = pipeline.data_sharding(mesh, axis=1)  # trajectories [S, E, ...]: their lane axis
     S = int(c.episode_steps)
     multipliers, feats = env_contract(config)
     obs_shape = tuple(jax.eval_shape(lambda k: env.reset(k, env_params), jax.random.PRNGKey(0))[0].shape)
@@ -378,7 +382,7 @@ def make_train(config, mesh=None) -> Trainer:
         z = jnp.zeros(shape, jnp.float32)
 
         def one(carry, k):
-            st, obs, ts, to, emerg = carry
+            st, obs, ts, to, emerg = shard(carry)
             k_a, k_u, k_e = jax.random.split(k, 3)
             logits = logits_of(actor, obs)
             # Sampled from the raw logits, as always: distrax's Categorical samples from the
@@ -409,7 +413,7 @@ def make_train(config, mesh=None) -> Trainer:
     def update(state):
         key, k_roll = jax.random.split(state["key"])
         sched = state["sched"]
-        traj = rollout(state["agent"]["actor"], sched, k_roll)
+        traj = shard_steps(rollout(state["agent"]["actor"], sched, k_roll))
         chex.assert_shape([traj["reward"], traj["action"], traj["teacher"]], (S, E, A))
         returns = jnp.sum(traj["reward"], axis=0)  # [E, A]
         # Line 15: the elites are the best 3 of each group of 5 episodes.
@@ -417,7 +421,9 @@ def make_train(config, mesh=None) -> Trainer:
         w = jnp.broadcast_to(elite[None], traj["action"].shape)
 
         def loss(actor):
-            return ce_loss(logits_of(actor, traj["obs"]), traj["action"], w)
+            # vmapped over the S steps, so that each step's [E, ...] keeps its lanes split over the
+            # devices (flattening [S, E] into one axis would gather the whole batch on each device)
+            return ce_loss(jax.vmap(lambda o: logits_of(actor, o))(traj["obs"]), traj["action"], w)
 
         def grad_step(carry, _):
             actor, opt = carry

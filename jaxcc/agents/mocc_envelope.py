@@ -218,7 +218,9 @@ def make_train(config, mesh=None) -> Trainer:
     """Build the envelope-MOQ trainer (``configs/mocc.py``).  One stage.
 
     State: ``agent`` {actor (θ), target (θ_k), opt}, ``buffer`` (replay), ``env`` {state, obs}
-    (per-link lanes, sharded by ``jaxcc.train``), ``key``, ``counters``.
+    (per-link lanes, sharded by ``jaxcc.train``), ``key``, ``counters``.  ``mesh``: the lanes and
+    every replay minibatch are split over its devices (``pipeline.data_sharding``; the buffer is
+    replicated, XLA all-reduces the gradient); ``None`` or one device: no constraint.
     """
     c = config.moq
     env, ep = make_env(config)
@@ -240,6 +242,9 @@ def make_train(config, mesh=None) -> Trainer:
     if num_updates % chunk:
         raise ValueError(f"config.num_updates={num_updates} must be a multiple of chunk_updates={chunk}")
     NT, NW = int(c.batch_transitions), int(c.batch_preferences)
+    # Lanes and replay minibatches are split over the devices (the replay buffer is replicated).
+    pipeline.require_multiple(mesh, {"config.num_envs": E, "config.moq.batch_transitions": NT})
+    shard = pipeline.data_sharding(mesh)
     gamma, boot, double = float(c.gamma), bool(c.bootstrap_at_terminal), bool(c.double_q)
     init_step = int(np.asarray(ep.init_step))
 
@@ -269,7 +274,7 @@ def make_train(config, mesh=None) -> Trainer:
 
     def learn(agent, buf, key, frac):
         k_b, k_w = jax.random.split(key)
-        b = replay_sample(buf, k_b, NT)
+        b = shard(replay_sample(buf, k_b, NT))
         W = sample_preferences(k_w, NW, m)
         obs = b["obs"].reshape((NT, T, D))
         nobs = b["next_obs"].reshape((NT, T, D))
@@ -297,7 +302,7 @@ def make_train(config, mesh=None) -> Trainer:
         agent, buf, envs_ = state["agent"], state["buffer"], state["env"]
         cn = state["counters"]
         frac = cn["update"].astype(jnp.float32) / num_updates
-        st, obs = envs_["state"], envs_["obs"]
+        st, obs = shard((envs_["state"], envs_["obs"]))
         # Algorithm 2 lines 12–13: ε-greedy on ω^T Q(s, a, ω), per flow (A agents per link).
         w = jax.vmap(env.goal)(st)  # [E, A, m]
         q = q_b(agent["actor"], obs.reshape((E * A, T, D)), w.reshape((E * A, m)))

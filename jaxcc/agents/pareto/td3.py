@@ -253,17 +253,9 @@ def make_train(config, mesh=None) -> Trainer:
             raise ValueError(f"config.select.validation: {val_mode!r}; expected 'training' or 'disjoint'")
     nan_at = int(config.get("debug_nan_at_update", -1))
 
-    if mesh is not None:
-        n_dev = mesh.devices.size
-        for what, v in (("num_envs", E), ("td3.batch_size", B)):
-            if v % n_dev:
-                raise ValueError(f"config.{what}={v} must be a multiple of the {n_dev} devices (sharded over 'data')")
-
-    def data_sharded(x):
-        if mesh is None:
-            return x
-        from jax.sharding import NamedSharding, PartitionSpec as P
-        return jax.lax.with_sharding_constraint(x, NamedSharding(mesh, P("data")))
+    # Lanes and TD3 minibatches are split over the devices (the replay buffer is replicated).
+    pipeline.require_multiple(mesh, {"config.num_envs": E, "config.td3.batch_size": B})
+    data_sharded = pipeline.data_sharding(mesh)
 
     actor = functools.partial(networks.actor_apply, spec)
     actor_b = jax.vmap(actor, in_axes=(None, 0))
