@@ -544,7 +544,7 @@ def results_table(sweep: Sweep, members: list[dict]) -> list[dict]:
             row[f"{sweep.metric}_final"] = fin[-1] if fin else math.nan
             b = _pick(met, sweep.goal)
             row[f"{sweep.metric}_best"] = b if b is not None else math.nan
-        row["policy"] = pol[-1] if pol and not ms.get("diverged") else ""
+        row["policy"] = pol[-1] if pol and not ms.get("diverged") else ""  # the last stage's
         out.append(row)
     return out
 
@@ -597,7 +597,10 @@ def plot_sweep(workdir: str, sweep: Sweep, members: list[dict]) -> str:
         ax.set_xlabel("update")
         ax.set_ylabel(k + (f" ({sweep.goal})" if k == sweep.metric else ""))
         ax.grid(alpha=0.3)
-    axes[0][0].legend(fontsize=7, loc="best")
+    for ax in axes[0]:
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7, loc="best")
+            break
     fig.suptitle(f"sweep {sweep.name} ({sweep.group}), {len(members)} members", fontsize=10)
     fig.tight_layout()
     path = os.path.join(workdir, "sweep.png")
