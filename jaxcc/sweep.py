@@ -525,8 +525,9 @@ def _num(r: dict, k: str) -> float:
 
 
 def results_table(sweep: Sweep, members: list[dict]) -> list[dict]:
-    """One row per member: its values, final/best episode return, final/best of the sweep's
-    metric (best = ``goal`` over the logged updates), status, the last stage's policy."""
+    """One row per member: its values, final/best episode return (NaN until an episode ends),
+    the last chunk's mean reward per step, final/best of the sweep's metric (best = ``goal`` over
+    the logged updates), status, the last stage's policy."""
     out = []
     for ms in members:
         rows = read_rows(ms["workdir"])
@@ -539,7 +540,8 @@ def results_table(sweep: Sweep, members: list[dict]) -> list[dict]:
                "status": "diverged" if ms.get("diverged") else "ok",
                "final_update": int(rows[-1]["update"]) if rows else 0,
                "episode_return_final": next((x for x in reversed(ret) if math.isfinite(x)), math.nan),
-               "episode_return_best": _pick(ret, "maximize") if _pick(ret, "maximize") is not None else math.nan}
+               "episode_return_best": _pick(ret, "maximize") if _pick(ret, "maximize") is not None else math.nan,
+               "reward_final": _num(rows[-1], "reward") if rows else math.nan}
         if sweep.metric != "episode_return":
             row[f"{sweep.metric}_final"] = fin[-1] if fin else math.nan
             b = _pick(met, sweep.goal)
