@@ -189,8 +189,9 @@ def test_pareto_sweep_members_equal_separate_runs(tmp_path):
     wd = tmp_path / "sweep"
     _train(*PARETO_SHORT, f"--sweep={sw}", f"--workdir={wd}")
     stacked = _final_state(str(wd))
-    member_args = [["--config.seed=0"], ["--config.seed=1", "--config.td3.lr_actor=1e-3", "--config.td3.gamma=0.8"]]
-    for m, extra in enumerate(member_args):
+    # m1 differs from the base config in its seed (init keys and validation links) and two
+    # hyperparameters; m0 is the base config (both members of the Aurora test are compared).
+    for m, extra in [(1, ["--config.seed=1", "--config.td3.lr_actor=1e-3", "--config.td3.gamma=0.8"])]:
         sep = tmp_path / f"sep{m}"
         _train(*PARETO_SHORT, *extra, f"--workdir={sep}")
         worst = _assert_member_equals_run(stacked, m, _final_state(str(sep)), f"member m{m}")
@@ -261,19 +262,20 @@ def test_aurora_sweep_members_equal_separate_runs_and_log_offline_wandb_runs(tmp
 def test_sweep_resumes_from_its_stacked_checkpoint(tmp_path):
     """Stopped after one chunk and re-run, the sweep ends where an uninterrupted one ends."""
     sw = _write(tmp_path / "a.yaml", "members:\n  - {config.seed: 0}\n  - {config.seed: 5, config.ppo.gamma: 0.9}\n")
-    args = ["--config=aurora_smoke", "--config.num_updates=8", f"--sweep={sw}"]
+    # aurora_smoke: 4-update chunks, a checkpoint every 2 chunks; stopped after 2 of 3 chunks.
+    args = ["--config=aurora_smoke", "--config.num_updates=12", f"--sweep={sw}"]
     _train(*args, f"--workdir={tmp_path / 'full'}")
-    _train(*args, f"--workdir={tmp_path / 'cut'}", "--stop_after_chunks=1")
+    _train(*args, f"--workdir={tmp_path / 'cut'}", "--stop_after_chunks=2")
     r = _train(*args, f"--workdir={tmp_path / 'cut'}")
     assert "resuming" in r.stderr
     a, b = _leaves(_final_state(str(tmp_path / "full"))), _leaves(_final_state(str(tmp_path / "cut")))
     for k in a:
         np.testing.assert_array_equal(a[k], b[k], err_msg=k)
     rows = [json.loads(x) for x in open(tmp_path / "cut" / "members" / "m1" / "metrics.jsonl")]
-    assert [r["update"] for r in rows] == [4, 8]
+    assert [r["update"] for r in rows] == [4, 8, 12]
     # a different sweep file in the same folder is refused
     other = _write(tmp_path / "b.yaml", "members: [{config.seed: 7}]\n")
-    r = subprocess.run([sys.executable, "-m", "jaxcc.train", "--config=aurora_smoke", "--config.num_updates=8",
+    r = subprocess.run([sys.executable, "-m", "jaxcc.train", "--config=aurora_smoke", "--config.num_updates=12",
                         f"--sweep={other}", f"--workdir={tmp_path / 'cut'}", "--no_progress"], capture_output=True,
                        text=True, cwd=REPO, env=_env(), timeout=300)
     assert r.returncode == 2 and "holds a different sweep" in r.stderr
