@@ -43,6 +43,13 @@ resolved members), ``checkpoints/`` (the stacked state: re-running the command r
 member: its hyperparameters, final and best episode return, final and best of the sweep's
 metric, its policy) and ``sweep.png`` (the metrics against the update, one line per member).
 
+Command line: ``jaxcc.train --sweep=FILE`` hands its whole command line (the same flags, ``--config``
+overrides applied to every member) to ``python -m jaxcc.sweep`` by ``os.execv``: this module
+imports ``jaxcc.train``'s loop helpers (``Logger``, ``check_finite``, ``_row``, ``make_mesh``,
+``state_shardings``, ``_finish_stage``), so ``jaxcc.train`` must not import it back
+(``tests/test_layout.py``: no cycles).  ``python -m jaxcc.sweep --bench=CONFIG`` runs
+``bench_sweep``.
+
 A member whose loss or parameters become NaN/inf is reported and dropped from logging, export and
 the ranking (it keeps being computed: its lane of the program cannot be removed without
 recompiling, and it cannot affect the others); the sweep stops only when every member diverged.
@@ -276,9 +283,30 @@ def member_values(sweep: Sweep) -> dict[str, np.ndarray]:
             for k in sweep.keys}
 
 
+# Top-level state entries every member shares: the chunk sequence's counters (a member's update,
+# gradient step and stage count never depend on its values).  They stay without a member axis, so
+# that a ``lax.cond`` on them stays a branch: ``vmap`` turns a cond on a batched predicate into a
+# select that computes both branches (Pareto's delayed actor update every ``policy_delay`` steps,
+# its validation every ``select.every_chunks`` chunks).  A counter that did depend on a member's
+# values would make ``vmap`` refuse the program (a batched output where ``out_axes`` is None).
+SHARED = ("counters",)
+
+
+def state_axes(tree) -> dict:
+    """The ``vmap`` axes of a (stacked) state's top-level entries: None for ``SHARED``, else 0."""
+    return {k: None if k in SHARED else 0 for k in tree}
+
+
+def vmapped(fn, axes, *, extra_out: bool = False):
+    """``fn(state) -> state`` (or ``(state, metrics)`` with ``extra_out``) over the member axis."""
+    import jax
+
+    return jax.vmap(fn, in_axes=(axes,), out_axes=(axes, 0) if extra_out else axes)
+
+
 def make_init(trainer, table: dict[str, tuple], keys: list[str]):
     """(seeds [K], {key: [K]}) -> the stacked state: ``trainer.init`` vmapped, each member's
-    hyperparameter leaves set to its values."""
+    hyperparameter leaves set to its values (``SHARED`` entries without a member axis)."""
     import jax
     import jax.numpy as jnp
 
@@ -291,7 +319,8 @@ def make_init(trainer, table: dict[str, tuple], keys: list[str]):
                 state = _set(state, path, jnp.asarray(vals[k], leaf.dtype).reshape(leaf.shape))
         return state
 
-    return jax.vmap(one)
+    axes = state_axes(jax.eval_shape(trainer.init, jax.random.PRNGKey(0)))
+    return jax.vmap(one, out_axes=axes)
 
 
 def member_shardings(stacked, mesh):
@@ -300,16 +329,20 @@ def member_shardings(stacked, mesh):
     import jax
     from jax.sharding import NamedSharding, PartitionSpec as P
 
-    single = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape[1:], x.dtype), stacked)
+    axes = state_axes(stacked)
+    single = {k: jax.tree.map(lambda x, a=axes[k]: jax.ShapeDtypeStruct(x.shape if a is None else x.shape[1:], x.dtype), v)
+              for k, v in stacked.items()}
     one = T.state_shardings(single, mesh)
-    return jax.tree.map(lambda s: NamedSharding(mesh, P(None, *s.spec)), one,
-                        is_leaf=lambda s: isinstance(s, NamedSharding))
+    return {k: v if axes[k] is None else jax.tree.map(lambda s: NamedSharding(mesh, P(None, *s.spec)), v,
+                                                      is_leaf=lambda s: isinstance(s, NamedSharding))
+            for k, v in one.items()}
 
 
-def _slice(tree, m: int):
+def _slice(state: dict, m: int) -> dict:
+    """Member ``m``'s state (the ``SHARED`` entries as they are)."""
     import jax
 
-    return jax.tree.map(lambda x: x[m], tree)
+    return {k: v if k in SHARED else jax.tree.map(lambda x: x[m], v) for k, v in state.items()}
 
 
 class _MemberAgent:
@@ -319,7 +352,9 @@ class _MemberAgent:
         self.state, self.m = state, m
 
     def get(self, key, default=None):
-        return _slice(self.state.get(key, default), self.m)
+        import jax
+
+        return jax.tree.map(lambda x: x[self.m], self.state[key]) if key in self.state else default
 
 
 # ----------------------------------------------------------------------------- the loop
@@ -374,7 +409,8 @@ def run_sweep(config, sweep: Sweep, workdir: str, *, config_name: str = "run", p
         diverged = {int(k): v for k, v in meta.get("diverged", {}).items()}
         stage_idx, chunk_idx, need_enter = int(meta["stage"]), int(meta["stage_chunk"]), False
         one = trainer.template(stage_idx)
-        stacked = jax.tree.map(lambda x: jax.ShapeDtypeStruct((K,) + tuple(x.shape), x.dtype), one)
+        stacked = {k: v if k in SHARED else jax.tree.map(lambda x: jax.ShapeDtypeStruct((K,) + tuple(x.shape), x.dtype), v)
+                   for k, v in one.items()}
         sh = member_shardings(stacked, mesh)
         tmpl = jax.tree.map(lambda x, s: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=s), stacked, sh)
         state = ckpts.restore(step, tmpl)
@@ -404,17 +440,17 @@ def run_sweep(config, sweep: Sweep, workdir: str, *, config_name: str = "run", p
         for st in trainer.stages[stage_idx:]:
             if need_enter:
                 chunk_idx = 0
-                enter = jax.vmap(lambda s, i=st.index: trainer.enter_stage(s, i))
+                enter = vmapped(lambda s, i=st.index: trainer.enter_stage(s, i), state_axes(state))
                 state = jax.jit(enter, out_shardings=member_shardings(jax.eval_shape(enter, state), mesh))(state)
             sh = member_shardings(state, mesh)
-            run = jax.jit(jax.vmap(lambda s, i=st.index: trainer.run_chunk(s, i)), donate_argnums=0,
-                          out_shardings=(sh, None))
+            run = jax.jit(vmapped(lambda s, i=st.index: trainer.run_chunk(s, i), state_axes(state), extra_out=True),
+                          donate_argnums=0, out_shardings=(sh, None))
             for c in range(chunk_idx, st.num_chunks):
-                first = int(state["counters"]["update"][0])
+                first = int(state["counters"]["update"])
                 state, metrics = run(state)
                 metrics = jax.device_get(metrics)
                 upd = first + chunk
-                env_steps = np.asarray(jax.device_get(state["counters"]["env_steps"]))
+                env_steps = int(state["counters"]["env_steps"])  # per member (shared)
                 rows = {}
                 for m in range(K):
                     if m in diverged:
@@ -428,7 +464,7 @@ def run_sweep(config, sweep: Sweep, workdir: str, *, config_name: str = "run", p
                             print(f"[jaxcc.sweep] member m{m} ({names[m]}): {e}; the others go on", file=sys.stderr)
                         continue
                     row = T._row(mm)
-                    row.update({"stage": st.index, "env_steps": int(env_steps[m]), "elapsed_s": time.time() - t_start})
+                    row.update({"stage": st.index, "env_steps": env_steps, "elapsed_s": time.time() - t_start})
                     loggers[m].log(upd, row)
                     rows[m] = row
                 if len(diverged) == K:
@@ -437,7 +473,7 @@ def run_sweep(config, sweep: Sweep, workdir: str, *, config_name: str = "run", p
                 if (c + 1) % int(config.checkpoint_every_chunks) == 0 or done_stage:
                     if done_stage:
                         if trainer.finish_stage is not None:
-                            fin = jax.vmap(trainer.finish_stage)
+                            fin = vmapped(trainer.finish_stage, state_axes(state))
                             state = jax.jit(fin, out_shardings=member_shardings(state, mesh))(state)
                         for m in range(K):
                             if m not in diverged:
@@ -456,7 +492,7 @@ def run_sweep(config, sweep: Sweep, workdir: str, *, config_name: str = "run", p
                     summary["stopped"] = True
                     return summary
             chunk_idx, need_enter = 0, True
-        summary["final_update"] = int(state["counters"]["update"][0])
+        summary["final_update"] = int(state["counters"]["update"])
         summary["wall_s"] = time.time() - t_start
         labels = [s.label for s in trainer.stages]
         members = []
@@ -664,21 +700,22 @@ def bench_sweep(config, k: int, updates: int) -> dict:
 
     def timed(run, state, n):
         state = jax.block_until_ready(state)
-        e0 = np.asarray(jax.device_get(state["counters"]["env_steps"]), np.int64).sum()
+        e0 = int(state["counters"]["env_steps"])
         t0 = time.perf_counter()
         for _ in range(n):
             state, _m = run(state)
             jax.block_until_ready(state)
         dt = time.perf_counter() - t0
-        e1 = np.asarray(jax.device_get(state["counters"]["env_steps"]), np.int64).sum()
-        return dt, int(e1 - e0)
+        e1 = int(state["counters"]["env_steps"])
+        return dt, e1 - e0
 
     init_k = make_init(trainer, {"seed": ()}, [])
     sh_k = member_shardings(jax.eval_shape(init_k, seeds, {}), mesh)
     state = jax.jit(init_k, out_shardings=sh_k)(seeds, {})
-    run_k = jax.jit(jax.vmap(lambda s: trainer.run_chunk(s, 0)), donate_argnums=0,
+    run_k = jax.jit(vmapped(lambda s: trainer.run_chunk(s, 0), state_axes(state), extra_out=True), donate_argnums=0,
                     out_shardings=(sh_k, None)).lower(state).compile()
     t_sweep, e_sweep = timed(run_k, state, n_chunks)
+    e_sweep *= int(k)  # the counters are shared: env steps per member
     del state
 
     import jax.numpy as jnp
