@@ -27,7 +27,9 @@ ATOL, RTOL = 1e-5, 1e-4
 
 # Short runs (see the docstring): two of pareto_smoke's stages.
 PARETO_SHORT = ["--config=pareto_smoke", "--config.stage_order=bootstrap,fairness"]
-AURORA_SHORT = ["--config=aurora_smoke", "--config.num_updates=4"]
+# 4 updates in 2 chunks with a checkpoint after each, so that a run stopped after one resumes.
+AURORA_SHORT = ["--config=aurora_smoke", "--config.num_updates=4", "--config.chunk_updates=2",
+                "--config.checkpoint_every_chunks=1"]
 
 
 def _env(**extra):
@@ -227,12 +229,26 @@ def test_pareto_sweep_members_equal_separate_runs(tmp_path):
 
 
 @pytest.mark.slow
-def test_aurora_sweep_members_equal_separate_runs_and_log_offline_wandb_runs(tmp_path):
+def test_aurora_sweep_members_equal_separate_runs_log_offline_wandb_runs_and_resume(tmp_path):
     sw = _write(tmp_path / "a.yaml", "name: lr\ngroup: grp\nparameters:\n  config.ppo.lr: {values: [1.0e-3, 3.0e-3]}\n"
                                      "  config.ppo.clip_eps: {value: 0.1}\n")
     wd = tmp_path / "sweep"
     _train(*AURORA_SHORT, f"--sweep={sw}", f"--workdir={wd}", env=_env(WANDB_MODE="offline"))
     stacked = _final_state(str(wd))
+    # Stopped after its first chunk and run again, the sweep resumes from its stacked checkpoint
+    # and ends bit-identical to the uninterrupted one (the same program on the same inputs).
+    cut = tmp_path / "cut"
+    _train(*AURORA_SHORT, f"--sweep={sw}", f"--workdir={cut}", "--stop_after_chunks=1")
+    r = _train(*AURORA_SHORT, f"--sweep={sw}", f"--workdir={cut}")
+    assert "resuming" in r.stderr
+    a, b = _leaves(stacked), _leaves(_final_state(str(cut)))
+    for k in a:
+        np.testing.assert_array_equal(a[k], b[k], err_msg=k)
+    assert [json.loads(x)["update"] for x in open(cut / "members" / "m1" / "metrics.jsonl")] == [2, 4]
+    other = _write(tmp_path / "b.yaml", "members: [{config.seed: 7}]\n")  # another sweep, same folder
+    r = subprocess.run([sys.executable, "-m", "jaxcc.train", *AURORA_SHORT, f"--sweep={other}", f"--workdir={cut}",
+                        "--no_progress"], capture_output=True, text=True, cwd=REPO, env=_env(), timeout=300)
+    assert r.returncode == 2 and "holds a different sweep" in r.stderr
     for m, lr in enumerate(["1e-3", "3e-3"]):
         sep = tmp_path / f"sep{m}"
         _train(*AURORA_SHORT, f"--config.ppo.lr={lr}", "--config.ppo.clip_eps=0.1", f"--workdir={sep}")
@@ -256,29 +272,6 @@ def test_aurora_sweep_members_equal_separate_runs_and_log_offline_wandb_runs(tmp
         assert float(r["reward_final"]) == pytest.approx(last["reward"], rel=1e-12) and np.isfinite(last["reward"])
         assert r["episode_return_final"] == "nan"
     assert (wd / "sweep.png").is_file()
-
-
-@pytest.mark.slow
-def test_sweep_resumes_from_its_stacked_checkpoint(tmp_path):
-    """Stopped after one chunk and re-run, the sweep ends where an uninterrupted one ends."""
-    sw = _write(tmp_path / "a.yaml", "members:\n  - {config.seed: 0}\n  - {config.seed: 5, config.ppo.gamma: 0.9}\n")
-    # aurora_smoke: 4-update chunks, a checkpoint every 2 chunks; stopped after 2 of 3 chunks.
-    args = ["--config=aurora_smoke", "--config.num_updates=12", f"--sweep={sw}"]
-    _train(*args, f"--workdir={tmp_path / 'full'}")
-    _train(*args, f"--workdir={tmp_path / 'cut'}", "--stop_after_chunks=2")
-    r = _train(*args, f"--workdir={tmp_path / 'cut'}")
-    assert "resuming" in r.stderr
-    a, b = _leaves(_final_state(str(tmp_path / "full"))), _leaves(_final_state(str(tmp_path / "cut")))
-    for k in a:
-        np.testing.assert_array_equal(a[k], b[k], err_msg=k)
-    rows = [json.loads(x) for x in open(tmp_path / "cut" / "members" / "m1" / "metrics.jsonl")]
-    assert [r["update"] for r in rows] == [4, 8, 12]
-    # a different sweep file in the same folder is refused
-    other = _write(tmp_path / "b.yaml", "members: [{config.seed: 7}]\n")
-    r = subprocess.run([sys.executable, "-m", "jaxcc.train", "--config=aurora_smoke", "--config.num_updates=12",
-                        f"--sweep={other}", f"--workdir={tmp_path / 'cut'}", "--no_progress"], capture_output=True,
-                       text=True, cwd=REPO, env=_env(), timeout=300)
-    assert r.returncode == 2 and "holds a different sweep" in r.stderr
 
 
 # ----------------------------------------------------------------------------- the wandb agent path
