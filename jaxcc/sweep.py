@@ -283,18 +283,30 @@ def member_values(sweep: Sweep) -> dict[str, np.ndarray]:
             for k in sweep.keys}
 
 
-# Top-level state entries every member shares: the chunk sequence's counters (a member's update,
-# gradient step and stage count never depend on its values).  They stay without a member axis, so
-# that a ``lax.cond`` on them stays a branch: ``vmap`` turns a cond on a batched predicate into a
-# select that computes both branches (Pareto's delayed actor update every ``policy_delay`` steps,
-# its validation every ``select.every_chunks`` chunks).  A counter that did depend on a member's
-# values would make ``vmap`` refuse the program (a batched output where ``out_axes`` is None).
-SHARED = ("counters",)
+# Counters every member shares (``state["counters"][name]``): the chunk sequence's, which never
+# depend on a member's values.  They stay without a member axis, so that a ``lax.cond`` on them
+# stays a branch: ``vmap`` turns a cond on a batched predicate into a select that computes both
+# branches (Pareto's delayed actor update every ``policy_delay`` gradient steps, its validation
+# every ``select.every_chunks`` chunks).  Other counters (MOCC's episode counts, ...) get the
+# member axis.  Were a shared one to depend on a member's data, ``vmap`` would refuse the program
+# (a batched output where ``out_axes`` is None) rather than compute something else.
+SHARED_COUNTERS = ("update", "grad_step", "stage", "stage_update", "env_steps")
 
 
 def state_axes(tree) -> dict:
-    """The ``vmap`` axes of a (stacked) state's top-level entries: None for ``SHARED``, else 0."""
-    return {k: None if k in SHARED else 0 for k in tree}
+    """The ``vmap`` axes of a (stacked) state, a prefix of its tree: 0 (the member axis) except
+    for ``SHARED_COUNTERS`` (None)."""
+    out = {k: 0 for k in tree}
+    if "counters" in tree:
+        out["counters"] = {c: None if c in SHARED_COUNTERS else 0 for c in tree["counters"]}
+    return out
+
+
+def _by_axis(fn, axes, tree):
+    """``fn(axis, subtree)`` for each leaf of the prefix ``axes`` (0 or None) and its subtree."""
+    import jax
+
+    return jax.tree.map(fn, axes, tree, is_leaf=lambda a: a is None)
 
 
 def vmapped(fn, axes, *, extra_out: bool = False):
@@ -306,7 +318,7 @@ def vmapped(fn, axes, *, extra_out: bool = False):
 
 def make_init(trainer, table: dict[str, tuple], keys: list[str]):
     """(seeds [K], {key: [K]}) -> the stacked state: ``trainer.init`` vmapped, each member's
-    hyperparameter leaves set to its values (``SHARED`` entries without a member axis)."""
+    hyperparameter leaves set to its values (``SHARED_COUNTERS`` without a member axis)."""
     import jax
     import jax.numpy as jnp
 
@@ -330,19 +342,19 @@ def member_shardings(stacked, mesh):
     from jax.sharding import NamedSharding, PartitionSpec as P
 
     axes = state_axes(stacked)
-    single = {k: jax.tree.map(lambda x, a=axes[k]: jax.ShapeDtypeStruct(x.shape if a is None else x.shape[1:], x.dtype), v)
-              for k, v in stacked.items()}
+    single = _by_axis(lambda a, v: jax.tree.map(
+        lambda x: jax.ShapeDtypeStruct(x.shape if a is None else x.shape[1:], x.dtype), v), axes, stacked)
     one = T.state_shardings(single, mesh)
-    return {k: v if axes[k] is None else jax.tree.map(lambda s: NamedSharding(mesh, P(None, *s.spec)), v,
-                                                      is_leaf=lambda s: isinstance(s, NamedSharding))
-            for k, v in one.items()}
+    return _by_axis(lambda a, v: v if a is None else jax.tree.map(
+        lambda s: NamedSharding(mesh, P(None, *s.spec)), v, is_leaf=lambda s: isinstance(s, NamedSharding)),
+        axes, one)
 
 
 def _slice(state: dict, m: int) -> dict:
-    """Member ``m``'s state (the ``SHARED`` entries as they are)."""
+    """Member ``m``'s state (the shared counters as they are)."""
     import jax
 
-    return {k: v if k in SHARED else jax.tree.map(lambda x: x[m], v) for k, v in state.items()}
+    return _by_axis(lambda a, v: v if a is None else jax.tree.map(lambda x: x[m], v), state_axes(state), state)
 
 
 class _MemberAgent:
@@ -409,8 +421,8 @@ def run_sweep(config, sweep: Sweep, workdir: str, *, config_name: str = "run", p
         diverged = {int(k): v for k, v in meta.get("diverged", {}).items()}
         stage_idx, chunk_idx, need_enter = int(meta["stage"]), int(meta["stage_chunk"]), False
         one = trainer.template(stage_idx)
-        stacked = {k: v if k in SHARED else jax.tree.map(lambda x: jax.ShapeDtypeStruct((K,) + tuple(x.shape), x.dtype), v)
-                   for k, v in one.items()}
+        stacked = _by_axis(lambda a, v: v if a is None else jax.tree.map(
+            lambda x: jax.ShapeDtypeStruct((K,) + tuple(x.shape), x.dtype), v), state_axes(one), one)
         sh = member_shardings(stacked, mesh)
         tmpl = jax.tree.map(lambda x, s: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=s), stacked, sh)
         state = ckpts.restore(step, tmpl)
