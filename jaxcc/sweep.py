@@ -176,6 +176,11 @@ def load_sweep(path: str, config, config_name: str = "run") -> Sweep:
         return k
 
     def value_of(k, v, loc):
+        if isinstance(v, str):  # YAML 1.1 (PyYAML) reads 1e-4 and 1.0e30 as strings: numbers here
+            try:
+                v = int(v) if v.strip().lstrip("+-").isdigit() else float(v)
+            except ValueError:
+                pass
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise err(loc, f"config.{k}: {v!r} is not a number")
         if k == "seed":

@@ -139,7 +139,7 @@ def test_malformed_and_wrong_files_are_refused_in_one_line(tmp_path, pareto_cfg)
 def test_members_and_grid_expand(tmp_path, pareto_cfg):
     from jaxcc import sweep
 
-    p = _write(tmp_path / "g.yaml", "name: g\nmembers:\n  - {td3.lr_actor: 1.0e-4}\n  - {config.td3.lr_actor: 1.0e-3}\n"
+    p = _write(tmp_path / "g.yaml", "name: g\nmembers:\n  - {td3.lr_actor: 1e-4}\n  - {config.td3.lr_actor: 1.0e-3}\n"
                                     "parameters:\n  config.seed: {values: [3, 4]}\n")
     s = sweep.load_sweep(p, pareto_cfg, "pareto_smoke")
     assert s.keys == ["td3.lr_actor", "seed"] and s.group == "pareto_smoke-g" and s.metric == "val_best"
@@ -345,3 +345,26 @@ def test_wandb_agent_command_runs_offline(tmp_path):
     assert len(rows) == 1 and rows[0]["update"] == 10 and np.isfinite(rows[0]["critic_loss"])
     runs = os.listdir(wd / "wandb")
     assert any(d.startswith("offline-run-") and d.endswith("-run1") for d in runs), runs  # the agent's run id
+
+
+@pytest.mark.slow
+def test_a_diverging_member_is_dropped_and_the_others_finish(tmp_path):
+    """Rewards scaled by 1e30 overflow m1's value loss (float32 max 3.4e38) on its first update;
+    m0 (the base config) is unaffected: it finishes, is exported and ranked."""
+    sw = _write(tmp_path / "d.yaml", "metric: {name: reward, goal: maximize}\n"
+                                     "members:\n  - {config.seed: 0}\n  - {config.ppo.reward_scale: 1.0e30}\n")
+    wd = tmp_path / "sweep"
+    r = _train(*AURORA_SHORT, f"--sweep={sw}", f"--workdir={wd}")
+    assert "member m1" in r.stderr and "non-finite" in r.stderr
+    rows = list(csv.DictReader(open(wd / "sweep_results.csv")))
+    assert [x["status"] for x in rows] == ["ok", "diverged"]
+    assert np.isfinite(float(rows[0]["reward_best"])) and rows[1]["reward_best"] == "nan"
+    assert rows[0]["policy"] and not rows[1]["policy"]
+    assert not (wd / "members" / "m1" / "stages").exists() and not (wd / "members" / "m1" / "metrics.jsonl").exists()
+    assert "| m0 **(best)**" in (wd / "sweep_results.md").read_text()
+    # every member diverged: the sweep stops with status 3
+    sw = _write(tmp_path / "e.yaml", "members:\n  - {config.ppo.reward_scale: 1.0e30}\n")
+    r = subprocess.run([sys.executable, "-m", "jaxcc.train", *AURORA_SHORT, f"--sweep={sw}",
+                        f"--workdir={tmp_path / 'all'}", "--no_progress"], capture_output=True, text=True, cwd=REPO,
+                       env=_env(), timeout=300)
+    assert r.returncode == 3 and "every member of the sweep diverged" in r.stderr
