@@ -750,7 +750,8 @@ def bench_sweep(config, k: int, updates: int) -> dict:
     member_updates = int(k) * n_chunks * trainer.chunk_updates
     out = {"algo": str(config.algo), "k": int(k), "devices": int(mesh.devices.size), "num_envs": int(config.num_envs),
            "updates_per_member": n_chunks * trainer.chunk_updates,
-           "sweep": {"wall_s": t_sweep, "env_steps_per_s": e_sweep / t_sweep, "updates_per_s": member_updates / t_sweep},
+           "sweep": {"wall_s": t_sweep, "env_steps_per_s": e_sweep / t_sweep,
+                     "updates_per_s": member_updates / t_sweep},
            "separate": {"wall_s": t_sep, "env_steps_per_s": e_sep / t_sep, "updates_per_s": member_updates / t_sep}}
     out["speedup"] = out["sweep"]["updates_per_s"] / out["separate"]["updates_per_s"]
     return out
@@ -791,7 +792,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--bench", required=True, help="config name or path (configs/NAME.py)")
     ap.add_argument("--k", type=int, default=4)
     ap.add_argument("--updates", type=int, default=0, help="per member (default: 2 chunks)")
-    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="config override, e.g. num_envs=256")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="config override, e.g. num_envs=256")
     a = ap.parse_args(argv[1:])
     from jaxcc import jax_cache
 

@@ -216,7 +216,8 @@ def test_pareto_sweep_members_equal_separate_runs(tmp_path):
                 assert (k in x) == (k in y)
                 if k in y:
                     np.testing.assert_allclose(x[k], y[k], rtol=1e-4, atol=1e-6, err_msg=k)
-    assert not np.array_equal(stacked["agent"]["actor"]["out"]["kernel"][0], stacked["agent"]["actor"]["out"]["kernel"][1])
+    out = stacked["agent"]["actor"]["out"]["kernel"]
+    assert not np.array_equal(out[0], out[1])
     assert stacked["seed"].tolist() == [0, 1]
     np.testing.assert_allclose(stacked["hp"]["lr_actor"], [3e-4, 1e-3], rtol=1e-7)
     # the comparison table and the plot
