@@ -273,6 +273,21 @@ def _train_rows(names, device_counts, sizes) -> list[dict]:
     return rows
 
 
+def _sweep_row(name: str, k: int, updates: int, sizes) -> dict:
+    """``python -m jaxcc.sweep --bench=NAME`` (``jaxcc.sweep.bench_sweep``) in a subprocess: the
+    sweep is a level above this module (it drives ``jaxcc.train``'s loop), so it is run, not imported."""
+    import subprocess
+
+    cmd = [sys.executable, "-m", "jaxcc.sweep", f"--bench={name}", f"--k={int(k)}", f"--updates={int(updates)}"]
+    if sizes:
+        cmd.append(f"--set=num_envs={int(sizes[0])}")
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode:
+        sys.stderr.write(r.stderr)
+        raise ChildFailed(r.returncode)
+    return json.loads(r.stdout)
+
+
 def _spawn(device_counts) -> list[dict]:
     """One subprocess per device count (the forced host-device flag must precede JAX's start)."""
     import re
@@ -322,10 +337,8 @@ def main_train(arg: str):
             rows = _train_rows(names, counts, sizes)
         sweep = []
         if FLAGS.sweep_k and not os.environ.get(CHILD_ENV):
-            from jaxcc import sweep as sweep_mod  # K members in one jitted program vs K separate runs
-            for name in names:
-                sweep.append({"config": name, **sweep_mod.bench_sweep(configs_path.load_config(name), FLAGS.sweep_k,
-                                                                      FLAGS.updates)})
+            for name in names:  # K members in one jitted program vs K separate runs
+                sweep.append({"config": name, **_sweep_row(name, FLAGS.sweep_k, FLAGS.updates, sizes)})
     except ChildFailed as e:
         return int(e.args[0])  # the subprocess printed its own error line
     except ValueError as e:

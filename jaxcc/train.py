@@ -576,8 +576,10 @@ def _main(argv):
 
     from jaxcc import jax_cache
 
-    jax_cache.enable_compilation_cache()  # before the first jit: a repeated run compiles nothing
     FLAGS = flags.FLAGS
+    if FLAGS.sweep:  # the same command line, run by jaxcc.sweep (which imports this module, not back)
+        os.execv(sys.executable, [sys.executable, "-m", "jaxcc.sweep", *argv[1:]])
+    jax_cache.enable_compilation_cache()  # before the first jit: a repeated run compiles nothing
     try:
         init_distributed(FLAGS.coordinator_address, FLAGS.num_processes, FLAGS.process_id,
                          auto=FLAGS.distributed or os.environ.get("JAXCC_DISTRIBUTED") == "1")
@@ -607,7 +609,9 @@ def _main(argv):
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, run=None) -> int:
+    """Parse the command line (flags, ``--config`` and its overrides), then ``run(argv)``
+    (default: train; ``jaxcc.sweep`` passes its own)."""
     from absl import flags
     from ml_collections import config_flags
 
@@ -630,6 +634,7 @@ def main(argv: list[str] | None = None) -> int:
         flags.DEFINE_integer("stop_after_chunks", None, "stop after N chunks (tests; resume continues)")
         flags.DEFINE_integer("stop_at_update", None, "stop once the update counter reaches N "
                              "(a chunk boundary; also when resumed; resume continues)")
+        flags.DEFINE_string("sweep", None, "a sweep file (launch/*.yaml): its members train vmapped in one program")
         flags.mark_flags_as_required(["config"])
     cfg_path = config_arg(argv)
     keys = _config_keys(cfg_path) if cfg_path else None
@@ -643,7 +648,7 @@ def main(argv: list[str] | None = None) -> int:
         msg = " ".join(str(e).split())  # one line (ml_collections' messages span several)
         print(f"error: {msg if isinstance(e, flags.Error) else f'{type(e).__name__}: {msg}'}", file=sys.stderr)
         return 2
-    return _main(argv)
+    return (run or _main)(argv)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ LEVELS = {
     5: ("jaxcc.evaluate", "jaxcc.export", "jaxcc.bench", "jaxcc.emulation", "jaxcc.parity_vectors",
         "jaxcc.preference_sweep"),
     6: ("jaxcc.train", "jaxcc.emulate", "jaxcc.sim2real", "jaxcc.fidelity", "jaxcc.seeds",
-        "jaxcc.tcr", "jaxcc.goal_reach", "jaxcc.online"),
+        "jaxcc.tcr", "jaxcc.goal_reach", "jaxcc.online", "jaxcc.sweep"),
 }
 
 

@@ -58,6 +58,13 @@ ALGORITHM = "aurora"
 ALPHA = 0.025  # §3.1 "we use α = 0.025"
 LABEL = "Aurora"
 LOG_2PI = math.log(2.0 * math.pi)
+# The hyperparameters that are leaves of ``state["hp"]`` (float32; read by the update, never baked
+# into the compiled program), so ``jaxcc.sweep`` can vmap runs that differ in them: config key ->
+# path in the training state.  Everything else in ``config.ppo`` sets a shape or the program's
+# structure (num_steps, num_minibatches, update_epochs, hidden, max_grad_norm, clip_value,
+# action_clip: also the exported head) and is not sweepable.
+HP_KEYS = ("lr", "clip_eps", "ent_coef", "vf_coef", "gamma", "gae_lambda", "reward_scale")
+SWEEPABLE = {f"ppo.{k}": ("hp", k) for k in HP_KEYS}
 
 
 # ----------------------------------------------------------------------------- networks
@@ -229,7 +236,8 @@ def make_train(config, mesh=None) -> Trainer:
     every minibatch's gradient (XLA all-reduces the sum); ``None`` or one device: no constraint.
 
     State (a dict, everything an exact resume needs): ``agent`` {actor, critic, log_std, opt},
-    ``env`` {state, obs, ep_return} with a leading [num_envs] axis, ``key``, ``counters``.
+    ``env`` {state, obs, ep_return} with a leading [num_envs] axis, ``key``, ``hp`` (``HP_KEYS``:
+    float leaves, so runs that differ only in them share one program), ``counters``.
     """
     p = config.ppo
     env, env_params = make_env(config)
@@ -238,7 +246,6 @@ def make_train(config, mesh=None) -> Trainer:
     E, S = int(config.num_envs), int(p.num_steps)
     hidden = tuple(int(h) for h in p.hidden)
     clip_a = float(p.action_clip)
-    reward_scale = float(p.reward_scale)
     n_mb, epochs = int(p.num_minibatches), int(p.update_epochs)
     batch = E * S * n_agents
     if batch % n_mb:
@@ -252,7 +259,9 @@ def make_train(config, mesh=None) -> Trainer:
     shard = pipeline.data_sharding(mesh)
     feats = features_spec(config)
     spec = actor_spec(T, D, hidden, action_clip=clip_a, features=feats, mi_rtts=float(feats.get("mi_rtts", 0.5)))
-    adam = optax.adam(learning_rate=float(p.lr), eps=float(p.adam_eps))
+    # Adam's direction; the step ``p ← p − lr·u`` uses ``state["hp"]["lr"]`` (optax.adam's own
+    # ``scale_by_learning_rate``, with the rate a state leaf instead of a constant).
+    adam = optax.scale_by_adam(eps=float(p.adam_eps))
     tx = optax.chain(optax.clip_by_global_norm(float(p.max_grad_norm)), adam) if p.max_grad_norm > 0 else adam
 
     mean_b = jax.vmap(functools.partial(actor_mean, spec), in_axes=(None, 0))
@@ -279,11 +288,12 @@ def make_train(config, mesh=None) -> Trainer:
             "agent": {**params, "opt": tx.init(params)},
             "env": {"state": st, "obs": obs, "ep_return": jnp.zeros((E, n_agents), jnp.float32)},
             "key": k_run,
+            "hp": {k: jnp.asarray(float(p[k]), jnp.float32) for k in HP_KEYS},
             "counters": {"update": jnp.zeros((), jnp.int32), "env_steps": jnp.zeros((), jnp.int32)},
         })
 
     # ------------------------------------------------------------------ collect
-    def collect(params, env_s, key):
+    def collect(params, env_s, key, hp):
         def one(carry, k):
             st, obs, ep_ret = shard(carry)  # [E, ...] lanes split over the devices
             k_a, k_e = jax.random.split(k)
@@ -298,7 +308,7 @@ def make_train(config, mesh=None) -> Trainer:
             _, _, v_final = policy(params, info["final_obs"])
             boot = jnp.broadcast_to(trunc, mu.shape).astype(jnp.float32) * jax.lax.stop_gradient(v_final)
             ep_ret = ep_ret + r
-            tr = {"obs": obs, "action": a, "log_prob": logp, "value": v, "reward": r * reward_scale,
+            tr = {"obs": obs, "action": a, "log_prob": logp, "value": v, "reward": r * hp["reward_scale"],
                   "done": done, "boot": boot}
             m = {"reward": r, "ep_return_sum": jnp.sum(ep_ret * done), "ep_count": jnp.sum(done)}
             return (st, obs2, ep_ret * (1.0 - done)), (tr, m)
@@ -308,27 +318,27 @@ def make_train(config, mesh=None) -> Trainer:
         return {"state": st, "obs": obs, "ep_return": ep_ret}, traj, m
 
     # ------------------------------------------------------------------ PPO update
-    def loss_fn(params, mb):
+    def loss_fn(params, mb, hp):
         mu, log_std, v = policy(params, mb["obs"])
         logp = gaussian_log_prob(mb["action"], mu, log_std)
         adv = (mb["adv"] - mb["adv"].mean()) / (mb["adv"].std() + 1e-8)
-        pg = clipped_surrogate(logp, mb["log_prob"], adv, float(p.clip_eps))
-        vl = value_loss(v, mb["value"], mb["target"], float(p.clip_eps), bool(p.clip_value))
+        pg = clipped_surrogate(logp, mb["log_prob"], adv, hp["clip_eps"])
+        vl = value_loss(v, mb["value"], mb["target"], hp["clip_eps"], bool(p.clip_value))
         ent = gaussian_entropy(log_std)
-        total = pg + float(p.vf_coef) * vl - float(p.ent_coef) * ent
+        total = pg + hp["vf_coef"] * vl - hp["ent_coef"] * ent
         return total, {"pg_loss": pg, "v_loss": vl, "entropy": ent, "approx_kl": jnp.mean(mb["log_prob"] - logp),
-                       "clip_frac": jnp.mean(jnp.abs(jnp.exp(logp - mb["log_prob"]) - 1.0) > float(p.clip_eps))}
+                       "clip_frac": jnp.mean(jnp.abs(jnp.exp(logp - mb["log_prob"]) - 1.0) > hp["clip_eps"])}
 
     def update(state):
-        ag = state["agent"]
+        ag, hp = state["agent"], state["hp"]
         params = {k: ag[k] for k in ("actor", "critic", "log_std")}
         key, k_col, k_perm = jax.random.split(state["key"], 3)
-        env_s, traj, cm = collect(params, state["env"], k_col)
+        env_s, traj, cm = collect(params, state["env"], k_col, hp)
         _, _, last_v = policy(params, env_s["obs"])
         chex.assert_shape([traj["reward"], traj["value"], traj["done"], traj["boot"], traj["action"]],
                           (S, E, n_agents))
-        adv, target = compute_gae(traj["reward"], traj["value"], traj["done"], last_v, float(p.gamma),
-                                  float(p.gae_lambda), traj["boot"])
+        adv, target = compute_gae(traj["reward"], traj["value"], traj["done"], last_v, hp["gamma"],
+                                  hp["gae_lambda"], traj["boot"])
         data = {"obs": traj["obs"], "action": traj["action"], "log_prob": traj["log_prob"], "value": traj["value"],
                 "adv": adv, "target": target}
         data = jax.tree.map(lambda x: x.reshape((batch,) + x.shape[3:]), data)  # [S, E, A, ...] → [B, ...]
@@ -341,8 +351,9 @@ def make_train(config, mesh=None) -> Trainer:
             def minibatch(carry, mb):
                 params, opt = carry
                 mb = shard(mb)  # each device: its share of the minibatch's samples
-                (loss, aux), g = jax.value_and_grad(loss_fn, has_aux=True)(params, mb)
+                (loss, aux), g = jax.value_and_grad(loss_fn, has_aux=True)(params, mb, hp)
                 upd, opt = tx.update(g, opt, params)
+                upd = jax.tree.map(lambda u: -hp["lr"] * u, upd)
                 return (optax.apply_updates(params, upd), opt), {"loss": loss, **aux}
 
             return jax.lax.scan(minibatch, (params, opt), mbs)
@@ -357,7 +368,7 @@ def make_train(config, mesh=None) -> Trainer:
             "log_std": params["log_std"][0],
             "params_finite": jnp.all(jnp.asarray([jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves(params)])),
         }
-        new = {"agent": {**params, "opt": opt}, "env": env_s, "key": key,
+        new = {"agent": {**params, "opt": opt}, "env": env_s, "key": key, "hp": hp,
                "counters": {"update": c["update"] + 1, "env_steps": c["env_steps"] + E * S}}
         return new, metrics
 

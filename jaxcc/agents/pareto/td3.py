@@ -60,6 +60,10 @@ from jaxcc.agents.pareto import env_adapter, networks, replay
 STAGE_LABELS = {"bootstrap": "Pareto-Bootstrap", "advance": "Pareto-Advance", "fairness": "Pareto-Fair"}
 HP_KEYS = ("gamma", "tau", "lr_actor", "lr_critic", "policy_noise", "noise_clip", "expl_noise", "alpha",
            "beta0", "beta_inc", "prio_c", "prio_zeta", "expert_threshold", "reward_scale")
+# What ``jaxcc.sweep`` may vmap: config key -> path of its leaf in the training state.  The seed
+# also seeds ``init``'s key; its leaf ``state["seed"]`` keys the snapshot selection's validation
+# links.  Every other key sets a shape or the program's structure.
+SWEEPABLE = {**{f"td3.{k}": ("hp", k) for k in HP_KEYS}, "seed": ("seed",)}
 
 
 Stage, Trainer, _strong = pipeline.Stage, pipeline.Trainer, pipeline.strong
@@ -298,6 +302,7 @@ def make_train(config, mesh=None) -> Trainer:
             "env": init_env(0, k_env),
             "key": k_run,
             "hp": _hp(config),
+            "seed": jnp.asarray(int(config.seed), jnp.int32),  # the validation links' keys (a leaf: sweepable)
             "select": _select_reset(agent["actor"]),
             "counters": {"update": jnp.zeros((), jnp.int32), "grad_step": jnp.zeros((), jnp.int32),
                          "env_steps": jnp.zeros((), jnp.int32), "stage": jnp.zeros((), jnp.int32),
@@ -389,19 +394,19 @@ def make_train(config, mesh=None) -> Trainer:
         v_env, v_params = env_adapter.make_validation_env(overrides=env_over, params=env_params,
                                                           max_steps=int(sel.get("max_steps", 60)))
 
-    def validate(actor_params, stage_idx: int):
+    def validate(actor_params, stage_idx: int, seed):
         """Mean score over fixed validation links (keys from the seed only): ``select.validation
         = "training"``, ``links_per_stage`` draws of each training stage 0..stage_idx; "disjoint",
         every link of ``jaxcc.envs.pareto.VALIDATION_LINKS`` (``links_per_stage`` draws of each
         link's realism), the same links for every stage."""
         if val_mode == "disjoint":
-            keys = jax.random.split(jax.random.PRNGKey(int(config.seed) + 7919), val_links)
+            keys = jax.random.split(jax.random.PRNGKey(seed + 7919), val_links)
             per_link = jax.vmap(lambda pp: jnp.mean(jax.vmap(
                 lambda k: episode_score(actor_params, v_env, pp, k, True))(keys)))(v_params)
             return jnp.mean(per_link)
         scores = []
         for j in range(stage_idx + 1):
-            keys = jax.random.split(jax.random.PRNGKey(int(config.seed) + 7919 * (j + 1)), val_links)
+            keys = jax.random.split(jax.random.PRNGKey(seed + 7919 * (j + 1)), val_links)
             se = senvs[j]
             scores.append(jnp.mean(jax.vmap(lambda k: episode_score(actor_params, se.env, se.params, k, False))(keys)))
         return jnp.mean(jnp.stack(scores))
@@ -410,7 +415,7 @@ def make_train(config, mesh=None) -> Trainer:
         """Every ``every_chunks`` chunks: validate the actor and keep it if it beats the stage's best."""
         k = state["counters"]["update"] // chunk
         actor = state["agent"]["actor"]
-        score = jax.lax.cond(jnp.mod(k, val_every) == 0, lambda a: validate(a, stage_idx),
+        score = jax.lax.cond(jnp.mod(k, val_every) == 0, lambda a: validate(a, stage_idx, state["seed"]),
                              lambda a: jnp.asarray(jnp.inf, jnp.float32), actor)
         best = state["select"]
         better = score < best["score"]

@@ -1,0 +1,817 @@
+"""Sweeps in one program: ``python -m jaxcc.train --config=NAME --sweep=launch/SWEEP.yaml``.
+
+K configurations that differ only in hyperparameters that are *leaves of the training state*
+train as one jitted program (PureJaxRL's way): ``init`` runs under ``jax.vmap`` over K keys, so
+every leaf gets a leading member axis, each member's hyperparameter leaves are set to its value,
+and every chunk is ``jax.vmap(trainer.run_chunk)`` in one ``jit``.  A member computes exactly
+what a separate ``python -m jaxcc.train`` run with its configuration computes (up to the order of
+floating-point reductions that XLA picks for batched operations: ``tests/test_sweep.py`` states
+the tolerance).
+
+Sweep file (YAML)::
+
+    name: lr                      # optional; default: the file's stem
+    group: pareto-lr              # optional; the wandb group; default: <config>-<name>
+    description: ...              # optional, free text
+    metric: {name: val_best, goal: minimize}   # optional; the table's "best" column and ranking
+    members:                      # a list of members, each {config key: value}
+      - {config.td3.lr_actor: 1.0e-4}
+      - {config.td3.lr_actor: 3.0e-4, config.seed: 1}
+    parameters:                   # and/or a grid: the cartesian product of the values
+      config.seed: {values: [0, 1]}
+
+With both, every member is combined with every grid point (K = members × grid points).  Keys may
+be written with or without the ``config.`` prefix.  A key must be in the agent's ``SWEEPABLE``
+(config key → path of its leaf in the state; ``jaxcc.agents.*``), or ``seed`` (every algorithm:
+it seeds ``init``'s PRNG key).  A key that sets a shape or the program (``num_envs``,
+``td3.batch_size``, network sizes, buffer sizes, ...) is refused with a one-line error that lists
+the sweepable keys.
+
+Devices: the member axis is replicated; inside a member everything is placed as in a single run
+(``jaxcc.train.state_shardings`` on the member's slice: environment lanes sharded over ``'data'``,
+now on axis 1), and the agents' own ``with_sharding_constraint`` calls keep their meaning under
+``vmap`` (the batched axis is left unconstrained).  So a K-member sweep on N devices splits each
+member's lanes and batches over the N devices exactly as one run would, with K times the work per
+device; ``num_envs`` must be a multiple of the device count.  Sharding members instead (K a
+multiple of the devices) would fight the agents' constraints on the lane axis.
+
+Outputs in ``WORKDIR`` (default ``checkpoints/sweeps/<config>-<name>``): ``sweep.json`` (the
+resolved members), ``checkpoints/`` (the stacked state: re-running the command resumes),
+``members/mK/`` per member (``config.json``, ``metrics.jsonl``, its wandb run named
+``<config>-<name>-mK`` in the sweep's group, ``stages/<Label>`` checkpoints and exported
+``<Label>.safetensors``, ``summary.json``), ``sweep_results.csv`` and ``.md`` (one row per
+member: its hyperparameters, final and best episode return, final and best of the sweep's
+metric, its policy) and ``sweep.png`` (the metrics against the update, one line per member).
+
+Command line: ``jaxcc.train --sweep=FILE`` hands its whole command line (the same flags, ``--config``
+overrides applied to every member) to ``python -m jaxcc.sweep`` by ``os.execv``: this module
+imports ``jaxcc.train``'s loop helpers (``Logger``, ``check_finite``, ``_row``, ``make_mesh``,
+``state_shardings``, ``_finish_stage``), so ``jaxcc.train`` must not import it back
+(``tests/test_layout.py``: no cycles).  ``python -m jaxcc.sweep --bench=CONFIG`` runs
+``bench_sweep``.
+
+A member whose loss or parameters become NaN/inf is reported and dropped from logging, export and
+the ranking (it keeps being computed: its lane of the program cannot be removed without
+recompiling, and it cannot affect the others); the sweep stops only when every member diverged.
+"""
+
+from __future__ import annotations
+
+import copy
+import csv
+import dataclasses
+import itertools
+import json
+import math
+import os
+import sys
+import time
+from typing import Any
+
+import numpy as np
+
+from jaxcc import train as T
+
+ALLOWED_TOP = ("name", "group", "description", "metric", "members", "parameters")
+ALLOWED_PARAM = ("values", "value")
+
+
+class SweepError(ValueError):
+    """A sweep file that cannot be run; the message is one line naming the file (and line)."""
+
+
+@dataclasses.dataclass
+class Sweep:
+    path: str
+    name: str
+    group: str
+    metric: str
+    goal: str  # minimize | maximize
+    keys: list[str]  # the swept config keys, canonical (no "config." prefix), in file order
+    members: list[dict[str, Any]]  # one {key: value} per member (every key of ``keys``)
+
+
+# ----------------------------------------------------------------------------- the sweep file
+
+
+def sweepable(algo: str) -> dict[str, tuple[str, ...]]:
+    """Config key -> path of its leaf in the training state, for ``config.algo`` ``algo``.
+
+    ``seed`` is always there (it seeds ``init``'s key; its path is ``()`` unless the agent also
+    keeps the seed as a state leaf)."""
+    from jaxcc import agents
+
+    table = dict(getattr(agents.get_agent(algo), "SWEEPABLE", {}))
+    table.setdefault("seed", ())
+    return table
+
+
+def _lines(text: str) -> dict[tuple, int]:
+    """1-based line of every node of the YAML document, by path (keys and list indices)."""
+    import yaml
+
+    out: dict[tuple, int] = {}
+
+    def walk(node, path):
+        out[path] = node.start_mark.line + 1
+        if isinstance(node, yaml.MappingNode):
+            for k, v in node.value:
+                key = k.value
+                out[path + (key,)] = k.start_mark.line + 1
+                walk(v, path + (key,))
+                out[path + (key,)] = k.start_mark.line + 1
+        elif isinstance(node, yaml.SequenceNode):
+            for i, v in enumerate(node.value):
+                walk(v, path + (i,))
+
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return out
+    if root is not None:
+        walk(root, ())
+    return out
+
+
+def load_sweep(path: str, config, config_name: str = "run") -> Sweep:
+    """Read and check a sweep file against ``config`` (its ``algo`` decides what is sweepable)."""
+    import yaml
+
+    try:
+        text = open(path, encoding="utf-8").read()
+    except OSError as e:
+        raise SweepError(f"--sweep={path}: cannot read ({e.strerror})") from None
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else path
+        what = " ".join(str(getattr(e, "problem", None) or e).split())
+        raise SweepError(f"{where}: not valid YAML ({what})") from None
+    lines = _lines(text)
+
+    def err(loc: tuple, msg: str):
+        ln = next((lines[loc[:i]] for i in range(len(loc), -1, -1) if loc[:i] in lines), None)
+        return SweepError(f"{path}{f':{ln}' if ln else ''}: {msg}")
+
+    if not isinstance(doc, dict):
+        raise err((), f"a sweep file is a mapping with keys {', '.join(ALLOWED_TOP)}")
+    for k in doc:
+        if k not in ALLOWED_TOP:
+            raise err((k,), f"unknown key {k!r}; allowed: {', '.join(ALLOWED_TOP)}")
+    algo = str(config.algo)
+    table = sweepable(algo)
+    allowed = ", ".join("config." + k for k in sorted(table))
+    known = set(T.all_keys(config))
+
+    def key_of(raw, loc) -> str:
+        if not isinstance(raw, str):
+            raise err(loc, f"{raw!r}: a config key is a string such as config.seed; sweepable: {allowed}")
+        k = raw[len("config."):] if raw.startswith("config.") else raw
+        if k not in known:
+            raise err(loc, f"config.{k}: no such config field; sweepable for {algo}: {allowed}")
+        if k not in table:
+            raise err(loc, f"config.{k} is not sweepable for {algo} (not a leaf of the training state: it sets "
+                           f"a shape or the compiled program); sweepable: {allowed}")
+        return k
+
+    def value_of(k, v, loc):
+        if isinstance(v, str):  # YAML 1.1 (PyYAML) reads 1e-4 and 1.0e30 as strings: numbers here
+            try:
+                v = int(v) if v.strip().lstrip("+-").isdigit() else float(v)
+            except ValueError:
+                pass
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise err(loc, f"config.{k}: {v!r} is not a number")
+        if k == "seed":
+            if float(v) != int(v) or int(v) < 0 or int(v) >= 2 ** 31:
+                raise err(loc, f"config.seed: {v!r}; expected an integer in [0, 2^31)")
+            return int(v)
+        if not math.isfinite(float(v)):
+            raise err(loc, f"config.{k}: {v!r} is not finite")
+        return float(v)
+
+    listed: list[dict] = []
+    if "members" in doc:
+        ms = doc["members"]
+        if not isinstance(ms, list) or not ms:
+            raise err(("members",), "members: a non-empty list of {config key: value} mappings")
+        for i, m in enumerate(ms):
+            if not isinstance(m, dict) or not m:
+                raise err(("members", i), f"members[{i}]: a mapping {{config key: value}}, got {m!r}")
+            one = {}
+            for raw, v in m.items():
+                k = key_of(raw, ("members", i, raw))
+                one[k] = value_of(k, v, ("members", i, raw))
+            listed.append(one)
+    grid: list[tuple[str, list]] = []
+    if "parameters" in doc:
+        ps = doc["parameters"]
+        if not isinstance(ps, dict) or not ps:
+            raise err(("parameters",), "parameters: a mapping {config key: {values: [...]}}")
+        for raw, spec in ps.items():
+            loc = ("parameters", raw)
+            k = key_of(raw, loc)
+            if not isinstance(spec, dict) or len(spec) != 1 or next(iter(spec)) not in ALLOWED_PARAM:
+                raise err(loc, f"parameters.{raw}: expected {{values: [...]}} or {{value: x}} (a grid; wandb's "
+                               f"distributions are for `wandb sweep`)")
+            if "value" in spec:
+                vals = [spec["value"]]
+            else:
+                vals = spec["values"]
+                if not isinstance(vals, list) or not vals:
+                    raise err(loc, f"parameters.{raw}.values: a non-empty list")
+            grid.append((k, [value_of(k, v, loc) for v in vals]))
+    if not listed and not grid:
+        raise err((), "no members: give members: [...] and/or parameters: {...}")
+    points = [dict(zip([k for k, _ in grid], combo)) for combo in itertools.product(*[v for _, v in grid])]
+    members = []
+    for m in listed or [{}]:
+        for g in points:
+            both = sorted(set(m) & set(g))
+            if both:
+                raise err(("parameters", both[0]), f"config.{both[0]} is set both in members and in parameters")
+            members.append({**m, **g})
+    keys = list(dict.fromkeys(k for m in members for k in m))
+    for m in members:  # a key a member leaves out keeps the base config's value
+        for k in keys:
+            m.setdefault(k, int(config.seed) if k == "seed" else float(_get(config, k)))
+    name = str(doc.get("name") or os.path.splitext(os.path.basename(path))[0])
+    group = str(doc.get("group") or f"{config_name}-{name}")
+    metric = doc.get("metric") or {}
+    if not isinstance(metric, dict) or set(metric) - {"name", "goal"}:
+        raise err(("metric",), "metric: {name: <logged metric>, goal: minimize|maximize}")
+    default = ("val_best", "minimize") if algo == "pareto_td3" else ("episode_return", "maximize")
+    mname, goal = str(metric.get("name", default[0])), str(metric.get("goal", default[1]))
+    if goal not in ("minimize", "maximize"):
+        raise err(("metric", "goal"), f"metric.goal: {goal!r}; expected minimize or maximize")
+    return Sweep(path=path, name=name, group=group, metric=mname, goal=goal, keys=keys, members=members)
+
+
+def _get(config, key: str):
+    node = config
+    for part in key.split("."):
+        node = node[part]
+    return node
+
+
+def member_config(config, sweep: Sweep, m: int):
+    """The configuration a separate run of member ``m`` would use (base config + its values)."""
+    cfg = copy.deepcopy(config)
+    for k, v in sweep.members[m].items():
+        parent, _, leaf = k.rpartition(".")
+        node = _get(cfg, parent) if parent else cfg
+        node[leaf] = type(node[leaf])(v) if isinstance(node[leaf], (int, float)) else v
+    if "wandb" in cfg:
+        cfg.wandb.group = sweep.group
+    return cfg
+
+
+# ----------------------------------------------------------------------------- the vmapped program
+
+
+def _set(tree: dict, path: tuple[str, ...], value):
+    if len(path) == 1:
+        return {**tree, path[0]: value}
+    return {**tree, path[0]: _set(tree[path[0]], path[1:], value)}
+
+
+def _at(tree, path):
+    for p in path:
+        tree = tree[p]
+    return tree
+
+
+def member_values(sweep: Sweep) -> dict[str, np.ndarray]:
+    """The swept values as [K] arrays (seed as int32, the rest float32), by config key."""
+    return {k: np.asarray([m[k] for m in sweep.members], np.int32 if k == "seed" else np.float32)
+            for k in sweep.keys}
+
+
+# Counters every member shares (``state["counters"][name]``): the chunk sequence's, which never
+# depend on a member's values.  They stay without a member axis, so that a ``lax.cond`` on them
+# stays a branch: ``vmap`` turns a cond on a batched predicate into a select that computes both
+# branches (Pareto's delayed actor update every ``policy_delay`` gradient steps, its validation
+# every ``select.every_chunks`` chunks).  Other counters (MOCC's episode counts, ...) get the
+# member axis.  Were a shared one to depend on a member's data, ``vmap`` would refuse the program
+# (a batched output where ``out_axes`` is None) rather than compute something else.
+SHARED_COUNTERS = ("update", "grad_step", "stage", "stage_update", "env_steps")
+
+
+def state_axes(tree) -> dict:
+    """The ``vmap`` axes of a (stacked) state, a prefix of its tree: 0 (the member axis) except
+    for ``SHARED_COUNTERS`` (None)."""
+    out = {k: 0 for k in tree}
+    if "counters" in tree:
+        out["counters"] = {c: None if c in SHARED_COUNTERS else 0 for c in tree["counters"]}
+    return out
+
+
+def _by_axis(fn, axes, tree):
+    """``fn(axis, subtree)`` for each leaf of the prefix ``axes`` (0 or None) and its subtree."""
+    import jax
+
+    return jax.tree.map(fn, axes, tree, is_leaf=lambda a: a is None)
+
+
+def vmapped(fn, axes, *, extra_out: bool = False):
+    """``fn(state) -> state`` (or ``(state, metrics)`` with ``extra_out``) over the member axis."""
+    import jax
+
+    return jax.vmap(fn, in_axes=(axes,), out_axes=(axes, 0) if extra_out else axes)
+
+
+def make_init(trainer, table: dict[str, tuple], keys: list[str]):
+    """(seeds [K], {key: [K]}) -> the stacked state: ``trainer.init`` vmapped, each member's
+    hyperparameter leaves set to its values (``SHARED_COUNTERS`` without a member axis)."""
+    import jax
+    import jax.numpy as jnp
+
+    def one(seed, vals):
+        state = trainer.init(jax.random.PRNGKey(seed))
+        for k in keys:
+            path = table[k]
+            if path:
+                leaf = _at(state, path)
+                state = _set(state, path, jnp.asarray(vals[k], leaf.dtype).reshape(leaf.shape))
+        return state
+
+    axes = state_axes(jax.eval_shape(trainer.init, jax.random.PRNGKey(0)))
+    return jax.vmap(one, out_axes=axes)
+
+
+def member_shardings(stacked, mesh):
+    """The stacked state's shardings: member axis replicated, each member placed as one run
+    (``jaxcc.train.state_shardings`` on its slice, shifted one axis right)."""
+    import jax
+    from jax.sharding import NamedSharding, PartitionSpec as P
+
+    axes = state_axes(stacked)
+    single = _by_axis(lambda a, v: jax.tree.map(
+        lambda x: jax.ShapeDtypeStruct(x.shape if a is None else x.shape[1:], x.dtype), v), axes, stacked)
+    one = T.state_shardings(single, mesh)
+    return _by_axis(lambda a, v: v if a is None else jax.tree.map(
+        lambda s: NamedSharding(mesh, P(None, *s.spec)), v, is_leaf=lambda s: isinstance(s, NamedSharding)),
+        axes, one)
+
+
+def _slice(state: dict, m: int) -> dict:
+    """Member ``m``'s state (the shared counters as they are)."""
+    import jax
+
+    return _by_axis(lambda a, v: v if a is None else jax.tree.map(lambda x: x[m], v), state_axes(state), state)
+
+
+class _MemberAgent:
+    """What ``train.check_finite`` reads of a state (``.get("agent")``), for one member, lazily."""
+
+    def __init__(self, state, m):
+        self.state, self.m = state, m
+
+    def get(self, key, default=None):
+        import jax
+
+        return jax.tree.map(lambda x: x[self.m], self.state[key]) if key in self.state else default
+
+
+# ----------------------------------------------------------------------------- the loop
+
+
+def run_sweep(config, sweep: Sweep, workdir: str, *, config_name: str = "run", progress: bool = True,
+              log: bool = True, stop_after_chunks: int | None = None) -> dict:
+    """Run (or resume) the sweep in ``workdir``.  Returns a summary (``members``: one dict each)."""
+    import jax
+
+    from jaxcc import agents, checkpointing
+
+    K = len(sweep.members)
+    os.makedirs(workdir, exist_ok=True)
+    mesh = T.make_mesh()
+    n_dev = mesh.devices.size
+    if int(config.num_envs) % n_dev:
+        raise ValueError(f"config.num_envs={config.num_envs} must be a multiple of the {n_dev} devices")
+    trainer = agents.make_train(config, mesh=mesh)
+    table = sweepable(str(config.algo))
+    is_main = jax.process_index() == 0
+    cfgs = [member_config(config, sweep, m) for m in range(K)]
+    names = [f"{config_name}-{sweep.name}-m{m}" for m in range(K)]
+    mdirs = [os.path.join(workdir, "members", f"m{m}") for m in range(K)]
+    desc = {"name": sweep.name, "group": sweep.group, "file": sweep.path, "metric": sweep.metric,
+            "goal": sweep.goal, "keys": sweep.keys, "members": sweep.members, "runs": names}
+    if is_main:
+        for d, c in zip(mdirs, cfgs):
+            os.makedirs(d, exist_ok=True)
+            with open(os.path.join(d, "config.json"), "w") as f:
+                f.write(c.to_json_best_effort(indent=1))
+        with open(os.path.join(workdir, "config.json"), "w") as f:
+            f.write(config.to_json_best_effort(indent=1))
+    ckpts = checkpointing.RunCheckpoints(workdir, keep=int(config.keep_checkpoints))
+    step = ckpts.latest()
+    diverged: dict[int, str] = {}
+    if step is None:
+        stage_idx, chunk_idx, need_enter = 0, 0, False
+        vals = member_values(sweep)
+        seeds = np.asarray([m["seed"] for m in sweep.members] if "seed" in sweep.keys else [int(config.seed)] * K,
+                           np.int32)
+        init = make_init(trainer, table, sweep.keys)
+        sh0 = member_shardings(jax.eval_shape(init, seeds, vals), mesh)
+        state = jax.jit(init, out_shardings=sh0)(seeds, vals)
+        resumed = False
+    else:
+        meta = ckpts.meta(step)
+        if meta.get("sweep", {}).get("members") != sweep.members:
+            ckpts.close()
+            raise SweepError(f"--workdir={workdir} holds a different sweep ({meta.get('sweep', {}).get('file')}); "
+                             f"its members differ from {sweep.path}'s: use another --workdir")
+        diverged = {int(k): v for k, v in meta.get("diverged", {}).items()}
+        stage_idx, chunk_idx, need_enter = int(meta["stage"]), int(meta["stage_chunk"]), False
+        one = trainer.template(stage_idx)
+        stacked = _by_axis(lambda a, v: v if a is None else jax.tree.map(
+            lambda x: jax.ShapeDtypeStruct((K,) + tuple(x.shape), x.dtype), v), state_axes(one), one)
+        sh = member_shardings(stacked, mesh)
+        tmpl = jax.tree.map(lambda x, s: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=s), stacked, sh)
+        state = ckpts.restore(step, tmpl)
+        resumed = True
+        if is_main:
+            print(f"[jaxcc.sweep] resuming {workdir} at update {step} (stage {trainer.stages[stage_idx].label}, "
+                  f"chunk {chunk_idx}/{trainer.stages[stage_idx].num_chunks})", file=sys.stderr)
+        if meta.get("stage_done"):
+            stage_idx, chunk_idx, need_enter = stage_idx + 1, 0, True
+    if is_main:
+        with open(os.path.join(workdir, "sweep.json"), "w") as f:
+            json.dump(desc, f, indent=1)
+    if log and is_main:
+        _wandb_many_runs(config)
+    loggers = [T.Logger(d, c, n, enabled=log and is_main) for d, c, n in zip(mdirs, cfgs, names)]
+    total_updates = sum(s.num_updates for s in trainer.stages)
+    chunk = trainer.chunk_updates
+    bar = None
+    if progress and is_main:
+        from tqdm import tqdm
+        bar = tqdm(total=total_updates, initial=int(step or 0), unit="upd", dynamic_ncols=True,
+                   desc=f"{sweep.name} ×{K} " + trainer.stages[min(stage_idx, len(trainer.stages) - 1)].label)
+    t_start = time.time()
+    chunks_run = 0
+    summary: dict[str, Any] = {"workdir": workdir, "resumed": resumed, "sweep": desc}
+    try:
+        for st in trainer.stages[stage_idx:]:
+            if need_enter:
+                chunk_idx = 0
+                enter = vmapped(lambda s, i=st.index: trainer.enter_stage(s, i), state_axes(state))
+                state = jax.jit(enter, out_shardings=member_shardings(jax.eval_shape(enter, state), mesh))(state)
+            sh = member_shardings(state, mesh)
+            run = jax.jit(vmapped(lambda s, i=st.index: trainer.run_chunk(s, i), state_axes(state), extra_out=True),
+                          donate_argnums=0, out_shardings=(sh, None))
+            for c in range(chunk_idx, st.num_chunks):
+                first = int(state["counters"]["update"])
+                state, metrics = run(state)
+                metrics = jax.device_get(metrics)
+                upd = first + chunk
+                env_steps = int(state["counters"]["env_steps"])  # per member (shared)
+                rows = {}
+                for m in range(K):
+                    if m in diverged:
+                        continue
+                    mm = {k: v[m] for k, v in metrics.items()}
+                    try:
+                        T.check_finite(mm, _MemberAgent(state, m), first, st.name)
+                    except T.TrainingDiverged as e:
+                        diverged[m] = str(e)
+                        if is_main:
+                            print(f"[jaxcc.sweep] member m{m} ({names[m]}): {e}; the others go on", file=sys.stderr)
+                        continue
+                    row = T._row(mm)
+                    row.update({"stage": st.index, "env_steps": env_steps, "elapsed_s": time.time() - t_start})
+                    loggers[m].log(upd, row)
+                    rows[m] = row
+                if len(diverged) == K:
+                    raise T.TrainingDiverged(f"every member of the sweep diverged (m0: {diverged[0]})")
+                done_stage = c + 1 == st.num_chunks
+                if (c + 1) % int(config.checkpoint_every_chunks) == 0 or done_stage:
+                    if done_stage:
+                        if trainer.finish_stage is not None:
+                            fin = vmapped(trainer.finish_stage, state_axes(state))
+                            state = jax.jit(fin, out_shardings=member_shardings(state, mesh))(state)
+                        for m in range(K):
+                            if m not in diverged:
+                                T._finish_stage(trainer, st, _slice(state, m), mdirs[m], cfgs[m], is_main)
+                    ckpts.save(upd, state, {"stage": st.index, "stage_chunk": c + 1, "stage_done": done_stage,
+                                            "update": upd, "stage_label": st.label,
+                                            "sweep": {"file": sweep.path, "members": sweep.members},
+                                            "diverged": {str(k): v for k, v in diverged.items()}})
+                if bar is not None:
+                    bar.update(chunk)
+                    best = _pick([r.get(sweep.metric) for r in rows.values()], sweep.goal)
+                    if best is not None:
+                        bar.set_postfix({sweep.metric: f"{best:.3g}"})
+                chunks_run += 1
+                if stop_after_chunks is not None and chunks_run >= stop_after_chunks:
+                    summary["stopped"] = True
+                    return summary
+            chunk_idx, need_enter = 0, True
+        summary["final_update"] = int(state["counters"]["update"])
+        summary["wall_s"] = time.time() - t_start
+        labels = [s.label for s in trainer.stages]
+        members = []
+        for m in range(K):
+            out = T.stage_outputs(mdirs[m], labels)
+            ms = {"member": f"m{m}", "run": names[m], "workdir": mdirs[m], "values": sweep.members[m],
+                  "diverged": diverged.get(m), **out}
+            members.append(ms)
+            if is_main:
+                with open(os.path.join(mdirs[m], "summary.json"), "w") as f:
+                    json.dump({**ms, "final_update": summary["final_update"]}, f, indent=1)
+        summary["members"] = members
+        if is_main:
+            summary["table"] = write_results(workdir, sweep, members)
+            summary["plot"] = plot_sweep(workdir, sweep, members)
+            with open(os.path.join(workdir, "summary.json"), "w") as f:
+                json.dump(summary, f, indent=1, default=str)
+        return summary
+    finally:
+        if bar is not None:
+            bar.close()
+        for lg in loggers:
+            lg.close()
+        ckpts.close()
+
+
+def _wandb_many_runs(config) -> None:
+    """One process, K live wandb runs: ask wandb for a new run on every ``init`` (instead of
+    finishing the previous one).  Nothing when wandb is disabled or missing."""
+    if T.resolve_wandb_mode(str(config.wandb.mode)) == "disabled":
+        return
+    try:
+        import wandb
+
+        wandb.setup(settings=wandb.Settings(reinit="create_new"))
+    except Exception as e:  # logging must never stop training
+        print(f"[jaxcc.sweep] wandb setup failed ({type(e).__name__}: {e})", file=sys.stderr)
+
+
+def _pick(xs, goal: str):
+    xs = [float(x) for x in xs if isinstance(x, (int, float)) and math.isfinite(float(x))]
+    if not xs:
+        return None
+    return min(xs) if goal == "minimize" else max(xs)
+
+
+# ----------------------------------------------------------------------------- results
+
+
+def read_rows(member_dir: str) -> list[dict]:
+    """A member's ``metrics.jsonl`` rows by update (a row logged twice after a resume: the later)."""
+    path = os.path.join(member_dir, "metrics.jsonl")
+    by = {}
+    if os.path.isfile(path):
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                if line.strip():
+                    r = json.loads(line)
+                    by[int(r["update"])] = r
+    return [by[k] for k in sorted(by)]
+
+
+def _num(r: dict, k: str) -> float:
+    v = r.get(k)
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else math.nan
+
+
+def results_table(sweep: Sweep, members: list[dict]) -> list[dict]:
+    """One row per member: its values, final/best episode return (NaN until an episode ends),
+    the last chunk's mean reward per step, final/best of the sweep's metric (best = ``goal`` over
+    the logged updates), status, the last stage's policy."""
+    out = []
+    for ms in members:
+        rows = read_rows(ms["workdir"])
+        ret = [_num(r, "episode_return") for r in rows]
+        met = [_num(r, sweep.metric) for r in rows]
+        fin = [x for x in met if math.isfinite(x)]
+        pol = list(ms.get("policies", {}).values())
+        row = {"member": ms["member"], "run": ms["run"],
+               **{"config." + k: ms["values"][k] for k in sweep.keys},
+               "status": "diverged" if ms.get("diverged") else "ok",
+               "final_update": int(rows[-1]["update"]) if rows else 0,
+               "episode_return_final": next((x for x in reversed(ret) if math.isfinite(x)), math.nan),
+               "episode_return_best": _pick(ret, "maximize") if _pick(ret, "maximize") is not None else math.nan,
+               "reward_final": _num(rows[-1], "reward") if rows else math.nan}
+        if sweep.metric != "episode_return":
+            row[f"{sweep.metric}_final"] = fin[-1] if fin else math.nan
+            b = _pick(met, sweep.goal)
+            row[f"{sweep.metric}_best"] = b if b is not None else math.nan
+        row["policy"] = pol[-1] if pol and not ms.get("diverged") else ""  # the last stage's
+        out.append(row)
+    return out
+
+
+def write_results(workdir: str, sweep: Sweep, members: list[dict]) -> dict:
+    """``sweep_results.csv`` and ``sweep_results.md`` (the best member by the sweep's metric marked)."""
+    rows = results_table(sweep, members)
+    cols = list(rows[0])
+    csv_path = os.path.join(workdir, "sweep_results.csv")
+    with open(csv_path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=cols)
+        w.writeheader()
+        w.writerows(rows)
+    key = f"{sweep.metric}_best" if sweep.metric != "episode_return" else "episode_return_best"
+    ok = [r for r in rows if r["status"] == "ok" and math.isfinite(r[key])]
+    best = (min if sweep.goal == "minimize" else max)(ok, key=lambda r: r[key])["member"] if ok else None
+
+    def fmt(v):
+        return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+    md_path = os.path.join(workdir, "sweep_results.md")
+    with open(md_path, "w") as f:
+        f.write(f"# sweep {sweep.name} ({sweep.group}): {len(rows)} members, metric {sweep.metric} ({sweep.goal})\n\n")
+        f.write("| " + " | ".join(cols) + " |\n|" + "---|" * len(cols) + "\n")
+        for r in rows:
+            f.write("| " + " | ".join(fmt(r[c]) + (" **(best)**" if c == "member" and r["member"] == best else "")
+                                      for c in cols) + " |\n")
+    return {"csv": csv_path, "md": md_path, "best": best}
+
+
+def plot_sweep(workdir: str, sweep: Sweep, members: list[dict]) -> str:
+    """``sweep.png``: episode return (and the sweep's metric) against the update, one line per member."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    keys = ["episode_return"] + ([sweep.metric] if sweep.metric != "episode_return" else [])
+    fig, axes = plt.subplots(1, len(keys), figsize=(5.5 * len(keys), 3.8), squeeze=False)
+    for ms in members:
+        rows = read_rows(ms["workdir"])
+        x = np.asarray([r["update"] for r in rows], float)
+        label = ms["member"] + " " + ", ".join(f"{k.rpartition('.')[2]}={ms['values'][k]:.3g}" for k in sweep.keys)
+        for ax, k in zip(axes[0], keys):
+            y = np.asarray([_num(r, k) for r in rows])
+            ok = np.isfinite(y)
+            if ok.any():
+                ax.plot(x[ok], y[ok], marker="." if ok.sum() < 30 else None, lw=1.3, label=label)
+    for ax, k in zip(axes[0], keys):
+        ax.set_xlabel("update")
+        ax.set_ylabel(k + (f" ({sweep.goal})" if k == sweep.metric else ""))
+        ax.grid(alpha=0.3)
+    for ax in axes[0]:
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7, loc="best")
+            break
+    fig.suptitle(f"sweep {sweep.name} ({sweep.group}), {len(members)} members", fontsize=10)
+    fig.tight_layout()
+    path = os.path.join(workdir, "sweep.png")
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+# ----------------------------------------------------------------------------- CLI (from jaxcc.train)
+
+
+def cli(config, config_name: str, sweep_path: str, *, workdir: str | None, progress: bool,
+        stop_after_chunks: int | None) -> int:
+    """``jaxcc.train --sweep``: 0 done, 2 a bad sweep file, 3 every member diverged."""
+    try:
+        sweep = load_sweep(sweep_path, config, config_name)
+    except SweepError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    workdir = workdir or os.path.join("checkpoints", "sweeps", f"{config_name}-{sweep.name}")
+    try:
+        summary = run_sweep(config, sweep, workdir, config_name=config_name, progress=progress,
+                            stop_after_chunks=stop_after_chunks)
+    except SweepError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except T.TrainingDiverged as e:
+        print(f"[jaxcc.sweep] {e}", file=sys.stderr)
+        return 3
+    if summary.get("stopped"):
+        print(f"[jaxcc.sweep] stopped as asked (--stop_after_chunks); sweep directory {workdir}\n"
+              f"resume: run the same command again")
+        return 0
+    print(f"[jaxcc.sweep] done: {len(sweep.members)} members, update {summary['final_update']} in "
+          f"{summary['wall_s']:.0f} s; {workdir}/sweep_results.csv, sweep_results.md, sweep.png")
+    print(open(summary["table"]["md"]).read())
+    return 0
+
+
+# ----------------------------------------------------------------------------- benchmark
+
+
+def bench_sweep(config, k: int, updates: int) -> dict:
+    """A K-member sweep (members differing in seed: the same program as any hyperparameter) vs
+    K separate runs, on stage 0, on every device (``jaxcc.train.make_mesh``).
+
+    Both are compiled before the clock starts (``jit(...).lower(...).compile()``) and initialised
+    outside it; the clock covers ``ceil(updates / chunk_updates)`` chunks per member, each ended
+    with ``block_until_ready``.  Returns env steps/s (sum over members of the state's
+    ``env_steps`` counter) and updates/s (member-updates), and the sweep's speed-up."""
+    import jax
+
+    from jaxcc import agents
+
+    mesh = T.make_mesh()
+    trainer = agents.make_train(config, mesh=mesh)
+    n_chunks = max(1, -(-int(updates) // trainer.chunk_updates))
+    seeds = np.arange(int(config.seed), int(config.seed) + int(k), dtype=np.int32)
+
+    def timed(run, state, n):
+        state = jax.block_until_ready(state)
+        e0 = int(state["counters"]["env_steps"])
+        t0 = time.perf_counter()
+        for _ in range(n):
+            state, _m = run(state)
+            jax.block_until_ready(state)
+        dt = time.perf_counter() - t0
+        e1 = int(state["counters"]["env_steps"])
+        return dt, e1 - e0
+
+    init_k = make_init(trainer, {"seed": ()}, [])
+    sh_k = member_shardings(jax.eval_shape(init_k, seeds, {}), mesh)
+    state = jax.jit(init_k, out_shardings=sh_k)(seeds, {})
+    run_k = jax.jit(vmapped(lambda s: trainer.run_chunk(s, 0), state_axes(state), extra_out=True), donate_argnums=0,
+                    out_shardings=(sh_k, None)).lower(state).compile()
+    t_sweep, e_sweep = timed(run_k, state, n_chunks)
+    e_sweep *= int(k)  # the counters are shared: env steps per member
+    del state
+
+    import jax.numpy as jnp
+    sh_1 = T.state_shardings(jax.eval_shape(trainer.init, jax.random.PRNGKey(0)), mesh)
+    init_1 = jax.jit(lambda s: trainer.init(jax.random.PRNGKey(s)), out_shardings=sh_1)
+    s1 = init_1(jnp.int32(seeds[0]))
+    run_1 = jax.jit(lambda s: trainer.run_chunk(s, 0), donate_argnums=0, out_shardings=(sh_1, None)).lower(s1).compile()
+    t_sep, e_sep = 0.0, 0
+    for i, sd in enumerate(seeds):
+        s1 = s1 if i == 0 else init_1(jnp.int32(sd))
+        dt, de = timed(run_1, s1, n_chunks)
+        t_sep, e_sep = t_sep + dt, e_sep + de
+        del s1
+        s1 = None
+    member_updates = int(k) * n_chunks * trainer.chunk_updates
+    out = {"algo": str(config.algo), "k": int(k), "devices": int(mesh.devices.size), "num_envs": int(config.num_envs),
+           "updates_per_member": n_chunks * trainer.chunk_updates,
+           "sweep": {"wall_s": t_sweep, "env_steps_per_s": e_sweep / t_sweep,
+                     "updates_per_s": member_updates / t_sweep},
+           "separate": {"wall_s": t_sep, "env_steps_per_s": e_sep / t_sep, "updates_per_s": member_updates / t_sep}}
+    out["speedup"] = out["sweep"]["updates_per_s"] / out["separate"]["updates_per_s"]
+    return out
+
+
+def _run_flags(argv) -> int:
+    """After ``jaxcc.train.main`` parsed the command line: run ``--sweep`` with its flags."""
+    import jax
+    from absl import flags
+
+    from jaxcc import jax_cache
+
+    FLAGS = flags.FLAGS
+    if FLAGS.distributed or os.environ.get("JAXCC_DISTRIBUTED") == "1":
+        jax.distributed.initialize()
+    jax_cache.enable_compilation_cache()
+    config = FLAGS.config
+    name = T.config_name(FLAGS["config"].config_filename if hasattr(FLAGS["config"], "config_filename") else "run")
+    if FLAGS.seed is not None:
+        config.seed = FLAGS.seed
+    if not FLAGS.sweep:
+        print("error: --sweep=FILE is required (python -m jaxcc.train --config=NAME --sweep=FILE)", file=sys.stderr)
+        return 2
+    return cli(config, name, FLAGS.sweep, workdir=FLAGS.workdir, progress=not FLAGS.no_progress,
+               stop_after_chunks=FLAGS.stop_after_chunks)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m jaxcc.train --config=NAME --sweep=FILE [...]`` hands its command line to
+    ``python -m jaxcc.sweep`` (the same flags).  ``python -m jaxcc.sweep --bench=CONFIG [--k=4]
+    [--updates=N] [--set key=value ...]`` prints ``bench_sweep``'s JSON."""
+    argv = list(sys.argv if argv is None else argv)
+    if not any(a.startswith("--bench") for a in argv[1:]):
+        return T.main(argv, run=_run_flags)
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m jaxcc.sweep", description=main.__doc__)
+    ap.add_argument("--bench", required=True, help="config name or path (configs/NAME.py)")
+    ap.add_argument("--k", type=int, default=4)
+    ap.add_argument("--updates", type=int, default=0, help="per member (default: 2 chunks)")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="config override, e.g. num_envs=256")
+    a = ap.parse_args(argv[1:])
+    from jaxcc import jax_cache
+
+    jax_cache.enable_compilation_cache()
+    config = T.load_config(T.resolve_config_path(a.bench))
+    known = set(T.all_keys(config))
+    for kv in a.set:
+        key, _, v = kv.partition("=")
+        if key not in known:
+            print(f"error: --set {key}: no such config field", file=sys.stderr)
+            return 2
+        parent, _, leaf = key.rpartition(".")
+        node = _get(config, parent) if parent else config
+        node[leaf] = type(node[leaf])(json.loads(v)) if isinstance(node[leaf], (int, float)) else v
+    updates = a.updates or 2 * int(config.chunk_updates)
+    print(json.dumps(bench_sweep(config, a.k, updates), indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
