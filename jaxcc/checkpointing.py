@@ -130,6 +130,7 @@ class RunCheckpoints:
         return dict(self.mgr.restore(step, args=ocp.args.Composite(meta=ocp.args.JsonRestore()))["meta"])
 
     def restore(self, step: int, template: Any) -> Any:
+        _check_structure(self.dir / str(int(step)) / "state", template)
         out = self.mgr.restore(step, args=ocp.args.Composite(state=ocp.args.StandardRestore(_pack_template(template))))
         return _unpack(out["state"], template)
 
@@ -154,8 +155,33 @@ def save_stage(path: str, state: Any, meta: dict, spec: dict | None = None) -> N
 def restore_stage(path: str, template: Any) -> Any:
     """Restore a stage checkpoint's ``state`` (``save_stage``) into the structure of ``template``
     (e.g. ``trainer.template(stage)``: optimizer states and buffers keep their types)."""
+    _check_structure(run_path(path) / "state", template)
     out = ocp.StandardCheckpointer().restore(run_path(path) / "state", _pack_template(template))
     return _unpack(out, template)
+
+
+class CheckpointMismatch(ValueError):
+    """A checkpoint whose state tree is not the one this code builds (e.g. written by another
+    jaxcc version, whose agents keep other leaves); one line naming the leaves that differ."""
+
+
+def _check_structure(path, template: Any) -> None:
+    """Raise ``CheckpointMismatch`` when the saved tree's leaf paths differ from ``template``'s
+    (orbax's own error is a many-line dump of both trees)."""
+    tree = ocp.StandardCheckpointer().metadata(path)
+    tree = getattr(tree, "item_metadata", tree)
+    tree = getattr(tree, "tree", tree)
+    is_leaf = lambda m: hasattr(m, "shape") and hasattr(m, "dtype")  # noqa: E731
+    names = lambda t: {jax.tree_util.keystr(k, simple=True, separator="/")  # noqa: E731
+                       for k, _ in jax.tree_util.tree_flatten_with_path(t, is_leaf=is_leaf)[0]}
+    saved, wanted = names(tree), names(template)
+    if saved == wanted:
+        return
+    only_saved, only_here = sorted(saved - wanted), sorted(wanted - saved)
+    show = lambda xs: (", ".join(xs[:4]) + (f" (+{len(xs) - 4} more)" if len(xs) > 4 else "")) or "none"  # noqa: E731
+    raise CheckpointMismatch(f"{path}: the checkpoint's state does not match this jaxcc's (written by another "
+                             f"version or config?): leaves only in the checkpoint: {show(only_saved)}; only in "
+                             f"this version: {show(only_here)}; train in a new --workdir")
 
 
 def _write_json(path, obj: dict) -> None:

@@ -604,6 +604,9 @@ def _main(argv):
     except TrainingDiverged as e:
         print(f"[jaxcc.train] {e}", file=sys.stderr)
         return 3
+    except checkpointing.CheckpointMismatch as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     if jax.process_index() == 0:
         print(next_steps(summary, str(config.algo), name))
     return 0

@@ -93,3 +93,24 @@ def test_nan_stops_and_keeps_last_good_checkpoint(tmp_path, cache):
     for x in jax.tree.leaves(state["agent"]):
         if np.issubdtype(np.asarray(x).dtype, np.floating):
             assert np.all(np.isfinite(np.asarray(x)))
+
+
+def test_a_checkpoint_of_another_state_tree_is_one_line_naming_the_leaves(tmp_path):
+    """A stage checkpoint whose tree differs from the template (an older jaxcc's agent) is refused
+    before orbax's many-line dump, naming the leaves only on each side."""
+    import jax.numpy as jnp
+
+    from jaxcc import checkpointing
+
+    saved = {"agent": {"w": jnp.ones((2, 3))}, "counters": {"update": jnp.int32(4)}}
+    checkpointing.save_stage(str(tmp_path / "s"), saved, {"stage": 0})
+    same = checkpointing.restore_stage(str(tmp_path / "s"), saved)
+    assert float(same["agent"]["w"].sum()) == 6.0 and int(same["counters"]["update"]) == 4
+    newer = {"agent": {"w": jnp.ones((2, 3))}, "counters": {"update": jnp.int32(0)}, "seed": jnp.int32(0)}
+    with pytest.raises(checkpointing.CheckpointMismatch) as e:
+        checkpointing.restore_stage(str(tmp_path / "s"), newer)
+    msg = str(e.value)
+    assert "\n" not in msg and "only in the checkpoint: none" in msg and "only in this version: seed" in msg
+    older = {"agent": {"w": jnp.ones((2, 3))}}
+    with pytest.raises(checkpointing.CheckpointMismatch, match="only in the checkpoint: counters/update"):
+        checkpointing.restore_stage(str(tmp_path / "s"), older)
