@@ -244,15 +244,16 @@ def markdown(result: dict) -> str:
     lines.append("")
     lines.append(f"{result['backend']} ({result['device']}; {result['cpu_count']} CPUs), {result['updates']} updates "
                  f"per timed call, best of {result['repeats']}, compilation excluded.")
-    # K-member sweep (one jitted program) against K separate runs: ``jaxcc.sweep.bench_sweep``'s
-    # dicts, one per config, listed with their own keys.
+    # K-member sweep (one jitted program) against K separate runs (``jaxcc.sweep.bench_sweep``).
     if result.get("sweep"):
-        keys = list(dict.fromkeys(k for r in result["sweep"] for k in r))
-        lines += ["", "Sweep in one program vs separate runs:", "",
-                  "| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
+        lines += ["", "K-member sweep in one program vs K separate runs (one process, compilation excluded):", "",
+                  "| config | K | devices | num_envs | updates/member | sweep env steps/s | separate env steps/s "
+                  "| sweep updates/s | separate updates/s | speed-up |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for r in result["sweep"]:
-            lines.append("| " + " | ".join(f"{r.get(k):,.4g}" if isinstance(r.get(k), float) else str(r.get(k, ""))
-                                           for k in keys) + " |")
+            sw, sep = r["sweep"], r["separate"]
+            lines.append(f"| {r['config']} | {r['k']} | {r['devices']} | {r['num_envs']} | {r['updates_per_member']} | "
+                         f"{sw['env_steps_per_s']:,.0f} | {sep['env_steps_per_s']:,.0f} | {sw['updates_per_s']:.2f} | "
+                         f"{sep['updates_per_s']:.2f} | {r['speedup']:.2f}x |")
     return "\n".join(lines) + "\n"
 
 
