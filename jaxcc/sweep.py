@@ -50,6 +50,12 @@ imports ``jaxcc.train``'s loop helpers (``Logger``, ``check_finite``, ``_row``, 
 (``tests/test_layout.py``: no cycles).  ``python -m jaxcc.sweep --bench=CONFIG`` runs
 ``bench_sweep``.
 
+Cost: a ``lax.cond`` whose predicate differs per member becomes a ``select`` under ``vmap``, so
+both branches run every time.  The counters every member shares are kept outside the vmap for
+that reason (Pareto's validation stays a branch), but a predicate on a member's own data cannot
+be: DeepCC redraws episodes on ``jnp.any(done)`` of its own links, so in a sweep the redraw runs
+every step and a 4-member DeepCC sweep is slower than 4 separate runs (README, Measured).
+
 A member whose loss or parameters become NaN/inf is reported and dropped from logging, export and
 the ranking (it keeps being computed: its lane of the program cannot be removed without
 recompiling, and it cannot affect the others); the sweep stops only when every member diverged.
