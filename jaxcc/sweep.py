@@ -385,6 +385,9 @@ def run_sweep(config, sweep: Sweep, workdir: str, *, config_name: str = "run", p
     from jaxcc import agents, checkpointing
 
     K = len(sweep.members)
+    if checkpointing.is_uri(workdir):  # the sweep's tables, plot and member files are local files
+        raise SweepError(f"--workdir={workdir}: a sweep's workdir must be a local path (URIs: jaxcc.train without "
+                         f"--sweep)")
     os.makedirs(workdir, exist_ok=True)
     mesh = T.make_mesh()
     n_dev = mesh.devices.size
