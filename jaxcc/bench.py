@@ -195,9 +195,9 @@ def bench_training(config, updates: int = 2, sizes=None, repeats: int = 2, devic
     mesh = pipeline.make_mesh(devs)
     rows = []
     for n in sizes or [int(config.num_envs)]:
-        cfg = bench_config(config, updates, n, len(devs))
-        if int(n) % len(devs):
+        if int(n) % len(devs):  # before bench_config, whose minibatch search assumes it
             raise ValueError(f"num_envs={n} must be a multiple of the {len(devs)} devices (--sizes)")
+        cfg = bench_config(config, updates, n, len(devs))
         tr = agents.make_train(cfg, mesh=mesh)
         key = jax.random.PRNGKey(0)
         sh = pipeline.state_shardings(jax.eval_shape(tr.init, key), mesh)

@@ -391,6 +391,9 @@ def run_sweep(config, sweep: Sweep, workdir: str, *, config_name: str = "run", p
     from jaxcc import agents, checkpointing
 
     K = len(sweep.members)
+    if checkpointing.is_uri(workdir):  # the sweep's tables, plot and member files are local files
+        raise SweepError(f"--workdir={workdir}: a sweep's workdir must be a local path (URIs: jaxcc.train without "
+                         f"--sweep)")
     os.makedirs(workdir, exist_ok=True)
     mesh = T.make_mesh()
     n_dev = mesh.devices.size
@@ -697,7 +700,8 @@ def cli(config, config_name: str, sweep_path: str, *, workdir: str | None, progr
         return 0
     print(f"[jaxcc.sweep] done: {len(sweep.members)} members, update {summary['final_update']} in "
           f"{summary['wall_s']:.0f} s; {workdir}/sweep_results.csv, sweep_results.md, sweep.png")
-    print(open(summary["table"]["md"]).read())
+    if "table" in summary:  # process 0 writes the table (multi-host: the others have none)
+        print(open(summary["table"]["md"]).read())
     return 0
 
 
@@ -765,15 +769,21 @@ def bench_sweep(config, k: int, updates: int) -> dict:
 
 def _run_flags(argv) -> int:
     """After ``jaxcc.train.main`` parsed the command line: run ``--sweep`` with its flags."""
-    import jax
     from absl import flags
 
     from jaxcc import jax_cache
 
     FLAGS = flags.FLAGS
-    if FLAGS.distributed or os.environ.get("JAXCC_DISTRIBUTED") == "1":
-        jax.distributed.initialize()
     jax_cache.enable_compilation_cache()
+    try:  # as jaxcc.train's: the explicit --coordinator_address/--num_processes/--process_id too
+        T.init_distributed(FLAGS.coordinator_address, FLAGS.num_processes, FLAGS.process_id,
+                           auto=FLAGS.distributed or os.environ.get("JAXCC_DISTRIBUTED") == "1")
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if FLAGS.stop_at_update is not None:
+        print("error: --stop_at_update is not supported with --sweep (use --stop_after_chunks)", file=sys.stderr)
+        return 2
     config = FLAGS.config
     name = T.config_name(FLAGS["config"].config_filename if hasattr(FLAGS["config"], "config_filename") else "run")
     if FLAGS.seed is not None:

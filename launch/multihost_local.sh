@@ -26,6 +26,10 @@ if ! [[ "$NDEV" =~ ^[1-9][0-9]*$ ]]; then
 fi
 GRACE_S="${GRACE_S:-10}"
 PY="${PYTHON:-python}"
+case "$WORKDIR" in  # a relative WORKDIR is the caller's, not the repository's (the cd below)
+  *://* | /*) ;;
+  *) WORKDIR="$PWD/$WORKDIR" ;;
+esac
 cd "$(dirname "$0")/.."
 PORT="$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 

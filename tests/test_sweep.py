@@ -150,6 +150,17 @@ def test_members_and_grid_expand(tmp_path, pareto_cfg):
     assert pareto_cfg.seed == 0 and pareto_cfg.td3.lr_actor == 3e-4  # the base is untouched
 
 
+def test_uri_workdir_is_refused_in_one_line_without_a_local_directory(tmp_path, pareto_cfg, monkeypatch):
+    from jaxcc import sweep
+
+    monkeypatch.chdir(tmp_path)
+    s = sweep.load_sweep(_write(tmp_path / "s.yaml", "members: [{seed: 0}, {seed: 1}]\n"), pareto_cfg, "pareto_smoke")
+    with pytest.raises(sweep.SweepError) as e:
+        sweep.run_sweep(pareto_cfg, s, "memory://sweeps/x", log=False, progress=False)
+    assert "\n" not in str(e.value) and "--workdir=memory://sweeps/x: a sweep's workdir must be a local path" in str(e.value)
+    assert not (tmp_path / "memory:").exists()
+
+
 def test_every_algorithm_declares_what_it_can_sweep():
     from jaxcc import agents, sweep
     from jaxcc.configs_path import load_config, resolve_config_path
