@@ -424,7 +424,7 @@ def run_sweep(config, sweep: Sweep, workdir: str, *, config_name: str = "run", p
                            np.int32)
         init = make_init(trainer, table, sweep.keys)
         sh0 = member_shardings(jax.eval_shape(init, seeds, vals), mesh)
-        state = jax.jit(init, out_shardings=sh0)(seeds, vals)
+        state = T.compiled(init, (seeds, vals), "sweep-init", out_shardings=sh0)(seeds, vals)
         resumed = False
     else:
         meta = ckpts.meta(step)
@@ -467,10 +467,11 @@ def run_sweep(config, sweep: Sweep, workdir: str, *, config_name: str = "run", p
             if need_enter:
                 chunk_idx = 0
                 enter = vmapped(lambda s, i=st.index: trainer.enter_stage(s, i), state_axes(state))
-                state = jax.jit(enter, out_shardings=member_shardings(jax.eval_shape(enter, state), mesh))(state)
+                state = T.compiled(enter, (state,), f"sweep-enter{st.index}",
+                                   out_shardings=member_shardings(jax.eval_shape(enter, state), mesh))(state)
             sh = member_shardings(state, mesh)
-            run = jax.jit(vmapped(lambda s, i=st.index: trainer.run_chunk(s, i), state_axes(state), extra_out=True),
-                          donate_argnums=0, out_shardings=(sh, None))
+            run = T.compiled(vmapped(lambda s, i=st.index: trainer.run_chunk(s, i), state_axes(state), extra_out=True),
+                             (state,), f"sweep-chunk{st.index}", donate_argnums=0, out_shardings=(sh, None))
             for c in range(chunk_idx, st.num_chunks):
                 first = int(state["counters"]["update"])
                 state, metrics = run(state)
@@ -500,7 +501,8 @@ def run_sweep(config, sweep: Sweep, workdir: str, *, config_name: str = "run", p
                     if done_stage:
                         if trainer.finish_stage is not None:
                             fin = vmapped(trainer.finish_stage, state_axes(state))
-                            state = jax.jit(fin, out_shardings=member_shardings(state, mesh))(state)
+                            state = T.compiled(fin, (state,), f"sweep-finish{st.index}",
+                                               out_shardings=member_shardings(state, mesh))(state)
                         for m in range(K):
                             if m not in diverged:
                                 T._finish_stage(trainer, st, _slice(state, m), mdirs[m], cfgs[m], is_main)

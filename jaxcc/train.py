@@ -307,12 +307,12 @@ def make_mesh(devices=None):
     return pipeline.make_mesh(devices)
 
 
-def state_shardings(state, mesh, lane_axis: int = 0):
+def state_shardings(state, mesh):
     """``jaxcc.agents.pipeline.state_shardings``: the environment lanes split over 'data', the rest
     replicated."""
     from jaxcc.agents import pipeline
 
-    return pipeline.state_shardings(state, mesh, lane_axis=lane_axis)
+    return pipeline.state_shardings(state, mesh)
 
 
 # ----------------------------------------------------------------------------- checks

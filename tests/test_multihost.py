@@ -26,6 +26,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import time
 
 import numpy as np
@@ -141,3 +142,32 @@ def test_two_by_four_matches_one_by_eight_and_resumes_after_kill(tmp_path):
     for k in a24:
         np.testing.assert_array_equal(ak[k], a24[k], err_msg=k)
     print(f"timings: 2x4 + 1x8 {t1 - t0:.0f} s, kill + resume {time.time() - t1:.0f} s")
+
+
+@pytest.mark.slow
+def test_a_sweep_across_two_processes_matches_one_process(tmp_path):
+    """``--sweep`` on the multi-host path: ``launch/sweep_aurora.yaml`` (4 members) on
+    ``aurora_smoke`` as 2 processes x 2 devices against 1 process x 4 devices (the same 4-device
+    mesh, lanes split over it inside every member).  Each member's exported policy must agree within
+    the sweep tests' bound (``tests/test_sweep.py``: ``|d| <= 1e-5 + 1e-4 |x|``; vmapped and
+    cross-process reductions may sum in another order), and only process 0 writes the table."""
+    from safetensors.numpy import load_file
+
+    sweep = os.path.join(REPO, "launch", "sweep_aurora.yaml")
+    r = subprocess.run(["bash", SCRIPT, "aurora_smoke", "2", "2", str(tmp_path / "mh"), f"--sweep={sweep}",
+                        "--no_progress"], env=_env(), cwd=REPO, capture_output=True, text=True, timeout=400)
+    assert r.returncode == 0, r.stderr[-3000:]
+    env = dict(_env(), JAX_PLATFORMS="cpu", XLA_FLAGS="--xla_force_host_platform_device_count=4")
+    one = subprocess.run([sys.executable, "-m", "jaxcc.train", "--config=aurora_smoke", f"--sweep={sweep}",
+                          f"--workdir={tmp_path / 'one'}", "--no_progress"], env=env, cwd=REPO, capture_output=True,
+                         text=True, timeout=400)
+    assert one.returncode == 0, one.stderr[-3000:]
+    assert r.stdout.count("sweep aurora_lr_ent") == 1, r.stdout[-2000:]  # the table, printed by process 0 only
+    for m in range(4):
+        a = load_file(str(tmp_path / "mh" / "members" / f"m{m}" / "stages" / "Aurora.safetensors"))
+        b = load_file(str(tmp_path / "one" / "members" / f"m{m}" / "stages" / "Aurora.safetensors"))
+        assert sorted(a) == sorted(b)
+        for k in a:
+            np.testing.assert_allclose(a[k], b[k], rtol=1e-4, atol=1e-5, err_msg=f"m{m} {k}")
+    rows = open(tmp_path / "mh" / "sweep_results.csv").read().strip().splitlines()
+    assert len(rows) == 1 + 4

@@ -220,7 +220,6 @@ class Trainer(pipeline.Trainer):
 
     update: Callable  # state -> (state, metrics): one PPO iteration
     evaluate: Callable  # (agent params, key, num_envs, num_steps, deterministic) -> mean reward per MI
-    env_steps_per_update: int
     env: Any = None
     env_params: Any = None
 
@@ -399,5 +398,5 @@ def make_train(config, mesh=None) -> Trainer:
     stage = Stage(0, "aurora", LABEL, num_updates, num_updates // chunk)
     return Trainer(config=config, stages=[stage], chunk_updates=chunk, actor_spec=spec, init=init,
                    enter_stage=lambda s, i: s, run_chunk=run_chunk, template=template,
-                   update=update, evaluate=evaluate, env_steps_per_update=E * S * n_agents, env=env,
+                   update=update, evaluate=evaluate, env=env,
                    env_params=env_params)

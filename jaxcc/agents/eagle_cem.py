@@ -315,7 +315,6 @@ class Trainer(pipeline.Trainer):
 
     update: Callable  # state -> (state, metrics): one CEM batch
     rollout: Callable  # (actor, sched, key, mode) -> trajectories; mode: train | teacher | policy | greedy
-    env_steps_per_update: int
     env: Any = None
     env_params: Any = None
 
@@ -461,4 +460,4 @@ def make_train(config, mesh=None) -> Trainer:
     stage = Stage(0, "eagle", LABEL, num_updates, num_updates // chunk)
     return Trainer(config=config, stages=[stage], chunk_updates=chunk, actor_spec=spec, init=init,
                    enter_stage=lambda s, i: s, run_chunk=run_chunk, template=template,
-                   update=update, rollout=rollout, env_steps_per_update=E * S * A, env=env, env_params=env_params)
+                   update=update, rollout=rollout, env=env, env_params=env_params)

@@ -74,7 +74,7 @@ def data_sharding(mesh, axis: int = 0) -> Callable:
     return lambda tree: jax.tree.map(one, tree)
 
 
-# The state's subtrees whose every leaf has the environment-lane axis (at ``lane_axis``): the agents'
+# The state's subtrees whose every leaf has the environment-lane axis leading: the agents'
 # contract (``jaxcc.agents``); all five keep their per-lane arrays under ``env`` only (rollouts and
 # replay minibatches live inside an update, never in the state; replay buffers are replicated).
 LANE_KEYS = ("env",)
@@ -87,9 +87,9 @@ def make_mesh(devices=None):
     return Mesh(np.asarray(jax.devices() if devices is None else list(devices)), (DATA_AXIS,))
 
 
-def state_shardings(state, mesh, lane_axis: int = 0, lane_keys=LANE_KEYS):
-    """The lane subtrees (``lane_keys``) split over 'data' on their axis ``lane_axis`` (0; 1 for a
-    state with a leading sweep-member axis); everything else replicated.
+def state_shardings(state, mesh, lane_keys=LANE_KEYS):
+    """The lane subtrees (``lane_keys``) split over 'data' on their leading axis; everything else
+    replicated (``jaxcc.sweep`` shifts these one axis right for its member axis).
 
     Every leaf under a lane key must have one common lane count, a multiple of the device count:
     anything else is a one-line ``ValueError`` (a leaf replicated by accident would silently
@@ -98,18 +98,17 @@ def state_shardings(state, mesh, lane_axis: int = 0, lane_keys=LANE_KEYS):
 
     n = mesh.devices.size
     rep = NamedSharding(mesh, P())
-    lanes = NamedSharding(mesh, P(*([None] * lane_axis), DATA_AXIS))
+    lanes = NamedSharding(mesh, P(DATA_AXIS))
     out = {k: jax.tree.map(lambda _: rep, v) for k, v in state.items() if k not in lane_keys}
     for k in lane_keys:
         if k not in state:
             continue
         leaves = jax.tree_util.tree_flatten_with_path(state[k])[0]
-        counts = {jax.tree_util.keystr(p): (x.shape[lane_axis] if len(x.shape) > lane_axis else None)
-                  for p, x in leaves}
+        counts = {jax.tree_util.keystr(p): (x.shape[0] if len(x.shape) else None) for p, x in leaves}
         first = next(iter(counts.values()), None)
         for path, c in counts.items():
             if c is None or c != first or c % n:
-                raise ValueError(f"state[{k!r}]{path}: lane axis {lane_axis} has {c} lanes (other leaves: {first}); "
+                raise ValueError(f"state[{k!r}]{path}: {c} lanes on its leading axis (other leaves: {first}); "
                                  f"every lane leaf needs the same lane count, a multiple of the {n} devices "
                                  f"(config.num_envs)")
         out[k] = jax.tree.map(lambda _: lanes, state[k])
