@@ -690,7 +690,7 @@ def cli(config, config_name: str, sweep_path: str, *, workdir: str | None, progr
     try:
         summary = run_sweep(config, sweep, workdir, config_name=config_name, progress=progress,
                             stop_after_chunks=stop_after_chunks)
-    except SweepError as e:
+    except ValueError as e:  # the sweep's, the config's (e.g. num_envs over the devices), a checkpoint's
         print(f"error: {e}", file=sys.stderr)
         return 2
     except T.TrainingDiverged as e:

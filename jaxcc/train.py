@@ -604,7 +604,7 @@ def _main(argv):
     except TrainingDiverged as e:
         print(f"[jaxcc.train] {e}", file=sys.stderr)
         return 3
-    except checkpointing.CheckpointMismatch as e:
+    except ValueError as e:  # a config value the trainer or agent refuses, a checkpoint of another state tree
         print(f"error: {e}", file=sys.stderr)
         return 2
     if jax.process_index() == 0:

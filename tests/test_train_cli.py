@@ -113,3 +113,16 @@ def test_run_ends_with_policies_and_the_evaluate_command(tmp_path):
     assert fv.checkpoint == workdir and fv.suite == "pareto,pareto-fair,robust" and fv.bars == "pareto"
     assert fv.controller == "bbr,cubic" and fv.out == os.path.join("results", "run")
     assert "resume" in train.next_steps({"workdir": workdir, "stopped": True}, "pareto_td3", "x")
+
+
+def test_lanes_that_do_not_split_over_the_devices_are_one_line(tmp_path):
+    """7 environment lanes on 2 (forced CPU) devices: exit 2 and one line naming the field and the
+    device count, before anything is trained or written."""
+    r = subprocess.run([sys.executable, "-m", "jaxcc.train", "--config=pareto_smoke", "--config.num_envs=7",
+                        f"--workdir={tmp_path / 'run'}", "--no_progress"], capture_output=True, text=True, cwd=REPO,
+                       env={**os.environ, "WANDB_MODE": "disabled", "JAX_PLATFORMS": "cpu",
+                            "XLA_FLAGS": "--xla_force_host_platform_device_count=2"}, timeout=300)
+    assert r.returncode == 2, r.stderr[-2000:]
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip() and not ln.startswith(("I", "W"))]
+    assert lines == ["error: config.num_envs=7 must be a multiple of the 2 devices"], r.stderr[-2000:]
+    assert not (tmp_path / "run" / "checkpoints").exists()
