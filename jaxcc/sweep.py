@@ -433,19 +433,12 @@ def run_sweep(config, sweep: Sweep, workdir: str, *, config_name: str = "run", p
             raise SweepError(f"--workdir={workdir} holds a different sweep ({meta.get('sweep', {}).get('file')}); "
                              f"its members differ from {sweep.path}'s: use another --workdir")
         diverged = {int(k): v for k, v in meta.get("diverged", {}).items()}
-        stage_idx, chunk_idx, need_enter = int(meta["stage"]), int(meta["stage_chunk"]), False
-        one = trainer.template(stage_idx)
+        one = trainer.template(int(meta["stage"]))
         stacked = _by_axis(lambda a, v: v if a is None else jax.tree.map(
             lambda x: jax.ShapeDtypeStruct((K,) + tuple(x.shape), x.dtype), v), state_axes(one), one)
-        sh = member_shardings(stacked, mesh)
-        tmpl = jax.tree.map(lambda x, s: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=s), stacked, sh)
-        state = ckpts.restore(step, tmpl)
+        state = ckpts.restore(step, T.placed(stacked, member_shardings(stacked, mesh)))
         resumed = True
-        if is_main:
-            print(f"[jaxcc.sweep] resuming {workdir} at update {step} (stage {trainer.stages[stage_idx].label}, "
-                  f"chunk {chunk_idx}/{trainer.stages[stage_idx].num_chunks})", file=sys.stderr)
-        if meta.get("stage_done"):
-            stage_idx, chunk_idx, need_enter = stage_idx + 1, 0, True
+        stage_idx, chunk_idx, need_enter = T.resume_point(meta, trainer, step, workdir, "jaxcc.sweep", is_main)
     if is_main:
         with open(os.path.join(workdir, "sweep.json"), "w") as f:
             json.dump(desc, f, indent=1)

@@ -315,6 +315,28 @@ def state_shardings(state, mesh):
     return pipeline.state_shardings(state, mesh)
 
 
+# ----------------------------------------------------------------------------- resume
+
+
+def placed(tmpl, shardings):
+    """``tmpl``'s ShapeDtypeStructs with ``shardings`` (what a restore places each leaf on)."""
+    import jax
+
+    return jax.tree.map(lambda x, s: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=s), tmpl, shardings)
+
+
+def resume_point(meta: dict, trainer, step: int, workdir, who: str, is_main: bool) -> tuple[int, int, bool]:
+    """(stage index, chunk index, whether to enter the stage first) after a checkpoint's ``meta``;
+    process 0 says where the run resumes."""
+    stage_idx, chunk_idx = int(meta["stage"]), int(meta["stage_chunk"])
+    if is_main:
+        print(f"[{who}] resuming {workdir} at update {step} (stage {trainer.stages[stage_idx].label}, "
+              f"chunk {chunk_idx}/{trainer.stages[stage_idx].num_chunks})", file=sys.stderr)
+    if meta.get("stage_done"):
+        return stage_idx + 1, 0, True
+    return stage_idx, chunk_idx, False
+
+
 # ----------------------------------------------------------------------------- checks
 
 
@@ -398,17 +420,10 @@ def train(config, workdir: str, *, run_name: str = "run", progress: bool = True,
         resumed = False
     else:
         meta = ckpts.meta(step)
-        stage_idx, chunk_idx, need_enter = int(meta["stage"]), int(meta["stage_chunk"]), False
-        tmpl = trainer.template(stage_idx)
-        sh = state_shardings(tmpl, mesh)
-        tmpl = jax.tree.map(lambda x, s: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=s), tmpl, sh)
-        state = ckpts.restore(step, tmpl)
+        tmpl = trainer.template(int(meta["stage"]))
+        state = ckpts.restore(step, placed(tmpl, state_shardings(tmpl, mesh)))
         resumed = True
-        if is_main:
-            print(f"[jaxcc.train] resuming {workdir} at update {step} (stage {trainer.stages[stage_idx].label}, "
-                  f"chunk {chunk_idx}/{trainer.stages[stage_idx].num_chunks})", file=sys.stderr)
-        if meta.get("stage_done"):
-            stage_idx, chunk_idx, need_enter = stage_idx + 1, 0, True
+        stage_idx, chunk_idx, need_enter = resume_point(meta, trainer, step, workdir, "jaxcc.train", is_main)
 
     bar = None
     if progress and is_main:
