@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import signal
 import sys
 from pathlib import Path
@@ -62,6 +63,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cleanup", action="store_true",
                     help=f"remove leftover namespaces/links named {netns.PREFIX_BASE}* and exit")
     ap.add_argument("--no-plots", action="store_true")
+    ap.add_argument("--report", action="store_true",
+                    help="also write OUT/report.html: every metric, the timing checks, every figure, the "
+                         "command, version and scenario specs in one self-contained file (jaxcc.report)")
     ap.add_argument("--mahimahi-plan", metavar="DIR", default=None,
                     help="(for launch/mahimahi_run.sh) write DIR/plan.sh and a trace, exit")
     ap.add_argument("--mahimahi-collect", metavar="DIR", default=None,
@@ -71,6 +75,7 @@ def main(argv: list[str] | None = None) -> int:
                          "from the runs of a controller list, exit")
     ap.add_argument("-v", "--verbose", action="store_true")
     a = ap.parse_args(argv)
+    argv_used = list(sys.argv[1:] if argv is None else argv)
 
     if a.cleanup:
         if os.geteuid() != 0:
@@ -128,8 +133,7 @@ def main(argv: list[str] | None = None) -> int:
         records = runner.run_experiments(specs, ctrls, out, trace_bin_s=a.trace_bin_ms / 1000.0,
                                          ping=not a.no_ping, verbose=a.verbose, prefix=a.prefix,
                                          nice=a.nice)
-        if not a.no_plots:
-            results.make_plots(records, out)
+        figures = [] if a.no_plots else results.make_plots(records, out)
         for r in records:
             print(f"{r['scenario']:24s} {r['controller']:28s} "
                   f"tput {r['throughput_mbps']:.2f} Mbit/s  util {r['utilization'] or 0:.2f}  "
@@ -140,6 +144,11 @@ def main(argv: list[str] | None = None) -> int:
                 if st is not None:
                     print(f"  flow {f['flow']} preference changes: "
                           + (st["error"] if "error" in st else settle.summary_line(st)))
+        if a.report:
+            from jaxcc import report as html_report
+            print("wrote " + html_report.emulation(str(out / "results.json"), figures=figures,
+                                                   command="python -m jaxcc.emulate " + shlex.join(argv_used),
+                                                   specs=[sc.to_dict() for sc in specs]))
         return 0
     except EmulationError as e:
         print(f"emulate: {e}", file=sys.stderr)

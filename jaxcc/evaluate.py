@@ -1,7 +1,8 @@
 """Evaluate controllers on scenarios in the simulator: a table, ``results.json`` and plots.
 
     python -m jaxcc.evaluate --controller=bbr,cubic,oracle,fixed:40 --suite=pareto --seeds=3 --out=runs/eval
-    python -m jaxcc.evaluate --scenario=pareto/fixed50,pareto/shared2 --controller=bbr --out=runs/x
+    python -m jaxcc.evaluate --scenario=pareto/fixed50,pareto/shared2 --controller=bbr --out=runs/x --report
+                                                    # + runs/x/report.html: every table and figure (jaxcc.report)
     python -m jaxcc.evaluate --scenario-file=my_link.json --out=runs/y     # the flows' own controllers
     python -m jaxcc.evaluate --checkpoint=RUN --controller=bbr,cubic --suite=pareto,pareto-fair,robust \
         --bars=pareto --out=runs/z                  # every Pareto bar of issues 3 and 13 (jaxcc/bars.py)
@@ -17,7 +18,15 @@ possible (one per distinct tick count).
 averaged (the metrics of each run are averaged, as the Pareto paper averages its three runs)::
 
     {"results": [{"scenario", "controller", "throughput_mbps", "utilization", "p95_owd_ms",
-                  "p95_qdelay_ms", "loss", "jain", "ankh", "per_flow": [...], ...}], ...}
+                  "p95_qdelay_ms", "loss", "jain", "ankh", "per_flow": [...], "per_seed": [{"seed",
+                  "throughput_mbps", "p95_owd_ms", "p95_qdelay_ms", "loss", "utilization"}...], ...}],
+     "series": {scenario: {controller: {"t", "capacity_mbps", "throughput_mbps", "owd_ms"}}},
+     "meta": {...}}
+
+``series`` is seed 0's per-flow goodput and one-way delay per 0.5 s bin (``metrics.time_series``;
+``[[per flow] per bin]``, null where a flow had none).  ``--plots`` draws every figure from the
+written ``results.json`` (``jaxcc.plots.figures_from_file``, the same as ``python -m jaxcc.plots
+figures --results=OUT/results.json --out=OUT/plots``), so the figures show exactly its numbers.
 
 Ankh's number uses, per scenario, ``d_max`` = the largest p95 one-way delay among the
 controllers of that scenario in this run (``ankh_d_max_ms`` in each record).  Jain's index of a
@@ -50,6 +59,7 @@ import dataclasses
 import json
 import math
 import os
+import shlex
 import sys
 import time
 from collections import defaultdict
@@ -62,6 +72,7 @@ from jaxcc.controllers import parse_controller
 from jaxcc.scenarios import SUITES, Scenario, get_scenario, get_suite, list_scenarios, load_scenario, parse_scenario
 
 OWN = "own"  # label of runs that keep each flow's own controller
+PER_SEED_KEYS = ("seed", "throughput_mbps", "p95_owd_ms", "p95_qdelay_ms", "loss", "utilization")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -157,6 +168,25 @@ def with_duration(sc: Scenario, duration_s: float) -> Scenario:
             if not f["preference_changes"]:
                 del f["preference_changes"]
     return parse_scenario(d, source=sc.name)
+
+
+def scenario_specs(names: Sequence[str], scenarios: Sequence[Scenario] | None = None,
+                   builtin: dict[str, dict] | None = None) -> tuple[list[dict], list[str]]:
+    """The scenarios' specs in the scenario-file format (``Scenario.to_dict``), for a report:
+    those of ``scenarios`` when given (what ran), else of the named scenarios among ``names``
+    (``builtin``: more names -> spec dicts, e.g. the emulation harness's ``emu/*``).  Returns the
+    specs and the names that have none (a scenario file's, when only its name is known)."""
+    if scenarios is not None:
+        return [sc.to_dict() for sc in scenarios], []
+    known, specs, missing = set(list_scenarios()), [], []
+    for n in dict.fromkeys(names):
+        if builtin and n in builtin:
+            specs.append(dict(builtin[n]))
+        elif n in known:
+            specs.append(get_scenario(n).to_dict())
+        else:
+            missing.append(n)
+    return specs, missing
 
 
 def _is_random(sc: Scenario) -> bool:
@@ -360,6 +390,8 @@ def run_evaluation(scenarios: Sequence[Scenario], entries: Sequence[ControllerEn
                 "depart_at_s": a["depart_at_s"],
                 "reclaim_s": a["reclaim_s"],
                 "min_fair_share": a["min_fair_share"],
+                # each run's headline numbers (the figures show each seed and their median)
+                "per_seed": [{k: m[k] for k in PER_SEED_KEYS} for m in per_run[(sc.name, lab)]],
             }
             if sc.link.cross_traffic:  # realism: the unresponsive cross traffic the link carried
                 rec["cross_mbps"] = a["cross_mbps"]
@@ -384,11 +416,24 @@ def format_table(records: Sequence[dict]) -> str:
     return "\n".join(lines)
 
 
+def series_json(series: dict) -> dict:
+    """``run_evaluation``'s ``series`` as results.json holds it: ``{scenario: {controller: {"t",
+    "capacity_mbps", "throughput_mbps" [[per flow] per bin], "owd_ms" [[per flow] per bin]}}}``
+    (seed 0; ``metrics.time_series``; NaN as null)."""
+    out: dict[str, dict] = {}
+    for (scen, label), ts in series.items():
+        out.setdefault(scen, {})[label] = metrics.json_safe(
+            {k: np.asarray(ts[k]).tolist() for k in ("t", "capacity_mbps", "throughput_mbps", "owd_ms")})
+    return out
+
+
 def write_results(report: dict, out_dir: str, meta: dict | None = None) -> str:
-    """Write ``out_dir/results.json`` (the contract's records plus ``meta``); returns its path."""
+    """Write ``out_dir/results.json`` (the contract's records, ``series`` and ``meta``); returns its path."""
     os.makedirs(out_dir, exist_ok=True)
     path = os.path.join(out_dir, "results.json")
     doc = {"results": metrics.json_safe(report["results"])}
+    if report.get("series"):
+        doc["series"] = series_json(report["series"])
     if meta:
         doc["meta"] = metrics.json_safe(meta)
     with open(path, "w", encoding="utf-8") as fh:
@@ -424,7 +469,7 @@ def main(flag_values=None, argv: Sequence[str] = ()) -> int:
     print(format_table(report["results"]))
     for sk in report["skipped"]:
         print(f"not run: {sk['controller']} on {sk['scenario']}: {sk['reason']}")
-    meta = {"command": " ".join(["python -m jaxcc.evaluate"] + list(argv)),
+    meta = {"command": "python -m jaxcc.evaluate " + shlex.join(list(argv)),
             "source": source, "controllers": [e.label for e in entries], "seeds": FLAGS.seeds,
             "ticks_per_rtt": FLAGS.ticks_per_rtt or "simulator default",
             "duration_s": FLAGS.duration or "each scenario's own",
@@ -443,8 +488,12 @@ def main(flag_values=None, argv: Sequence[str] = ()) -> int:
     print(f"wrote {path}")
     if FLAGS.plots:
         from jaxcc import plots
-        files = plots.write_all(report, FLAGS.out)
+        files = plots.figures_from_file(path, os.path.join(FLAGS.out, "plots"))  # exactly results.json's data
         print(f"wrote {len(files)} plots to {os.path.join(FLAGS.out, 'plots')}")
+    if FLAGS.report:
+        from jaxcc import report as html_report
+        print("wrote " + html_report.evaluation(path, command=meta["command"], figures=files if FLAGS.plots else [],
+                                                specs=scenario_specs([], scenarios)[0]))
     return 0
 
 
@@ -471,6 +520,8 @@ def define_flags(flag_values=None):
                          "assume the resolution they were trained at", flag_values=fv)
     flags.DEFINE_string("out", None, "output folder (results.json, plots/)", flag_values=fv)
     flags.DEFINE_bool("plots", True, "write plots", flag_values=fv)
+    flags.DEFINE_bool("report", False, "also write OUT/report.html: every metric, every figure, the command, "
+                      "version and scenario specs in one self-contained file (jaxcc.report)", flag_values=fv)
     from jaxcc import bars
 
     flags.DEFINE_string("bars", None, "check every evaluated policy against sets of the project's quality bars "

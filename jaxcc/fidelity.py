@@ -558,8 +558,8 @@ def lateness(rec: dict) -> dict | None:
 
 def _strip_series(rec: dict) -> dict:
     r = dict(rec)
-    r["per_flow"] = [{k: v for k, v in f.items() if k not in ("series", "sender_summary", "receiver_summary")}
-                     for f in rec.get("per_flow", [])]
+    drop = ("series", "owd_series", "sender_summary", "receiver_summary")
+    r["per_flow"] = [{k: v for k, v in f.items() if k not in drop} for f in rec.get("per_flow", [])]
     return r
 
 

@@ -385,10 +385,20 @@ def fair_share_fractions(tr: Trace, window: tuple[float, float]) -> list[float]:
 
 
 def time_series(tr: Trace, bin_s: float = 0.5) -> dict:
-    """Per-flow goodput per time bin (by ACK time) and the link capacity, for plots.
+    """Per-flow goodput and one-way delay per time bin, and the link capacity, for plots.
 
-    Returns a dict of ``t`` [N] (bin centres, s), ``throughput_mbps`` [N, F] (NaN where the flow
-    was not active at all in the bin) and ``capacity_mbps`` [N].
+    Returns a dict of ``t`` [N] (bin centres, s), ``throughput_mbps`` [N, F] (bytes ACKed in the
+    bin, by ACK time, over the bin's width; NaN where the flow was not active at all in the bin),
+    ``owd_ms`` [N, F] and ``capacity_mbps`` [N].
+
+    ``owd_ms`` is, per flow and bin, the byte-weighted mean one-way delay of the flow's bytes that
+    *reached the receiver* in the bin.  ``Trace.owd[k, f]`` is the one-way delay (queueing +
+    half the path RTT, + jitter on a realism link) of the bytes ``Trace.admitted[k, f]`` that
+    entered the queue in tick ``k``; they arrive at ``time[k] - dt/2 + owd[k, f]``, and each tick's
+    admitted bytes weigh their delay into the bin of that arrival (dropped bytes have no delay;
+    bytes arriving after the trace's end are left out).  NaN where none of the flow's bytes
+    arrived.  It is the receiver's view, as the emulation's ``owd_series`` (the receiver's
+    per-packet delays per bin); the ACKs that ``throughput_mbps`` counts come half an RTT later.
     """
     if bin_s <= 0:
         raise ValueError("time_series: bin_s must be > 0")
@@ -406,7 +416,17 @@ def time_series(tr: Trace, bin_s: float = 0.5) -> dict:
     np.add.at(cnt, idx, 1.0)
     width = cnt * tr.dt
     thr = np.where(active > 0, acked / np.maximum(width, 1e-12)[:, None], np.nan) / MBPS
-    return {"t": 0.5 * (edges[:-1] + edges[1:]), "throughput_mbps": thr,
+    # one-way delay by arrival at the receiver, weighted by the bytes admitted
+    arrive = (tr.time - 0.5 * tr.dt)[:, None] + tr.owd
+    w = np.where(arrive < edges[-1], tr.admitted, 0.0)
+    aidx = np.clip(np.searchsorted(edges, arrive, side="right") - 1, 0, nb - 1)
+    fidx = np.broadcast_to(np.arange(tr.num_flows), arrive.shape)
+    wsum = np.zeros((nb, tr.num_flows))
+    dsum = np.zeros((nb, tr.num_flows))
+    np.add.at(wsum, (aidx, fidx), w)
+    np.add.at(dsum, (aidx, fidx), w * tr.owd)
+    owd = np.where(wsum > 0, dsum / np.maximum(wsum, 1e-30), np.nan) * 1e3
+    return {"t": 0.5 * (edges[:-1] + edges[1:]), "throughput_mbps": thr, "owd_ms": owd,
             "capacity_mbps": cap / np.maximum(cnt, 1) / MBPS}
 
 

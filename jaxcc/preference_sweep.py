@@ -31,10 +31,12 @@ Outputs in ``--out``:
 * ``table.md`` — a Table I-like table (MOCC paper, §V-C): rows are the baselines and each policy
   at each preference, columns per link throughput (Mbit/s), p95 queueing delay (ms) and loss (%);
   three links per table.
-* ``plots/frontier_<link>.png`` per link and ``plots/frontier_all.png`` (a panel per link):
-  throughput against p95 queueing delay, each policy's edge points joined in preference order
-  (falling w_thr) and labelled with w_thr, the loss-heavy points as crosses labelled with their
-  preference, the baselines as black markers (square BBR, triangle CUBIC, diamond Copa).
+* ``plots/frontier_<link>`` per link and ``plots/frontier_all`` (a panel per link), each as .png,
+  .pdf and .svg (``jaxcc.plots.frontier_figure``): throughput against p95 queueing delay, each
+  policy's edge points joined in preference order (falling w_thr), w_thr written at both ends
+  (and at 0.5 in the one-link figures), the loss-heavy points hollow (labelled with their
+  preference in the one-link figures), the baselines in their ``jaxcc.plots.style`` colour and
+  marker (as in every other figure).
 * ``bars.md`` — the ``mocc`` bar set of ``jaxcc.bars`` (``--bars``) for every policy, and with
   several policies (training seeds) one row per bar: each seed's value and verdict, how many seeds
   meet it, and the median over the seeds of the numbers it is judged on.
@@ -45,7 +47,7 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
+import shlex
 import sys
 import time
 from typing import Sequence
@@ -63,7 +65,6 @@ DEFAULT_PREFERENCES: tuple[tuple[float, float, float], ...] = (
 DEFAULT_BASELINES = ("bbr", "cubic", "copa")
 PREF_SUM_TOL = 1e-3
 TABLE_LINKS_PER_TABLE = 3
-BASELINE_MARKERS = {"bbr": "s", "cubic": "^", "copa": "D", "reno": "v", "oracle": "*"}
 
 
 # ----------------------------------------------------------------------------- inputs
@@ -341,85 +342,39 @@ def bars_report(records: Sequence[dict], bar_set: str = "mocc") -> tuple[str, di
     return "\n".join(text), js
 
 
-def _slug(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_") or "link"
-
-
-def _frontier_panel(ax, records: Sequence[dict], link: str, *, small: bool = False) -> None:
-    import matplotlib.pyplot as plt
-
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    fs = 6 if small else 7
-    for j, lab in enumerate(policy_labels(records)):
-        c = colors[j % len(colors)]
+def frontier_data(records: Sequence[dict], link: str) -> dict:
+    """One link's frontier as ``jaxcc.plots.frontier_panel`` draws it: each policy's edge points
+    (``bars.edge_points``: by falling w_thr) and loss-heavy ones, the baselines' points, the
+    mean capacity."""
+    curves = []
+    for lab in policy_labels(records):
         pts = bars.mocc_points(records, lab, link)
         edge = bars.edge_points(pts)
-        if edge:
-            ax.plot([r["p95_qdelay_ms"] for r in edge], [r["throughput_mbps"] for r in edge], "-o", color=c, ms=4,
-                    lw=1.2, label=f"{lab} (w_thr {edge[0]['preference'][0]:g} → {edge[-1]['preference'][0]:g})")
-            for r in edge:
-                ax.annotate(f"{r['preference'][0]:g}", (r["p95_qdelay_ms"], r["throughput_mbps"]),
-                            textcoords="offset points", xytext=(3, 3), fontsize=fs, color=c)
-        rest = [r for r in pts if r not in edge]
-        if rest:
-            ax.scatter([r["p95_qdelay_ms"] for r in rest], [r["throughput_mbps"] for r in rest], marker="X", color=c,
-                       s=36, label=f"{lab} loss-heavy")
-            for r in rest:
-                ax.annotate(f"({pref_text(r['preference'])})", (r["p95_qdelay_ms"], r["throughput_mbps"]),
-                            textcoords="offset points", xytext=(3, -8), fontsize=fs, color=c)
-    for b in baseline_labels(records):
-        rs = [r for r in records if r["scenario"] == link and r["controller"] == b]
-        for r in rs:
-            ax.scatter([r["p95_qdelay_ms"]], [r["throughput_mbps"]], marker=BASELINE_MARKERS.get(b, "P"), color="k",
-                       s=42, label=b, zorder=3)
-            ax.annotate(b, (r["p95_qdelay_ms"], r["throughput_mbps"]), textcoords="offset points", xytext=(4, -9),
-                        fontsize=fs)
+        curves.append({"controller": lab,
+                       "edge": [(r["p95_qdelay_ms"], r["throughput_mbps"], r["preference"][0]) for r in edge],
+                       "rest": [(r["p95_qdelay_ms"], r["throughput_mbps"], pref_text(r["preference"]))
+                                for r in pts if r not in edge]})
+    baselines = [{"controller": b, "points": [(r["p95_qdelay_ms"], r["throughput_mbps"]) for r in records
+                                              if r["scenario"] == link and r["controller"] == b]}
+                 for b in baseline_labels(records)]
     caps = [r["capacity_mbps"] for r in records if r["scenario"] == link and r.get("capacity_mbps") is not None]
-    if caps:
-        ax.axhline(float(np.mean(caps)), color="0.6", ls="--", lw=0.8, label="mean capacity")
-    ax.invert_xaxis()  # better = up and right, as jaxcc.plots' scatter and Pantheon
-    ax.set_xlabel("p95 queueing delay (ms)", fontsize=8 if small else 10)
-    ax.set_ylabel("throughput (Mbit/s)", fontsize=8 if small else 10)
-    ax.set_title(link, fontsize=9 if small else 11)
-    ax.grid(alpha=0.3)
+    return {"link": link, "curves": curves, "baselines": [b for b in baselines if b["points"]],
+            "capacity_mbps": float(np.mean(caps)) if caps else None}
 
 
 def frontier_plots(records: Sequence[dict], out_dir: str) -> list[str]:
-    """One frontier PNG per link and one with a panel per link (module docstring); returns the files."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    """One frontier figure per link and one with a panel per link (module docstring), each as
+    .png, .pdf and .svg (``jaxcc.plots.frontier_figure``); returns the files."""
+    from jaxcc import plots
 
     pdir = os.path.join(out_dir, "plots")
-    os.makedirs(pdir, exist_ok=True)
     files = []
-    links = links_of(records)
-    for ln in links:
-        fig, ax = plt.subplots(figsize=(7, 5))
-        _frontier_panel(ax, records, ln)
-        ax.legend(fontsize=7, loc="best")
-        fig.tight_layout()
-        path = os.path.join(pdir, f"frontier_{_slug(ln)}.png")
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        files.append(path)
-    if links:
-        cols = min(3, len(links))
-        rows = int(math.ceil(len(links) / cols))
-        fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 3.8 * rows), squeeze=False)
-        for ax, ln in zip(axes.flat, links):
-            _frontier_panel(ax, records, ln, small=True)
-        for ax in list(axes.flat)[len(links):]:
-            ax.axis("off")
-        handles, labs = axes.flat[0].get_legend_handles_labels()
-        uniq = dict(zip(labs, handles))
-        fig.legend(list(uniq.values()), list(uniq.keys()), loc="lower center", ncol=min(6, len(uniq)), fontsize=8)
-        fig.tight_layout(rect=(0, 0.05, 1, 1))
-        path = os.path.join(pdir, "frontier_all.png")
-        fig.savefig(path, dpi=100)
-        plt.close(fig)
-        files.append(path)
+    data = [frontier_data(records, ln) for ln in links_of(records)]
+    for d in data:
+        stem = os.path.join(pdir, f"frontier_{plots.slug(d['link'], 'link')}")
+        files += plots.save(plots.frontier_figure([d]), stem)
+    if data:
+        files += plots.save(plots.frontier_figure(data), os.path.join(pdir, "frontier_all"))
     return files
 
 
@@ -509,7 +464,7 @@ def main(fv, argv: Sequence[str] = ()) -> int:
         t0 = time.time()
         rep = run_sweep(scenarios, policies, prefs, baselines, progress=fv.progress, ticks_per_rtt=fv.ticks_per_rtt)
         records = rep["results"]
-        meta = {"command": " ".join(["python -m jaxcc.preference_sweep"] + list(argv)), "source": source,
+        meta = {"command": "python -m jaxcc.preference_sweep " + shlex.join(list(argv)), "source": source,
                 "scenarios": [sc.name for sc in scenarios], "preferences": [list(p) for p in prefs],
                 "objectives": ["throughput", "delay", "loss"], "baselines": baselines,
                 "policies": {e.label: e.name[len("policy:"):] for e in policies},

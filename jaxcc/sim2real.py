@@ -2,6 +2,7 @@
 
     python -m jaxcc.sim2real --controller=fixed:40,bbr[,policy:FILE] --suite=pareto --out=DIR
     python -m jaxcc.sim2real --compare SIM/results.json EMU/results.json   # only compare
+    python -m jaxcc.sim2real --compare SIM/results.json EMU/results.json --out=DIR --report   # + DIR/report.html
 
 Runs ``jaxcc.evaluate`` and ``jaxcc.emulate`` (root, network namespaces) with identical
 arguments, writes both ``results.json`` files under ``DIR/sim`` and ``DIR/emulation``, and prints
@@ -24,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import subprocess
 import sys
 
@@ -149,17 +151,30 @@ def main(argv=None) -> int:
     group.add_argument("--suite")
     group.add_argument("--scenario")
     group.add_argument("--scenario-file")
-    ap.add_argument("--out", default="results/sim2real")
+    ap.add_argument("--out", default=None, help="output folder (default results/sim2real; with --compare only "
+                    "for --report)")
+    ap.add_argument("--report", action="store_true",
+                    help="also write OUT/report.html: the comparison, both sides' metrics and figures, the bounds, "
+                         "command, version and scenario specs in one self-contained file (jaxcc.report)")
     ap.add_argument("--rerun-invalid", type=int, default=0, metavar="N",
                     help="re-run emulated runs marked invalid up to N times each (default 0)")
     ap.add_argument("--compare", nargs=2, metavar=("SIM_JSON", "EMU_JSON"), help="only compare two results.json")
     args = ap.parse_args(argv)
     if args.rerun_invalid < 0:
         ap.error(f"--rerun-invalid: must be >= 0, got {args.rerun_invalid}")
+    command = "python -m jaxcc.sim2real " + shlex.join(sys.argv[1:] if argv is None else list(argv))
     if args.compare:
+        if args.report and not args.out:
+            print("sim2real: --report with --compare needs --out=DIR (the folder for report.html)", file=sys.stderr)
+            return 2
         rows = compare(*args.compare)
-        print(format_rows(rows, invalid_runs(args.compare[1])))
+        invalid = invalid_runs(args.compare[1])
+        print(format_rows(rows, invalid))
+        overlay = overlay_figures(args.out, *args.compare) if args.out else []
+        if args.report:
+            print("wrote " + write_report(args.out, command, rows, invalid, *args.compare, overlay_figures=overlay))
         return 0
+    args.out = args.out or "results/sim2real"
     if not args.controller or not (args.suite or args.scenario or args.scenario_file):
         ap.error("--controller and one of --suite/--scenario/--scenario-file are required (or --compare)")
     which = (["--suite", args.suite] if args.suite else ["--scenario", args.scenario] if args.scenario
@@ -182,7 +197,49 @@ def main(argv=None) -> int:
     print(format_rows(rows, invalid))
     with open(os.path.join(args.out, "sim2real.json"), "w", encoding="utf-8") as fh:
         json.dump({"bounds": BOUNDS, "rows": rows, "invalid": invalid}, fh, indent=2)
+    overlay = overlay_figures(args.out, os.path.join(sim_dir, "results.json"), emu_json)
+    if args.report:
+        from jaxcc.evaluate import resolve_scenarios
+        scs = resolve_scenarios(**{which[0].lstrip("-").replace("-", "_"): which[1]})[0]
+        print("wrote " + write_report(args.out, command, rows, invalid, os.path.join(sim_dir, "results.json"),
+                                      emu_json, scenarios=scs, overlay_figures=overlay))
     return 0
+
+
+def overlay_figures(out: str, sim_json: str, emu_json: str) -> list[str]:
+    """OUT/plots/sim2real_<scenario>.{png,pdf,svg} (``jaxcc.plots.sim2real_figure``: each
+    controller's simulated and emulated point joined); returns the files written."""
+    from jaxcc import plots
+
+    docs = []
+    for path in (sim_json, emu_json):
+        with open(path, encoding="utf-8") as fh:  # _load (compare) has read and checked both
+            docs.append(json.load(fh))
+    # an emulated run that did not keep time is not compared (compare), so not drawn either
+    docs[1] = {**docs[1], "results": [r for r in docs[1]["results"] if emu_validity(r) is not False]}
+    files = plots.sim2real_figures(*docs, os.path.join(out, "plots"))
+    if files:
+        print(f"wrote {len(files)} sim-vs-emulation figure files to {os.path.join(out, 'plots')}")
+    return files
+
+
+def write_report(out: str, command: str, rows: list[dict], invalid: list[dict], sim_json: str, emu_json: str,
+                 scenarios=None, overlay_figures: list[str] = ()) -> str:
+    """OUT/report.html of a comparison (``jaxcc.report.sim2real``): the simulator's figures from
+    the folder of SIM_JSON (``plots/``), the emulation's from the folder of EMU_JSON, the specs of
+    ``scenarios`` (what ran) or else of the named scenarios compared.  ``overlay_figures``: figures
+    that draw the simulator and emulation runs together, shown before either side's own."""
+    from jaxcc import report
+    from jaxcc.emulation.spec import BUILTIN_SCENARIOS
+    from jaxcc.evaluate import scenario_specs
+
+    names = [k[0] for k in _load(sim_json)] + [k[0] for k in _load(emu_json)]
+    specs, missing = scenario_specs(names, scenarios, builtin=BUILTIN_SCENARIOS)
+    return report.sim2real(command=command, rows=rows, invalid=invalid, bounds=BOUNDS, delay_floor_ms=DELAY_FLOOR_MS,
+                           sim_json=sim_json, emu_json=emu_json, out=os.path.join(out, report.REPORT_NAME),
+                           sim_figures=report.figures_in(os.path.dirname(os.path.abspath(sim_json))),
+                           emu_figures=report.figures_in(os.path.dirname(os.path.abspath(emu_json))),
+                           overlay_figures=overlay_figures, specs=specs, missing_specs=missing)
 
 
 if __name__ == "__main__":

@@ -123,9 +123,8 @@ def _lines(text: str) -> dict[tuple, int]:
         if isinstance(node, yaml.MappingNode):
             for k, v in node.value:
                 key = k.value
-                out[path + (key,)] = k.start_mark.line + 1
                 walk(v, path + (key,))
-                out[path + (key,)] = k.start_mark.line + 1
+                out[path + (key,)] = k.start_mark.line + 1  # the key's line, not its value's
         elif isinstance(node, yaml.SequenceNode):
             for i, v in enumerate(node.value):
                 walk(v, path + (i,))
@@ -553,10 +552,10 @@ def _wandb_many_runs(config) -> None:
         print(f"[jaxcc.sweep] wandb setup failed ({type(e).__name__}: {e})", file=sys.stderr)
 
 
-def _pick(xs, goal: str):
+def _pick(xs, goal: str, default=None):
     xs = [float(x) for x in xs if isinstance(x, (int, float)) and math.isfinite(float(x))]
     if not xs:
-        return None
+        return default
     return min(xs) if goal == "minimize" else max(xs)
 
 
@@ -597,7 +596,7 @@ def results_table(sweep: Sweep, members: list[dict]) -> list[dict]:
                "status": "diverged" if ms.get("diverged") else "ok",
                "final_update": int(rows[-1]["update"]) if rows else 0,
                "episode_return_final": next((x for x in reversed(ret) if math.isfinite(x)), math.nan),
-               "episode_return_best": _pick(ret, "maximize") if _pick(ret, "maximize") is not None else math.nan,
+               "episode_return_best": _pick(ret, "maximize", default=math.nan),
                "reward_final": _num(rows[-1], "reward") if rows else math.nan}
         if sweep.metric != "episode_return":
             row[f"{sweep.metric}_final"] = fin[-1] if fin else math.nan

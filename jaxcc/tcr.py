@@ -63,9 +63,10 @@ Outputs in ``--out``:
   each ``[T1 Mbit/s, T2 ms, T3 fraction]``); ``measured`` the run's
   ``{"throughput_mbps", "p95_qdelay_ms", "loss"}`` over the window (one dict; for a tuned
   DeepCC policy a list, one per target), so anyone can recompute every flag;
-* ``plots/tcr_<link>.png`` — per link, a panel per controller: the targets in the throughput–delay
-  plane (T2 across, T1 up), met ones as filled dots, missed ones as grey crosses, and an
-  untuned controller's measured point as a star (on the edge, labelled, when it lies beyond the
+* ``plots/tcr_<link>`` (.png, .pdf, .svg; ``jaxcc.plots.tcr_figure``) — per link, a panel per
+  controller: the targets in the throughput–delay plane (T2 across, T1 up), met ones as filled
+  dots, missed ones as grey crosses, and an untuned controller's measured point in its
+  ``jaxcc.plots.style`` marker and colour (on the edge, labelled, when it lies beyond the
   targets' ranges);
 * the ``deepcc`` bar set of ``jaxcc.bars`` (``--bars``) printed and stored in ``results.json``.
 """
@@ -77,6 +78,7 @@ import json
 import math
 import os
 import re
+import shlex
 import sys
 import time
 import zlib
@@ -86,7 +88,7 @@ import numpy as np
 
 from jaxcc import bars, metrics
 from jaxcc.controllers import parse_controller
-from jaxcc.evaluate import resolve_scenarios, run_absl_cli
+from jaxcc.evaluate import resolve_scenarios, run_absl_cli, scenario_specs
 from jaxcc.scenarios import SUITES, Scenario, parse_scenario
 
 MAX_LOSS = 0.10  # T3's range, DeepCC §VI-B: "ranges from 0 to 10%"
@@ -352,63 +354,13 @@ def table_markdown(rows: Sequence[dict]) -> str:
     return "\n".join(out)
 
 
-def _slug(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_") or "link"
+def plot_link(rows: Sequence[dict], link: dict, out_dir: str) -> list[str]:
+    """``plots/tcr_<link>`` (.png, .pdf, .svg): a panel per controller (module docstring;
+    ``jaxcc.plots.tcr_figure``); returns the files."""
+    from jaxcc import plots
 
-
-def plot_link(rows: Sequence[dict], link: dict, out_dir: str) -> str:
-    """``plots/tcr_<link>.png``: a panel per controller (module docstring); returns the file."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    mine = [r for r in rows if r["scenario"] == link["scenario"]]
-    t = np.asarray(link["targets"], np.float64).reshape(-1, 3)
-    cols = min(4, max(1, len(mine)))
-    nrows = int(math.ceil(len(mine) / cols)) or 1
-    fig, axes = plt.subplots(nrows, cols, figsize=(3.6 * cols, 3.2 * nrows), squeeze=False, sharex=True, sharey=True)
-    # the axes span the targets' ranges; a measured point beyond them sits on the edge, labelled
-    xmax, ymax = max(link["max_delay_ms"], 1e-9) * 1.05, max(link["max_throughput_mbps"], 1e-9) * 1.05
-    for ax, r in zip(axes.flat, mine):
-        met = np.asarray(r["met"], bool)
-        ax.scatter(t[~met, 1], t[~met, 0], marker="x", s=10, color="0.65", lw=0.7, label="target missed")
-        ax.scatter(t[met, 1], t[met, 0], marker="o", s=10, color="tab:green", label="target met")
-        title = f"{r['controller']}{' (tuned per target)' if r['tuned'] else ''}: TCR {100 * r['tcr']:.1f} %"
-        m = r["measured"]
-        if not r["tuned"] and m["p95_qdelay_ms"] is not None and m["throughput_mbps"] is not None:
-            x, y = min(m["p95_qdelay_ms"], xmax * 0.985), min(m["throughput_mbps"], ymax * 0.985)
-            ax.scatter([x], [y], marker="*", s=120, color="tab:red", zorder=3, label="measured (untuned run)")
-            if (x, y) != (m["p95_qdelay_ms"], m["throughput_mbps"]):
-                ax.annotate(f"off scale: {m['p95_qdelay_ms']:.0f} ms, {m['throughput_mbps']:.2f} Mbit/s", (x, y),
-                            textcoords="offset points", xytext=(-4, 6), ha="right", fontsize=6, color="tab:red")
-            title += f"\nloss {100 * (m['loss'] or 0):.2f} %"
-        ax.set_title(title, fontsize=8)
-        ax.set_xlim(0, xmax)
-        ax.set_ylim(0, ymax)
-        ax.grid(alpha=0.3)
-    for ax in axes[-1]:
-        ax.set_xlabel("T2: p95 queueing delay (ms)", fontsize=8)
-    for ax in axes[:, 0]:
-        ax.set_ylabel("T1: throughput (Mbit/s)", fontsize=8)
-    for ax in list(axes.flat)[len(mine):]:
-        ax.axis("off")
-    w = link["window_s"]
-    fig.suptitle(f"{link['scenario']}: {len(t)} targets, window {w[0]:g}–{w[1]:g} s, "
-                 f"mean capacity {link['mean_capacity_mbps']:.2f} Mbit/s, T3 ≤ {100 * link['max_loss']:g} %",
-                 fontsize=9)
-    handles = {}
-    for ax in axes.flat:
-        for h, lab in zip(*ax.get_legend_handles_labels()):
-            handles.setdefault(lab, h)
-    fig.legend(list(handles.values()), list(handles.keys()), loc="lower center", ncol=len(handles), fontsize=8)
-    fig.tight_layout(rect=(0, 0.05, 1, 1))
-    pdir = os.path.join(out_dir, "plots")
-    os.makedirs(pdir, exist_ok=True)
-    path = os.path.join(pdir, f"tcr_{_slug(link['scenario'])}.png")
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    stem = os.path.join(out_dir, "plots", f"tcr_{plots.slug(link['scenario'], 'link')}")
+    return plots.save(plots.tcr_figure(link, rows), stem)
 
 
 def write_outputs(doc: dict, out_dir: str, *, bar_set: str | None = "deepcc", plots: bool = True) -> dict:
@@ -425,7 +377,8 @@ def write_outputs(doc: dict, out_dir: str, *, bar_set: str | None = "deepcc", pl
         json.dump(metrics.json_safe(doc), fh, indent=1)
     files = [path]
     if plots:
-        files += [plot_link(metrics.json_safe(doc["tcr"]), link, out_dir) for link in doc["links"]]
+        for link in doc["links"]:
+            files += plot_link(metrics.json_safe(doc["tcr"]), link, out_dir)
     return {"files": files, "bars_text": bars_text}
 
 
@@ -482,7 +435,7 @@ def main(fv, argv: Sequence[str] = ()) -> int:
         rep = run_tcr(scenarios, entries, n_targets=fv.targets, seed=fv.seed, ticks_per_rtt=fv.ticks_per_rtt,
                       progress=fv.progress)
         doc = {"tcr": rep["tcr"], "links": rep["links"], "meta": {
-            "command": " ".join(["python -m jaxcc.tcr"] + list(argv)), "source": source, "seed": fv.seed,
+            "command": "python -m jaxcc.tcr " + shlex.join(list(argv)), "source": source, "seed": fv.seed,
             "targets": fv.targets, "objectives": ["throughput", "delay", "loss"],
             "met": "throughput_mbps >= T1 and p95_qdelay_ms <= T2 and loss <= T3, over each link's window_s",
             "ranges": f"T1 in [0, mean capacity over the window], T2 in [0, buffer / mean capacity], "
@@ -499,6 +452,12 @@ def main(fv, argv: Sequence[str] = ()) -> int:
         print(out["bars_text"])
     for f in out["files"]:
         print(f"wrote {f}")
+    if fv.report:
+        from jaxcc import report as html_report
+        specs, missing = scenario_specs([ln["scenario"] for ln in doc["links"]],
+                                        None if fv.records else scenarios)
+        print("wrote " + html_report.tcr(os.path.join(fv.out, "results.json"), figures=out["files"], specs=specs,
+                                         command="python -m jaxcc.tcr " + shlex.join(list(argv)), missing_specs=missing))
     return 0
 
 
@@ -525,6 +484,8 @@ def define_flags(fv):
     flags.DEFINE_string("out", None, "output folder (results.json, plots/)", flag_values=fv)
     flags.DEFINE_bool("plots", True, "write the per-link target plots", flag_values=fv)
     flags.DEFINE_bool("progress", True, "print each TCR as it is measured", flag_values=fv)
+    flags.DEFINE_bool("report", False, "also write OUT/report.html (TCR tables, targets, bars, figures, command, "
+                      "version, scenario specs; jaxcc.report)", flag_values=fv)
     return fv
 
 

@@ -300,11 +300,11 @@ def run_info(mesh, resumed_from: int | None) -> dict:
 # so that ``jaxcc.bench`` below this module uses the same); named here for the loop and its users.
 
 
-def make_mesh(devices=None):
-    """The 1-D ``'data'`` mesh over ``devices`` (default: ``jax.devices()``, all processes')."""
+def make_mesh():
+    """The 1-D ``'data'`` mesh over ``jax.devices()`` (all processes')."""
     from jaxcc.agents import pipeline
 
-    return pipeline.make_mesh(devices)
+    return pipeline.make_mesh()
 
 
 def state_shardings(state, mesh):

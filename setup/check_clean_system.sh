@@ -12,8 +12,10 @@
 #                   GoogleTest, Bazel, libFuzzer, the whole pytest suite, as root)
 #   --quick         `make deps datapath ns3 bazel fuzz`, then `pytest -m emulation` (network
 #                   namespaces, tc, kernel CUBIC/Reno/BBR, the kernel fidelity sweep),
-#                   tests/test_train_cli.py and tests/test_ns3_dumbbell.py: proves the package
-#                   list for the C++ build, ns-3, Bazel, fuzzing and emulation in less time.
+#                   tests/test_train_cli.py and tests/test_ns3_dumbbell.py, and
+#                   tests/test_report_browser.py (a report in headless Chromium): proves the
+#                   package list for the C++ build, ns-3, Bazel, fuzzing, emulation and the
+#                   browser in less time.
 # The chroot runs in its own mount namespace (its root bind-mounted on itself so that / is a
 # mount point, /proc, /sys, /dev with /dev/pts and /dev/shm, a tmpfs /run for /run/netns), so
 # every mount goes away with it; the EXIT trap also unmounts
@@ -135,6 +137,7 @@ if [ "${QUICK}" = 1 ]; then
   step "make deps datapath ns3 bazel fuzz" make deps datapath ns3 bazel fuzz
   step "pytest -m emulation" python3 -m pytest -q -p no:cacheprovider -m emulation tests
   step "pytest train CLI, ns-3 dumbbell" python3 -m pytest -q -p no:cacheprovider tests/test_train_cli.py tests/test_ns3_dumbbell.py
+  step "pytest report in headless chromium" python3 -m pytest -q -p no:cacheprovider tests/test_report_browser.py
 else
   step "make test" make test
 fi

@@ -427,3 +427,108 @@ def test_record_loss_and_qdelay_are_the_simulators(tmp_path):
     # (61001 + 12252) / (101902 + 95108) = 0.37183
     assert rec["loss"] == pytest.approx(73253 / 197010)
     assert rec["p95_qdelay_ms"] == pytest.approx(70.4, abs=0.05)
+
+
+# ----------------------------------------------------------------------------- owd_series
+
+def test_owd_series_of_a_datapath_flow_from_the_receiver_log(tmp_path):
+    """owd_series: per 0.5 s of ARRIVAL time (send + owd, from the flow's first packet, the
+    sender's t_s = 0; the simulator's time_series bins its delays by arrival too), the mean
+    owd_ms of the bin's packets, duplicates left out, a bin without packets left out; each point
+    at its bin's centre, as the simulator's bins."""
+    b = 1_700_000_000_000_000_000
+    rows = [  # seq, send time (s after the first packet), owd_ms, dup; file order != send order
+        (1, 0.2, 22.0, 0), (0, 0.0, 20.0, 0), (1, 0.2, 50.0, 1), (2, 0.45, 30.0, 0),
+        (3, 0.5, 40.0, 0), (4, 1.7, 60.0, 0)]
+    lines = ["flow,seq,size,send_ts_ns,recv_ts_ns,owd_ms,dup"]
+    for seq, t, owd, dup in rows:
+        ts = b + round(t * 1e9)
+        lines.append(f"0,{seq},1472,{ts},{ts + round(owd * 1e6)},{owd},{dup}")
+    (tmp_path / "receiver.csv").write_text("\n".join(lines) + "\n")
+    (tmp_path / "sender.json").write_text(json.dumps({"throughput_mbps": 1.0, "p95_owd_ms": 60.0}))
+    fl = runner.FlowRun(0, "fixed:1", 40.0, 3.0, 5.0, tmp_path, kind="jaxcc")
+    out = results.collect_flow(fl)
+    # arrivals 0.02, 0.222, 0.48, 0.54, 1.76 s: bin 0: (20 + 22 + 30) / 3 = 24; bin 1: 40; bin 2
+    # empty; bin 3: 60 (the same bins as by send time)
+    assert out["owd_series"] == [(0.25, 24.0), (0.75, 40.0), (1.75, 60.0)]
+    # a packet sent in bin 0 that arrives in bin 1 counts there (by send time bin 0 would be 93)
+    lines.append(f"0,5,1472,{b + round(0.3e9)},{b + round(0.3e9) + round(300e6)},300.0,0")  # arrives 0.6 s
+    (tmp_path / "receiver.csv").write_text("\n".join(lines) + "\n")
+    assert results.collect_flow(fl)["owd_series"] == [(0.25, 24.0), (0.75, 170.0), (1.75, 60.0)]
+    lines.pop()
+    (tmp_path / "receiver.csv").write_text("\n".join(lines) + "\n")
+    # a udp_probe flow logs no per-packet delay, a flow without a log has no series
+    assert results.collect_flow(runner.FlowRun(0, "fixed:1", 40.0, 0.0, 2.0, tmp_path,
+                                               kind="probe"))["owd_series"] == []
+    (tmp_path / "receiver.csv").unlink()
+    assert results.collect_flow(fl)["owd_series"] == []
+
+
+def test_owd_series_of_a_kernel_flow_is_the_rtt_estimate(tmp_path):
+    """iperf3 flows: per bin the mean smoothed RTT of the 0.1 s intervals whose midpoint lies
+    in it, minus half the flow's RTT (p95_owd_ms's estimate), at least 0."""
+    rtts_ms = [50, 52, 54, 56, 58, 70, 80, 90, 100, 110, 15]
+    ivs = [{"sum": {"start": i / 10, "end": (i + 1) / 10 + 4e-5, "bits_per_second": 8e6},
+            "streams": [{"rtt": r * 1000}]} for i, r in enumerate(rtts_ms)]
+    cj = {"intervals": ivs, "end": {"sum_received": {"bits_per_second": 8e6},
+                                    "sum_sent": {"bits_per_second": 8e6, "bytes": 1_100_000,
+                                                 "retransmits": 0}}}
+    (tmp_path / "iperf3_client.json").write_text(json.dumps(cj))
+    fl = runner.FlowRun(1, "kernel:cubic", 40.0, 0.0, 1.1, tmp_path, kind="iperf3")
+    out = results.collect_flow(fl)
+    # bin 0: mean(50..58) = 54 - 20 = 34; bin 1: mean(70..110) = 90 - 20 = 70; bin 2: 15 - 20 < 0
+    assert out["owd_series"] == [(0.25, 34.0), (0.75, 70.0), (1.25, 0.0)]
+    assert out["owd_is_estimate"] is True
+
+
+def test_owd_series_stays_bounded():
+    """A long run's series is thinned to at most OWD_MAX_POINTS points, each the
+    sample-count-weighted mean of the bins it merges (so the run's mean delay is kept)."""
+    # 5000 bins (2500 s); bin k holds k+1 samples of value k
+    samples = [((k + 0.25) * 0.5, float(k)) for k in range(5000) for _ in range(k + 1)]
+    s = results.owd_series(samples)
+    assert len(s) == 1667 <= results.OWD_MAX_POINTS
+    # runs of 3 bins: (0*1 + 1*2 + 2*3) / 6 = 8/6, at the centre of bins 0..2 (0.75 s)
+    assert s[0] == (0.75, round(8 / 6, 4))
+    # the last run is bins 4998 and 4999: (4998 * 4999 + 4999 * 5000) / 9999, centred at 2499.5 s
+    assert s[-1] == (2499.5, round(4999 * 9998 / 9999, 4))
+    assert [t for t, _ in s] == sorted(t for t, _ in s)
+
+
+@_apply(needs_emulation)
+def test_owd_series_of_a_real_run(tmp_path, prefix):
+    """A datapath fixed:10 flow alone on the 12 Mbit/s reference link for 2 s, then with a
+    kernel CUBIC flow that fills the 375 KB buffer: the datapath flow's owd_series is near the
+    20 ms propagation delay while it is alone and well above it once CUBIC's queue builds
+    (which checks its time origin against the run's), every bin between the receiver's minimum
+    OWD and the largest logged one, and the bins' median between the minimum and the p95. The
+    CUBIC flow's estimate lies between 0 and its p95_owd_ms."""
+    if host.sender_binary() is None or host.receiver_binary() is None:
+        pytest.skip("datapath not built (datapath/build.sh)")
+    T = 6.0
+    sc = _spec("owd", None, T, flows=[
+        {"rtt_ms": 40.0, "start_s": 0.0, "stop_s": T, "controller": "fixed:10"},
+        {"rtt_ms": 40.0, "start_s": 2.0, "stop_s": T, "controller": "kernel:cubic"}])
+    rec = _run(sc, tmp_path, prefix, tag="owd")
+    json.dumps(rec)  # results.json-safe
+    dp, tcp = rec["per_flow"]
+    assert dp["impl"] == "jaxcc" and tcp["impl"] == "iperf3"
+    for f in (dp, tcp):
+        ts = [t for t, _ in f["owd_series"]]
+        assert ts == sorted(set(ts)) and ts[0] > 0 and ts[-1] <= f["stop_s"] - f["start_s"] + 0.5, ts
+        # about two points a second over the flow's time, and as long as its throughput series
+        assert len(ts) >= 1.5 * (f["stop_s"] - f["start_s"]), ts
+        assert abs(ts[-1] - f["series"][-1][0]) <= 0.6, (ts[-1], f["series"][-1])
+    rs = dp["receiver_summary"]
+    log = (tmp_path / "owd" / "flow0" / "receiver.csv").read_text().splitlines()[1:]
+    max_owd = max(float(r.split(",")[5]) for r in log)
+    owd = [d for _, d in dp["owd_series"]]
+    assert all(rs["min_owd_ms"] - 0.01 <= d <= max_owd + 0.01 for d in owd), (owd, rs)
+    med = sorted(owd)[len(owd) // 2]
+    assert rs["min_owd_ms"] <= med <= dp["p95_owd_ms"], (med, dp["p95_owd_ms"])
+    alone = [d for t, d in dp["owd_series"] if t <= 2.0]
+    shared = [d for t, d in dp["owd_series"] if t > 4.0]
+    assert alone and max(alone) < 30.0, dp["owd_series"]
+    assert shared and min(shared) > 60.0, dp["owd_series"]
+    est = sorted(d for _, d in tcp["owd_series"])
+    assert est[0] >= 0.0 and est[len(est) // 2] <= tcp["p95_owd_ms"], (est, tcp["p95_owd_ms"])

@@ -133,8 +133,12 @@ def test_cli_writes_results_and_plots(cli_run):
     oracle = [r for r in recs if r["controller"] == "oracle"][0]
     assert oracle["ankh"] == min(r["ankh"] for r in recs)
     plots = sorted(os.listdir(out / "plots"))
-    assert plots == ["scatter_tiny.png", "timeseries_tiny.png"]
+    assert plots == sorted(f"{k}_tiny.{e}" for k in ("scatter", "timeseries") for e in ("pdf", "png", "svg"))
     assert all((out / "plots" / p).stat().st_size > 5000 for p in plots)
+    assert [r["per_seed"] for r in recs] == [[{"seed": 0, **{k: r[k] for k in evaluate.PER_SEED_KEYS[1:]}}]
+                                             for r in recs]
+    s = doc["series"]["tiny"]["bbr"]
+    assert len(s["throughput_mbps"]) == len(s["t"]) == len(s["owd_ms"]) and len(s["owd_ms"][-1]) == 2
     assert "python -m jaxcc.evaluate" in doc["meta"]["command"]
 
 

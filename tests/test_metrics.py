@@ -201,3 +201,20 @@ def test_time_series_bins():
     assert np.isnan(ts["throughput_mbps"][0, 1])
     np.testing.assert_allclose(ts["throughput_mbps"][:, 0] * MBPS, [10, 5, 5, 5])
     np.testing.assert_allclose(ts["capacity_mbps"] * MBPS, 10.0)
+
+
+def test_time_series_owd_by_arrival_at_the_receiver():
+    # Ticks end at 1..4 s (dt 1): their admitted bytes (10, 10, 5, 10) reach the receiver at the
+    # tick's middle + owd: 0.5 + 1.2 = 1.7, 1.5 + 0.1 = 1.6, 2.5 + 0.3 = 2.8, 3.5 + 0.6 = 4.1 (after
+    # the trace's end: left out).  Bins of 1 s: [0,1) none, [1,2) (10*1.2 + 10*0.1)/20 = 0.65 s,
+    # [2,3) 0.3 s, [3,4) none.
+    tr = dataclasses.replace(_trace_one_flow(), owd=np.array([[1.2], [0.1], [0.3], [0.6]]))
+    ts = metrics.time_series(tr, bin_s=1.0)
+    assert ts["owd_ms"].shape == (4, 1)
+    np.testing.assert_allclose(ts["owd_ms"][:, 0], [np.nan, 650.0, 300.0, np.nan])
+    # 2-s bins of the original trace: (10*0.1 + 10*0.1)/20 and (5*0.3 + 10*0.2)/15
+    ts = metrics.time_series(_trace_one_flow(), bin_s=2.0)
+    np.testing.assert_allclose(ts["owd_ms"][:, 0], [100.0, 3.5 / 15 * 1e3])
+    two = metrics.time_series(_trace_two_flows(), bin_s=2.0)
+    np.testing.assert_allclose(two["owd_ms"][:, 0], 50.0)  # flow 0 sends from the start
+    assert np.isnan(two["owd_ms"][0, 1]) and np.allclose(two["owd_ms"][1:, 1], 50.0)

@@ -285,8 +285,9 @@ def test_table_and_plots_from_records(tmp_path):
     meta = {"command": "test"}
     out = ps.write_outputs(recs, str(tmp_path), meta)
     names = sorted(os.path.relpath(f, tmp_path) for f in out["files"])
-    assert names == sorted(["sweep.json", "bars.md", "table.md", "plots/frontier_all.png"]
-                           + [f"plots/frontier_{ln.replace('/', '_')}.png" for ln in SUITES["mocc"]])
+    assert names == sorted(["sweep.json", "bars.md", "table.md"]
+                           + [f"plots/frontier_{ln}.{e}" for ln in ["all"] + [n.replace('/', '_') for n in SUITES["mocc"]]
+                              for e in ("png", "pdf", "svg")])
     for f in out["files"]:
         assert os.path.getsize(f) > 0
     back, meta2 = ps.load_sweep(str(tmp_path))

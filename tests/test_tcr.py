@@ -155,7 +155,7 @@ def test_fixed_rate_senders_end_to_end(tmp_path, capsys):
         m = r["measured"]
         assert r["met"] == metrics.tcr_met([m["throughput_mbps"], m["p95_qdelay_ms"], m["loss"]], targets).tolist()
     assert doc["meta"]["seed"] == 3 and doc["meta"]["targets"] == 60
-    assert os.path.getsize(out / "plots" / "tcr_s.png") > 10_000
+    assert all(os.path.getsize(out / "plots" / f"tcr_s.{e}") > 10_000 for e in ("png", "pdf", "svg"))
     # --records re-judges without simulating and keeps the rows
     out2 = tmp_path / "again"
     assert tcr.run_cli(["tcr", f"--records={out / 'results.json'}", f"--out={out2}", "--noplots"]) == 0

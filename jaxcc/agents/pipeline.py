@@ -87,8 +87,8 @@ def make_mesh(devices=None):
     return Mesh(np.asarray(jax.devices() if devices is None else list(devices)), (DATA_AXIS,))
 
 
-def state_shardings(state, mesh, lane_keys=LANE_KEYS):
-    """The lane subtrees (``lane_keys``) split over 'data' on their leading axis; everything else
+def state_shardings(state, mesh):
+    """The lane subtrees (``LANE_KEYS``) split over 'data' on their leading axis; everything else
     replicated (``jaxcc.sweep`` shifts these one axis right for its member axis).
 
     Every leaf under a lane key must have one common lane count, a multiple of the device count:
@@ -99,8 +99,8 @@ def state_shardings(state, mesh, lane_keys=LANE_KEYS):
     n = mesh.devices.size
     rep = NamedSharding(mesh, P())
     lanes = NamedSharding(mesh, P(DATA_AXIS))
-    out = {k: jax.tree.map(lambda _: rep, v) for k, v in state.items() if k not in lane_keys}
-    for k in lane_keys:
+    out = {k: jax.tree.map(lambda _: rep, v) for k, v in state.items() if k not in LANE_KEYS}
+    for k in LANE_KEYS:
         if k not in state:
             continue
         leaves = jax.tree_util.tree_flatten_with_path(state[k])[0]

@@ -9,6 +9,7 @@ quarter of that window, each flow's goodput there from its time series; 1.0 for 
 """
 from __future__ import annotations
 
+import array
 import contextlib
 import csv
 import json
@@ -16,7 +17,7 @@ import math
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from jaxcc import metrics
 from jaxcc.emulation.spec import mean_capacity_mbps
@@ -39,7 +40,10 @@ def _p(values: list[float], q: float) -> float | None:
 
 
 def collect_flow(fl: Any) -> dict[str, Any]:
-    """Per-flow metrics in the contract's units (+ a timeseries for plots)."""
+    """Per-flow metrics in the contract's units, and two time series for plots, both with t in
+    seconds from the flow's start: ``series`` [[t_s, Mbit/s], ...], each point the rate over the
+    interval ending at t, and ``owd_series`` [[t_s, owd_ms], ...], 0.5 s bins at their centres
+    (see ``owd_series``; none for udp_probe flows, which log no per-packet delay)."""
     fwd_prop = fl.rtt_ms / 2
     if fl.kind == "iperf3":
         cj = read_json(fl.dir / "iperf3_client.json") or {}
@@ -68,7 +72,8 @@ def collect_flow(fl: Any) -> dict[str, Any]:
                 "p95_qdelay_ms": max(p95_owd - fwd_prop, 0.0) if p95_owd is not None else None,
                 "loss": min(sent.get("retransmits", 0) / sent_pkts, 1.0),
                 "retransmits": sent.get("retransmits"), "owd_is_estimate": True,
-                "series": series}
+                "series": series,
+                "owd_series": _iperf3_owd_series(cj.get("intervals", []), fl.rtt_ms)}
     snd = read_json(fl.dir / "sender.json") or {}
     rcv = read_json(fl.dir / "receiver.json") or {}
     if not snd and not rcv:
@@ -105,7 +110,86 @@ def collect_flow(fl: Any) -> dict[str, Any]:
     if out.get("p95_owd_ms") is not None:
         out["p95_qdelay_ms"] = max(out["p95_owd_ms"] - fwd_prop, 0.0)
     out["series"] = _read_series(fl.dir / "sender.csv")
+    # udp_probe (the harness self-test) logs no per-packet one-way delay: no owd_series
+    out["owd_series"] = _receiver_owd_series(fl.dir / "receiver.csv") if fl.kind != "probe" else []
     return out
+
+
+OWD_BIN_S = 0.5          # the owd_series' bin width (seconds)
+OWD_MAX_POINTS = 2000    # longer series are thinned (count-weighted means of neighbouring bins)
+
+
+def owd_series(samples: Iterable[tuple[float, float]], bin_s: float = OWD_BIN_S,
+               max_points: int = OWD_MAX_POINTS) -> list[tuple[float, float]]:
+    """Per-bin mean one-way delay of ``samples`` [(t_s, owd_ms), ...] (t from the flow's
+    start): for each bin k that has samples, the point ((k+0.5)*bin_s, their mean), over the
+    samples with k*bin_s <= t < (k+1)*bin_s; a bin without any is left out, not zero. The
+    point's t is the bin's centre, as the simulator's ``jaxcc.metrics.time_series`` places its
+    bins (the figures draw both alike). More than ``max_points`` bins are merged in runs of
+    neighbours (each merged point the sample-count-weighted mean, at the centre of the bins it
+    merges)."""
+    bins: dict[int, list[float]] = {}
+    for t, d in samples:
+        acc = bins.setdefault(max(int(math.floor(t / bin_s)), 0), [0.0, 0])
+        acc[0] += d
+        acc[1] += 1
+    keys = sorted(bins)
+    step = max(1, math.ceil(len(keys) / max_points))
+    out = []
+    for i in range(0, len(keys), step):
+        group = keys[i:i + step]
+        total = sum(bins[k][0] for k in group)
+        n = sum(bins[k][1] for k in group)
+        out.append((round((group[0] + group[-1] + 1) * bin_s / 2, 6), round(total / n, 4)))
+    return out
+
+
+def _receiver_owd_series(path: Path) -> list[tuple[float, float]]:
+    """``owd_series`` of a jaxcc flow from jaxcc-receiver's per-packet log (``--log``: flow,
+    seq, size, send_ts_ns, recv_ts_ns, owd_ms, dup; ``datapath/src/receiver_main.cc``): each
+    packet's owd_ms (its receive minus its send CLOCK_REALTIME stamp) at its ARRIVAL time, the
+    receiver's view, as the simulator's ``time_series`` bins its one-way delays; duplicates
+    left out, as from the receiver's p50/p95_owd_ms. Time origin: the earliest send stamp,
+    i.e. the sender's first packet, which it sends at its ``t_s = 0`` (its --log's,
+    ``series``' origin), as ``online_net`` does where the harness does not see the start.
+    The log is held as three flat arrays (24 bytes a packet) until binned."""
+    sent_ns, recv_ns, owd = array.array("q"), array.array("q"), array.array("d")
+    try:
+        with open(path) as f:
+            reader = csv.reader(f)
+            head = next(reader, None)
+            if head is None:
+                return []
+            i_ts, i_rx = head.index("send_ts_ns"), head.index("recv_ts_ns")
+            i_owd, i_dup = head.index("owd_ms"), head.index("dup")
+            for row in reader:
+                if len(row) != len(head) or row[i_dup] != "0":
+                    continue
+                sent_ns.append(int(row[i_ts]))
+                recv_ns.append(int(row[i_rx]))
+                owd.append(float(row[i_owd]))
+    except (OSError, ValueError):  # no log, or not jaxcc-receiver's: no series
+        return []
+    if not sent_ns:
+        return []
+    t0 = min(sent_ns)
+    return owd_series(zip(((ts - t0) * 1e-9 for ts in recv_ns), owd))
+
+
+def _iperf3_owd_series(intervals: list[dict[str, Any]], rtt_ms: float) -> list[tuple[float, float]]:
+    """``owd_series`` of a kernel TCP flow from iperf3's intervals (0.1 s, t from iperf3's
+    start as ``series``): per bin, the mean of its intervals' smoothed RTT (tcpi_rtt, the
+    streams' ``rtt`` in us) minus the flow's reverse propagation delay, half its RTT, at least
+    0 -- the estimate ``p95_owd_ms`` is (``owd_is_estimate``). An interval counts in the bin
+    holding its midpoint (iperf3's interval ends drift a few us past the 0.1 s marks)."""
+    samples = []
+    for iv in intervals:
+        s = iv.get("sum", {})
+        mid = (s.get("start", 0.0) + s.get("end", 0.0)) / 2
+        for st in iv.get("streams", []):
+            if st.get("rtt"):
+                samples.append((mid, st["rtt"] / 1000.0))
+    return [(t, round(max(d - rtt_ms / 2, 0.0), 4)) for t, d in owd_series(samples)]
 
 
 def _read_series(path: Path) -> list[tuple[float, float]]:
@@ -283,55 +367,15 @@ RESULTS_META = {"jain": f"over the last {metrics.JAIN_LAST_S:g} s of multi-flow 
 
 
 def make_plots(records: list[dict[str, Any]], out_dir: Path) -> list[str]:
-    """Per record a throughput-over-time plot (with the capacity), and one delay/throughput scatter."""
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return []
-    files = []
-    for rec in records:
-        fig, ax = plt.subplots(figsize=(8, 4))
-        for f in rec["per_flow"]:
-            s = f.get("series") or []
-            if s:
-                ax.plot([f["start_s"] + t for t, _ in s], [m for _, m in s],
-                        label=f"flow {f['flow']} {f['controller']}")
-        sched = rec.get("capacity_schedule") or []
-        if sched:
-            xs, ys = [], []
-            for i, (t, r) in enumerate(sched):
-                t_end = sched[i + 1][0] if i + 1 < len(sched) else rec.get("duration_s", t + 1)
-                xs += [t, t_end]
-                ys += [r, r]
-            ax.plot(xs, ys, "k--", lw=1, label="capacity")
-        ax.set_xlabel("time (s)")
-        ax.set_ylabel("throughput (Mbit/s)")
-        ax.set_title(f"{rec['scenario']} / {rec['controller']}")
-        ax.legend(fontsize=7)
-        name = out_dir / f"throughput_{safe_name(rec['scenario'])}__{safe_name(rec['controller'])}.png"
-        fig.tight_layout()
-        fig.savefig(name, dpi=100)
-        plt.close(fig)
-        files.append(str(name))
-    fig, ax = plt.subplots(figsize=(6, 4.5))
-    for rec in records:
-        if rec.get("p95_owd_ms") is None:
-            continue
-        ax.scatter(rec["p95_owd_ms"], rec["throughput_mbps"])
-        ax.annotate(f"{rec['controller']}\n{rec['scenario']}", (rec["p95_owd_ms"],
-                    rec["throughput_mbps"]), fontsize=6)
-    ax.set_xlabel("p95 one-way delay (ms)")
-    ax.set_ylabel("goodput (Mbit/s)")
-    ax.invert_xaxis()  # convention: better (lower delay) to the right
-    ax.set_title("throughput vs p95 delay (emulation)")
-    fig.tight_layout()
-    name = out_dir / "throughput_vs_delay.png"
-    fig.savefig(name, dpi=100)
-    plt.close(fig)
-    files.append(str(name))
-    return files
+    """Per scenario the throughput/p95-delay scatter and the per-flow throughput and one-way-delay
+    time series (``series``, ``owd_series``) with the capacity, drawn by ``jaxcc.plots`` from the
+    records as ``results.json`` holds them, into ``out_dir/plots`` (.png, .pdf, .svg per figure;
+    ``python -m jaxcc.plots figures --results=OUT/results.json --out=OUT/plots`` redraws them);
+    returns the files."""
+    from jaxcc import plots
+
+    doc = json.loads(json.dumps(metrics.json_safe({"results": records}), default=str))
+    return plots.write_all(doc, str(Path(out_dir) / "plots"))
 
 
 def safe_name(s: str) -> str:
