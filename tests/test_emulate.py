@@ -265,8 +265,11 @@ def test_self_check_catches_a_starved_delay_line(tmp_path, prefix):
     assert dc["test_stall"]["stall_ms"] == 10.0 and dc["test_stall"]["stalls"] >= T / 0.05
     fwd = next(q for q in dc["per_queue"] if q["queue"] == 1)["hold_err_ms"]
     # a packet due during a stall waits for its end: late by up to 10 ms; one in five is due
-    # during a stall, so the p95 is well inside (0, 10) ms and over the 2 ms bound
-    assert 2.0 < fwd["p95"] <= 10.5 and fwd["max"] <= 11.0, fwd
+    # during a stall, so the p95 is well inside (0, 10) ms and over the 2 ms bound, and the p99
+    # stays under the stall's 10 ms.  Not the max: one packet the kernel schedules late on a
+    # loaded machine sets it (22 ms in the clean chroot and 20 ms in CI, both under load; the
+    # CI run's p99 was 8.4 ms), and that is no evidence about the stall.
+    assert 2.0 < fwd["p95"] <= 10.5 and fwd["p99"] <= 11.0, fwd
     assert any(r.startswith("p95 hold error") for r in dc["reasons"])
     # independent: the receiver's own one-way delays show the same lateness
     assert _owd_excess_ms(rec) == pytest.approx(fwd["p95"], abs=1.0)
