@@ -165,12 +165,23 @@ class CheckpointMismatch(ValueError):
     jaxcc version, whose agents keep other leaves); one line naming the leaves that differ."""
 
 
+def _saved_tree(path) -> Any:
+    """The saved state's tree of array metadata (shape, dtype) at an item directory (``.../state``).
+
+    Read with the item's handler (``StandardCheckpointHandler.metadata``), not with a
+    ``Checkpointer``: a checkpointer's ``metadata`` also reads the *step's* metadata file
+    (``<dir>/_CHECKPOINT_METADATA``), which ``CheckpointManager`` writes one level up
+    (``checkpoints/<update>/_CHECKPOINT_METADATA``, beside ``state`` and ``meta``), so on a rolling
+    checkpoint's ``state`` it logs "Metadata file does not exist" on every resume."""
+    tree = ocp.StandardCheckpointHandler().metadata(run_path(path))
+    tree = getattr(tree, "item_metadata", tree)
+    return getattr(tree, "tree", tree)
+
+
 def _check_structure(path, template: Any) -> None:
     """Raise ``CheckpointMismatch`` when the saved tree's leaf paths differ from ``template``'s
     (orbax's own error is a many-line dump of both trees)."""
-    tree = ocp.StandardCheckpointer().metadata(path)
-    tree = getattr(tree, "item_metadata", tree)
-    tree = getattr(tree, "tree", tree)
+    tree = _saved_tree(path)
     is_leaf = lambda m: hasattr(m, "shape") and hasattr(m, "dtype")  # noqa: E731
     names = lambda t: {jax.tree_util.keystr(k, simple=True, separator="/")  # noqa: E731
                        for k, _ in jax.tree_util.tree_flatten_with_path(t, is_leaf=is_leaf)[0]}
@@ -193,9 +204,7 @@ def restore_untyped(path: str) -> Any:
     whatever devices and hosts saved it."""
     ckptr = ocp.StandardCheckpointer()
     path = run_path(path)
-    meta = ckptr.metadata(path)
-    tree = getattr(meta, "item_metadata", meta)
-    tree = getattr(tree, "tree", tree)
+    tree = _saved_tree(path)
     # Onto this process's first device: a checkpoint saved by other devices or hosts (a pod run,
     # launch/multihost_local.sh) restores anywhere (orbax refuses to reuse the saved shardings).
     one = jax.sharding.SingleDeviceSharding(jax.local_devices()[0])

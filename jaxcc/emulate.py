@@ -22,11 +22,21 @@ harness's own ``emu/*`` links); simulator-only controllers (cubic, reno, copa, o
 Results go to ``DIR/results.json`` in the shared contract (one record per scenario x
 controller; Jain's index over the last 20 s as in the simulator), with per-flow detail, plus
 plots. The ``--mahimahi-*`` options serve ``launch/mahimahi_run.sh``.
+
+Each run's line on stdout is followed by its timing verdict (``timing_verdict``: the record's
+``delay_check``, valid, INVALID with what failed, or not checked), for every run.
+
+``--duration=SECONDS`` runs every scenario for that long instead of its own length, by the
+simulator's rule (``jaxcc.evaluate.with_duration``, what ``python -m jaxcc.evaluate --duration``
+does): flows that ran to the end still do, later stops are cut at the new end, preference
+changes at or after it are dropped, and a flow that would start at or after it is refused (one
+line naming the flow; exit 2).
 """
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shlex
 import signal
@@ -41,6 +51,70 @@ def _raise_on_term(signum, frame):
     raise KeyboardInterrupt(f"signal {signum}")
 
 
+def duration_arg(text: str | None) -> float | None:
+    """``--duration``'s value in seconds (None: each scenario's own length).
+
+    Raises:
+      EmulationError: one line naming the flag and its range, for anything but a finite number > 0.
+    """
+    if text is None:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not (math.isfinite(value) and value > 0):
+        raise EmulationError(f"--duration must be a finite number of seconds > 0, got {text!r}")
+    return value
+
+
+def with_duration(sc, duration_s: float | None):
+    """``sc`` run for ``duration_s`` seconds (``--duration``; None: as it is), by
+    ``jaxcc.evaluate.with_duration`` (the simulator's rule, module docstring), validated again
+    for emulation.
+
+    Raises:
+      EmulationError: a flow of ``sc`` starts at or after the new end.
+    """
+    if duration_s is None:
+        return sc
+    from jaxcc.evaluate import with_duration as sim_with_duration
+
+    try:
+        return spec.as_scenario(sim_with_duration(sc, duration_s))
+    except ValueError as e:
+        raise EmulationError(str(e)) from e
+
+
+def timing_verdict(check: dict | None) -> str:
+    """One line: a run's own timing check (its record's ``delay_check``, ``jaxcc.emulation.delay.check``).
+
+    ``timing: valid`` or ``timing: INVALID`` with the measured p95 hold error of the delay line
+    against its limit and tbf's rate error against the schedule (when measured), then, for an
+    invalid run, every check that failed; ``timing: not checked (valid: null)`` with the reason
+    when the run could not check itself (no hold-error statistics, or Mahimahi's own delay)."""
+    check = check or {}
+    valid = check.get("valid")
+    reasons = [str(r) for r in check.get("reasons") or []]
+    if valid is None:
+        return "timing: not checked (valid: null)" + (f": {'; '.join(reasons)}" if reasons else "")
+    thr = check.get("thresholds") or {}
+    hold = check.get("hold_err_ms") or {}
+    parts = []
+    if hold.get("p95") is not None:
+        lim = thr.get("p95_hold_err_ms")
+        parts.append(f"p95 hold error {hold['p95']:.2f} ms" + (f" (limit {lim:g} ms)" if lim is not None else ""))
+    tbf = check.get("tbf_rate") or {}
+    if tbf.get("rel_err") is not None:
+        lim = thr.get("tbf_rate_rel_err")
+        parts.append(f"tbf rate {100 * tbf['rel_err']:+.1f}% off the schedule"
+                     + (f" (limit {100 * lim:g}%)" if lim is not None else ""))
+    line = "timing: " + ("valid" if valid else "INVALID") + (f", {', '.join(parts)}" if parts else "")
+    if not valid:
+        line += "; failed: " + ("; ".join(reasons) or "(no reason recorded)")
+    return line
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m jaxcc.emulate", description=__doc__.split("\n")[0])
     g = ap.add_mutually_exclusive_group()
@@ -52,6 +126,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="comma list: policy:FILE, bbr, fixed:MBPS, kernel:cubic, kernel:reno, kernel:bbr; "
                          "default: the scenario's own flow controllers")
     ap.add_argument("--out", default="emulate_out")
+    ap.add_argument("--duration", default=None, metavar="SECONDS",
+                    help="run every scenario for SECONDS (> 0) instead of its own length (flows that ran "
+                         "to the end still do; as python -m jaxcc.evaluate --duration)")
     ap.add_argument("--trace-bin-ms", type=float, default=100.0,
                     help="bin width when converting a Mahimahi trace to a tbf rate schedule")
     ap.add_argument("--no-ping", action="store_true", help="skip the idle-RTT ping")
@@ -76,6 +153,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("-v", "--verbose", action="store_true")
     a = ap.parse_args(argv)
     argv_used = list(sys.argv[1:] if argv is None else argv)
+    try:
+        duration_s = duration_arg(a.duration)
+    except EmulationError as e:
+        print(f"emulate: {e}", file=sys.stderr)
+        return 2
 
     if a.cleanup:
         if os.geteuid() != 0:
@@ -106,8 +188,8 @@ def main(argv: list[str] | None = None) -> int:
                 raise EmulationError(f"--controller={a.controller}: a plan takes one controller "
                                      "(launch/mahimahi_run.sh runs a list one at a time)")
             spec.validate_controller(a.controller)
-            sc = (spec.load(path=a.scenario_file[0]) if a.scenario_file
-                  else spec.load(name=a.scenario[0]))
+            sc = with_duration(spec.load(path=a.scenario_file[0]) if a.scenario_file
+                               else spec.load(name=a.scenario[0]), duration_s)
             print(mahimahi.plan(sc, a.controller, Path(a.mahimahi_plan), a.trace_bin_ms / 1000.0))
             return 0
     except EmulationError as e:
@@ -124,6 +206,7 @@ def main(argv: list[str] | None = None) -> int:
             specs += spec.load_suite(a.suite)
         if not specs:
             ap.error("give --scenario, --scenario-file or --suite")
+        specs = [with_duration(sc, duration_s) for sc in specs]
         ctrls: list[str | None] = [c for c in a.controller.split(",")] if a.controller else [None]
         # (a policy path containing a comma cannot be given in this list)
         for c in ctrls:
@@ -139,6 +222,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"tput {r['throughput_mbps']:.2f} Mbit/s  util {r['utilization'] or 0:.2f}  "
                   f"p95 owd {r['p95_owd_ms'] if r['p95_owd_ms'] is not None else float('nan'):.1f} ms  "
                   f"loss {r['loss'] if r['loss'] is not None else float('nan'):.3f}")
+            print("  " + timing_verdict(r.get("delay_check")))
             for f in r["per_flow"]:
                 st = f.get("settle")
                 if st is not None:

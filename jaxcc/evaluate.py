@@ -5,7 +5,7 @@
                                                     # + runs/x/report.html: every table and figure (jaxcc.report)
     python -m jaxcc.evaluate --scenario-file=my_link.json --out=runs/y     # the flows' own controllers
     python -m jaxcc.evaluate --checkpoint=RUN --controller=bbr,cubic --suite=pareto,pareto-fair,robust \
-        --bars=pareto --out=runs/z                  # every Pareto bar of issues 3 and 13 (jaxcc/bars.py)
+        --bars=pareto --baseline_start=own --out=runs/z   # every Pareto bar of issues 3 and 13 (jaxcc/bars.py)
     python -m jaxcc.evaluate --suite=aurora-bw,aurora-loss --duration=120 \
         --controller=cubic,policy:checkpoints/aurora/aurora.safetensors --out=runs/aurora   # Aurora §4.1, 2 min
 
@@ -45,8 +45,13 @@ A controller that takes no preference on such a flow (``--controller=bbr``) is n
 Records also carry issue 13's recovery measurements (``recovery_metrics``: ``ramp_s``,
 ``step_ramp_s``, ``reclaim_s``, ``min_fair_share``), which ``--bars`` (``jaxcc.bars``; a
 comma-separated list of sets) judges.  A baseline given with ``--controller`` on a link whose flow
-has a start rate (``init_rate_mbps``, e.g. ``robust/start1pct``) is not run there ("not run: ...",
-``meta.skipped``).
+has a start rate (``init_rate_mbps``, e.g. ``robust/start1pct``) cannot take that rate
+(``Scenario.init_rate_refusals``); ``--baseline_start`` says what happens there (``from_own_start``):
+``skip`` (the default) does not run it ("not run: ...", ``meta.skipped``); ``own`` runs it from its
+own initial window or rate, as on every other link, and its record says so (``start_rate_note``,
+and each flow's ``init_rate_mbps``: the start rate it ran from, null for its controller's own).
+The bars judge only the learned policies, which always run from the scenario's start rate, so a
+baseline there is a reference beside them, never a run that pretends to start at the rate.
 
 Controllers are *labels* mapped to controller names by ``controller_entries``;
 ``--checkpoint=DIR`` adds one entry per exported policy (``policy:FILE``) of a training run
@@ -69,7 +74,8 @@ import numpy as np
 
 from jaxcc import metrics
 from jaxcc.controllers import parse_controller
-from jaxcc.scenarios import SUITES, Scenario, get_scenario, get_suite, list_scenarios, load_scenario, parse_scenario
+from jaxcc.scenarios import (SUITES, Scenario, get_scenario, get_suite, init_rate_refusal, list_scenarios, load_scenario,
+                             parse_scenario)
 
 OWN = "own"  # label of runs that keep each flow's own controller
 PER_SEED_KEYS = ("seed", "throughput_mbps", "p95_owd_ms", "p95_qdelay_ms", "loss", "utilization")
@@ -152,10 +158,17 @@ def with_duration(sc: Scenario, duration_s: float) -> Scenario:
 
     Flows that ran to the end still do; flows that stop earlier keep their stop time (capped at
     the new length); preference changes at or after the new end are dropped (they never come);
-    random capacity forms draw their segments for the new length.
+    random capacity forms draw their segments for the new length.  A flow that starts at or after
+    the new end is refused (one line naming it and the shortest length that keeps it), not dropped:
+    the scenario would be another one.
     """
-    if not duration_s > 0:
-        raise ValueError(f"--duration must be > 0 seconds, got {duration_s}")
+    if not (isinstance(duration_s, (int, float)) and math.isfinite(duration_s) and duration_s > 0):
+        raise ValueError(f"--duration must be > 0 seconds (a finite number), got {duration_s}")
+    late = [(i, f.start_s) for i, f in enumerate(sc.flows) if f.start_s >= duration_s]
+    if late:
+        i, start = late[0]
+        raise ValueError(f"--duration={duration_s:g}: {sc.name}.flows[{i}] starts at {start:g} s, not before the "
+                         f"new end; give --duration > {max(t for _, t in late):g}")
     d = sc.to_dict()
     old = float(d["duration_s"])
     d["duration_s"] = float(duration_s)
@@ -168,6 +181,31 @@ def with_duration(sc: Scenario, duration_s: float) -> Scenario:
             if not f["preference_changes"]:
                 del f["preference_changes"]
     return parse_scenario(d, source=sc.name)
+
+
+BASELINE_START = ("skip", "own")  # --baseline_start: what a baseline does on a flow with a start rate
+
+
+def from_own_start(sc: Scenario) -> tuple[Scenario, str | None]:
+    """``sc`` with each start rate (``init_rate_mbps``) that its flow's controller cannot take
+    removed, so that controller starts from its own initial window or rate (``--baseline_start=own``),
+    and the note for the run's record (None when nothing was removed).
+
+    A start rate belongs to the learned senders (``jaxcc.scenarios``: a baseline's algorithm has
+    no start rate to set without changing it); a baseline beside them on such a link is a reference
+    from its normal start, and the note says which rate it did not take."""
+    flows, dropped = [], []
+    for i, f in enumerate(sc.flows):
+        where = f"{sc.name}.flows[{i}].init_rate_mbps"
+        if f.init_rate_mbps is not None and init_rate_refusal(f.controller, where) is not None:
+            dropped.append(f"{where} ({f.init_rate_mbps:g} Mbit/s)")
+            f = dataclasses.replace(f, init_rate_mbps=None)
+        flows.append(f)
+    if not dropped:
+        return sc, None
+    return (dataclasses.replace(sc, flows=tuple(flows)),
+            f"ran from its own initial window/rate (--baseline_start=own), not from {', '.join(dropped)}: "
+            f"a start rate is a learned sender's")
 
 
 def scenario_specs(names: Sequence[str], scenarios: Sequence[Scenario] | None = None,
@@ -284,12 +322,15 @@ def _common_preference(per_flow: list[dict]) -> list[float] | None:
 
 def run_evaluation(scenarios: Sequence[Scenario], entries: Sequence[ControllerEntry], *, seeds: int = 1,
                    progress: bool = True, keep_series: bool = True, series_bin_s: float = 0.5,
-                   ticks_per_rtt: int | None = None) -> dict:
+                   ticks_per_rtt: int | None = None, baseline_start: str = "skip") -> dict:
     """Simulate every scenario × controller × seed and compute the report.
 
     A controller that cannot run a scenario as given (``Scenario.init_rate_refusals``: a start
-    rate for a baseline, e.g. ``--controller=cubic`` on ``robust/start1pct``) gets no record; the
-    pair and the reason are in ``"skipped"``.  A flow's own controller that cannot is an error.
+    rate for a baseline, e.g. ``--controller=cubic`` on ``robust/start1pct``; a preference it does
+    not take) gets no record; the pair and the reason are in ``"skipped"``.  With
+    ``baseline_start="own"`` a baseline refused only a start rate runs from its own start instead
+    (``from_own_start``; its record carries ``start_rate_note``).  A flow's own controller that
+    cannot is an error.
 
     Returns ``{"results": [record, ...], "series": {(scenario, label): time_series of seed 0},
     "runs": {(scenario, label): [per-run metrics]}, "skipped": [{"scenario", "controller", "reason"}]}``.
@@ -299,20 +340,29 @@ def run_evaluation(scenarios: Sequence[Scenario], entries: Sequence[ControllerEn
 
     if seeds < 1:
         raise ValueError(f"--seeds must be >= 1, got {seeds}")
+    if baseline_start not in BASELINE_START:
+        raise ValueError(f"--baseline_start must be one of {', '.join(BASELINE_START)}, got {baseline_start!r}")
     names = [sc.name for sc in scenarios]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
         raise ValueError(f"scenario names must be unique in one evaluation, repeated: {dup}")
     items, keys, skipped = [], [], []
+    own_start: dict[tuple[str, str], str] = {}  # (scenario, label) -> its record's start_rate_note
     for sc in scenarios:
         for e in entries:
             run_sc = sc if e.name is None else sc.with_controller(e.name)
             label = _own_label(sc) if e.name is None else e.label
-            refused = run_sc.init_rate_refusals() + senders.preference_refusals(run_sc)
+            if e.name is not None and baseline_start == "own":
+                run_sc, note = from_own_start(run_sc)
+                if note:
+                    own_start[(sc.name, label)] = note
+            init_refused = run_sc.init_rate_refusals()
+            refused = init_refused + senders.preference_refusals(run_sc)
             if refused and e.name is None:
                 raise ValueError(refused[0])
             if refused:  # e.g. --controller=cubic on robust/start1pct: no record, the reason kept
-                skipped.append({"scenario": sc.name, "controller": label, "reason": refused[0]})
+                hint = "; --baseline_start=own runs it from its own start" if init_refused else ""
+                skipped.append({"scenario": sc.name, "controller": label, "reason": refused[0] + hint})
                 continue
             for seed in range(seeds if _is_random(sc) else 1):
                 items.append(runner.Item(run_sc, seed, label))
@@ -337,8 +387,11 @@ def run_evaluation(scenarios: Sequence[Scenario], entries: Sequence[ControllerEn
             m = metrics.evaluate_trace(tr, jain_last_s=metrics.JAIN_LAST_S)
             m.update(recovery_metrics(tr, it.scenario))
             m["seed"] = seed
+            starts = (scen, label) in own_start or any(f.init_rate_mbps is not None for f in it.scenario.flows)
             for pf, fl in zip(m["per_flow"], it.scenario.flows):
                 pf["controller"] = fl.controller
+                if starts:  # the start rate the flow ran from (None: its controller's own start)
+                    pf["init_rate_mbps"] = fl.init_rate_mbps
                 pf["preference"] = None if fl.preference is None else list(fl.preference)
                 if fl.preference_changes:
                     pf["preference_changes"] = [{"at_s": t, "preference": list(w)} for t, w in fl.preference_changes]
@@ -395,6 +448,8 @@ def run_evaluation(scenarios: Sequence[Scenario], entries: Sequence[ControllerEn
             }
             if sc.link.cross_traffic:  # realism: the unresponsive cross traffic the link carried
                 rec["cross_mbps"] = a["cross_mbps"]
+            if (sc.name, lab) in own_start:  # a baseline that did not take the scenario's start rate
+                rec["start_rate_note"] = own_start[(sc.name, lab)]
             records.append(rec)
     return {"results": records, "series": series, "runs": dict(per_run), "skipped": skipped}
 
@@ -465,7 +520,7 @@ def main(flag_values=None, argv: Sequence[str] = ()) -> int:
     if FLAGS.ticks_per_rtt is not None and FLAGS.ticks_per_rtt < 1:
         raise ValueError(f"--ticks_per_rtt must be >= 1, got {FLAGS.ticks_per_rtt}")
     report = run_evaluation(scenarios, entries, seeds=FLAGS.seeds, progress=FLAGS.progress,
-                            ticks_per_rtt=FLAGS.ticks_per_rtt)
+                            ticks_per_rtt=FLAGS.ticks_per_rtt, baseline_start=FLAGS.baseline_start)
     print(format_table(report["results"]))
     for sk in report["skipped"]:
         print(f"not run: {sk['controller']} on {sk['scenario']}: {sk['reason']}")
@@ -473,6 +528,7 @@ def main(flag_values=None, argv: Sequence[str] = ()) -> int:
             "source": source, "controllers": [e.label for e in entries], "seeds": FLAGS.seeds,
             "ticks_per_rtt": FLAGS.ticks_per_rtt or "simulator default",
             "duration_s": FLAGS.duration or "each scenario's own",
+            "baseline_start": FLAGS.baseline_start,
             "wall_s": round(time.time() - t0, 1),
             "ankh": "((1 - R/C) + d95/d_max + loss)/3, d_max = max p95 one-way delay over this run's controllers per scenario",
             "jain": f"over the last {metrics.JAIN_LAST_S:g} s of multi-flow scenarios",
@@ -515,6 +571,10 @@ def define_flags(flag_values=None):
                          flag_values=fv)
     flags.DEFINE_float("duration", None, "seconds per scenario instead of each scenario's own length (flows that "
                        "ran to the end still do; e.g. 120 for the Aurora paper's two-minute tests)", flag_values=fv)
+    flags.DEFINE_enum("baseline_start", "skip", list(BASELINE_START), "a baseline given with --controller on a flow "
+                      "with a start rate (init_rate_mbps, e.g. robust/start1pct), which only a learned sender takes: "
+                      "skip = not run there; own = run from its own initial window/rate, its record says so",
+                      flag_values=fv)
     flags.DEFINE_integer("ticks_per_rtt", None, "simulator ticks per smallest flow RTT (default: the simulator's, 8). "
                          "16 removes most tick-rounding artifacts of the classic baselines; exported policies "
                          "assume the resolution they were trained at", flag_values=fv)

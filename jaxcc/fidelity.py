@@ -39,8 +39,9 @@ collapses after a retransmission timeout (measured here with single flows too), 
 compared with the kernel only (``NS3_NOT_CREDIBLE``).
 
 Output: the table (one block per case: parameters, then sim vs reference per metric), the pass
-rates per controller and metric, and ``DIR/fidelity.json`` with every case, both records and the
-verdicts.
+rates per controller and metric, ``DIR/fidelity.json`` with every case, both records and the
+verdicts, and ``DIR/fidelity.md``: the pass rates as the Markdown table ``docs/fidelity.md``
+carries, headed by the command, the commit and the date.
 """
 
 from __future__ import annotations
@@ -676,6 +677,27 @@ def format_pass_rates(rates: dict, reference: str) -> str:
     return "\n".join(lines)
 
 
+def markdown_pass_rates(rates: dict, reference: str, *, command: str, version: dict, date: str) -> str:
+    """The pass rates as the Markdown table ``docs/fidelity.md`` carries, headed by the command,
+    the commit and the date that produced them (``OUT/fidelity.md``).  A cell is "passes/compared"
+    (cases within the metric's tolerance over the valid cases that compared it)."""
+    commit = (version.get("commit") or "unknown")[:12] + (" (dirty)" if version.get("dirty") else "")
+    names = {"throughput_mbps": "throughput", "p95_owd_ms": "p95 one-way delay", "loss": "loss", "jain": "Jain"}
+    lines = [f"`{command}` (commit {commit}, {date}); cases within the tolerance / cases compared:", "",
+             "| controller | " + " | ".join(names.get(m, m) for m in METRICS) + " | all metrics | invalid |",
+             "|---|" + "---|" * (len(METRICS) + 2)]
+    for c, r in rates.items():
+        cells = []
+        for m in METRICS:
+            pm = r["metrics"][m]
+            n = pm["pass"] + pm["fail"]
+            cells.append(f"{pm['pass']}/{n}" if n else "–")
+        cs = r["cases"]
+        cells.append(f"{cs['pass']}/{cs['valid']}" if cs["valid"] else "–")
+        lines.append(f"| `{c}` | " + " | ".join(cells) + f" | {cs['invalid']} |")
+    return "\n".join(lines) + "\n"
+
+
 # ----------------------------------------------------------------------------- the recorded misses
 #
 # Where the model misses the tolerances today, the CI sweeps hold it to what was recorded
@@ -816,7 +838,13 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"(median of runs; worst run {max(x['mean_late_us'] for x in late):.0f} us), max "
               f"{max(x['max_late_us'] for x in late) / 1e3:.1f} ms; "
               f"re-runs for an invalid delay check {sum(v['reruns'] for v in report['verdicts'])}")
-    print(f"wrote {os.path.join(a.out, 'fidelity.json')}")
+    from jaxcc import report as html_report
+    command = "python -m jaxcc.fidelity " + " ".join(sys.argv[1:] if argv is None else list(argv))
+    table = markdown_pass_rates(report["pass_rates"], a.reference, command=command,
+                                version=html_report.version_info(), date=time.strftime("%Y-%m-%d"))
+    with open(os.path.join(a.out, "fidelity.md"), "w", encoding="utf-8") as fh:
+        fh.write(table)
+    print(f"wrote {os.path.join(a.out, 'fidelity.json')} and fidelity.md (the pass-rate table for docs/fidelity.md)")
     if a.record:
         write_record(a.record, a.reference, report, merge=a.record_merge)
         print(f"wrote the misses of {a.reference} into {a.record}")

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shlex
 import subprocess
@@ -116,10 +117,11 @@ def format_rows(rows: list[dict], invalid: list[dict] = ()) -> str:
 
 
 def rerun(todo: list[dict], controllers: list[str], which: list[str] | None, emu_json: str,
-          out_dir: str) -> None:
+          out_dir: str, duration: list[str] = ()) -> None:
     """Runs the invalid emulated runs again and puts each new record in place of the old one.
 
-    which: the original --scenario-file/--scenario selection (None: each by its scenario name).
+    which: the original --scenario-file/--scenario selection (None: each by its scenario name);
+    duration: the original ``--duration=S`` argument, if any.
     """
     with open(emu_json, encoding="utf-8") as fh:
         data = json.load(fh)
@@ -132,7 +134,7 @@ def rerun(todo: list[dict], controllers: list[str], which: list[str] | None, emu
         sub = os.path.join(out_dir, str(i))
         print(f"sim2real: re-running {bad['scenario']} x {bad['controller']} ({INVALID})", file=sys.stderr)
         subprocess.run([sys.executable, "-m", "jaxcc.emulate", f"--controller={ctrl}", f"{sel[0]}={sel[1]}",
-                        f"--out={sub}", "--no-plots"], check=True)
+                        f"--out={sub}", "--no-plots", *duration], check=True)
         new = _load(os.path.join(sub, "results.json")).get((bad["scenario"], bad["controller"]))
         if new is None:
             continue
@@ -159,9 +161,14 @@ def main(argv=None) -> int:
     ap.add_argument("--rerun-invalid", type=int, default=0, metavar="N",
                     help="re-run emulated runs marked invalid up to N times each (default 0)")
     ap.add_argument("--compare", nargs=2, metavar=("SIM_JSON", "EMU_JSON"), help="only compare two results.json")
+    ap.add_argument("--duration", type=float, default=None, metavar="SECONDS",
+                    help="seconds per scenario on both sides instead of each scenario's own length "
+                         "(jaxcc.evaluate's and jaxcc.emulate's --duration)")
     args = ap.parse_args(argv)
     if args.rerun_invalid < 0:
         ap.error(f"--rerun-invalid: must be >= 0, got {args.rerun_invalid}")
+    if args.duration is not None and not (math.isfinite(args.duration) and args.duration > 0):
+        ap.error(f"--duration: must be > 0 seconds, got {args.duration:g}")
     command = "python -m jaxcc.sim2real " + shlex.join(sys.argv[1:] if argv is None else list(argv))
     if args.compare:
         if args.report and not args.out:
@@ -181,17 +188,18 @@ def main(argv=None) -> int:
              else ["--scenario-file", args.scenario_file])
     sim_dir, emu_dir = os.path.join(args.out, "sim"), os.path.join(args.out, "emulation")
     py = sys.executable
+    duration = [] if args.duration is None else [f"--duration={args.duration:g}"]
     subprocess.run([py, "-m", "jaxcc.evaluate", f"--controller={args.controller}", f"{which[0]}={which[1]}",
-                    f"--out={sim_dir}"], check=True)
+                    f"--out={sim_dir}", *duration], check=True)
     subprocess.run([py, "-m", "jaxcc.emulate", f"--controller={args.controller}", f"{which[0]}={which[1]}",
-                    f"--out={emu_dir}"], check=True)
+                    f"--out={emu_dir}", *duration], check=True)
     emu_json = os.path.join(emu_dir, "results.json")
     for attempt in range(args.rerun_invalid):
         todo = invalid_runs(emu_json)
         if not todo:
             break
         rerun(todo, args.controller.split(","), which if not args.suite else None, emu_json,
-              os.path.join(emu_dir, f"rerun{attempt + 1}"))
+              os.path.join(emu_dir, f"rerun{attempt + 1}"), duration)
     rows = compare(os.path.join(sim_dir, "results.json"), emu_json)
     invalid = invalid_runs(emu_json)
     print(format_rows(rows, invalid))

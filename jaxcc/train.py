@@ -4,6 +4,8 @@
 overrides any key.  The run lives in ``--workdir`` (default ``checkpoints/runs/<NAME>-<seed>``):
 re-running the same command resumes from the last checkpoint and finishes with the same final
 parameters as an uninterrupted run (the chunk sequence and every RNG key live in the state).
+Re-running it on a finished run trains nothing: one line names the run's policies and how to
+train again (a new ``--workdir``, or delete the old one), and the exit status is 0.
 
 PureJaxRL shape: the agent's ``make_train(config)`` gives pure jitted functions whose bodies are
 ``lax.scan`` (collect, update); this file is the thin Python loop over chunks that logs
@@ -48,6 +50,7 @@ from __future__ import annotations
 import difflib
 import itertools
 import json
+import math
 import os
 import sys
 import time
@@ -325,6 +328,11 @@ def placed(tmpl, shardings):
     return jax.tree.map(lambda x, s: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=s), tmpl, shardings)
 
 
+def run_finished(meta: dict, num_stages: int) -> bool:
+    """Whether a checkpoint's ``meta`` is the end of the run: its last stage done."""
+    return int(meta["stage"]) >= num_stages - 1 and bool(meta.get("stage_done"))
+
+
 def resume_point(meta: dict, trainer, step: int, workdir, who: str, is_main: bool) -> tuple[int, int, bool]:
     """(stage index, chunk index, whether to enter the stage first) after a checkpoint's ``meta``;
     process 0 says where the run resumes."""
@@ -374,16 +382,42 @@ def _row(metrics: dict, i: int | None = None) -> dict:
         if k in OPTIONAL_METRICS and np.isnan(row[k]):
             del row[k]
     if "ep_count" in metrics:
+        # A chunk in which no episode ended (ep_count 0, e.g. Pareto's long Fair episodes) has no
+        # return: left out of the row like the optional metrics above, never a NaN stand-in.
         cnt = float(np.sum(metrics["ep_count"]))
-        row["episode_return"] = float(np.sum(metrics["ep_return_sum"]) / cnt) if cnt else float("nan")
+        row.pop("episode_return", None)
+        if cnt:
+            row["episode_return"] = float(np.sum(metrics["ep_return_sum"]) / cnt)
         row.pop("ep_return_sum", None)
         row["ep_count"] = cnt
     return row
 
 
+def progress_postfix(row: dict, last_return: float | None = None) -> tuple[dict[str, str], float | None]:
+    """The progress bar's postfix for one chunk's metrics ``row`` (``_row``), and the return to
+    carry to the next chunk.
+
+    ``ret`` is the mean return of the episodes that ended in the chunk; a chunk in which none
+    ended (no ``episode_return``, or a NaN one) shows ``last_return``, the last finite return of
+    an earlier chunk, and nothing before the first one, so a long episode never reads as a
+    diverged run.  ``rew`` (reward per step), ``expert`` (expert-action share) and ``closs``
+    (critic loss) show when finite."""
+    ret = row.get("episode_return")
+    if isinstance(ret, (int, float)) and not isinstance(ret, bool) and math.isfinite(ret):
+        last_return = float(ret)
+    shown = {"ret": last_return, "rew": row.get("reward"), "expert": row.get("expert_share"),
+             "closs": row.get("critic_loss")}
+    post = {k: f"{v:.3g}" for k, v in shown.items()
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)}
+    return post, last_return
+
+
 def train(config, workdir: str, *, run_name: str = "run", progress: bool = True, log: bool = True,
           stop_after_chunks: int | None = None, stop_at_update: int | None = None) -> dict:
     """Run (or resume) a staged training run.  Returns a summary dict.
+
+    A workdir whose last checkpoint ends the run (``run_finished``) is left as it is: nothing is
+    restored, compiled or written, and the summary says ``finished`` (``next_steps`` words it).
 
     ``stop_after_chunks`` stops after that many chunks of this call; ``stop_at_update`` once the
     run's update counter reaches that value (the same on a resumed run, so re-running a killed
@@ -403,10 +437,17 @@ def train(config, workdir: str, *, run_name: str = "run", progress: bool = True,
     if is_main:
         wd.mkdir(parents=True, exist_ok=True)
     ckpts = checkpointing.RunCheckpoints(workdir, keep=int(config.keep_checkpoints))
-    logger = Logger(workdir, config, run_name, enabled=log and is_main)
     total_updates = sum(s.num_updates for s in trainer.stages)
     chunk = trainer.chunk_updates
     step = ckpts.latest()
+    meta = ckpts.meta(step) if step is not None else None
+    if meta is not None and run_finished(meta, len(trainer.stages)):
+        # Nothing to do: no restore, no compile, and the run's files (run.json, config.json,
+        # summary.json, metrics.jsonl, wandb) stay as the finished run left them.
+        ckpts.close()
+        return {"workdir": workdir, "resumed": True, "finished": True, "final_update": int(step),
+                "total_updates": total_updates, **stage_outputs(workdir, [s.label for s in trainer.stages])}
+    logger = Logger(workdir, config, run_name, enabled=log and is_main)
     info = run_info(mesh, step)  # collective: every process
     if is_main:
         checkpointing.write_text(wd / "config.json", config.to_json_best_effort(indent=1))
@@ -419,7 +460,6 @@ def train(config, workdir: str, *, run_name: str = "run", progress: bool = True,
         state = compiled(trainer.init, (key0,), "init", out_shardings=sh0)(key0)  # global arrays, also multi-host
         resumed = False
     else:
-        meta = ckpts.meta(step)
         tmpl = trainer.template(int(meta["stage"]))
         state = ckpts.restore(step, placed(tmpl, state_shardings(tmpl, mesh)))
         resumed = True
@@ -432,6 +472,7 @@ def train(config, workdir: str, *, run_name: str = "run", progress: bool = True,
                    desc=trainer.stages[min(stage_idx, len(trainer.stages) - 1)].label)
     t_start = time.time()
     chunks_run = 0
+    last_return = None  # the progress bar's last finite episode return (progress_postfix)
     summary: dict[str, Any] = {"workdir": workdir, "resumed": resumed, "stages": {}}
     try:
         if stop_at_update is not None and int(step or 0) >= stop_at_update:
@@ -470,9 +511,8 @@ def train(config, workdir: str, *, run_name: str = "run", progress: bool = True,
                                             "update": upd, "stage_label": st.label})
                 if bar is not None:
                     bar.update(chunk)
-                    post = {"ret": row.get("episode_return"), "rew": row.get("reward"),
-                            "expert": row.get("expert_share"), "closs": row.get("critic_loss")}
-                    bar.set_postfix({k: f"{v:.3g}" for k, v in post.items() if isinstance(v, float)})
+                    post, last_return = progress_postfix(row, last_return)
+                    bar.set_postfix(post)
                 chunks_run += 1
                 if ((stop_after_chunks is not None and chunks_run >= stop_after_chunks)
                         or (stop_at_update is not None and upd >= stop_at_update)):
@@ -518,15 +558,25 @@ def _finish_stage(trainer, st, state, workdir, config, is_main):
 
 # ----------------------------------------------------------------------------- CLI
 
-# What to evaluate a finished run on, by algorithm (``jaxcc.scenarios.SUITES``, ``jaxcc.bars``).
-EVAL_ARGS = {"pareto_td3": "--suite=pareto,pareto-fair,robust --bars=pareto",
-             "aurora_ppo": "--suite=aurora-figs,robust --bars=aurora", "eagle_cem": "--suite=eagle,robust --bars=eagle",
+# What to evaluate a finished run on, by algorithm (``jaxcc.scenarios.SUITES``, ``jaxcc.bars``).  The
+# ``robust`` suite's start-rate link is for the learned policies' ramp: the baselines beside them
+# run it from their own start (``--baseline_start=own``; ``jaxcc.evaluate.from_own_start``).
+EVAL_ARGS = {"pareto_td3": "--suite=pareto,pareto-fair,robust --bars=pareto --baseline_start=own",
+             "aurora_ppo": "--suite=aurora-figs,robust --bars=aurora --baseline_start=own",
+             "eagle_cem": "--suite=eagle,robust --bars=eagle --baseline_start=own",
              "mocc_envelope": "--suite=mocc", "deepcc_ddpg": "--suite=deepcc"}
 
 
 def next_steps(summary: dict, algo: str, name: str) -> str:
-    """The run's last words: where its policies are and the command that evaluates them."""
+    """The run's last words: where its policies are and the command that evaluates them (for a
+    run that was already finished: one line, its policies and how to train again)."""
     workdir = summary["workdir"]
+    if summary.get("finished"):  # a re-run of a finished run: one line, nothing trained
+        policies = summary.get("policies") or {}
+        its = ("its policies: " + ", ".join(f"{k} {p}" for k, p in policies.items()) if policies
+               else f"its stage checkpoints: {workdir}/stages/")
+        return (f"[jaxcc.train] {workdir} is finished (update {summary['final_update']} of "
+                f"{summary['total_updates']}); {its}; to train again, use a new --workdir or delete {workdir}")
     if summary.get("stopped"):
         return (f"[jaxcc.train] stopped as asked (--stop_after_chunks/--stop_at_update); run directory {workdir}\n"
                 f"resume: run the same command again")
@@ -541,7 +591,7 @@ def next_steps(summary: dict, algo: str, name: str) -> str:
         lines.append(f"no exported policies (export_stages is off); stage checkpoints: {workdir}/stages/")
     out = os.path.join("results", os.path.basename(os.path.normpath(workdir)) or name)
     lines += ["next: evaluate them beside BBR and CUBIC:",
-              f"  python -m jaxcc.evaluate --checkpoint={workdir} --controller=bbr,cubic "
+              f"  python3 -m jaxcc.evaluate --checkpoint={workdir} --controller=bbr,cubic "
               f"{EVAL_ARGS.get(algo, '--suite=pareto')} --out={out}"]
     return "\n".join(lines)
 
@@ -627,6 +677,24 @@ def _main(argv):
     return 0
 
 
+# The command's own flags, in the order --help lists them (absl's full help adds every library's).
+CLI_FLAGS = ("config", "workdir", "seed", "no_progress", "sweep", "stop_after_chunks", "stop_at_update",
+             "distributed", "coordinator_address", "num_processes", "process_id")
+
+
+def usage(fv) -> str:
+    """``--help``: the synopsis, the configs there are, and each flag of the command (absl's own
+    ``--help`` would not get past the required ``--config``)."""
+    lines = [__doc__.split("\n\n", 1)[0].strip("`"), "",
+             "configs: " + ", ".join(list_configs()), "", "flags:"]
+    for name in CLI_FLAGS:
+        f = fv[name]
+        default = "" if f.default in (None, False) or name == "config" else f" (default: {f.default})"
+        lines.append(f"  --{name}: {f.help}{default}")
+    lines.append("  --config.KEY=VALUE: overrides one key of the config (e.g. --config.num_envs=64)")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None, run=None) -> int:
     """Parse the command line (flags, ``--config`` and its overrides), then ``run(argv)``
     (default: train; ``jaxcc.sweep`` passes its own)."""
@@ -654,6 +722,9 @@ def main(argv: list[str] | None = None, run=None) -> int:
                              "(a chunk boundary; also when resumed; resume continues)")
         flags.DEFINE_string("sweep", None, "a sweep file (launch/*.yaml): its members train vmapped in one program")
         flags.mark_flags_as_required(["config"])
+    if any(a in ("--help", "-h", "--helpfull", "-?") for a in argv[1:]):
+        print(usage(flags.FLAGS))
+        return 0
     cfg_path = config_arg(argv)
     keys = _config_keys(cfg_path) if cfg_path else None
     bad = unknown_override(argv, keys) if keys else None

@@ -19,6 +19,7 @@ import argparse
 import csv
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -116,8 +117,9 @@ def main() -> int:
     run_phase("quiet")
     loads = []
     for i in range(2):
-        loop = (f"while true; do {sys.executable} -m jaxcc.train --config={a.load} "
-                f"--workdir={out}/train{i} --no_progress >/dev/null 2>&1; rm -rf {out}/train{i}; done")
+        py, wd = shlex.quote(sys.executable), shlex.quote(f"{out}/train{i}")  # this interpreter
+        loop = (f"while true; do {py} -m jaxcc.train --config={shlex.quote(a.load)} "
+                f"--workdir={wd} --no_progress >/dev/null 2>&1; rm -rf {wd}; done")
         loads.append(subprocess.Popen(["bash", "-c", loop], start_new_session=True))
     try:
         time.sleep(20)   # the trainings are up (JAX compiling keeps both cores busy already)

@@ -22,6 +22,12 @@
 #                (issue 16: --learner=unix:/abs/path --learner-timeout-s=S --fallback=keep|bbr;
 #                the Mahimahi user must be able to connect to that socket)
 #
+# JAXCC_PYTHON (environment): the Python interpreter that plans, collects and merges the runs
+# (`$JAXCC_PYTHON -m jaxcc.emulate --mahimahi-*`); default: python3 from root's PATH. It runs as
+# root only, never as --user (that user runs Mahimahi, jaxcc-sender and iperf3, no Python). sudo
+# drops the caller's environment, so name a virtual environment's on the command line:
+#   sudo JAXCC_PYTHON=.venv/bin/python launch/mahimahi_run.sh ...   (a relative path is the caller's)
+#
 # How (see README "Mahimahi", and setup/install_mahimahi.sh to build and install it):
 #  * Everything runs inside a fresh network namespace (jxm<hex>) that this script creates and
 #    deletes, so all traffic stays on this machine. The receivers (jaxcc-receiver, iperf3 -s)
@@ -46,7 +52,9 @@
 set -euo pipefail
 
 REPO=$(cd "$(dirname "$0")/.." && pwd)
-PY=${PYTHON:-python3}
+PY="${JAXCC_PYTHON:-python3}"
+case "$PY" in */*) [[ "$PY" == /* ]] || PY="$PWD/$PY" ;; esac
+export JAXCC_PYTHON="$PY"   # the one-controller runs of a list (this script again) use it too
 SCEN_ARGS=()
 CONTROLLER=""
 OUT=""

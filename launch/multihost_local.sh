@@ -2,16 +2,18 @@
 # Multi-host training on one machine: the real jax.distributed code path, with forced CPU devices.
 #   launch/multihost_local.sh CONFIG PROCESSES DEVICES_PER_PROCESS WORKDIR [extra jaxcc.train flags]
 #   launch/multihost_local.sh pareto_smoke 2 4 /tmp/run --config.debug_chunk_sleep_s=1
-# Starts PROCESSES `python -m jaxcc.train` processes on localhost, process 0's coordinator on a free
-# local port, each with DEVICES_PER_PROCESS CPU devices (XLA_FLAGS=--xla_force_host_platform_device_count)
-# and --coordinator_address/--num_processes/--process_id, so every process calls
-# jax.distributed.initialize(...) and the 1-D 'data' mesh spans PROCESSES x DEVICES_PER_PROCESS devices
-# (cross-process CPU collectives: gloo).  WORKDIR may be a URI (gs://...).  Running the same command
-# again resumes from the last checkpoint.
+# Starts PROCESSES `$JAXCC_PYTHON -m jaxcc.train` processes on localhost, process 0's coordinator on
+# a free local port, each with DEVICES_PER_PROCESS CPU devices (XLA_FLAGS=
+# --xla_force_host_platform_device_count) and --coordinator_address/--num_processes/--process_id, so
+# every process calls jax.distributed.initialize(...) and the 1-D 'data' mesh spans PROCESSES x
+# DEVICES_PER_PROCESS devices (cross-process CPU collectives: gloo).  WORKDIR may be a URI (gs://...).
+# Running the same command again resumes from the last checkpoint.
 # Waits for all processes; when one fails (or is killed) the others are stopped (SIGTERM, then SIGKILL
 # after $GRACE_S s) and the script exits with the first failure's status (128+signal for a signal).
 # SIGINT/SIGTERM to the script are forwarded to every process.  Each process's pid is printed to stderr
 # as "[multihost_local] process I pid N".
+# JAXCC_PYTHON: the Python interpreter that runs jaxcc (default: python3 from PATH), e.g.
+#   JAXCC_PYTHON=.venv/bin/python launch/multihost_local.sh ...   (a relative path is the caller's)
 set -euo pipefail
 if [ $# -lt 4 ]; then
   echo "usage: $0 CONFIG PROCESSES DEVICES_PER_PROCESS WORKDIR [extra jaxcc.train flags]" >&2
@@ -25,7 +27,8 @@ if ! [[ "$NDEV" =~ ^[1-9][0-9]*$ ]]; then
   echo "error: DEVICES_PER_PROCESS=$NDEV: must be a positive integer" >&2; exit 2
 fi
 GRACE_S="${GRACE_S:-10}"
-PY="${PYTHON:-python}"
+PY="${JAXCC_PYTHON:-python3}"
+case "$PY" in */*) [[ "$PY" == /* ]] || PY="$PWD/$PY" ;; esac  # before the cd below
 case "$WORKDIR" in  # a relative WORKDIR is the caller's, not the repository's (the cd below)
   *://* | /*) ;;
   *) WORKDIR="$PWD/$WORKDIR" ;;

@@ -9,7 +9,11 @@
 # NUM_ENVS must be a multiple of the global GPU count.  BATCH and GRAD_STEPS apply to the Pareto
 # configs (TD3: config.td3.batch_size, config.td3.grad_steps); other algorithms take their own
 # --config.* overrides as extra arguments.
+# JAXCC_PYTHON: the Python interpreter that runs jaxcc (default: python3 from PATH), e.g.
+#   JAXCC_PYTHON=.venv/bin/python launch/train_gpu.sh   (a relative path is the caller's)
 set -euo pipefail
+PY="${JAXCC_PYTHON:-python3}"
+case "$PY" in */*) [[ "$PY" == /* ]] || PY="$PWD/$PY" ;; esac  # before the cd below
 cd "$(dirname "$0")/.."
 CONFIG="${CONFIG:-pareto_staged}"
 SEED="${SEED:-0}"
@@ -26,6 +30,6 @@ if [ -n "${COORDINATOR_ADDRESS:-}" ]; then
 elif [ "${DISTRIBUTED:-0}" = 1 ]; then
   args+=(--distributed --no_progress)
 else
-  python -c 'import jax; d = jax.devices(); print(f"[train_gpu] {len(d)} device(s): {d[0].platform} {d[0].device_kind}")'
+  "$PY" -c 'import jax; d = jax.devices(); print(f"[train_gpu] {len(d)} device(s): {d[0].platform} {d[0].device_kind}")'
 fi
-exec python -m jaxcc.train "${args[@]}" "$@"
+exec "$PY" -m jaxcc.train "${args[@]}" "$@"

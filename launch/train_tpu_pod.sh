@@ -14,7 +14,11 @@
 # Needs `pip install -e '.[tpu]'` (gcsfs included).  NUM_ENVS must be a multiple of the global chip
 # count.  BATCH and GRAD_STEPS apply to the Pareto configs (config.td3.*); other algorithms take
 # their own --config.* overrides as extra arguments.
+# JAXCC_PYTHON: the Python interpreter that runs jaxcc (default: python3 from PATH), e.g.
+#   JAXCC_PYTHON=.venv/bin/python launch/train_tpu_pod.sh   (a relative path is the caller's)
 set -euo pipefail
+PY="${JAXCC_PYTHON:-python3}"
+case "$PY" in */*) [[ "$PY" == /* ]] || PY="$PWD/$PY" ;; esac  # before the cd below
 cd "$(dirname "$0")/.."
 CONFIG="${CONFIG:-pareto_staged}"
 SEED="${SEED:-0}"
@@ -24,4 +28,4 @@ args=(--distributed --config="$CONFIG" --seed="$SEED" --workdir="$WORKDIR" --no_
 case "$CONFIG" in
   pareto*) args+=(--config.td3.batch_size="${BATCH:-4096}" --config.td3.grad_steps="${GRAD_STEPS:-32}") ;;
 esac
-exec python -m jaxcc.train "${args[@]}" "$@"
+exec "$PY" -m jaxcc.train "${args[@]}" "$@"

@@ -11,8 +11,12 @@ load event, writes what only the browser knows into attributes of the DOM that t
 each ``<table>``'s and ``<figure>``'s rendered box (``data-probe-rect="x,y,w,h"``, CSS px from
 the page's top left), each ``<img>``'s decoded size and the share of its pixels that decoded to something
 (``data-probe-img="WxH opaque=F"``, F from drawing it on a canvas; or ``broken``),
-each ``<svg>``'s drawn extent (``data-probe-svg="WxH"``, its content's bounding box). Setting
-attributes changes no pixel, so the screenshot is that of the report itself.
+each ``<svg>``'s drawn extent (``data-probe-svg="WxH"``, its content's bounding box), and
+whether a table or figure is folded in a closed ``<details>`` (``data-probe-folded="1"``: not
+drawn until opened, whatever box Chromium computes for it). Setting attributes changes no
+pixel, so the screenshot is that of the report itself. ``render(..., unfold=True)`` opens every
+``<details>`` before the probe measures (the screenshot then shows them open): what a reader
+sees who opens every fold.
 
 The checks (``screenshot_problems``, ``dom_problems``) return a list of problems, empty when the
 page is fine, so that a test can show every problem at once and a test of the checker can show
@@ -43,8 +47,12 @@ window.addEventListener("load", function () {
     return [r.left + window.scrollX, r.top + window.scrollY, r.width, r.height]
       .map(function (v) { return Math.round(v); }).join(",");
   }
+  if (window.probeUnfold) {
+    document.querySelectorAll("details").forEach(function (d) { d.open = true; });
+  }
   document.querySelectorAll("table, figure").forEach(function (e) {
     e.setAttribute("data-probe-rect", box(e));
+    if (e.closest("details:not([open])")) e.setAttribute("data-probe-folded", "1");
   });
   document.querySelectorAll("img").forEach(function (e) {
     var s = "broken";
@@ -103,9 +111,11 @@ class Rendered:
 
 
 def render(html_path: str | os.PathLike, out_dir: str | os.PathLike, window: tuple[int, int] = WINDOW,
-           budget_ms: int = 5000, timeout_s: float = 120.0, env: dict[str, str] | None = None) -> Rendered:
+           budget_ms: int = 5000, timeout_s: float = 120.0, env: dict[str, str] | None = None,
+           unfold: bool = False) -> Rendered:
     """One headless Chromium launch on ``html_path`` (with ``PROBE`` appended): its screenshot
-    (``out_dir/screenshot.png``) and DOM; ``env``: more environment variables for Chromium.
+    (``out_dir/screenshot.png``) and DOM; ``env``: more environment variables for Chromium;
+    ``unfold``: every ``<details>`` opened before the probe measures.
     Raises RuntimeError with Chromium's stderr when it fails, BrowserMissing when it is not
     installed."""
     import time
@@ -113,7 +123,8 @@ def render(html_path: str | os.PathLike, out_dir: str | os.PathLike, window: tup
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     page = out_dir / "probed.html"
-    page.write_bytes(Path(html_path).read_bytes() + PROBE.encode())
+    page.write_bytes(Path(html_path).read_bytes()
+                     + (b"<script>window.probeUnfold = true;</script>" if unfold else b"") + PROBE.encode())
     shot = out_dir / "screenshot.png"
     if shot.exists():
         shot.unlink()
@@ -147,6 +158,7 @@ class Table:
     classes: list[str]
     rect: tuple[int, int, int, int] | None
     rows: list[list[tuple[str, str | None]]]   # per row, per cell: (text, data-value)
+    folded: bool = False                       # inside a closed <details>: not drawn until opened
 
 
 @dataclasses.dataclass
@@ -156,6 +168,7 @@ class Figure:
     rect: tuple[int, int, int, int] | None
     images: list[str]     # per <img>: "WxH opaque=F", "broken", or None (the probe did not see it)
     svgs: list[str]       # per top-level <svg>: "WxH" of its drawn content
+    folded: bool = False  # inside a closed <details>: not drawn until opened
 
 
 @dataclasses.dataclass
@@ -190,14 +203,16 @@ class _DomParser(html.parser.HTMLParser):
             self.dom.probed = True
             self.dom.height = int(a.get("data-probe-height") or 0)
         if tag == "table":
-            self.table = Table(a.get("id"), (a.get("class") or "").split(), _rect(a.get("data-probe-rect")), [])
+            self.table = Table(a.get("id"), (a.get("class") or "").split(), _rect(a.get("data-probe-rect")), [],
+                               a.get("data-probe-folded") == "1")
             self.dom.tables.append(self.table)
         elif tag == "tr" and self.table is not None:
             self.table.rows.append([])
         elif tag in ("td", "th") and self.table is not None and self.table.rows:
             self.cell = [[], a.get("data-value")]
         elif tag == "figure":
-            self.figure = Figure(a.get("id"), (a.get("class") or "").split(), _rect(a.get("data-probe-rect")), [], [])
+            self.figure = Figure(a.get("id"), (a.get("class") or "").split(), _rect(a.get("data-probe-rect")), [], [],
+                                 a.get("data-probe-folded") == "1")
             self.dom.figures.append(self.figure)
         elif tag == "img":
             self.dom.images.append(a.get("data-probe-img"))
@@ -253,7 +268,8 @@ def image_decoded(v: str | None) -> bool:
 def dom_problems(dom: Dom) -> list[str]:
     """What the DOM says is wrong: the probe did not run; an image that did not decode; a figure
     with nothing drawn (no decoded image, no SVG with content); a table or figure with no
-    rendered box (hidden, or swallowed by broken markup)."""
+    rendered box (hidden, or swallowed by broken markup) that is not folded in a closed
+    ``<details>`` (a folded one is not drawn by design: ``render(..., unfold=True)`` checks it)."""
     out = []
     if not dom.probed:
         return ["the probe did not run (no load event before the DOM was dumped?)"]
@@ -264,10 +280,10 @@ def dom_problems(dom: Dom) -> list[str]:
         name = f.id or f"figure {dom.figures.index(f)}"
         if not (any(image_decoded(v) for v in f.images) or any(_size_ok(v) for v in f.svgs)):
             out.append(f"{name}: nothing drawn (images {f.images}, svgs {f.svgs})")
-        if f.rect is None or f.rect[2] <= 0 or f.rect[3] <= 0:
+        if not f.folded and (f.rect is None or f.rect[2] <= 0 or f.rect[3] <= 0):
             out.append(f"{name}: no rendered box ({f.rect})")
     for t in dom.tables:
-        if t.rect is None or t.rect[2] <= 0 or t.rect[3] <= 0:
+        if not t.folded and (t.rect is None or t.rect[2] <= 0 or t.rect[3] <= 0):
             out.append(f"table {t.id}: no rendered box ({t.rect})")
     return out
 
@@ -317,9 +333,10 @@ def screenshot_problems(png: str | os.PathLike, dom: Dom | None = None, *, min_i
     """What the screenshot says is wrong: a page with less than ``min_ink`` of its pixels drawn
     (of the content's height when the DOM is given, else of the whole screenshot) or fewer than
     ``min_colours`` colours (a blank page, or one that lost its figures); and, for
-    every table and figure the DOM places inside the screenshot, a table whose box holds less
-    than ``min_table_text`` dark pixels (no text: e.g. no font installed) or a figure whose box
-    holds less than ``min_figure_ink`` drawn pixels (an image that decoded to nothing)."""
+    every table and figure the DOM places inside the screenshot (not folded: a folded one is not
+    drawn, though Chromium gives it a box), a table whose box holds less than ``min_table_text``
+    dark pixels (no text: e.g. no font installed) or a figure whose box holds less than
+    ``min_figure_ink`` drawn pixels (an image that decoded to nothing)."""
     px = load_png(png)
     bg = background(px)
     content = px[:max(1, min(dom.height or px.shape[0], px.shape[0]))] if dom is not None else px
@@ -334,7 +351,7 @@ def screenshot_problems(png: str | os.PathLike, dom: Dom | None = None, *, min_i
         h, w = px.shape[:2]
         for kind, items, floor in (("table", dom.tables, min_table_text), ("figure", dom.figures, min_figure_ink)):
             for i, e in enumerate(items):
-                if e.rect is None:
+                if e.rect is None or e.folded:
                     continue
                 x, y, bw, bh = e.rect
                 if x < 0 or y < 0 or x + bw > w or y + bh > h or bw <= 0 or bh <= 0:

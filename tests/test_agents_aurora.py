@@ -169,7 +169,7 @@ def test_env_params_from_config():
 # ----------------------------------------------------------------------------- training
 
 
-@pytest.mark.slow
+@pytest.mark.full
 def test_smoke_training_improves_over_random_policy_and_resumes_exactly(tmp_path):
     """aurora_smoke through the shared pipeline: train, checkpoint, resume, export; the trained
     policy (its mean) beats the untrained random Gaussian policy on the same links."""
@@ -202,7 +202,6 @@ def test_smoke_training_improves_over_random_policy_and_resumes_exactly(tmp_path
     assert trained > random_policy * 1.05, (trained, random_policy)
 
 
-@pytest.mark.slow
 def test_shipped_policy_in_the_simulator():
     """The shipped policy runs as ``policy:FILE`` in scenarios (the ``aurora_v1`` sender) and keeps
     its §4.1 behaviour: most of the link with a short queue, and robust to 2 % random loss."""

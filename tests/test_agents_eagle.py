@@ -183,7 +183,7 @@ def test_config_matches_the_paper():
 # ----------------------------------------------------------------------------- training
 
 
-@pytest.mark.slow
+@pytest.mark.full
 def test_smoke_training_improves_over_random_policy_and_resumes_exactly(tmp_path):
     """eagle_smoke through the shared pipeline: train, checkpoint, resume, export; the trained
     policy (sampled, no teacher) beats the untrained, near-uniform random policy."""

@@ -260,7 +260,6 @@ def _rec(report, scen, ctrl):
     return r
 
 
-@pytest.mark.slow
 def test_pareto_fixed50(pareto_report):
     b, c = _rec(pareto_report, "pareto/fixed50", "bbr"), _rec(pareto_report, "pareto/fixed50", "cubic")
     full_ms = 440_000 / (50 * MBPS) * 1e3  # 70.4 ms
@@ -277,7 +276,6 @@ def test_pareto_fixed50(pareto_report):
 KERNEL_CUBIC_JAIN = {2: 0.95, 3: 0.94, 4: 0.86, 5: 0.86}
 
 
-@pytest.mark.slow
 def test_pareto_cubic_fairness(pareto_report):
     for n in (2, 3, 4, 5):
         r = _rec(pareto_report, f"pareto/shared{n}", "cubic")
@@ -291,7 +289,6 @@ def test_pareto_cubic_fairness(pareto_report):
         assert r["utilization"] >= 0.9
 
 
-@pytest.mark.slow
 def test_pareto_bbr_tracks_steps(pareto_report):
     s = pareto_report["series"][("pareto/dyn10-30", "bbr")]
     t, thr = s["t"], s["throughput_mbps"][:, 0]
@@ -305,7 +302,6 @@ def test_pareto_bbr_tracks_steps(pareto_report):
     assert r["utilization"] >= 0.8
 
 
-@pytest.mark.slow
 def test_pareto_records_are_sane(pareto_report):
     for r in pareto_report["results"]:
         for k in ("throughput_mbps", "utilization", "p95_owd_ms", "p95_qdelay_ms", "loss", "jain", "ankh"):
@@ -316,7 +312,6 @@ def test_pareto_records_are_sane(pareto_report):
         assert r["p95_owd_ms"] >= 45.0  # one-way propagation is 45 ms on every Pareto link
 
 
-@pytest.mark.slow
 def test_pareto_fixed50_at_16_ticks_per_rtt():
     """At 16 ticks per RTT the fluid model's ACK-timing noise is small enough for the textbook
     picture on the 50 Mbit/s link: BBR full with a small queue, CUBIC filling the buffer."""

@@ -21,6 +21,7 @@ def _bench(args, tmp_path, timeout=600):
     return json.loads(out.read_text()), (tmp_path / "bench.md").read_text()
 
 
+@pytest.mark.full  # a benchmark: the fast tier holds the bench's arguments (test_train_bench_bad_input_is_one_line)
 def test_train_bench_times_the_training_loop(tmp_path):
     res, md = _bench(["--train=aurora_smoke", "--sizes=4,8", "--updates=1"], tmp_path)
     assert res["config"] == "aurora_smoke" and [row["num_envs"] for row in res["rows"]] == [4, 8]
@@ -35,7 +36,7 @@ def test_train_bench_times_the_training_loop(tmp_path):
     assert md.count("| aurora_ppo | aurora_smoke | 1 |") == 2
 
 
-@pytest.mark.slow
+@pytest.mark.full
 def test_train_bench_at_each_device_count(tmp_path):
     """``--devices=1,2``: one subprocess per count, each with that many forced host devices; the
     rows record the mesh they ran on and the environment steps the agent counted."""

@@ -118,6 +118,7 @@ def test_exported_actor_equals_the_flax_actor(tmp_path):
         np.testing.assert_allclose(float(rate), float(deepcc.action_to_rate(u, ep.bound_mbps, ep.low_mbps)), rtol=1e-5)
 
 
+@pytest.mark.full  # two deepcc_smoke trainings
 def test_smoke_run_is_finite_and_deterministic():
     tr = _trainer()
     outs = []
@@ -135,7 +136,7 @@ def test_smoke_run_is_finite_and_deterministic():
     assert int(outs[0]["buffer"]["size"]) == min(4 * 60, 1000)
 
 
-@pytest.mark.slow
+@pytest.mark.full
 def test_pipeline_resumes_exactly_and_exports_what_it_trained(tmp_path):
     """deepcc_smoke through jaxcc.train: stop after one chunk, resume, finish; the exported file
     holds the uninterrupted run's actor."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -28,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from jaxcc import metrics
+from jaxcc import emulate, metrics
 from jaxcc.emulation import delay, host, netns, results, runner, spec
 
 REPO = Path(__file__).resolve().parent.parent
@@ -116,6 +117,91 @@ def test_simulator_only_controllers_are_refused():
     with pytest.raises(host.EmulationError, match="unknown controller"):
         spec.validate_controller("vegas")
     spec.validate_controller("kernel:cubic")
+
+
+# ----------------------------------------------------------------------------- the command's output and flags
+
+THRESHOLDS = {"p95_hold_err_ms": 2.0, "tbf_rate_rel_err": 0.02, "min_queue_packets": 100}
+
+
+def test_timing_verdict_of_valid_invalid_and_unchecked_runs():
+    ok = {"valid": True, "reasons": [], "thresholds": THRESHOLDS, "hold_err_ms": {"n": 900, "p95": 0.126, "max": 1.5},
+          "tbf_rate": {"rel_err": -0.004, "seconds": 6.0}}
+    assert emulate.timing_verdict(ok) == ("timing: valid, p95 hold error 0.13 ms (limit 2 ms), "
+                                          "tbf rate -0.4% off the schedule (limit 2%)")
+    no_backlog = {**ok, "tbf_rate": {"rel_err": None, "seconds": 0.0}}  # tbf's rate not measurable
+    assert emulate.timing_verdict(no_backlog) == "timing: valid, p95 hold error 0.13 ms (limit 2 ms)"
+    bad = {**ok, "valid": False, "hold_err_ms": {"n": 900, "p95": 3.5, "max": 12.0}, "tbf_rate": None,
+           "reasons": ["p95 hold error 3.50 ms > 2 ms (max 12.0 ms, 900 packets)", "delay line dropped 7 packets (ring full)"]}
+    assert emulate.timing_verdict(bad) == ("timing: INVALID, p95 hold error 3.50 ms (limit 2 ms); failed: p95 hold "
+                                           "error 3.50 ms > 2 ms (max 12.0 ms, 900 packets); delay line dropped 7 "
+                                           "packets (ring full)")
+    tbf_off = {**ok, "valid": False, "tbf_rate": {"rel_err": 0.05, "seconds": 4.0},
+               "reasons": ["tbf dequeue rate +5.0% off the schedule (> 2%, over 4.0 s with a backlog)"]}
+    assert emulate.timing_verdict(tbf_off) == ("timing: INVALID, p95 hold error 0.13 ms (limit 2 ms), tbf rate +5.0% "
+                                               "off the schedule (limit 2%); failed: tbf dequeue rate +5.0% off the "
+                                               "schedule (> 2%, over 4.0 s with a backlog)")
+    # the checks' own words when a run cannot check itself: no nfq_delay statistics, Mahimahi's delay
+    assert emulate.timing_verdict(delay.check(None, None)) == (
+        "timing: not checked (valid: null): delay line not self-checked (no hold-error statistics from nfq_delay)")
+    rec = results.make_record("x", 1.0, ["bbr"], [runner.FlowRun(0, "bbr", 40.0, 0.0, 1.0, Path("."))], [(0.0, 12.0)],
+                              None, [], emulator="mahimahi")
+    assert emulate.timing_verdict(rec["delay_check"]) == "timing: not checked (valid: null): mahimahi: delay not self-checked"
+
+
+@pytest.mark.parametrize("value", ["0", "-2", "nan", "inf", "ten"])
+def test_duration_flag_outside_its_range_is_one_line(value, tmp_path, capsys):
+    assert emulate.main(["--scenario=emu/fixed12", f"--duration={value}", f"--out={tmp_path}"]) == 2
+    assert capsys.readouterr().err == f"emulate: --duration must be a finite number of seconds > 0, got {value!r}\n"
+    assert not os.listdir(tmp_path)
+
+
+def _fake_runs(monkeypatch, verdicts):
+    """emulate.main without a link: its scenarios are recorded, every run returns a record with the
+    next of ``verdicts`` as its delay_check."""
+    ran = []
+
+    def run_experiments(specs, ctrls, out, **kw):
+        ran.extend(specs)
+        return [{"scenario": sc.name, "controller": c or "own", "throughput_mbps": 10.0, "utilization": 0.5,
+                 "p95_owd_ms": 45.0, "loss": 0.001, "per_flow": [], "delay_check": v}
+                for (sc, c), v in zip([(sc, c) for sc in specs for c in ctrls], verdicts)]
+    monkeypatch.setattr(emulate, "check_requirements", lambda: None)
+    monkeypatch.setattr(emulate.runner, "run_experiments", run_experiments)
+    monkeypatch.setattr(emulate.signal, "signal", lambda *a: None)  # leave pytest's handlers alone
+    return ran
+
+
+def test_every_run_line_has_its_timing_verdict_and_duration_overrides(monkeypatch, tmp_path, capsys):
+    """--duration=12 on emu/two_flows (30 s, the second flow from 10 s): both flows run to 12 s; each
+    run's line is followed by its verdict, valid ones too."""
+    ok = {"valid": True, "reasons": [], "thresholds": THRESHOLDS, "hold_err_ms": {"n": 900, "p95": 0.2, "max": 1.0},
+          "tbf_rate": None}
+    bad = {**ok, "valid": False, "hold_err_ms": {"n": 900, "p95": 2.5, "max": 9.0},
+           "reasons": ["p95 hold error 2.50 ms > 2 ms (max 9.0 ms, 900 packets)"]}
+    ran = _fake_runs(monkeypatch, [ok, bad])
+    assert emulate.main(["--scenario=emu/two_flows", "--controller=bbr,fixed:6", "--duration=12", "--no-plots",
+                         f"--out={tmp_path}"]) == 0
+    assert [(sc.name, sc.duration_s, [(f.start_s, f.stop_s) for f in sc.flows]) for sc in ran] == [
+        ("emu/two_flows", 12.0, [(0.0, 12.0), (10.0, 12.0)])]
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 4 and lines[0].startswith("emu/two_flows") and " bbr " in lines[0]
+    assert lines[1] == "  timing: valid, p95 hold error 0.20 ms (limit 2 ms)"
+    assert lines[2].startswith("emu/two_flows") and " fixed:6 " in lines[2]
+    assert lines[3] == ("  timing: INVALID, p95 hold error 2.50 ms (limit 2 ms); failed: p95 hold error 2.50 ms > 2 ms "
+                        "(max 9.0 ms, 900 packets)")
+
+
+def test_duration_before_a_flows_start_is_refused_like_evaluate(monkeypatch, tmp_path, capsys):
+    """As python -m jaxcc.evaluate --duration: a flow starting at or after the new end is one line, exit 2."""
+    from jaxcc import evaluate
+
+    ran = _fake_runs(monkeypatch, [])
+    assert emulate.main(["--scenario=emu/two_flows", "--duration=10", "--no-plots", f"--out={tmp_path}"]) == 2
+    want = "--duration=10: emu/two_flows.flows[1] starts at 10 s, not before the new end; give --duration > 10"
+    assert capsys.readouterr().err == f"emulate: {want}\n" and ran == []
+    with pytest.raises(ValueError, match=re.escape(want)):
+        evaluate.with_duration(spec.load(name="emu/two_flows"), 10.0)
 
 
 def _flow(i, start, stop, series, tput=None):
@@ -230,6 +316,7 @@ def test_fixed_rate_below_and_above_capacity(tmp_path, prefix):
     # both runs kept time; with the queue full tbf's rate was checked: 12 Mbit/s of packets
     for rec in (lo, hi):
         assert rec["delay_check"]["valid"] is True, rec["delay_check"]
+        assert emulate.timing_verdict(rec["delay_check"]).startswith("timing: valid, p95 hold error ")
     tbf = hi["delay_check"]["tbf_rate"]
     assert tbf["seconds"] > T / 2 and abs(tbf["rel_err"]) < 0.01, tbf
 
@@ -336,7 +423,7 @@ def test_exported_policy_runs_and_exits_cleanly(tmp_path, prefix):
     assert 0.0 <= f["loss"] <= 1.0
 
 
-@pytest.mark.slow
+@pytest.mark.full  # tests/test_emulate.py's exported policy covers the path in the fast tier
 @_apply(needs_emulation)
 @pytest.mark.parametrize("policy,features", [("checkpoints/aurora/aurora.safetensors", "aurora_v1"),
                                              ("checkpoints/eagle/eagle.safetensors", "eagle_v1")])

@@ -87,6 +87,11 @@ def test_with_duration_stretches_the_test():
     assert [f.stop_s for f in short.flows] == [1.5, 1.5]
     with pytest.raises(ValueError, match="--duration must be > 0"):
         evaluate.with_duration(sc, 0.0)
+    with pytest.raises(ValueError, match=r"^--duration must be > 0 seconds \(a finite number\), got inf$"):
+        evaluate.with_duration(sc, float("inf"))
+    with pytest.raises(ValueError, match=r"^--duration=1: tiny.flows\[1\] starts at 1 s, not before the new end; "
+                                         r"give --duration > 1$"):
+        evaluate.with_duration(evaluate.load_scenario(TINY), 1.0)  # its bbr flow starts at 1 s
 
 
 def test_format_table():
@@ -142,7 +147,6 @@ def test_cli_writes_results_and_plots(cli_run):
     assert "python -m jaxcc.evaluate" in doc["meta"]["command"]
 
 
-@pytest.mark.slow
 def test_cli_own_controllers_mixed_link(tmp_path):
     spec = tmp_path / "tiny.json"
     spec.write_text(json.dumps(TINY))
@@ -185,7 +189,6 @@ def test_cli_subprocess_error_exit_code():
     assert res.returncode == 2 and "unknown suite 'nope'" in res.stderr and "Traceback" not in res.stderr
 
 
-@pytest.mark.slow
 def test_cli_bars_reports_what_was_not_evaluated(tmp_path):
     """--bars=pareto on fixed 50 Mbit/s only: the fixed-50 bars are judged, the rest say what is missing."""
     pol = os.path.join(REPO, "checkpoints", "pareto", "pareto_fair.safetensors")
@@ -209,7 +212,6 @@ def test_a_start_rate_on_a_flows_own_baseline_is_an_error(tmp_path, capsys):
     assert len(err.strip().splitlines()) == 1 and not os.listdir(tmp_path)
 
 
-@pytest.mark.slow
 def test_robust_bars_skip_baselines_that_cannot_take_a_start_rate(tmp_path):
     """--controller=cubic,policy:... on the robust suite: cubic runs the step link only; its start-rate
     pair is reported as not run (with the reason) and kept in meta; the policy gets both robust bars."""
@@ -228,6 +230,25 @@ def test_robust_bars_skip_baselines_that_cannot_take_a_start_rate(tmp_path):
     assert all(x["value"] != "not evaluated" and not x["value"].startswith("not") for x in v)
     step = {r["controller"]: r for r in doc["results"] if r["scenario"] == "robust/step5-50"}
     assert step["cubic"]["step_up_at_s"] == [10.0] and step["cubic"]["step_ramp_s"][0] is not None
+
+
+def test_a_baseline_from_its_own_start_drops_only_the_rate_it_cannot_take():
+    """--baseline_start=own: cubic on robust/start1pct runs without the start rate and the note names
+    the field and the rate (1 % of 50 Mbit/s); a policy keeps it; a link without one is untouched."""
+    from jaxcc.scenarios import get_scenario
+
+    sc = get_scenario("robust/start1pct")
+    run, note = evaluate.from_own_start(sc.with_controller("cubic"))
+    assert [f.init_rate_mbps for f in run.flows] == [None] and run.init_rate_refusals() == []
+    assert note == ("ran from its own initial window/rate (--baseline_start=own), not from "
+                    "robust/start1pct.flows[0].init_rate_mbps (0.5 Mbit/s): a start rate is a learned sender's")
+    assert (run.name, run.duration_s, run.link, run.flows[0].rtt_ms) == (sc.name, 30.0, sc.link, 100.0)
+    pol = sc.with_controller("policy:" + os.path.join(REPO, "checkpoints", "pareto", "pareto_fair.safetensors"))
+    assert evaluate.from_own_start(pol) == (pol, None)
+    step = get_scenario("robust/step5-50").with_controller("cubic")
+    assert evaluate.from_own_start(step) == (step, None)
+    with pytest.raises(ValueError, match="--baseline_start must be one of skip, own, got 'start'"):
+        evaluate.run_evaluation([sc], evaluate.controller_entries("cubic"), baseline_start="start")
 
 
 def test_overlapping_suites_run_each_scenario_once():

@@ -56,6 +56,7 @@ def test_export_errors_are_clear(tmp_path):
     assert r.returncode == 2 and "not a jaxcc checkpoint" in r.stderr
 
 
+@pytest.mark.full  # three smoke trainings; the fast tier exports Pareto's (tests/test_docs.py, the README)
 @pytest.mark.parametrize("config,algorithm,label", [("aurora_smoke", "aurora", "Aurora"), ("eagle_smoke", "eagle", "Eagle"),
                                                      ("mocc_smoke", "mocc", "MOCC")])
 def test_every_algorithm_exports_with_its_stage_label(tmp_path, config, algorithm, label):

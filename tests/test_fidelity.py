@@ -175,7 +175,6 @@ def test_fidelity_fast(idx):
     check("fast", idx)
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("idx", range(SLOW["n"]))
 def test_fidelity_sweep(idx):
     check("slow", idx)
@@ -190,7 +189,6 @@ def test_pass_rates_fast(capsys):
     assert sum(v["fail"] for v in r["rates"].values()) == 0, r["table"]
 
 
-@pytest.mark.slow
 def test_limitation_budget(capsys):
     """Prints the sweep's pass rate per metric; its limited cases stay within the budget."""
     r = pass_rates("slow")

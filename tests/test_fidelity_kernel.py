@@ -1,4 +1,4 @@
-"""The simulator against the Linux kernel's TCP over the netns harness (issue 12), sized for CI.
+"""The simulator against the Linux kernel's TCP over the netns harness, sized for CI.
 
 ``CI_CASES`` random links per controller (``jaxcc.fidelity.draw_cases``, seed ``SEED``): in-sim
 ``cubic``, ``reno``, ``bbr`` against ``kernel:cubic``, ``kernel:reno``, ``kernel:bbr`` (iperf3),
@@ -19,8 +19,10 @@ the median of the runs), asserts that known limitations cover at most 10% of the
 most runs were valid, and reports the 90% target as an expected failure, with the numbers, for
 every controller that misses it.
 
-About 25 s per run (20-25 s of link time plus setup): 12 cases x 2 runs, about 11 minutes; the
-longer command: ``python -m jaxcc.fidelity --reference=kernel --cases=20 --out=DIR``.
+About 25 s per run (20-25 s of link time plus setup): 12 cases x 2 runs, about 11 minutes, in
+``make test-full``.  The fast tier (``make test``) runs the first case of ``cubic``, ``reno`` and
+``bbr`` once against the same record (about 2 minutes).  The longer command: ``python -m jaxcc.fidelity
+--reference=kernel --cases=20 --out=DIR``.
 Needs root and network namespaces (skips, saying so, without them); the tools it needs
 (iperf3, nfq_delay, udp_probe) are part of ``make test``'s setup, so their absence fails.
 """
@@ -61,8 +63,12 @@ def _skip_reason() -> str | None:
 
 
 SKIP = _skip_reason()
-pytestmark = [pytest.mark.emulation, pytest.mark.slow, pytest.mark.skipif(SKIP is not None, reason=str(SKIP))]
+pytestmark = [pytest.mark.emulation, pytest.mark.skipif(SKIP is not None, reason=str(SKIP))]
 CASES = F.draw_cases(CONTROLLERS, CI_CASES, SEED, "kernel")
+# The fast tier: the first case of each kernel TCP, run once (constant rates: the ns-3 cases and
+# tests/test_emulate.py)
+FAST_CONTROLLERS = [c for c in CONTROLLERS if c != "fixed"]
+FAST_CASES = F.draw_cases(FAST_CONTROLLERS, 1, SEED, "kernel")
 RECORD_FILE = Path(__file__).with_name("fidelity_misses.json")
 RECORD = json.loads(RECORD_FILE.read_text())["kernel"]
 
@@ -72,19 +78,26 @@ def test_the_record_is_of_this_sweep():
     assert set(RECORD["misses"]) <= {c.name for c in CASES}
 
 
-@pytest.fixture(scope="module")
-def sweep(tmp_path_factory):
+def _sweep(n: int, repeats: int, out: Path, controllers=CONTROLLERS) -> dict:
     if not (host.TOOLS_BUILD / "nfq_delay").exists() or not (host.TOOLS_BUILD / "udp_probe").exists():
         subprocess.run(["bash", str(host.REPO / "datapath" / "tools" / "build.sh")], check=True, capture_output=True)
-    out = Path(os.environ.get("JAXCC_FIDELITY_OUT") or tmp_path_factory.mktemp("fidelity_kernel"))
-    report = F.run_sweep("kernel", CONTROLLERS, CI_CASES, SEED, out, repeats=REPEATS)
+    report = F.run_sweep("kernel", controllers, n, SEED, out, repeats=repeats)
     report["by_case"] = {v["case"]: v for v in report["verdicts"]}
     return report
 
 
-@pytest.mark.parametrize("name", [c.name for c in CASES])
-def test_case_matches_the_kernel(sweep, name):
-    v = sweep["by_case"][name]
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory):
+    out = Path(os.environ.get("JAXCC_FIDELITY_OUT") or tmp_path_factory.mktemp("fidelity_kernel"))
+    return _sweep(CI_CASES, REPEATS, out)
+
+
+@pytest.fixture(scope="module")
+def fast_sweep(tmp_path_factory):
+    return _sweep(1, 1, tmp_path_factory.mktemp("fidelity_kernel_fast"), FAST_CONTROLLERS)
+
+
+def _matches_the_record(v: dict, name: str) -> None:
     if v["verdict"] == "invalid":
         pytest.skip(f"{name}: the emulator's delay self-check marked the run and its re-run invalid "
                     f"(counted as invalid in test_pass_rates)")
@@ -99,6 +112,18 @@ def test_case_matches_the_kernel(sweep, name):
             f"{m} sim {F._fmt(m, c['sim'])} vs kernel {F._fmt(m, c['ref'])}" for m, c in recorded.items()))
 
 
+@pytest.mark.parametrize("name", [c.name for c in FAST_CASES])
+def test_first_case_matches_the_kernel(fast_sweep, name):
+    _matches_the_record(fast_sweep["by_case"][name], name)
+
+
+@pytest.mark.full
+@pytest.mark.parametrize("name", [c.name for c in CASES])
+def test_case_matches_the_kernel(sweep, name):
+    _matches_the_record(sweep["by_case"][name], name)
+
+
+@pytest.mark.full
 def test_pass_rates(sweep, capsys):
     with capsys.disabled():
         print()

@@ -1,4 +1,4 @@
-"""The simulator against ns-3 (issue 12): at least 40 random cases where ns-3 is credible.
+"""The simulator against ns-3: at least 40 random cases where ns-3 is credible.
 
 ns-3.37's credible region (``jaxcc.fidelity.ns3_credible``): NewReno (``reno``) and constant-rate
 senders anywhere in the target space, CUBIC only at large windows (its ``TcpCubic`` has no
@@ -14,7 +14,10 @@ too (ns-3 and the simulator are deterministic: an improvement must be recorded).
 the known limitations cover at most 10% of the cases, and reports the 90% target as an expected
 failure, with the numbers, for every controller that misses it.
 
-Skips only when the ns-3 dumbbell program is not built (``make ns3``).
+The fast tier (``make test``) runs the first ``FAST_PER_CONTROLLER`` case(s) of each controller
+(each case draws from its own stream, so they are the sweep's own first cases) against the same
+record; the whole sweep and its pass rates run in ``make test-full``.  Skips only when the ns-3
+dumbbell program is not built (``make ns3``).
 The longer command:
 ``python -m jaxcc.fidelity --reference=ns3 --controllers=cubic,reno,fixed --cases=14 --out=DIR``.
 """
@@ -47,8 +50,10 @@ def _skip_reason() -> str | None:
 
 
 SKIP = _skip_reason()
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(SKIP is not None, reason=str(SKIP))]
+pytestmark = [pytest.mark.skipif(SKIP is not None, reason=str(SKIP))]
 CASES = F.draw_cases(CONTROLLERS, PER_CONTROLLER, SEED, "ns3")
+FAST_PER_CONTROLLER = 1
+FAST_CASES = F.draw_cases(CONTROLLERS, FAST_PER_CONTROLLER, SEED, "ns3")
 RECORD_FILE = Path(__file__).with_name("fidelity_misses.json")
 RECORD = json.loads(RECORD_FILE.read_text())["ns3"]
 
@@ -62,17 +67,23 @@ def test_at_least_forty_cases():
     assert len(CASES) >= MIN_CASES
 
 
-@pytest.fixture(scope="module")
-def sweep(tmp_path_factory):
-    out = Path(os.environ.get("JAXCC_FIDELITY_OUT") or tmp_path_factory.mktemp("fidelity_ns3"))
-    report = F.run_sweep("ns3", CONTROLLERS, PER_CONTROLLER, SEED, out)
+def _sweep(n: int, out: Path) -> dict:
+    report = F.run_sweep("ns3", CONTROLLERS, n, SEED, out)
     report["by_case"] = {v["case"]: v for v in report["verdicts"]}
     return report
 
 
-@pytest.mark.parametrize("name", [c.name for c in CASES])
-def test_case_matches_ns3(sweep, name):
-    v = sweep["by_case"][name]
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory):
+    return _sweep(PER_CONTROLLER, Path(os.environ.get("JAXCC_FIDELITY_OUT") or tmp_path_factory.mktemp("fidelity_ns3")))
+
+
+@pytest.fixture(scope="module")
+def fast_sweep(tmp_path_factory):
+    return _sweep(FAST_PER_CONTROLLER, tmp_path_factory.mktemp("fidelity_ns3_fast"))
+
+
+def _matches_the_record(v: dict, name: str) -> None:
     assert v["verdict"] != "invalid", f"{name}: ns-3 gave no usable record"
     recorded = RECORD["misses"].get(name, {})
     new, healed = F.against_record(v, recorded)
@@ -84,6 +95,24 @@ def test_case_matches_ns3(sweep, name):
             f"{m} sim {F._fmt(m, c['sim'])} vs ns-3 {F._fmt(m, c['ref'])}" for m, c in recorded.items()))
 
 
+def test_the_fast_cases_are_the_sweeps_first():
+    assert [c.name for c in FAST_CASES] == [c.name for c in CASES if int(c.name.rsplit("-", 1)[1]) < FAST_PER_CONTROLLER]
+    assert [c.scenario.to_dict() for c in FAST_CASES] == [c.scenario.to_dict() for c in CASES if c.name in
+                                                          {f.name for f in FAST_CASES}]
+
+
+@pytest.mark.parametrize("name", [c.name for c in FAST_CASES])
+def test_first_cases_match_ns3(fast_sweep, name):
+    _matches_the_record(fast_sweep["by_case"][name], name)
+
+
+@pytest.mark.full
+@pytest.mark.parametrize("name", [c.name for c in CASES])
+def test_case_matches_ns3(sweep, name):
+    _matches_the_record(sweep["by_case"][name], name)
+
+
+@pytest.mark.full
 def test_pass_rates(sweep, capsys):
     with capsys.disabled():
         print()

@@ -1,4 +1,4 @@
-"""The package's layers (README "Layout"): every import points down or sideways, never up, and
+"""The package's layers (docs/layout.md): every import points down or sideways, never up, and
 no two modules import each other, directly or around a loop.
 
 The levels are written here by hand, from the design; the imports are read from the code
@@ -75,7 +75,7 @@ def test_nothing_imports_upward():
     assert not up, "\n".join(up)
 
 
-# An agent module holds its algorithm only (README "Layout"): beyond the level rule, it never
+# An agent module holds its algorithm only (docs/layout.md): beyond the level rule, it never
 # reaches the simulator's senders, the scenarios or the bars (evaluation's business).
 NOT_FOR_AGENTS = ("jaxcc.senders", "jaxcc.scenarios", "jaxcc.bars")
 
@@ -137,9 +137,9 @@ def test_imports_sees_both_forms(tmp_path):
 
 
 def readme_layout_rows() -> list[tuple[str, str]]:
-    """(level, path cell) of each row of README.md's Layout table."""
-    text = open(os.path.join(REPO, "README.md"), encoding="utf-8").read()
-    table = text.split("## Layout", 1)[1].split("\n## ", 1)[0]
+    """(level, path cell) of each row of docs/layout.md's table."""
+    text = open(os.path.join(REPO, "docs", "layout.md"), encoding="utf-8").read()
+    table = text.split("# Layout", 1)[1].split("\n## ", 1)[0]
     rows = [ln.split("|")[1:3] for ln in table.splitlines() if ln.startswith("| ") and "---" not in ln]
     return [(lv.strip(), cell) for lv, cell in rows[1:]]  # rows[0] is the header
 
@@ -161,19 +161,19 @@ def readme_paths() -> list[str]:
 
 
 def test_readme_layout_matches_the_tree():
-    """The README's Layout table names only paths that exist, names every top-level module and
+    """docs/layout.md's table names only paths that exist, names every top-level module and
     package of jaxcc, and gives each the level this test holds the code to."""
     named = readme_paths()
     missing = [p for p in named if not os.path.exists(os.path.join(REPO, p))]
-    assert not missing, f"README Layout names paths that do not exist: {missing}"
+    assert not missing, f"docs/layout.md names paths that do not exist: {missing}"
     top = {m.split(".")[1] for m in graph() if m.count(".") >= 1}
     unnamed = sorted(t for t in top if not any(p.rstrip("/") in (f"jaxcc/{t}", f"jaxcc/{t}.py") for p in named))
-    assert not unnamed, f"README Layout does not name jaxcc/{unnamed}"
+    assert not unnamed, f"docs/layout.md does not name jaxcc/{unnamed}"
     g = graph()
     for lv, cell in readme_layout_rows():
         if lv.isdigit():
             for name in readme_paths_of(cell):
                 mod = name.rstrip("/").removesuffix(".py").replace("/", ".")
                 if mod in g or any(m.startswith(mod + ".") for m in g):
-                    assert level(mod) == int(lv), f"README Layout puts {name} at level {lv}; the code's is {level(mod)}"
+                    assert level(mod) == int(lv), f"docs/layout.md puts {name} at level {lv}; the code's is {level(mod)}"
 

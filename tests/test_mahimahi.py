@@ -33,8 +33,9 @@ MM_USER = "nobody"
 
 
 def _script(args, path_dirs, timeout=60):
-    """Runs the script with PATH limited to path_dirs (so installed tools can be hidden)."""
-    env = dict(os.environ, PATH=os.pathsep.join(str(d) for d in path_dirs))
+    """Runs the script with PATH limited to path_dirs (so installed tools can be hidden); its
+    Python (JAXCC_PYTHON) is this one, as every caller of the launch scripts sets it."""
+    env = dict(os.environ, PATH=os.pathsep.join(str(d) for d in path_dirs), JAXCC_PYTHON=sys.executable)
     return subprocess.run([BASH, str(SCRIPT), *args], env=env, capture_output=True, text=True,
                           timeout=timeout)
 
@@ -139,7 +140,8 @@ def _run_mahimahi(d: Path, name: str, controller: str, T: float, loss: float = 0
         "flows": [{"rtt_ms": 40.0, "start_s": 0.0, "stop_s": T, "controller": controller}]}))
     out = d / name
     r = subprocess.run([str(SCRIPT), f"--scenario-file={spec}", f"--out={out}",
-                        f"--user={MM_USER}"], capture_output=True, text=True, timeout=120)
+                        f"--user={MM_USER}"], capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, JAXCC_PYTHON=sys.executable))
     assert r.returncode == 0, (r.stdout, r.stderr)
     [rec] = json.loads((out / "results.json").read_text())["results"]
     assert rec["emulator"] == "mahimahi" and rec["scenario"] == name
@@ -280,7 +282,7 @@ def _fake_skip_reason() -> str | None:
 
 needs_fake = [pytest.mark.skipif(_fake_skip_reason() is not None, reason=str(_fake_skip_reason()))]
 
-needs_datapath = [pytest.mark.datapath, pytest.mark.skipif(not (SENDER.exists() and RECEIVER.exists()),
+needs_datapath = [pytest.mark.datapath, pytest.mark.realtime, pytest.mark.skipif(not (SENDER.exists() and RECEIVER.exists()),
                                                            reason="datapath not built (datapath/build.sh)")]
 
 
@@ -309,8 +311,8 @@ def fake_mm(shared_dir):
 
 def _script_in(fake, args, timeout=120):
     b, ns, dp = fake
-    # PYTHON: the script's Python for planning and collecting is this one (a venv's too).
-    env = dict(os.environ, PATH=f"{b}{os.pathsep}{os.environ['PATH']}", PYTHON=sys.executable,
+    # JAXCC_PYTHON: the script's Python for planning and collecting is this one (a venv's too).
+    env = dict(os.environ, PATH=f"{b}{os.pathsep}{os.environ['PATH']}", JAXCC_PYTHON=sys.executable,
                JAXCC_DATAPATH_BUILD=str(dp))
     return subprocess.run(["ip", "netns", "exec", ns, BASH, str(SCRIPT), f"--user={MM_USER}",
                            *args], env=env, capture_output=True, text=True, timeout=timeout)

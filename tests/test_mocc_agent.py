@@ -77,6 +77,7 @@ def test_preferences_are_on_the_simplex():
     np.testing.assert_allclose(np.asarray(W.mean(0)), [1 / 3] * 3, atol=0.05)
 
 
+@pytest.mark.full  # two mocc_smoke trainings
 def test_smoke_run_learns_a_finite_q_and_is_deterministic():
     from jaxcc.configs_path import load_config
 
@@ -100,7 +101,7 @@ def test_smoke_run_learns_a_finite_q_and_is_deterministic():
     assert 0 < n < 8 * 60
 
 
-@pytest.mark.slow
+@pytest.mark.full  # a smoke training through jaxcc.train, as the other agents' pipeline tests
 def test_pipeline_resumes_exactly_and_exports_what_it_trained(tmp_path):
     """mocc_smoke through jaxcc.train: stop after one chunk, resume, finish; the exported file
     holds the uninterrupted run's parameters and acts like the trainer's greedy rule."""

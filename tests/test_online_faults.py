@@ -38,7 +38,7 @@ SENDER, RECEIVER = BUILD / "jaxcc-sender", BUILD / "jaxcc-receiver"
 VECTOR = REPO / "tests" / "vectors" / "lstm.safetensors"
 MI_MS = 20
 
-pytestmark = [pytest.mark.datapath,
+pytestmark = [pytest.mark.datapath, pytest.mark.realtime,  # decision gaps and learner timeouts in wall-clock time
               pytest.mark.skipif(not (SENDER.exists() and RECEIVER.exists()),
                                  reason="datapath not built (datapath/build.sh)")]
 

@@ -259,6 +259,7 @@ def _feed(learner, n, fid=0, cid=0, start=0):
     learner.flush()
 
 
+@pytest.mark.full  # needs a pareto_smoke training (the smoke_ckpt fixture)
 def test_restore_offline_has_every_stage_segment(smoke_ckpt):
     from jaxcc import online
 
@@ -272,6 +273,7 @@ def test_restore_offline_has_every_stage_segment(smoke_ckpt):
         online.restore_offline(os.path.join(smoke_ckpt, "nope"))
 
 
+@pytest.mark.full
 def test_learner_learns_pushes_and_resumes_after_restart(smoke_ckpt, tmp_path):
     from jaxcc import online, policyfile
 
@@ -321,7 +323,7 @@ def test_learner_learns_pushes_and_resumes_after_restart(smoke_ckpt, tmp_path):
 # ----------------------------------------------------------------------------- end to end over the simulator
 
 
-@pytest.mark.slow
+@pytest.mark.full
 def test_end_to_end_over_the_sim_backend(smoke_ckpt, tmp_path):
     out = tmp_path / "run"
     cmd = [sys.executable, "-m", "jaxcc.online", f"--checkpoint={smoke_ckpt}", "--scenario=pareto/shared2",
@@ -351,7 +353,7 @@ def test_end_to_end_over_the_sim_backend(smoke_ckpt, tmp_path):
     assert (out / "online.png").stat().st_size > 0
 
 
-@pytest.mark.slow
+@pytest.mark.full
 def test_kill9_learner_then_restart_resumes_and_senders_continue(smoke_ckpt, tmp_path):
     """The learner is killed with SIGKILL mid-run; the simulated senders (a child process that
     outlives it) keep their policy and reconnect; a learner started again on the same ``--out``
@@ -423,7 +425,7 @@ def test_cli_refuses_bad_arguments_in_one_line(tmp_path):
     assert "no such directory" in err("--minutes=1", "--scenario=pareto/lte")
 
 
-@pytest.mark.slow
+@pytest.mark.full
 def test_flood_benchmark_counts_what_the_learner_took(smoke_ckpt, tmp_path):
     """--emulator=flood: 2 senders flood records for 6 s while the learner learns; no record is
     counted twice (taken + dropped by the learner's bounded queue <= sent; what is still queued

@@ -513,6 +513,7 @@ from test_mahimahi import SENDER, _fake_skip_reason, _script_in, fake_mm, shared
 
 
 @pytest.mark.datapath
+@pytest.mark.realtime
 @pytest.mark.skipif(_fake_skip_reason() is not None, reason=str(_fake_skip_reason()))
 @pytest.mark.skipif(not SENDER.exists(), reason="datapath not built (datapath/build.sh)")
 def test_mahimahi_sender_args_reach_policy_flows_only(shared_dir, fake_mm):  # noqa: F811
@@ -585,6 +586,7 @@ def test_sim_speaks_to_the_learner_server(tmp_path):
             assert fixed[2] == 0
 
 
+@pytest.mark.realtime
 def test_sim_speed_paces_the_wall_clock():
     """--speed=1: three simulated seconds take three wall seconds (compilation before the clock)."""
     sc = es.with_duration(es.load(name="pareto/fixed50"), 3.0)

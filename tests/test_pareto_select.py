@@ -5,6 +5,7 @@ import os
 
 import jax
 import numpy as np
+import pytest
 
 from jaxcc.agents.pareto import td3 as pareto_td3
 
@@ -20,6 +21,7 @@ def smoke_config():
     return c
 
 
+@pytest.mark.full  # a training stage with its selection
 def test_selection_keeps_the_best_validated_actor_and_finish_stage_installs_it():
     tr = pareto_td3.make_train(smoke_config())
     state = jax.jit(tr.init)(jax.random.PRNGKey(0))

@@ -1,11 +1,12 @@
 """The report opens in a real browser: headless Chromium (Debian's ``chromium``, listed in
 setup/apt-packages.txt; ``tests/browser.py``) renders it to a screenshot that is not blank,
-with every table present and rendered in the DOM and every image decoded.
+with every table present in the DOM, the summary tables rendered at the top and the full
+record's tables folded (rendered once every fold is opened), and every image decoded.
 
 Chromium is a listed package, so its absence FAILS these tests (naming the list) rather than
 skipping them: CI and ``setup/check_clean_system.sh`` install the list. Each render is one
 Chromium launch (about a second); the checker's own tests (a blank page, a broken image, a
-page without fonts) show that each check can fail.
+page without fonts, a hidden table) show that each check can fail.
 """
 from __future__ import annotations
 
@@ -145,20 +146,55 @@ def test_the_checks_catch_a_blank_page_a_broken_image_and_missing_fonts(tmp_path
     assert {"table t-a", "table t-b"} <= {p.split(" at ")[0] for p in probs}, probs
 
 
+def test_a_folded_table_is_checked_once_opened_and_a_hidden_one_is_caught(tmp_path, chromium):
+    """A table in a closed <details> (the report's full record) is in the DOM, marked folded and
+    not a problem (it is not drawn: its text is not looked for in the screenshot); opened
+    (``unfold``) it is drawn and checked like any other. A table hidden otherwise is a problem."""
+    folded = tmp_path / "folded.html"
+    folded.write_text(_page(_png()).replace(_table("t-b", ROWS_B), "<details><summary>t-b</summary>"
+                                            + _table("t-b", ROWS_B) + "</details>"))
+    r = browser.render(folded, tmp_path / "closed")
+    dom = browser.parse_dom(r.dom)
+    tables = {t.id: t for t in dom.tables}
+    assert not tables["t-a"].folded and tables["t-b"].folded
+    assert browser.dom_problems(dom) == [] and browser.screenshot_problems(r.screenshot, dom) == []
+    assert [row[1][1] for row in tables["t-b"].rows[1:]] == ["0.0125", "0.25"]  # in the DOM all the same
+    r = browser.render(folded, tmp_path / "open", unfold=True)
+    dom = browser.parse_dom(r.dom)
+    assert not any(t.folded for t in dom.tables) and browser.dom_problems(dom) == []
+    assert all(browser.in_screenshot(t.rect) for t in dom.tables)
+    assert browser.screenshot_problems(r.screenshot, dom) == []
+
+    hidden = tmp_path / "hidden.html"
+    hidden.write_text(_page(_png()).replace('<table id="t-b"', '<table style="display:none" id="t-b"'))
+    probs = browser.dom_problems(browser.parse_dom(browser.render(hidden, tmp_path / "hidden").dom))
+    assert [p.split(" (")[0] for p in probs] == ["table t-b: no rendered box"], probs
+
+
 class _SourceTables(html.parser.HTMLParser):
-    """The ids of the ``<table>``s and the number of ``<figure class="fig">`` in an HTML file as
-    written (Python's parser, not the browser's)."""
+    """The ids of the ``<table>``s (and of those inside a ``<details>``: ``folded``) and the
+    number of ``<figure class="fig">`` in an HTML file as written (Python's parser, not the
+    browser's)."""
 
     def __init__(self):
         super().__init__()
-        self.tables, self.figures = [], 0
+        self.tables, self.folded, self.figures, self._details = [], [], 0, 0
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
-        if tag == "table":
+        if tag == "details":
+            self._details += 1
+            assert "open" not in a, "a fold of the report is open"
+        elif tag == "table":
             self.tables.append(a.get("id"))
+            if self._details:
+                self.folded.append(a.get("id"))
         elif tag == "figure" and "fig" in (a.get("class") or "").split():
             self.figures += 1
+
+    def handle_endtag(self, tag):
+        if tag == "details":
+            self._details -= 1
 
 
 def _has(values, x):
@@ -167,10 +203,12 @@ def _has(values, x):
 
 def test_evaluation_report_renders_in_chromium(tmp_path, chromium):
     """``python -m jaxcc.evaluate --report`` (two scenarios, two controllers, 6 s): its
-    report.html, rendered offline in headless Chromium, is not blank, every table it holds is in
-    the rendered DOM with a box, every figure file (in OUT/plots or OUT) is there and drawn, and
-    the records of results.json are in it: per scenario one table with every controller's
-    throughput and p95 OWD (the cells' data-value), and every flow's."""
+    report.html, rendered offline in headless Chromium, is not blank; it opens with a summary
+    table per scenario, rendered inside the screenshot; every table of the full record is in the
+    DOM, folded, and renders once every fold is opened; every figure file (in OUT/plots or OUT)
+    is there and drawn; and the records of results.json are in it: per scenario one summary
+    table with every controller's throughput and p95 OWD (the cells' data-value), and every
+    flow's in a table."""
     out = tmp_path / "ev"
     cmd = [sys.executable, "-m", "jaxcc.evaluate", "--scenario=pareto/fixed50,pareto/shared2",
            "--controller=bbr,cubic", "--duration=6", "--noprogress", "--report", f"--out={out}"]
@@ -178,44 +216,59 @@ def test_evaluation_report_renders_in_chromium(tmp_path, chromium):
                        env={**os.environ, "JAX_PLATFORMS": "cpu"})
     assert p.returncode == 0, p.stderr[-3000:]
     records = json.loads((out / "results.json").read_text())["results"]
-    assert {(r["scenario"], r["controller"]) for r in records} == {
-        (s, c) for s in ("pareto/fixed50", "pareto/shared2") for c in ("bbr", "cubic")}
+    scens = ("pareto/fixed50", "pareto/shared2")
+    assert {(r["scenario"], r["controller"]) for r in records} == {(s, c) for s in scens for c in ("bbr", "cubic")}
     src = _SourceTables()
     src.feed((out / "report.html").read_text(encoding="utf-8"))
     stems = {f"{d.name}/{f.stem}" for d in (out, out / "plots") if d.is_dir()
              for f in d.iterdir() if f.suffix in (".svg", ".png")}
     assert stems, "jaxcc.evaluate wrote no figures"
+    summaries = [f"t-summary-{s.replace('/', '-')}" for s in scens]
+    assert src.tables[:2] == summaries and not set(summaries) & set(src.folded)
+    assert src.folded and set(src.folded) < set(src.tables)
 
     r = browser.render(out / "report.html", tmp_path / "render")
     dom = browser.parse_dom(r.dom)
     assert browser.dom_problems(dom) == []
     assert browser.screenshot_problems(r.screenshot, dom) == []
-    # every table written is in the rendered DOM, each a metric table
+    # every table written is in the rendered DOM, each a metric table; the summaries open the
+    # page (inside the screenshot, so its text was checked), the full record is folded
     assert [t.id for t in dom.tables] == src.tables and len(set(src.tables)) == len(src.tables)
     assert all("metric-table" in t.classes for t in dom.tables)
-    # one figure per figure file stem, each drawn (an inline SVG or a decoded PNG)
+    assert [t.id for t in dom.tables if t.folded] == src.folded
+    tables = {t.id: t for t in dom.tables}
+    assert all(browser.in_screenshot(tables[s].rect) for s in summaries)
+    # one figure per figure file stem, each drawn (an inline SVG or a decoded PNG), none folded
     figs = [f for f in dom.figures if "fig" in f.classes]
     assert len(figs) == len(stems) == src.figures, (len(figs), sorted(stems))
+    assert not any(f.folded for f in figs)
     # jaxcc's figures have an opaque background: a PNG pixel left transparent did not decode (a
     # PNG cut short decodes its first rows only)
     for f in figs:
         assert all(v.endswith(" opaque=1.0000") for v in f.images), (f.id, f.images)
-    # the records are in the tables (whichever way a table is laid out: a row or a column per
-    # controller): per scenario one table holds every controller's name, throughput and p95 OWD
-    # (the cells' exact data-value); every flow's throughput and p95 OWD is in a table
+    # the records are in the tables: per scenario its summary table holds every controller's
+    # name, throughput and p95 OWD (the cells' exact data-value); every flow's throughput and p95
+    # OWD is in a table
     def values(t):
         return [float(v) for row in t.rows for _, v in row if v is not None]
 
     def texts(t):
         return {text for row in t.rows for text, _ in row}
 
-    for scen in {r["scenario"] for r in records}:
-        recs = [r for r in records if r["scenario"] == scen]
-        assert any(all(rec["controller"] in texts(t) and _has(values(t), rec["throughput_mbps"])
-                       and _has(values(t), rec["p95_owd_ms"]) for rec in recs)
-                   for t in dom.tables), f"no table holds every controller's record of {scen}"
-        for rec in recs:
+    for scen, tid in zip(scens, summaries):
+        t = tables[tid]
+        for rec in (r for r in records if r["scenario"] == scen):
+            assert rec["controller"] in texts(t) and _has(values(t), rec["throughput_mbps"]) \
+                and _has(values(t), rec["p95_owd_ms"]), f"{scen} / {rec['controller']} not in its summary"
             for f in rec["per_flow"]:
                 assert any(_has(values(t), f["throughput_mbps"]) and _has(values(t), f["p95_owd_ms"])
                            for t in dom.tables), f"flow {f['flow']} of {scen} / {rec['controller']} in no table"
-    print(f"report: {len(dom.tables)} tables, {len(figs)} figures, rendered in {r.seconds:.1f} s")
+
+    # every fold opened: every table is drawn (the text of those inside the screenshot checked)
+    r = browser.render(out / "report.html", tmp_path / "unfolded", unfold=True)
+    dom = browser.parse_dom(r.dom)
+    assert not any(t.folded for t in dom.tables) and browser.dom_problems(dom) == []
+    assert browser.screenshot_problems(r.screenshot, dom) == []
+    assert [t.id for t in dom.tables] == src.tables
+    print(f"report: {len(dom.tables)} tables ({len(src.folded)} folded), {len(figs)} figures, "
+          f"rendered in {r.seconds:.1f} s")

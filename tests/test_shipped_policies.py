@@ -16,7 +16,7 @@ from jaxcc import evaluate as ev
 from jaxcc import scenarios
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.full  # the shipped files' bars: minutes of simulation
 
 
 def _run(scenario_names, controllers):

@@ -198,7 +198,7 @@ def test_cli_refuses_a_shape_key_in_one_line(tmp_path):
 # ----------------------------------------------------------------------------- members = separate runs
 
 
-@pytest.mark.slow
+@pytest.mark.full
 def test_pareto_sweep_members_equal_separate_runs(tmp_path):
     sw = _write(tmp_path / "p.yaml", "name: t\nmembers:\n  - {config.seed: 0}\n"
                                      "  - {config.seed: 1, config.td3.lr_actor: 1.0e-3, config.td3.gamma: 0.8}\n")
@@ -243,7 +243,7 @@ def test_pareto_sweep_members_equal_separate_runs(tmp_path):
     assert json.load(open(wd / "sweep.json"))["runs"] == ["pareto_smoke-t-m0", "pareto_smoke-t-m1"]
 
 
-@pytest.mark.slow
+@pytest.mark.full
 def test_aurora_sweep_members_equal_separate_runs_log_offline_wandb_runs_and_resume(tmp_path):
     sw = _write(tmp_path / "a.yaml", "name: lr\ngroup: grp\nparameters:\n  config.ppo.lr: {values: [1.0e-3, 3.0e-3]}\n"
                                      "  config.ppo.clip_eps: {value: 0.1}\n")
@@ -324,7 +324,11 @@ def test_wandb_sweep_file_is_well_formed():
     from jaxcc.configs_path import load_config, resolve_config_path
 
     cmd = _agent_command(os.path.join(REPO, "launch", "sweep_pareto.yaml"), _first_values(spec))
-    assert cmd[:4] == ["/usr/bin/env", "python", "-m", "jaxcc.train"]
+    # the interpreter is $JAXCC_PYTHON's (the agent's ${interpreter} is always PATH's `python`)
+    assert cmd[:3] == ["/usr/bin/env", "bash", "-c"]
+    shown = subprocess.run(cmd, env=dict(os.environ, JAXCC_PYTHON="echo"), capture_output=True, text=True,
+                           timeout=30)
+    assert shown.returncode == 0 and shown.stdout.split() == ["-m", "jaxcc.train", *cmd[5:]], shown
     cfg_name = train.config_arg(cmd)
     keys = train.all_keys(load_config(resolve_config_path(cfg_name)))
     assert train.unknown_override(cmd, keys) is None
@@ -333,11 +337,12 @@ def test_wandb_sweep_file_is_well_formed():
     assert all(k.removeprefix("config.") in table for k in spec["parameters"]), sorted(spec["parameters"])
 
 
-@pytest.mark.slow
+@pytest.mark.full
 def test_wandb_agent_command_runs_offline(tmp_path):
     """The exact command ``wandb agent`` would run for one parameter set of launch/sweep_pareto.yaml,
-    offline, as the agent starts it (its run id, sweep id and parameter file in the environment),
-    with ``--stop_after_chunks=1`` appended so that one chunk of pareto_staged runs."""
+    offline, as the agent starts it (its run id, sweep id and parameter file in the environment,
+    ``JAXCC_PYTHON`` this interpreter), with ``--stop_after_chunks=1`` appended so that one chunk of
+    pareto_staged runs."""
     path = os.path.join(REPO, "launch", "sweep_pareto.yaml")
     params = _first_values(yaml.safe_load(open(path)))
     cmd = _agent_command(path, params) + ["--stop_after_chunks=1"]
@@ -345,7 +350,7 @@ def test_wandb_agent_command_runs_offline(tmp_path):
     param_file.parent.mkdir(parents=True)
     param_file.write_text(yaml.safe_dump({k: {"value": v} for k, v in params.items()}))
     env = _env(WANDB_MODE="offline", WANDB_RUN_ID="run1", WANDB_SWEEP_ID="sw1",
-               WANDB_SWEEP_PARAM_PATH=str(param_file))
+               WANDB_SWEEP_PARAM_PATH=str(param_file), JAXCC_PYTHON=sys.executable)
     r = subprocess.run(cmd, capture_output=True, text=True, cwd=str(tmp_path), env=env, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
     assert "stopped as asked" in r.stdout
@@ -359,7 +364,7 @@ def test_wandb_agent_command_runs_offline(tmp_path):
     assert any(d.startswith("offline-run-") and d.endswith("-run1") for d in runs), runs  # the agent's run id
 
 
-@pytest.mark.slow
+@pytest.mark.full
 def test_a_diverging_member_is_dropped_and_the_others_finish(tmp_path):
     """Rewards scaled by 1e30 overflow m1's value loss (float32 max 3.4e38) on its first update;
     m0 (the base config) is unaffected: it finishes, is exported and ranked."""

@@ -103,7 +103,7 @@ def split_result():
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.slow
+@pytest.mark.full
 @pytest.mark.parametrize("name", SPLIT_CONFIGS)
 def test_work_is_split(split_result, name):
     res = split_result[name]
@@ -132,7 +132,7 @@ def _run(tmp, n):
     return np.load(tmp / "agent.npz"), [json.loads(l) for l in open(tmp / "run" / "metrics.jsonl")]
 
 
-@pytest.mark.slow
+@pytest.mark.full
 def test_eight_devices_match_one(tmp_path):
     (tmp_path / "one").mkdir()
     (tmp_path / "eight").mkdir()

@@ -138,7 +138,7 @@ def _local_entries(root):
     return sorted(os.path.relpath(os.path.join(d, n), root) for d, ds, fs in os.walk(root) for n in ds + fs)
 
 
-@pytest.mark.slow
+@pytest.mark.full
 def test_gs_workdir_trains_resumes_and_stays_off_the_local_disk(tmp_path, gcs):
     from jaxcc import checkpointing, policyfile
 

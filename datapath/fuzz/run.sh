@@ -9,9 +9,10 @@
 # N for --runs, and for a time budget S x the target's floor rate below.  A run that executes
 # only its seeds (or nothing) is a broken check, not a pass.  Bad arguments: exit 2.
 #
-# Why 60 s per target: on 2 shared cores fuzz_policy runs ~1.1e4 inputs/s and fuzz_packet
-# ~1e6/s, so 60 s is ~6e5 and ~6e7 inputs -- past the >= 1e5-inputs mark with room for a slower
-# machine -- and the whole step (build included) stays near 2.5 min of the ~12-min `make test`.
+# Why 60 s per target (`make fuzz`, in `make test-full`): on 2 shared cores fuzz_policy runs
+# ~1.1e4 inputs/s and fuzz_packet ~1e6/s, so 60 s is ~6e5 and ~6e7 inputs -- past the
+# >= 1e5-inputs mark with room for a slower machine.  `make test` runs 10 s per target
+# (`make fuzz-short`: the build and ~7e4 and ~8e6 inputs, under a minute) with the same floors.
 # The floor rates (1.7e3/s and 1.7e4/s, about 6x and 60x below those) turn "the fuzzer ran
 # but hardly executed anything" into a failure: at 60 s, >= 1.02e5 and >= 1.02e6 inputs.
 # Seeds: the policy files in datapath/fuzz/seeds and a few valid packets.

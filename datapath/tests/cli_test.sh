@@ -1,7 +1,9 @@
 #!/bin/bash
 # End-to-end on loopback: receiver + sender (fixed rate, BBR), garbage datagrams, and the
 # exit status for rejected input. Usage: cli_test.sh SENDER RECEIVER VECTORS_DIR
+# JAXCC_PYTHON: the Python interpreter for the standard-library helper snippets (default python3).
 set -u
+PYBIN="${JAXCC_PYTHON:-python3}"
 SND=$1 RCV=$2 VEC=$3
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
@@ -20,7 +22,7 @@ grep -q fallback_reason "$T/fb.json" || fail "fallback reason missing"
 "$SND" --controller=fixed:1 --bogus=1 2>/dev/null; [ $? -eq 2 ] || fail "unknown option should exit 2"
 "$SND" --help | grep -q -- "--controller" || fail "--help"
 # A policy whose feature set the datapath cannot compute: exit 2, naming the set.
-python3 - "$VEC/mlp.safetensors" "$T/unknown.safetensors" <<'PY' || fail "could not write the unknown-set policy"
+"$PYBIN" - "$VEC/mlp.safetensors" "$T/unknown.safetensors" <<'PY' || fail "could not write the unknown-set policy"
 import json, struct, sys
 blob = open(sys.argv[1], "rb").read()
 n = struct.unpack("<Q", blob[:8])[0]
@@ -41,7 +43,7 @@ grep -q "vivace_v9.*not implemented in the datapath" "$T/err" || fail "unknown f
 RP=$!
 sleep 0.3
 # Garbage to the receiver must be counted, not crash it.
-python3 - "$PORT" <<'PY'
+"$PYBIN" - "$PORT" <<'PY'
 import socket, sys, os
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 for n in (0, 1, 31, 32, 64, 1472, 9000):
@@ -53,7 +55,7 @@ PY
 sleep 0.2
 kill -TERM $RP  # the receiver writes its summary on SIGTERM
 wait $RP || fail "receiver exit $?"
-python3 - "$T" <<'PY' || exit 1
+"$PYBIN" - "$T" <<'PY' || exit 1
 import json, sys, csv
 d = sys.argv[1]
 s = json.load(open(d + "/s.json")); r = json.load(open(d + "/r.json"))
@@ -81,7 +83,7 @@ PORT=$((PORT + 1))
 RP=$!
 sleep 0.3
 "$SND" --controller=bbr --port=$PORT --duration=1 --summary="$T/s2.json" || fail "bbr sender exit $?"
-python3 -c "import json,sys; s=json.load(open('$T/s2.json')); sys.exit(0 if s['throughput_mbps']>1 and s['bbr']['rounds']>3 else 1)" \
+"$PYBIN" -c "import json,sys; s=json.load(open('$T/s2.json')); sys.exit(0 if s['throughput_mbps']>1 and s['bbr']['rounds']>3 else 1)" \
   || fail "bbr: $(cat "$T/s2.json")"
 kill -TERM $RP 2>/dev/null; wait $RP
 # A Pareto-feature policy (exported format, random weights) drives the flow.
@@ -92,7 +94,7 @@ sleep 0.3
 "$SND" --controller=policy:"$VEC/features_pareto_v1.safetensors" --port=$PORT --duration=1 --init-mbps=5 \
   --log="$T/s3.csv" --summary="$T/s3.json" || fail "policy sender exit $?"
 kill -TERM $RP 2>/dev/null; wait $RP
-python3 - "$T" <<'PY' || exit 1
+"$PYBIN" - "$T" <<'PY' || exit 1
 import json, sys, csv
 d = sys.argv[1]
 s = json.load(open(d + "/s3.json"))
@@ -113,7 +115,7 @@ for SET in pareto_v2 eagle_v1 mocc_v1 deepcc_v1; do
   "$SND" --controller=policy:"$VEC/features_$SET.safetensors" --port=$PORT --duration=1 \
     --log="$T/s_$SET.csv" --summary="$T/s_$SET.json" || fail "$SET policy sender exit $?"
   kill -TERM $RP 2>/dev/null; wait $RP
-  python3 - "$T" "$SET" <<'PY' || exit 1
+  "$PYBIN" - "$T" "$SET" <<'PY' || exit 1
 import json, sys, csv, math
 d, fs = sys.argv[1], sys.argv[2]
 s = json.load(open(d + "/s_%s.json" % fs))
@@ -132,7 +134,7 @@ done
 
 # MOCC preferences. A preference-taking file: the vectors' mocc_v1 policy made into a
 # multi-objective Q network (objectives in the preference order, head.objectives 3, 7 x 3 outputs).
-python3 - "$VEC/features_mocc_v1.safetensors" "$T/moq.safetensors" "$T/moq_order.safetensors" <<'PY' || fail "could not write the MOQ policy"
+"$PYBIN" - "$VEC/features_mocc_v1.safetensors" "$T/moq.safetensors" "$T/moq_order.safetensors" <<'PY' || fail "could not write the MOQ policy"
 import json, random, struct, sys
 blob = open(sys.argv[1], "rb").read()
 n = struct.unpack("<Q", blob[:8])[0]
@@ -181,7 +183,7 @@ sleep 0.3
     --log="$T/s_pref.csv" --summary="$T/s_pref.json" 2> "$T/err_pref" || fail "preference sender exit $?"
 kill -TERM $RP 2>/dev/null; wait $RP
 grep -q "control line 1 ignored: preference must be 3 numbers.*sum 3" "$T/err_pref" || fail "bad control line: $(cat "$T/err_pref")"
-python3 - "$T" <<'PY' || exit 1
+"$PYBIN" - "$T" <<'PY' || exit 1
 import json, sys, csv
 d = sys.argv[1]
 s = json.load(open(d + "/s_pref.json"))
@@ -218,7 +220,7 @@ sleep 0.3
 kill -TERM $RP 2>/dev/null; wait $RP
 grep -q "control line 1 ignored: target must be throughput_mbps,delay_ms,loss.*loss outside" "$T/err_tune" \
   || fail "bad target line: $(cat "$T/err_tune")"
-python3 - "$T" <<'PY' || exit 1
+"$PYBIN" - "$T" <<'PY' || exit 1
 import json, sys, csv
 d = sys.argv[1]
 s = json.load(open(d + "/s_tune.json"))
@@ -249,7 +251,7 @@ sleep 0.3
   "$SND" --controller=policy:"$DCC" --port=$PORT --duration=1.2 --control-stdin \
     --log="$T/s_tune2.csv" --summary="$T/s_tune2.json" 2> "$T/err_tune2" || fail "tuning sender 2 exit $?"
 kill -TERM $RP 2>/dev/null; wait $RP
-python3 - "$T" <<'PY' || exit 1
+"$PYBIN" - "$T" <<'PY' || exit 1
 import json, sys, csv
 d = sys.argv[1]
 s = json.load(open(d + "/s_tune2.json"))

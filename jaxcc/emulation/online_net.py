@@ -180,8 +180,10 @@ def run_netns(sc: Scenario, policy_path: str, out: Path, sender_args: list[str],
 
 
 def _env() -> dict[str, str]:
-    """The environment of a child run: this checkout first on PYTHONPATH."""
-    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    """The environment of a child run: this checkout first on PYTHONPATH, and this interpreter as
+    the launch scripts' ``JAXCC_PYTHON`` (launch/mahimahi_run.sh plans and collects with it)."""
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
+            "JAXCC_PYTHON": sys.executable}
 
 
 def mahimahi_missing() -> str | None:
