@@ -281,6 +281,11 @@ def test_learner_learns_pushes_and_resumes_after_restart(smoke_ckpt, tmp_path):
     kw = dict(buffers="local", replicas=2, online_segment=256, updates_per_s=1e6, push_every=2, checkpoint_every_s=1e9)
     a = online.Learner(smoke_ckpt, out, **kw)
     assert not a.resumed and a.K == 2
+    # The learn and add steps were compiled before any record (Learner._compile_ahead), on no-op
+    # inputs: running that again leaves every leaf of the online state as it was.
+    s0 = jax.tree.map(np.asarray, a.ostate)
+    assert a.compile_s > 0 and a._compile_ahead() >= 0
+    jax.tree.map(np.testing.assert_array_equal, s0, jax.tree.map(np.asarray, a.ostate))
     _feed(a, 60, fid=0, cid=0)
     _feed(a, 20, fid=1, cid=1)
     assert a._count(a.ostate).tolist() == [59, 19]
