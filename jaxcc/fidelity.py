@@ -798,6 +798,18 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return ap.parse_args(argv)
 
 
+def write_pass_rate_table(report: dict, reference: str, out_dir: str | os.PathLike, command: str) -> Path:
+    """Writes ``out_dir/fidelity.md``: the sweep's pass rates as ``docs/fidelity.md`` carries
+    them, headed by ``command`` (what produced ``report``), this checkout's commit and today."""
+    from jaxcc import report as html_report
+
+    table = markdown_pass_rates(report["pass_rates"], reference, command=command,
+                                version=html_report.version_info(), date=time.strftime("%Y-%m-%d"))
+    path = Path(out_dir) / "fidelity.md"
+    path.write_text(table, encoding="utf-8")
+    return path
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         a = parse_args(argv)
@@ -838,12 +850,8 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"(median of runs; worst run {max(x['mean_late_us'] for x in late):.0f} us), max "
               f"{max(x['max_late_us'] for x in late) / 1e3:.1f} ms; "
               f"re-runs for an invalid delay check {sum(v['reruns'] for v in report['verdicts'])}")
-    from jaxcc import report as html_report
     command = "python -m jaxcc.fidelity " + " ".join(sys.argv[1:] if argv is None else list(argv))
-    table = markdown_pass_rates(report["pass_rates"], a.reference, command=command,
-                                version=html_report.version_info(), date=time.strftime("%Y-%m-%d"))
-    with open(os.path.join(a.out, "fidelity.md"), "w", encoding="utf-8") as fh:
-        fh.write(table)
+    write_pass_rate_table(report, a.reference, a.out, command)
     print(f"wrote {os.path.join(a.out, 'fidelity.json')} and fidelity.md (the pass-rate table for docs/fidelity.md)")
     if a.record:
         write_record(a.record, a.reference, report, merge=a.record_merge)

@@ -174,7 +174,7 @@ def test_shipped_limitations_are_narrow_and_explained():
         assert covered <= F.MAX_LIMITED_FRACTION * len(cases), (ref, covered)
 
 
-def test_pass_rates_by_hand():
+def test_pass_rates_by_hand(tmp_path):
     ok = _rec([(10.0, 50.0, 0.0)])
     vs = [F.compare_case(_case(), ok, ok, "kernel"),
           F.compare_case(_case(), _rec([(11.0, 50.0, 0.0)]), ok, "kernel"),       # throughput fails
@@ -188,6 +188,12 @@ def test_pass_rates_by_hand():
     assert math.isnan(r["metrics"]["jain"]["rate"])
     text = F.format_pass_rates(F.pass_rates(vs), "kernel")
     assert "1/3 (33%)" in text and "2/3 (67%)" in text
+    # the Markdown table docs/fidelity.md carries, headed by the command that made the report
+    md = F.write_pass_rate_table({"pass_rates": F.pass_rates(vs)}, "kernel", tmp_path, "python3 -m jaxcc.fidelity X")
+    table = md.read_text()
+    assert md == tmp_path / "fidelity.md" and table.startswith("`python3 -m jaxcc.fidelity X` (commit ")
+    row = next(line for line in table.splitlines() if line.startswith("| `cubic` |"))
+    assert [c.strip() for c in row.strip("|").split("|")][1:] == ["1/3", "2/3", "3/3", "–", "1/3", "1"], row
 
 
 def test_invalid_runs_are_rerun_once(monkeypatch, tmp_path):

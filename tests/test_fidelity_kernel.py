@@ -9,10 +9,13 @@ with two or more flows).  The kernel's TCP is not repeatable (the same case gave
 against every kernel run and no recorded run missed it: ``tests/fidelity_misses.json``, key
 ``kernel``, holds the misses of the recorded runs (``python -m jaxcc.fidelity --reference=kernel
 --cases=3 --seed=0 --repeats=2 --out=DIR --record=tests/fidelity_misses.json --record-merge``);
-a case with recorded misses is an expected failure that names them.  One miss comes from a CI
-run rather than from that command: ``fid-kernel-reno-s0-0``'s loss (kernel 2.51% and 2.70% in CI
+a case with recorded misses is an expected failure that names them.  Two misses come from other
+runs than that command: ``fid-kernel-reno-s0-0``'s loss (kernel 2.51% and 2.70% in CI
 on 2026-11-24, sim 3.79%; 3.40-3.98% in four runs here, so the model is inside the kernel's
-spread only part of the time).  A run the emulator's
+spread only part of the time) and ``fid-kernel-cubic-s0-0``'s Jain, from the fast tier's
+single run in a fresh-clone ``make test`` on 2026-11-28 (five CUBIC flows on 4.18 Mbit/s:
+kernel 0.886, sim 0.960, where both recorded runs were within 0.05: the window-based flows'
+shares, the model's known miss, inside the kernel's run-to-run spread).  A run the emulator's
 self-check marks invalid is re-run once and, if still invalid, skipped as invalid (neither pass nor
 fail).  ``test_pass_rates`` prints the table and the pass rates per controller and metric (against
 the median of the runs), asserts that known limitations cover at most 10% of the cases and that
@@ -88,8 +91,15 @@ def _sweep(n: int, repeats: int, out: Path, controllers=CONTROLLERS) -> dict:
 
 @pytest.fixture(scope="module")
 def sweep(tmp_path_factory):
-    out = Path(os.environ.get("JAXCC_FIDELITY_OUT") or tmp_path_factory.mktemp("fidelity_kernel"))
-    return _sweep(CI_CASES, REPEATS, out)
+    # JAXCC_FIDELITY_OUT=DIR keeps the sweep in DIR/kernel (fidelity.json, and fidelity.md: the table
+    # docs/fidelity.md carries); the two sweeps of a make test-full run do not overwrite each other.
+    keep = os.environ.get("JAXCC_FIDELITY_OUT")
+    out = Path(keep) / "kernel" if keep else tmp_path_factory.mktemp("fidelity_kernel")
+    report = _sweep(CI_CASES, REPEATS, out)
+    if keep:
+        F.write_pass_rate_table(report, "kernel", out, f"python3 -m jaxcc.fidelity --reference=kernel "
+                                f"--cases={CI_CASES} --seed={SEED} --repeats={REPEATS}")
+    return report
 
 
 @pytest.fixture(scope="module")

@@ -75,7 +75,15 @@ def _sweep(n: int, out: Path) -> dict:
 
 @pytest.fixture(scope="module")
 def sweep(tmp_path_factory):
-    return _sweep(PER_CONTROLLER, Path(os.environ.get("JAXCC_FIDELITY_OUT") or tmp_path_factory.mktemp("fidelity_ns3")))
+    # JAXCC_FIDELITY_OUT=DIR keeps the sweep in DIR/ns3 (fidelity.json, and fidelity.md: the table
+    # docs/fidelity.md carries); the two sweeps of a make test-full run do not overwrite each other.
+    keep = os.environ.get("JAXCC_FIDELITY_OUT")
+    out = Path(keep) / "ns3" if keep else tmp_path_factory.mktemp("fidelity_ns3")
+    report = _sweep(PER_CONTROLLER, out)
+    if keep:
+        F.write_pass_rate_table(report, "ns3", out,
+                                f"python3 -m jaxcc.fidelity --reference=ns3 --cases={PER_CONTROLLER} --seed={SEED}")
+    return report
 
 
 @pytest.fixture(scope="module")

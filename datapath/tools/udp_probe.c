@@ -119,8 +119,10 @@ static int do_recv(int argc, char **argv) {
   }
   hist_t owd;
   hist_init(&owd);
-  uint64_t pkts = 0, bytes = 0;
+  uint64_t pkts = 0, bytes = 0, ack_errors = 0;
   uint32_t max_seq = 0;
+  int last_ack_errno = 0;
+  int64_t max_gap = 0;  // the longest time between two received packets: a stalled receiver shows here
   int64_t first = 0, last = 0, t_end = duration > 0 ? mono_ns() + (int64_t)(duration * 1e9) : 0;
   char buf[65536];
   while (!g_stop) {
@@ -138,21 +140,26 @@ static int do_recv(int argc, char **argv) {
     now = mono_ns();
     hist_add(&owd, now - h.send_ns);
     if (!pkts) first = now;
+    else if (now - last > max_gap) max_gap = now - last;
     last = now;
     pkts++;
     bytes += (uint64_t)n;
     if (h.seq + 1 > max_seq) max_seq = h.seq + 1;
-    sendto(fd, &h, sizeof h, MSG_DONTWAIT, (struct sockaddr *)&from, fl);
+    if (sendto(fd, &h, sizeof h, MSG_DONTWAIT, (struct sockaddr *)&from, fl) < 0) {
+      ack_errors++;  // counted, not retried: the sender sees the ACK as lost
+      last_ack_errno = errno;
+    }
   }
   double active = (last - first) / 1e9;
   FILE *f = summary ? fopen(summary, "w") : stdout;
   fprintf(f,
           "{\"throughput_mbps\": %.4f, \"p95_owd_ms\": %.3f, \"p50_owd_ms\": %.3f, "
           "\"min_owd_ms\": %.3f, \"loss\": %.5f, \"packets\": %" PRIu64 ", \"bytes\": %" PRIu64
-          ", \"active_s\": %.3f}\n",
+          ", \"active_s\": %.3f, \"ack_errors\": %" PRIu64 ", \"last_ack_errno\": %d"
+          ", \"max_gap_ms\": %.3f}\n",
           active > 0 ? bytes * 8 / active / 1e6 : 0.0, hist_q(&owd, 0.95), hist_q(&owd, 0.5),
           owd.n ? owd.min_ms : 0.0, max_seq ? 1.0 - (double)pkts / max_seq : 0.0, pkts, bytes,
-          active);
+          active, ack_errors, last_ack_errno, max_gap / 1e6);
   if (f != stdout) fclose(f);
   return 0;
 }
