@@ -365,6 +365,16 @@ def main(argv):
     del argv
     from jaxcc import jax_cache
     jax_cache.enable_compilation_cache()  # before the first jit (the benchmark times warm runs only)
+    # The output folders exist before minutes of timing, not after (``--out=results/bench.json``
+    # on a fresh clone); one that cannot be made is one error line.
+    for flag, path in (("--out", FLAGS.out), ("--md", FLAGS.md)):
+        folder = os.path.dirname(path or "")
+        try:
+            if folder:
+                os.makedirs(folder, exist_ok=True)
+        except OSError as e:
+            print(f"error: {flag}={path}: cannot make its folder ({e.strerror})", file=sys.stderr)
+            return 2
     if FLAGS.train:
         return main_train(FLAGS.train)
     mode, nd = FLAGS.mode, FLAGS.decisions

@@ -62,3 +62,22 @@ def test_train_bench_bad_input_is_one_line():
         err = [ln for ln in r.stderr.splitlines() if ln.startswith("error:")]
         assert r.returncode == 2 and len(err) == 1 and err[0].startswith(f"{'error: ' + args[0]}: "), r.stderr[-2000:]
         assert why in err[0] and "Traceback" not in r.stderr
+
+
+def test_bench_makes_its_output_folder_first(tmp_path):
+    """``--out=results/bench.json`` on a fresh clone: the folder is made before the timing; a
+    folder that cannot be made (under a file) is one error line, exit 2, before any timing."""
+    out = tmp_path / "new" / "deeper" / "bench.json"
+    env = dict(os.environ, JAX_PLATFORMS="cpu")
+    r = subprocess.run([sys.executable, "-m", "jaxcc.bench", "--sizes=1", "--decisions=2", "--repeats=1",
+                        "--mode=sim", f"--out={out}"], cwd=REPO, capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert json.loads(out.read_text())["sim"][0]["num_envs"] == 1
+    (tmp_path / "afile").write_text("x")
+    bad = tmp_path / "afile" / "bench.json"
+    r = subprocess.run([sys.executable, "-m", "jaxcc.bench", "--sizes=1", f"--out={bad}"], cwd=REPO,
+                       capture_output=True, text=True, timeout=300, env=env)
+    err = [ln for ln in r.stderr.splitlines() if ln.startswith("error:")]
+    assert r.returncode == 2 and len(err) == 1 and err[0].startswith(f"error: --out={bad}: cannot make its folder ("), \
+        r.stderr[-2000:]
+    assert "Traceback" not in r.stderr

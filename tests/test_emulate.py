@@ -311,13 +311,16 @@ def test_fixed_rate_below_and_above_capacity(tmp_path, prefix):
     # miss, what the receiver saw (its ACK send errors, its longest gap between arrivals) and the
     # sender's per-second log tell a lost ACK stream from a slow link.
     flow = tmp_path / "hi" / "flow0"
-    why = {"receiver": json.loads((flow / "receiver.json").read_text()), "sender_csv": (flow / "sender.csv").read_text()}
+    why = {"receiver": json.loads((flow / "receiver.json").read_text()), "sender_csv": (flow / "sender.csv").read_text(),
+           "drops_outside_link": hi["delay_check"]["drops_outside_link"]}
     assert f["throughput_mbps"] == pytest.approx(12 * 1472 / 1500 * (T + 0.25) / T, rel=0.04), why
     assert f["p50_rtt_ms"] == pytest.approx(290.0, abs=15.0)
     expected_loss = 1 - (12 * T + 0.375 * 8) / (15 * T)
     assert f["loss"] == pytest.approx(expected_loss, abs=0.03)
     assert hi["utilization"] > 0.9
     # both runs kept time; with the queue full tbf's rate was checked: 12 Mbit/s of packets
+    # below capacity no interface of the three namespaces dropped anything (the link drops only in tbf)
+    assert lo["delay_check"]["drops_outside_link"]["interfaces"] == {}, lo["delay_check"]["drops_outside_link"]
     for rec in (lo, hi):
         assert rec["delay_check"]["valid"] is True, rec["delay_check"]
         assert emulate.timing_verdict(rec["delay_check"]).startswith("timing: valid, p95 hold error ")

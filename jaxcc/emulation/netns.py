@@ -202,6 +202,26 @@ class EmulatedLink:
         return self.sh(self.ns_rtr, ["tc", "-s", "qdisc", "show", "dev", self.bottleneck_dev],
                        check=False).stdout
 
+    def interface_drops(self) -> dict[str, dict[str, int]]:
+        """Packets every interface of the three namespaces dropped so far (``ip -s -j link``):
+        ``{"NS/DEV": {"rx_dropped", "tx_dropped", "rx_packets", "tx_packets"}}``.  The emulated
+        link drops only in tbf and the loss rule; a drop here happened outside them."""
+        out: dict[str, dict[str, int]] = {}
+        for ns in (self.ns_snd, self.ns_rtr, self.ns_rcv):
+            p = self.sh(ns, ["ip", "-s", "-j", "link", "show"], check=False)
+            try:
+                links = json.loads(p.stdout or "[]")
+            except ValueError:
+                continue
+            for ln in links:
+                st = ln.get("stats64") or {}
+                rx, tx = st.get("rx", {}), st.get("tx", {})
+                out[f"{ns}/{ln.get('ifname')}"] = {"rx_dropped": int(rx.get("dropped", 0)),
+                                                   "tx_dropped": int(tx.get("dropped", 0)),
+                                                   "rx_packets": int(rx.get("packets", 0)),
+                                                   "tx_packets": int(tx.get("packets", 0))}
+        return out
+
     # -- teardown
     def close(self) -> None:
         with self._lock:
@@ -300,6 +320,20 @@ def tbf_rate_error(samples: list[tuple[float, int, int, int, int]],
     out["interval_p5"] = per[int(0.05 * (len(per) - 1))]
     out["interval_p95"] = per[int(0.95 * (len(per) - 1))]
     return out
+
+
+def softnet_drops() -> dict[str, int]:
+    """The host's network receive backlog counters, summed over CPUs (/proc/net/softnet_stat:
+    ``dropped``, packets dropped because a CPU's backlog was full; ``time_squeeze``, times the
+    receive softirq ran out of budget).  Host-wide: other traffic counts too."""
+    dropped = squeeze = 0
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/net/softnet_stat").read_text().split("\n"):
+            f = line.split()
+            if len(f) >= 3:
+                dropped += int(f[1], 16)
+                squeeze += int(f[2], 16)
+    return {"dropped": dropped, "time_squeeze": squeeze}
 
 
 def cleanup_namespace(ns: str) -> None:

@@ -34,7 +34,7 @@ from jaxcc.emulation.delay import health_warnings
 from jaxcc.emulation.host import (DATAPATH_BUILD, TCP_PORT_BASE, TOOLS_BUILD, UDP_PORT_BASE,
                                   EmulationError, check_requirements, realtime_allowed,
                                   receiver_binary, sender_binary, terminate)
-from jaxcc.emulation.netns import ETH_HEADER, RCV_IP, TBF_SCALE, EmulatedLink, tbf_rate_error
+from jaxcc.emulation.netns import ETH_HEADER, RCV_IP, TBF_SCALE, EmulatedLink, softnet_drops, tbf_rate_error
 from jaxcc.emulation.spec import (MSS, assign_controllers, flow_goals, flow_preferences, preference_arg, rate_schedule,
                                   refuse_sim_only)
 from jaxcc.scenarios import Scenario
@@ -141,6 +141,7 @@ class Runner:
             for fl in flows:
                 self._start_server(link, fl, dur)
             sampler = link.start_tbf_sampler()
+            softnet0 = softnet_drops()
             t0 = time.monotonic() + self.lead_s
             events: list[tuple[float, str, Any]] = [(t0 + t, "rate", r) for t, r in sched[1:]]
             events += [(t0 + fl.start_s, "flow", fl) for fl in flows]
@@ -176,6 +177,8 @@ class Runner:
                 fl.result["server_rc"] = p.returncode
             samples = sampler.stop()
             qstats = link.qdisc_stats()
+            if_drops = link.interface_drops()
+            softnet1 = softnet_drops()
         (self.out_dir / "qdisc_stats.txt").write_text(qstats)
         (self.out_dir / "tbf_samples.json").write_text(json.dumps(
             {"t0": t0, "fields": ["t", "bytes", "packets", "drops", "backlog"], "samples": samples}))
@@ -203,6 +206,12 @@ class Runner:
                     fl.result["settle"] = {"error": str(e)}
         stats = results.read_json(self.out_dir / "nfq_delay_stats.json")
         check = delay.check(stats, tbf)
+        # Drops outside tbf and the loss rule (recorded, not judged): a veth that dropped, or the
+        # host's receive backlog overflowing, loses packets the emulated link never saw.
+        check["drops_outside_link"] = {
+            "interfaces": {d: c for d, c in if_drops.items() if c["rx_dropped"] or c["tx_dropped"]},
+            "softnet_dropped": softnet1["dropped"] - softnet0["dropped"],
+            "softnet_time_squeeze": softnet1["time_squeeze"] - softnet0["time_squeeze"]}
         rec = results.make_record(spec.name, dur, self.controllers, flows, sched, idle,
                                   link.schedule_log, delay_check=check)
         rec["delay_tool"] = stats
