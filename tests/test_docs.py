@@ -82,7 +82,8 @@ SHORTEN = [
     (r"-m jaxcc\.online\b", _set_flag("--minutes", "0.1")),
     (r"-m jaxcc\.fidelity\b", _set_flag("--cases", "1")),
     (r"-m jaxcc\.bench\b(?!.*--train)", lambda c: c + " --sizes=1,16 --decisions=5 --repeats=1"),
-    (r"-m jaxcc\.bench\b.*--train", lambda c: c + " --sizes=8 --updates=1"),
+    # 40 links: a multiple of every device count the pages use (1, 8) and of CEM's batch of 5
+    (r"-m jaxcc\.bench\b.*--train", lambda c: c + " --sizes=40 --updates=1"),
     (r"^\S*jaxcc-sender\b", _set_flag("--duration", "2")),
     (r"^\S*jaxcc-receiver\b", _set_flag("--duration", "4")),
 ]
@@ -236,6 +237,8 @@ def test_rewrites_keep_the_command():
         f"{py} -m jaxcc.evaluate --suite=pareto --duration=15 --out=x"
     assert runnable("datapath/build/jaxcc-receiver --port=9000 --duration=12 &") == \
         "datapath/build/jaxcc-receiver --port=9000 --duration=4 &"
+    assert runnable("python3 -m jaxcc.bench --train=all --devices=1,8 --out=x") == \
+        f"{py} -m jaxcc.bench --train=all --devices=1,8 --out=x --sizes=40 --updates=1"
     assert commands("a \\\n  b  # c\n# d\n\ne '#x'") == ["a b", "e '#x'"]
     with pytest.raises(AssertionError, match="make target"):
         runnable("make bench")
