@@ -410,6 +410,13 @@ class Learner:
         # server's queue is bounded and drops the oldest, counted, beyond that).
         self.max_events_per_tick = 2048
 
+    def _empty_batch(self) -> dict[str, np.ndarray]:
+        """A zero batch of ``add_batch`` rows per replica, in the shapes ``alg.add`` takes."""
+        km, kmtd = (self.K, self.M), (self.K, self.M, self.T, self.D)
+        return {"obs": np.zeros(kmtd, np.float32), "next_obs": np.zeros(kmtd, np.float32),
+                "action": np.zeros(km, np.float32), "reward": np.zeros(km, np.float32),
+                "done": np.zeros(km, np.float32)}
+
     def _compile_ahead(self) -> float:
         """Compiles the add, count and learn steps before any sender connects; returns the seconds.
 
@@ -421,11 +428,7 @@ class Learner:
         import jax
 
         t = time.monotonic()
-        batch = {"obs": np.zeros((self.K, self.M, self.T, self.D), np.float32),
-                 "next_obs": np.zeros((self.K, self.M, self.T, self.D), np.float32),
-                 "action": np.zeros((self.K, self.M), np.float32), "reward": np.zeros((self.K, self.M), np.float32),
-                 "done": np.zeros((self.K, self.M), np.float32)}
-        self.ostate = self._add(self.ostate, batch, np.zeros((self.K, self.M), bool))
+        self.ostate = self._add(self.ostate, self._empty_batch(), np.zeros((self.K, self.M), bool))
         np.asarray(self._count(self.ostate))
         self.ostate, m = self._learn(self.ostate, np.zeros(self.K, bool))
         jax.block_until_ready(m)
@@ -503,10 +506,7 @@ class Learner:
             takes = [p[:self.M] for p in self.pending]
             self.pending = [p[self.M:] for p in self.pending]
             valid = np.zeros((self.K, self.M), bool)
-            batch = {"obs": np.zeros((self.K, self.M, self.T, self.D), np.float32),
-                     "next_obs": np.zeros((self.K, self.M, self.T, self.D), np.float32),
-                     "action": np.zeros((self.K, self.M), np.float32), "reward": np.zeros((self.K, self.M), np.float32),
-                     "done": np.zeros((self.K, self.M), np.float32)}
+            batch = self._empty_batch()
             for k, ts in enumerate(takes):
                 for i, t in enumerate(ts):
                     valid[k, i] = True
