@@ -23,7 +23,7 @@ fix it; the start distribution does.  The trained policy climbs with an accelera
 distribution too (2208 vs 2188 reward per MI, mean action; ``checkpoints/aurora/README.md``).
 Starting rates below ``envs.base.MIN_RATE`` (0.01 Mbit/s) are raised to it.
 
-Robust training (issue 13; none of it in the paper).  The default command trains on links the
+Robust training (none of it in the paper).  The default command trains on links the
 paper's Table 1 does not have, so that the policy holds up off its training links:
 
 * starting rates: 50 % of the episodes at 0.1–30 % of the bandwidth, 15 % far above it

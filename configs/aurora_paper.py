@@ -5,7 +5,7 @@ trains on a robust distribution instead (far starts, capacity steps, realism).
     python -m jaxcc.train --config=aurora_paper
 
 This is the command of ``checkpoints/aurora/aurora_paper_init.safetensors``.  The policy shipped
-before issue 13 (70 % of the starts at 0.1–30 %) is
+before robust training (70 % of the starts at 0.1–30 %) is
 ``--config=aurora_paper --config.env.params.init_far_frac=0.7 --config.env.params.init_far_lo=0.001``.
 """
 

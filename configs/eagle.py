@@ -4,7 +4,7 @@
 
 Paper where given (§IV-B–D, Algorithm 2); "decided" marks our choices.
 
-Robust training (issue 13; none of it in the paper).  The default command trains on links the
+Robust training (none of it in the paper).  The default command trains on links the
 paper's §IV-D setup does not have:
 
 * starting rates: 70 % of the episodes start at the paper's 300 Kbps (0.25–1.5 % of the 20–120

@@ -1,7 +1,7 @@
 """Eagle as in the paper (INFOCOM 2020, §IV-D): every episode starts at 300 Kbps, the links'
 capacity is fixed or walks every second in 20–120 Mbps, no capacity steps, no link realism.
-For reproduction (the policy shipped before issue 13 is ``--config=eagle_paper --seed=1``); the
-default ``eagle`` config trains on a robust distribution instead.
+For reproduction (the policy shipped before robust training is ``--config=eagle_paper
+--seed=1``); the default ``eagle`` config trains on a robust distribution instead.
 
     python -m jaxcc.train --config=eagle_paper
 """

@@ -10,15 +10,15 @@ verdicts in ``DIR/results.json`` (``"bars"``).  A bar is never relaxed here: the
 thresholds are the ones the issue that introduced the algorithm states, and a missing record
 (scenario not run, no ``bbr`` to compare with) is reported as unmet with the reason.
 
-``pareto`` (issue 3, for Pareto-Fair in the simulator):
+``pareto`` (Pareto's six §V bars, for Pareto-Fair in the simulator):
 
 * ``pareto/fixed50`` (50 Mbit/s, 90 ms): utilization ≥ 0.85, p95 queueing delay ≤ 45 ms, loss ≤ 1 %;
 * ``pareto/dyn10-30`` (10↔30 Mbit/s every 5 s): utilization ≥ 0.70;
 * ``pareto/shared2``…``shared5``: Jain's index over the last 20 s ≥ 0.95 for every flow count;
 * Ankh's number below in-sim BBR's on at least 4 of the 6 Fig. 5 scenarios (suite ``pareto-fig5``);
 
-and issue 13's (suites ``pareto-fair`` and ``pareto``; every value from ``jaxcc.evaluate``'s
-records, measured there by ``recovery_metrics``):
+and the fairness bars of robust training (suites ``pareto-fair`` and ``pareto``; every value
+from ``jaxcc.evaluate``'s records, measured there by ``recovery_metrics``):
 
 * ``pareto/shared8``: Jain's index over the last 20 s ≥ 0.95 with 8 flows;
 * ``pareto/rtt30-120``: Jain's index ≥ in-sim CUBIC's on the same link (needs ``cubic``);
@@ -28,24 +28,25 @@ records, measured there by ``recovery_metrics``):
   20 s (``min_fair_share`` ≥ 0.5);
 * the ``robust`` bars below.
 
-``robust`` (issue 13, every shipped policy; suite ``robust``; "reach" = a 0.5 s bin at ≥ 80 % whose
-next 2 s hold it on average, ``jaxcc.metrics.time_to_share``, also for ``depart4`` above):
+``robust`` (robust training, every shipped policy; suite ``robust``; "reach" = a 0.5 s bin at
+≥ 80 % whose next 2 s hold it on average, ``jaxcc.metrics.time_to_share``, also for ``depart4``
+above):
 
 * ``robust/start1pct`` (50 Mbit/s, started at 0.5 Mbit/s): ≥ 80 % utilization within 10 s of the
   start (``ramp_s`` ≤ 10);
 * ``robust/step5-50`` (5 → 50 Mbit/s at 10 s): ≥ 80 % within 5 s of the step (``step_ramp_s`` ≤ 5).
 
-``aurora`` (issue 13): on ``aurora/fig2`` (30 Mbit/s, 1 % random loss, 10-packet queue) the
+``aurora`` (robust training): on ``aurora/fig2`` (30 Mbit/s, 1 % random loss, 10-packet queue) the
 policy's loss below in-sim CUBIC's (needs ``cubic``); and the ``robust`` bars.
 
-``eagle`` (issue 5, kept by issue 13): on each of ``eagle/10mbps-bdp1``, ``-bdp2``, ``-bdp4`` and
-``eagle/lte``, ≥ 90 % of in-sim BBR's throughput at a ≥ 2× lower p95 one-way delay (needs
-``bbr``); and the ``robust`` bars.  (Issue 13 asks for these on 3 of 4 training seeds: one
-evaluation judges one policy file; run it once per seed.)
+``eagle`` (Eagle §V, kept by robust training): on each of ``eagle/10mbps-bdp1``, ``-bdp2``,
+``-bdp4`` and ``eagle/lte``, ≥ 90 % of in-sim BBR's throughput at a ≥ 2× lower p95 one-way delay
+(needs ``bbr``); and the ``robust`` bars.  (Robust training asks for these on 3 of 4 training
+seeds: one evaluation judges one policy file; run it once per seed.)
 
-``mocc`` (issue 14, over the records of ``python -m jaxcc.preference_sweep --suite=mocc``, which
-carry each MOCC run's ``preference`` = (w_thr, w_delay, w_loss); an evaluation without preferences
-leaves every bar "not evaluated"):
+``mocc`` (MOCC's preference sweep, over the records of ``python -m jaxcc.preference_sweep
+--suite=mocc``, which carry each MOCC run's ``preference`` = (w_thr, w_delay, w_loss); an
+evaluation without preferences leaves every bar "not evaluated"):
 
 * (a) on **each** of the ``mocc`` suite's links (``MOCC_LINKS``: 12 and 50 Mbit/s, the 18–90 KB
   buffers, LTE up and down — "MOCC's links"; one verdict per link, so a policy meets (a) when all
@@ -62,10 +63,10 @@ leaves every bar "not evaluated"):
   (all preferences, the loss-heavy ones included); dominates = throughput ≥ and p95 queueing
   delay ≤, at least one strictly (``dominates``).
 
-``deepcc`` (issue 15, over the ``tcr`` rows of ``python -m jaxcc.tcr --suite=deepcc``: each row a
-link, a controller and its target completion ratio; judged for every DeepCC policy, i.e. every
-controller whose rows are ``tuned`` — run once per target with online tuning; the other
-controllers get no verdicts of their own):
+``deepcc`` (DeepCC's TCR bars, over the ``tcr`` rows of ``python -m jaxcc.tcr --suite=deepcc``:
+each row a link, a controller and its target completion ratio; judged for every DeepCC policy,
+i.e. every controller whose rows are ``tuned`` — run once per target with online tuning; the
+other controllers get no verdicts of their own):
 
 * ``deepcc/cellular`` (the untrained AT&T LTE link): TCR ≥ 67.4 % (the paper's untrained-link
   figure, §VI-B);
@@ -102,7 +103,7 @@ def _index(records: Sequence[dict]) -> dict[tuple[str, str], dict]:
 
 
 def pareto(records: Sequence[dict], controller: str) -> list[Verdict]:
-    """Issue 3's Pareto bars for ``controller`` (a label of ``records``); see the module docstring."""
+    """Pareto's §V bars for ``controller`` (a label of ``records``); see the module docstring."""
     by = _index(records)
     out = []
 
@@ -135,6 +136,7 @@ def pareto(records: Sequence[dict], controller: str) -> list[Verdict]:
 
 
 NOT_EVALUATED = "not evaluated"
+NOT_MEASURED = "not measured (a record without the recovery measurements: re-run jaxcc.evaluate)"
 
 
 def _never(x) -> bool:
@@ -151,7 +153,7 @@ def _within(x, limit: float) -> bool:
 
 
 def pareto_fair(records: Sequence[dict], controller: str) -> list[Verdict]:
-    """Issue 13's Pareto fairness bars for ``controller`` (module docstring)."""
+    """The Pareto fairness bars of robust training for ``controller`` (module docstring)."""
     by = _index(records)
     out = []
     s8 = by.get(("pareto/shared8", controller))
@@ -168,7 +170,7 @@ def pareto_fair(records: Sequence[dict], controller: str) -> list[Verdict]:
     if d is None:
         out.append(Verdict(bar, f"{NOT_EVALUATED} (needs pareto/depart4)", False))
     elif "reclaim_s" not in d:
-        out.append(Verdict(bar, "not measured (a record from before issue 13: re-run jaxcc.evaluate)", False))
+        out.append(Verdict(bar, NOT_MEASURED, False))
     elif not d["reclaim_s"]:
         out.append(Verdict(bar, "no departure measured", False))
     else:
@@ -186,7 +188,7 @@ def pareto_fair(records: Sequence[dict], controller: str) -> list[Verdict]:
 
 
 def robust(records: Sequence[dict], controller: str) -> list[Verdict]:
-    """Issue 13's start-rate and capacity-step bars for ``controller`` (module docstring)."""
+    """The robust start-rate and capacity-step bars for ``controller`` (module docstring)."""
     by = _index(records)
     out = []
     s = by.get(("robust/start1pct", controller))
@@ -194,7 +196,7 @@ def robust(records: Sequence[dict], controller: str) -> list[Verdict]:
     if s is None:
         out.append(Verdict(bar, f"{NOT_EVALUATED} (needs robust/start1pct)", False))
     elif "ramp_s" not in s:
-        out.append(Verdict(bar, "not measured (a record from before issue 13: re-run jaxcc.evaluate)", False))
+        out.append(Verdict(bar, NOT_MEASURED, False))
     else:
         out.append(Verdict(bar, _secs(s["ramp_s"]), _within(s["ramp_s"], 10.0)))
     t = by.get(("robust/step5-50", controller))
@@ -202,7 +204,7 @@ def robust(records: Sequence[dict], controller: str) -> list[Verdict]:
     if t is None:
         out.append(Verdict(bar, f"{NOT_EVALUATED} (needs robust/step5-50)", False))
     elif "step_ramp_s" not in t:
-        out.append(Verdict(bar, "not measured (a record from before issue 13: re-run jaxcc.evaluate)", False))
+        out.append(Verdict(bar, NOT_MEASURED, False))
     elif not t["step_ramp_s"]:
         out.append(Verdict(bar, "no step up measured", False))
     else:
@@ -212,7 +214,7 @@ def robust(records: Sequence[dict], controller: str) -> list[Verdict]:
 
 
 def aurora(records: Sequence[dict], controller: str) -> list[Verdict]:
-    """Issue 13's Aurora bars for ``controller`` (module docstring)."""
+    """The robust-training Aurora bars for ``controller`` (module docstring)."""
     by = _index(records)
     a, c = by.get(("aurora/fig2", controller)), by.get(("aurora/fig2", "cubic"))
     bar = "aurora/fig2 loss < in-sim CUBIC's"
@@ -225,7 +227,7 @@ EAGLE_LINKS = ("eagle/10mbps-bdp1", "eagle/10mbps-bdp2", "eagle/10mbps-bdp4", "e
 
 
 def eagle(records: Sequence[dict], controller: str) -> list[Verdict]:
-    """Issue 5's Eagle bar on each of its links, and the robust bars (module docstring)."""
+    """Eagle's §V bar on each of its links, and the robust bars (module docstring)."""
     by = _index(records)
     out = []
     for link in EAGLE_LINKS:
@@ -242,7 +244,7 @@ def eagle(records: Sequence[dict], controller: str) -> list[Verdict]:
 
 
 def pareto_links(records: Sequence[dict], controller: str) -> list[Verdict]:
-    """Issue 13's fixed-link bars on both links of suite ``pareto-links`` (in the simulator or
+    """The robust fixed-link bars on both links of suite ``pareto-links`` (in the simulator or
     from ``jaxcc.emulate``/``sim2real`` records): utilization ≥ 0.85, p95 queueing ≤ 45 ms,
     loss ≤ 1 % on ``pareto/fixed50`` and on ``pareto/link12`` (12 Mbit/s, 40 ms, 375 KB)."""
     by = _index(records)
@@ -258,7 +260,7 @@ def pareto_links(records: Sequence[dict], controller: str) -> list[Verdict]:
     return out
 
 
-# ----------------------------------------------------------------------------- MOCC (issue 14)
+# ---------------------------------------------------------------------- MOCC (preference sweep)
 
 MOCC_LINKS = SUITES["mocc"]  # the links the per-link bars are judged on (module docstring)
 MOCC_LINK12 = "mocc/12mbps"  # the 12 Mbit/s / 20 ms RTT / 375 KB link of bars (b) and (c)
@@ -409,7 +411,7 @@ def _mocc_dominance(records: Sequence[dict], controller: str) -> list[tuple[Verd
 
 
 def mocc(records: Sequence[dict], controller: str) -> list[Verdict]:
-    """Issue 14's MOCC bars for ``controller`` over ``jaxcc.preference_sweep`` records (module docstring)."""
+    """MOCC's bars for ``controller`` over ``jaxcc.preference_sweep`` records (module docstring)."""
     return [v for v, _ in _mocc(records, controller)]
 
 
@@ -419,11 +421,11 @@ def mocc_numbers(records: Sequence[dict], controller: str) -> list[tuple[str, di
 
 
 DEEPCC_LINKS = SUITES["deepcc"]  # the links of the "above every other controller" bar
-DEEPCC_TCR_MIN = {"deepcc/cellular": 0.674, "deepcc/wifi": 0.80}  # issue 15's TCR floors per link
+DEEPCC_TCR_MIN = {"deepcc/cellular": 0.674, "deepcc/wifi": 0.80}  # DeepCC's TCR floors per link
 
 
 def deepcc(records: Sequence[dict], controller: str) -> list[Verdict]:
-    """Issue 15's DeepCC TCR bars for ``controller`` over ``jaxcc.tcr`` rows (module docstring);
+    """DeepCC's TCR bars for ``controller`` over ``jaxcc.tcr`` rows (module docstring);
     ``[]`` for a controller that was not tuned per target (not a DeepCC policy)."""
     mine = {r["scenario"]: r for r in records if r["controller"] == controller and "tcr" in r}
     if not any(r.get("tuned") for r in mine.values()):

@@ -5,7 +5,7 @@
                                                     # + runs/x/report.html: every table and figure (jaxcc.report)
     python -m jaxcc.evaluate --scenario-file=my_link.json --out=runs/y     # the flows' own controllers
     python -m jaxcc.evaluate --checkpoint=RUN --controller=bbr,cubic --suite=pareto,pareto-fair,robust \
-        --bars=pareto --baseline_start=own --out=runs/z   # every Pareto bar of issues 3 and 13 (jaxcc/bars.py)
+        --bars=pareto --baseline_start=own --out=runs/z   # every Pareto bar (jaxcc/bars.py)
     python -m jaxcc.evaluate --suite=aurora-bw,aurora-loss --duration=120 \
         --controller=cubic,policy:checkpoints/aurora/aurora.safetensors --out=runs/aurora   # Aurora §4.1, 2 min
 
@@ -42,7 +42,7 @@ the record a ``preference`` when all its flows share one (so a preference sweep 
 A controller that takes no preference on such a flow (``--controller=bbr``) is not run there
 ("not run: ...").
 
-Records also carry issue 13's recovery measurements (``recovery_metrics``: ``ramp_s``,
+Records also carry the recovery measurements (``recovery_metrics``: ``ramp_s``,
 ``step_ramp_s``, ``reclaim_s``, ``min_fair_share``), which ``--bars`` (``jaxcc.bars``; a
 comma-separated list of sets) judges.  A baseline given with ``--controller`` on a link whose flow
 has a start rate (``init_rate_mbps``, e.g. ``robust/start1pct``) cannot take that rate
@@ -244,7 +244,7 @@ def _mean(xs):
 
 
 def recovery_metrics(tr: metrics.Trace, sc: Scenario) -> dict:
-    """Issue 13's recovery and starvation measurements of one run of ``sc`` (``metrics.time_to_share``,
+    """The recovery and starvation measurements of one run of ``sc`` (``metrics.time_to_share``,
     ``metrics.fair_share_fractions``); the events come from the scenario, not from the trace.
 
     * ``ramp_s``: from the first flow's start until all flows together carry ≥ 80 % of the capacity
@@ -436,7 +436,7 @@ def run_evaluation(scenarios: Sequence[Scenario], entries: Sequence[ControllerEn
                 "runs": len(per_run[(sc.name, lab)]),
                 "runs_note": None if _is_random(sc) else "deterministic link: one run stands for every seed",
                 "duration_s": sc.duration_s,
-                # issue 13's recovery and starvation measurements (recovery_metrics)
+                # the recovery and starvation measurements (recovery_metrics)
                 "ramp_s": a["ramp_s"],
                 "step_up_at_s": a["step_up_at_s"],
                 "step_ramp_s": a["step_ramp_s"],

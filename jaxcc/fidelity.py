@@ -1,9 +1,9 @@
-"""Closed-loop fidelity: the simulator against real references on random links (issue 12).
+"""Closed-loop fidelity: the simulator against real references on random links.
 
     python -m jaxcc.fidelity --reference=kernel --controllers=cubic,reno,bbr,fixed --cases=10 --seed=0 --out=DIR
     python -m jaxcc.fidelity --reference=ns3 --controllers=reno,cubic,fixed --cases=14 --out=DIR
 
-For each controller, ``draw_cases`` draws ``--cases`` random links from the issue's target space
+For each controller, ``draw_cases`` draws ``--cases`` random links from the target space
 (1–5 flows with mixed RTTs, at most 8× apart as a scenario allows, and start times; 1–200
 Mbit/s, 10–400 ms, 0.1–4 BDP buffers, 0–2% random loss), every flow of a case driven by the
 same controller: ``cubic``, ``reno``, ``bbr`` or ``fixed:MBPS`` (a constant rate drawn below,
@@ -21,7 +21,7 @@ side runs the same spec:
 
 The comparison is on link level (``link_view``, one formula for both sides, from the per-flow
 entries: throughput in IP bytes, delay weighted by delivered volume, loss by sent volume), against the
-issue's tolerances (``TOLERANCES``): link throughput within 5%, p95 one-way delay within 15% or
+fidelity tolerances (``TOLERANCES``): link throughput within 5%, p95 one-way delay within 15% or
 5 ms, loss within 1 percentage point, Jain's index within 0.05 (only with two or more flows;
 over the last 20 s, ``jaxcc.metrics.jain_window``).  Known limitations (``KNOWN_LIMITATIONS``)
 are narrow parameter regions decided from a case's parameters only, each with the metrics it
@@ -33,7 +33,7 @@ Case duration: ``max(20 s, 30 RTTs of the longest flow)`` after the last flow ha
 times 0–5 s), so Jain's 20-s window holds only time in which every flow runs and each flow has
 at least 30 of its RTTs to settle.
 
-ns-3's credible region (issue 12): ns-3.37's ``TcpCubic`` has no Reno-friendly region (RFC 9438
+ns-3's credible region: ns-3.37's ``TcpCubic`` has no Reno-friendly region (RFC 9438
 §4.3), so only large-window CUBIC is drawn for ns-3 (``cubic_window_is_large``), and ``TcpBbr``
 collapses after a retransmission timeout (measured here with single flows too), so BBR is
 compared with the kernel only (``NS3_NOT_CREDIBLE``).
@@ -67,7 +67,7 @@ from jaxcc.scenarios import PACKET, Scenario, parse_scenario
 CONTROLLERS = ("cubic", "reno", "bbr", "fixed")
 REFERENCES = ("kernel", "ns3")
 
-# The target space (issue 12, "Targets").
+# The target space of the fidelity runs.
 FLOWS = (1, 5)
 BANDWIDTH_MBPS = (1.0, 200.0)
 RTT_MS = (10.0, 400.0)
@@ -82,7 +82,7 @@ SETTLE_RTTS = 30
 # Constant-rate cases: the flows' total rate over the capacity, one regime drawn per case.
 FIXED_REGIMES = {"below": (0.3, 0.9), "around": (0.95, 1.05), "above": (1.1, 2.0)}
 
-# Tolerances (issue 12): never loosened; where the model misses them the model is fixed.
+# The fidelity tolerances: never loosened; where the model misses them the model is fixed.
 THROUGHPUT_REL = 0.05
 DELAY_REL = 0.15
 DELAY_ABS_MS = 5.0
@@ -151,7 +151,7 @@ def cubic_window_is_large(params: dict) -> bool:
                for w, r in zip(per_flow_window_pkts(params), params["rtt_ms"]))
 
 
-# Controllers ns-3.37 is not a credible reference for, and why (issue 12; measured here: with
+# Controllers ns-3.37 is not a credible reference for, and why (measured here: with
 # one flow, 102.75 Mbit/s, 288 ms, 0.37 BDP, no random loss, TcpBbr delivered 15.0 Mbit/s where
 # kernel-like BBR and the simulator get 85; on 2.79 Mbit/s, 183 ms, 1.76% loss 0.43 vs 2.67).
 NS3_NOT_CREDIBLE = {"bbr": "ns-3.37's TcpBbr collapses to about one packet per RTT after a retransmission "
@@ -159,8 +159,8 @@ NS3_NOT_CREDIBLE = {"bbr": "ns-3.37's TcpBbr collapses to about one packet per R
 
 
 def ns3_credible(controller: str, params: dict) -> bool:
-    """ns-3.37's credible region (issue 12: "use it for NewReno, constant-rate senders and
-    large-window CUBIC"): NewReno and constant rates anywhere, CUBIC at large windows only
+    """ns-3.37's credible region (use it for NewReno, constant-rate senders and large-window
+    CUBIC): NewReno and constant rates anywhere, CUBIC at large windows only
     (``cubic_window_is_large``), never BBR (``NS3_NOT_CREDIBLE``)."""
     if controller in NS3_NOT_CREDIBLE:
         return False

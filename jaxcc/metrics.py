@@ -325,7 +325,7 @@ def evaluate_trace(tr: Trace, *, window: tuple[float, float] | None = None, jain
     }
 
 
-# Issue 13's recovery measurements (``time_to_share``): the goodput must reach RAMP_FRACTION of
+# The recovery measurements (``time_to_share``): the goodput must reach RAMP_FRACTION of
 # the capacity in a whole bin of RAMP_BIN_S seconds (5 RTTs at 100 ms) and hold it, on average,
 # for RAMP_HOLD_S seconds from that bin's start (20 RTTs at 100 ms).
 RAMP_FRACTION = 0.8
@@ -353,7 +353,7 @@ def time_to_share(tr: Trace, t0: float, *, flows: Sequence[int] | None = None, f
     does not spoil it.  The resolution is ``bin_s``; the shortest answer is ``bin_s``.  ``inf``
     when no bin qualifies.
 
-    Issue 13's bars: started at 1 % of the capacity (``t0`` = the start) or after a capacity
+    The robust bars: started at 1 % of the capacity (``t0`` = the start) or after a capacity
     step up (``t0`` = the step), ≥ 80 % within 10 s or 5 s; after a flow leaves (``t0`` = its
     stop, ``flows`` = those still sending), the rest reach 80 % within 5 s.
     """
@@ -375,7 +375,7 @@ def time_to_share(tr: Trace, t0: float, *, flows: Sequence[int] | None = None, f
 def fair_share_fractions(tr: Trace, window: tuple[float, float]) -> list[float]:
     """Each flow's goodput in ``window`` over its fair share, the window's mean capacity divided by
     the number of flows counted (``jain_over``'s: active for at least a quarter of the window);
-    NaN for a flow not counted.  Issue 13's starvation bar: every counted flow ≥ ½."""
+    NaN for a flow not counted.  The starvation bar: every counted flow ≥ ½."""
     _, counted = jain_over(tr, window)
     m = _window_mask(tr, window)
     if not counted or not np.any(m):

@@ -72,10 +72,10 @@ random draws come from the evaluation seed; the emulation refuses them, "not emu
 Named scenarios (``get_scenario``; ``list_scenarios``; suites with ``get_suite``):
 
 * ``pareto/*`` — Pareto §V test set (Table I/II, Fig. 5–10): RTT 90 ms, 440 KB buffer, 30 s;
-  and issue 13's fairness links on the same 50 Mbit/s / 440 KB bottleneck (suite
+  and robust training's fairness links on the same 50 Mbit/s / 440 KB bottleneck (suite
   ``pareto-fair``): ``shared8`` (8 flows), ``rtt30-120`` (30 and 120 ms RTT), ``jitter4`` (4
   flows, ± 5 ms non-congestive jitter).
-* ``robust/*`` — issue 13's start-rate and capacity-step links for every shipped policy:
+* ``robust/*`` — robust training's start-rate and capacity-step links for every shipped policy:
   ``start1pct`` (50 Mbit/s, the flow starts at 0.5 Mbit/s), ``step5-50`` (5 → 50 Mbit/s at 10 s).
 * ``aurora/*`` — Aurora §4.1 sweeps (defaults 30 Mbps, 30 ms latency, 1000 packets, 0% loss)
   and the Fig. 2 / Fig. 7 links.
@@ -559,7 +559,7 @@ def _pareto() -> dict[str, Callable[[], Scenario]]:
     for n in (2, 3, 4, 5):
         out[f"pareto/shared{n}"] = (lambda n=n: _spec(f"pareto/shared{n}", d, {"bandwidth_mbps": 50, "buffer_bytes": b},
                                                       _flows(n, PARETO_RTT_MS, d, gap_s=2.0)))
-    # Issue 13's fairness links, on the same bottleneck (50 Mbit/s, 440 KB).  40 s: Jain's window
+    # The fairness links, on the same bottleneck (50 Mbit/s, 440 KB).  40 s: Jain's window
     # (the last 20 s) begins after every flow has started (the 8th starts at 14 s).
     lf = PARETO_FAIR_DURATION_S
     out["pareto/shared8"] = lambda: _spec("pareto/shared8", lf, {"bandwidth_mbps": 50, "buffer_bytes": b},
@@ -576,8 +576,8 @@ def _pareto() -> dict[str, Callable[[], Scenario]]:
                                                                 "jitter_ms": 2 * PARETO_JITTER_PM_MS},
                                           _flows(4, PARETO_RTT_MS, lf, gap_s=2.0))
     # The emulation's reference link (tests/test_emulate.py, Mahimahi's `mm-delay 20` with a
-    # 12 Mbit/s trace): 12 Mbit/s, 40 ms RTT, 375 KB (6.25 BDP).  Issue 13 judges the shipped
-    # Pareto's fixed-link bars here too, in the simulator and over netns.
+    # 12 Mbit/s trace): 12 Mbit/s, 40 ms RTT, 375 KB (6.25 BDP).  The robust bars judge the
+    # shipped Pareto's fixed links here too, in the simulator and over netns.
     out["pareto/link12"] = lambda: _spec("pareto/link12", d, {"bandwidth_mbps": 12, "buffer_bytes": 375 * KB},
                                          _flows(1, 40.0, d))
     return out
@@ -649,7 +649,7 @@ def _mocc() -> dict[str, Callable[[], Scenario]]:
     for kb in (18, 36, 54, 72, 90):
         out[f"mocc/buffer{kb}kb"] = (lambda kb=kb: _spec(f"mocc/buffer{kb}kb", d, {"bandwidth_mbps": 12, "buffer_bytes": kb * KB},
                                                          _flows(1, 20.0, d)))
-    # Issue 14's cellular links for MOCC's preference sweep: the shipped Verizon LTE traces (up and
+    # The cellular links of MOCC's preference sweep: the shipped Verizon LTE traces (up and
     # down), 10 ms one way (20 ms RTT) and 375 KB, as MOCC's 12 Mbit/s link.
     for direction in ("up", "down"):
         out[f"mocc/lte-{direction}"] = (lambda direction=direction: _spec(
@@ -697,10 +697,10 @@ SUITES: dict[str, tuple[str, ...]] = {
     "pareto": ("pareto/fixed50", "pareto/dyn10-20", "pareto/dyn10-30", "pareto/shared2", "pareto/shared3",
                "pareto/shared4", "pareto/shared5", "pareto/depart4", "pareto/lte"),
     # Fig. 5's six environments (a)–(f).
-    # issue 13's fairness links (shared8, rtt30-120, jitter4); the departures are pareto/depart4
+    # robust training's fairness links (shared8, rtt30-120, jitter4); the departures: pareto/depart4
     "pareto-fair": ("pareto/shared8", "pareto/rtt30-120", "pareto/jitter4"),
     "robust": ("robust/start1pct", "robust/step5-50"),
-    # The two fixed links of issue 13's emulation bars (jaxcc.bars "pareto-links").
+    # The two fixed links of the robust emulation bars (jaxcc.bars "pareto-links").
     "pareto-links": ("pareto/fixed50", "pareto/link12"),
     "pareto-fig5": ("pareto/fixed50", "pareto/dyn10-20", "pareto/dyn10-30", "pareto/shared4", "pareto/shared5", "pareto/lte"),
     "eagle": ("eagle/10mbps-bdp1", "eagle/10mbps-bdp2", "eagle/10mbps-bdp4", "eagle/lte"),

@@ -19,7 +19,7 @@
 #                an unprivileged process keeps the value it inherits; 0 leaves it as is)
 #   --dry-run    plan, check and print the Mahimahi command lines without running them
 #   --sender-args-file F  extra jaxcc-sender arguments, one per line, for every policy:FILE flow
-#                (issue 16: --learner=unix:/abs/path --learner-timeout-s=S --fallback=keep|bbr;
+#                (fine-tuning: --learner=unix:/abs/path --learner-timeout-s=S --fallback=keep|bbr;
 #                the Mahimahi user must be able to connect to that socket)
 #
 # JAXCC_PYTHON (environment): the Python interpreter that plans, collects and merges the runs

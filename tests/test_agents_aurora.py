@@ -134,7 +134,7 @@ def test_config_matches_the_paper():
     assert tuple(c.ppo.hidden) == (32, 16) and c.ppo.gamma == 0.99
     assert c.ppo.clip_eps == 0.2 and c.ppo.update_epochs == 4 and c.ppo.ent_coef == 0.01
     assert c.num_envs * c.ppo.num_steps // c.ppo.num_minibatches == 2048  # PPO1 optim_batchsize
-    # The deviations from the paper's training distribution (far starts; issue 13: far-above
+    # The deviations from the paper's training distribution (far starts; robust training: far-above
     # starts, capacity steps, realism) are set and explained in the config.
     p = c.env.params
     assert (p.init_far_frac, p.init_far_lo, p.init_above_frac, p.init_above_hi) == (0.5, 0.001, 0.15, 10.0)

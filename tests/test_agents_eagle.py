@@ -168,7 +168,7 @@ def test_config_matches_the_paper():
     assert c.num_envs % ec.GROUP == 0 and ec.N_ELITE == 3
     assert c.cem.teacher_episodes_start == 2 and c.cem.teacher_episodes_end == 1
     assert c.cem.p_teacher_after_threshold == 0.05
-    # Issue 13's robust training distribution (explained in the config); eagle_paper keeps §IV-D.
+    # The robust training distribution (explained in the config); eagle_paper keeps §IV-D.
     p = c.env.params
     assert (p.init_rel_frac, p.init_rel_lo, p.init_rel_hi, p.step_frac, p.step_max) == (0.3, 0.3, 4.0, 0.4, 10.0)
     assert c.env.overrides.capacity_steps is True

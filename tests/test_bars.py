@@ -1,4 +1,4 @@
-"""jaxcc.bars: issue 3's and issue 13's bars checked on hand-built evaluation records."""
+"""jaxcc.bars: Pareto's §V bars and the robust bars checked on hand-built evaluation records."""
 
 import json
 import math
@@ -42,7 +42,7 @@ def _records(label="P", util50=0.90, q95=10.0, loss=0.005, util1030=0.75, jain=(
     return out
 
 
-N_PARETO = 12  # issue 3's six, issue 13's four Pareto bars, the two robust bars
+N_PARETO = 12  # Pareto's six §V bars, the four fairness bars, the two robust bars
 
 
 def _met(verdicts):
@@ -74,7 +74,7 @@ def test_each_bar_fails_on_its_own(kw, failing):
     assert met == [i != failing for i in range(N_PARETO)]
 
 
-def test_issue13_values_say_what_was_measured():
+def test_recovery_values_say_what_was_measured():
     v = {x.bar: x.value for x in bars.check("pareto", _records(reclaim=(0.5, math.inf, 2.0), jain_rtt=0.5,
                                                                  fair=0.31, ramp=math.inf, step_ramp=1.5))["P"]}
     assert v["depart4: the rest reach >= 80% within 5 s of each departure"] == \
@@ -125,7 +125,7 @@ def _eagle_records(thr, owd, bbr_thr=10.0, bbr_owd=100.0):
 @pytest.mark.parametrize("thr, owd, met", [(9.0, 50.0, True), (8.99, 50.0, False), (9.0, 50.1, False),
                                            (10.0, 30.0, True)])
 def test_eagle_bar_at_its_thresholds(thr, owd, met):
-    """Issue 5: >= 90 % of BBR's throughput at a >= 2x lower p95 one-way delay, on each link."""
+    """Eagle §V: >= 90 % of BBR's throughput at a >= 2x lower p95 one-way delay, on each link."""
     v = bars.check("eagle", _eagle_records(thr, owd))["E"]
     assert [x.bar for x in v[:4]] == [f"{k}: >= 90% of BBR's throughput at >= 2x lower p95 delay"
                                       for k in ("eagle/10mbps-bdp1", "eagle/10mbps-bdp2", "eagle/10mbps-bdp4",
@@ -137,13 +137,13 @@ def test_eagle_bar_at_its_thresholds(thr, owd, met):
 def test_eagle_judges_each_link_apart():
     recs = _eagle_records(9.5, 40.0)
     lte = next(r for r in recs if r["scenario"] == "eagle/lte" and r["controller"] == "E")
-    lte["throughput_mbps"] = 7.7  # the README's after-issue-12 LTE miss: 77 % of BBR
+    lte["throughput_mbps"] = 7.7  # the README's LTE miss after the model correction: 77 % of BBR
     assert _met(bars.check("eagle", recs)["E"]) == [True, True, True, False, True, True]
     no_bbr = bars.check("eagle", [r for r in recs if not (r["controller"] == "bbr" and r["scenario"] == "eagle/lte")])
     assert "needs eagle/lte and --controller=bbr" in no_bbr["E"][3].value
 
 
-def test_missing_issue13_records_are_unmet_with_the_reason():
+def test_missing_robust_records_are_unmet_with_the_reason():
     keep = ("pareto/fixed50", "pareto/depart4")
     recs = [r for r in _records() if r["scenario"] in keep]
     v = {x.bar: x.value for x in bars.check("pareto", recs)["P"]}
@@ -155,7 +155,7 @@ def test_missing_issue13_records_are_unmet_with_the_reason():
         del r["reclaim_s"]
     v = {x.bar: x for x in bars.check("pareto", old)["P"]}
     x = v["depart4: the rest reach >= 80% within 5 s of each departure"]
-    assert not x.met and "before issue 13" in x.value
+    assert not x.met and "without the recovery measurements" in x.value
 
 
 def test_jain_values_show_enough_digits_to_see_the_miss():
@@ -193,9 +193,9 @@ def test_shipped_pareto_fair_meets_what_its_readme_claims():
     assert all(x.met for x in links) and links[3].value == "0.977"
 
 
-def test_shipped_pareto_paper_eval_predates_issue_13():
-    """eval_sim_paper.json (the §III policy as shipped by issue 3): fixed-50 and Ankh met, 10<->30 and
-    Jain missed; every issue-13 bar unmet as not evaluated or not measured."""
+def test_shipped_pareto_paper_eval_predates_the_robust_bars():
+    """eval_sim_paper.json (the §III policy as first shipped): fixed-50 and Ankh met, 10<->30 and
+    Jain missed; every robust-training bar unmet as not evaluated or not measured."""
     with open(os.path.join(REPO, "checkpoints", "pareto", "eval_sim_paper.json"), encoding="utf-8") as fh:
         recs = json.load(fh)["results"]
     v = bars.check("pareto", recs)["Pareto-Fair"]

@@ -170,7 +170,7 @@ def test_cubic_sawtooth(cubic_run):
 
 
 def test_cubic_one_decrease_per_buffer_overflow():
-    """Issue 12's case: one CUBIC flow alone on 20 Mbit/s, 100 ms, a 0.25-BDP buffer (62.5 KB).
+    """A fidelity case: one CUBIC flow alone on 20 Mbit/s, 100 ms, a 0.25-BDP buffer (62.5 KB).
 
     Each overflow must cost ONE multiplicative decrease.  The bytes sent in the tick of the loss
     notice went out at the old window, so they belong to the recovery it opens; leaving them out
@@ -178,7 +178,7 @@ def test_cubic_one_decrease_per_buffer_overflow():
     (16.5 Mbit/s, 69.4 ms p95 before the fix).  Hand bound: after a decrease CUBIC needs
     K = ∛(W_max(1−β)/C) to regrow to W_max ≥ BDP = 166.7 packets, K ≥ ∛(166.7·0.3/0.4) = 5.0 s,
     so two steady-state decreases are never closer than a couple of seconds.  Reference: ns-3.37
-    TcpCubic on the same dumbbell, 19.4 Mbit/s and 74.2 ms p95 one-way delay (issue 12);
+    TcpCubic on the same dumbbell, 19.4 Mbit/s and 74.2 ms p95 one-way delay;
     the fidelity targets are 5 % throughput and 15 % delay."""
     sc = _scenario("cubic-quarter-bdp", 20, 100, 0.25 * 20 * MBPS * 0.1, 60.0, "cubic")
     out, st, _ = _scan("cubic", sc)
@@ -283,7 +283,7 @@ def test_pareto_cubic_fairness(pareto_report):
         # CUBIC converges slowly (Pareto §V-C); four flows sit right at 0.9 after 20 s.  Linux
         # CUBIC on the same scenarios in the netns harness (kernel:cubic, one run each) gave
         # 0.95, 0.94, 0.86, 0.86 for 2–5 flows: the model must also be no less fair than that less
-        # issue 12's Jain tolerance (0.05).
+        # the fidelity tolerance on Jain's index (0.05).
         assert r["jain"] >= (0.9 if n != 4 else 0.88), (n, r["jain"])
         assert r["jain"] >= KERNEL_CUBIC_JAIN[n] - 0.05, (n, r["jain"])
         assert r["utilization"] >= 0.9

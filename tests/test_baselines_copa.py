@@ -230,7 +230,7 @@ def test_one_flow_full_link_small_standing_queue(link_runs):
 
 
 @pytest.mark.xfail(strict=True, reason=(
-    "Copa start-up at 8 ticks/RTT on 12 Mbit/s / 40 ms: since issue 12's link-clocked ACKs the "
+    "Copa start-up at 8 ticks/RTT on 12 Mbit/s / 40 ms: since the model's link-clocked ACKs the "
     "fluid Copa settles after 2.7 s (whole-run p95 queueing 14.5 ms) where per-ACK Copa on the "
     "packet reference settles by 0.74 s (5 packets); at 16-32 ticks/RTT the fluid one settles in "
     "0.7-1.2 s like the reference: the tick resolution, see copa.py 'Start-up transient'"))

@@ -1,8 +1,8 @@
 """The emulated link's tbf rate schedule is the same as before the emulation package reused
-jaxcc.scenarios and jaxcc.sim.trace (issue 11, §2): for every named scenario and the harness's
-own emu/* links, ``jaxcc.emulation.spec.rate_schedule`` equals, value for value, what the old
-``jaxcc/emulate.py`` (its own spec parser, trace reader and binning; copied below as the
-reference, from commit d6f8728) computed.  The trace scenarios use the traces shipped in
+jaxcc.scenarios and jaxcc.sim.trace for the emulation schedule: for every named scenario and
+the harness's own emu/* links, ``jaxcc.emulation.spec.rate_schedule`` equals, value for value,
+what the old ``jaxcc/emulate.py`` (its own spec parser, trace reader and binning; copied below as
+the reference, from commit d6f8728) computed.  The trace scenarios use the traces shipped in
 ``jaxcc/traces``, so every named scenario is compared.
 """
 from __future__ import annotations
@@ -85,7 +85,7 @@ def _old_mean(sched, t0, t1):
 
 # ----------------------------------------------------------------------------- the comparison
 
-# Issue 13's simulator-only links (jitter; a flow's start rate): the emulation refuses them.
+# Robust training's simulator-only links (jitter; a flow's start rate): the emulation refuses them.
 SIM_ONLY = {"pareto/jitter4": "link.jitter_ms", "robust/start1pct": "flows[0].init_rate_mbps"}
 NAMES = [n for n in scenarios.list_scenarios() if n not in SIM_ONLY] + sorted(emu_spec.BUILTIN_SCENARIOS)
 

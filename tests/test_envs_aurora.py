@@ -155,7 +155,7 @@ def test_hold_near_capacity_beats_three_times_capacity():
 
 
 def test_far_above_starts_and_capacity_steps():
-    """Robust training (issue 13, ``configs/aurora.py``): ``init_above_frac`` starts that share at
+    """Robust training (``configs/aurora.py``): ``init_above_frac`` starts that share at
     log-uniform 1.5–``init_above_hi`` × bandwidth; with ``num_segments=3`` and ``step_frac`` the
     capacity is ×/÷ 2–``step_max`` from t1 to t2 (fractions of the 400-MI episode) and back.
     Neither changes the link's bandwidth, latency or queue draw."""

@@ -139,7 +139,7 @@ def _rate_at(times, rates, t):
 
 
 def test_start_rates_and_capacity_steps():
-    """Robust training (issue 13, ``configs/eagle.py``): ``init_rel_frac`` starts that share at
+    """Robust training (``configs/eagle.py``): ``init_rel_frac`` starts that share at
     log-uniform ``init_rel_lo``–``init_rel_hi`` × the starting capacity instead of 300 Kbps;
     ``capacity_steps`` with ``step_frac`` multiplies the paper's schedule by f (|f| in 2–10) from
     t1 to t2 and leaves it unchanged elsewhere (checked on a time grid against the paper's draw)."""

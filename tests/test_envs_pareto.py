@@ -150,7 +150,7 @@ def test_fairness_stage_second_flow_starts_later():
 
 
 def test_relative_features_preserve_the_rate_ratio_of_flows_sharing_a_queue():
-    """Why the Jain bar of issue 3 is missed (checkpoints/pareto/README.md): every §III feature is
+    """Why Pareto's §V Jain bar is missed (checkpoints/pareto/README.md): every §III feature is
     relative and the action multiplicative, so two flows behind one FIFO that start together at
     rates r and 3r see the *same* features at every step and, under one shared deterministic
     policy (here the shipped Pareto-Fair), keep the 1:3 ratio for good — MIMD (Chiu & Jain 1989).

@@ -1,4 +1,4 @@
-"""One MOCC policy, any preference (issue 14): the multi-objective ``q_values`` head of the policy
+"""One MOCC policy, any preference: the multi-objective ``q_values`` head of the policy
 file (``head.objectives``), the scenario flow fields ``preference`` / ``preference_changes``, and
 the simulator deciding with the flow's preference.
 

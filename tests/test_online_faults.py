@@ -1,4 +1,4 @@
-"""Sender-side faults of online fine-tuning (issue 16): the C++ jaxcc-sender against a fake
+"""Sender-side faults of online fine-tuning: the C++ jaxcc-sender against a fake
 learner written here with struct/socket only (independent of jaxcc.emulation.experience).
 
 Each run is a real sender and receiver on loopback with --min-mi-ms=20 (a 20 ms monitor

@@ -1,4 +1,4 @@
-"""Issue 16, the learner side: the experience codec against hand-built bytes, the server, the
+"""Online fine-tuning's learner side: the experience codec against hand-built bytes, the server, the
 online segment of Algorithm 4 (old segments frozen), Algorithm 1 rewards from a sender's MI sums
 against hand-computed values, records → transitions, the learner's restart from its online
 checkpoint, and an end-to-end run over the simulator backend (``--emulator=sim``)."""

@@ -1,4 +1,4 @@
-"""Where online fine-tuning runs (issue 16): the simulator behind the learner protocol
+"""Where online fine-tuning runs: the simulator behind the learner protocol
 (``jaxcc.emulation.simnet``), the netns start/wait path, and window records
 (``jaxcc.emulation.online_net``).
 

@@ -1,4 +1,4 @@
-"""jaxcc.preference_sweep and the ``mocc`` bar set of jaxcc.bars (issue 14's evaluation).
+"""jaxcc.preference_sweep and the ``mocc`` bar set of jaxcc.bars (MOCC's evaluation).
 
 Spearman and domination against hand-computed values; every bar on synthetic sweep records (one
 set that meets them all, then one change per bar that misses exactly that bar); the tables and

@@ -170,7 +170,7 @@ def test_all_off_realism_object_matches_none_to_rounding():
 
 
 def test_named_scenarios_carry_no_realism():
-    """Except issue 13's jitter link, which carries its ± 5 ms jitter (jitter_ms 10) and nothing else."""
+    """Except pareto/jitter4, which carries its ± 5 ms jitter (jitter_ms 10) and nothing else."""
     for name in scenarios.list_scenarios():
         sc = scenarios.get_scenario(name)
         if name == "pareto/jitter4":
@@ -442,13 +442,14 @@ def test_configs_realism_on_in_the_defaults_off_in_the_papers_setup():
         c = load_config(name)
         assert base.as_realism(c.env.overrides.realism) is None, name
         assert set(c.env.overrides.realism) == {f.name for f in dataclasses.fields(base.RealismRanges)}
-    # Issue 13: the default Pareto trains with jitter, ACK aggregation, RTT noise and cross traffic.
+    # Robust training: the default Pareto trains with jitter, ACK aggregation, RTT noise and
+    # cross traffic.
     for name in ("pareto_staged", "pareto_smoke"):
         rr = base.as_realism(load_config(name).env.overrides.realism)
         assert rr is not None and (rr.jitter_ms_max, rr.ack_agg_ms_max, rr.rtt_noise_ms_max, rr.cross_frac_max) == \
             (10.0, 10.0, 2.0, 0.3), name
-    # Issue 13: the default Aurora and Eagle commands train with moderate realism (their configs
-    # say why these maxima).
+    # Robust training: the default Aurora and Eagle commands train with moderate realism (their
+    # configs say why these maxima).
     for name, segs in (("aurora", 8), ("eagle", 12)):
         rr = base.as_realism(load_config(name).env.overrides.realism)
         assert rr == base.RealismRanges(p_each=0.5, jitter_ms_max=5.0, ack_agg_ms_max=5.0, rtt_noise_ms_max=2.0,

@@ -1,4 +1,4 @@
-"""Issue 13's measurements in the simulator, against senders whose answer is known by hand.
+"""The recovery measurements in the simulator, against senders whose answer is known by hand.
 
 * ``metrics.time_to_share`` / ``evaluate.recovery_metrics``: ``fixed:N`` (a constant rate) and
   ``oracle`` (c(t)/n from the tick after a change) on the named links, where the goodput of each

@@ -134,10 +134,10 @@ def test_random_links_are_deterministic_per_seed():
     assert w.mean_rate(30) / 125000 == pytest.approx(2.64, rel=0.05)
 
 
-# ----------------------------------------------------------------------------- issue 13
+# ----------------------------------------------------------------------------- robust training
 
 
-def test_issue13_fairness_links():
+def test_fairness_links():
     """50 Mbit/s / 440 KB / 90 ms as the Pareto set; Jain's last 20 s begin after the last start."""
     s8 = scenarios.get_scenario("pareto/shared8")
     assert (s8.duration_s, s8.link.bandwidth_mbps, s8.link.buffer_bytes) == (40.0, 50.0, 440_000)
@@ -152,7 +152,7 @@ def test_issue13_fairness_links():
     assert scenarios.SUITES["pareto-fair"] == ("pareto/shared8", "pareto/rtt30-120", "pareto/jitter4")
 
 
-def test_issue13_robust_links():
+def test_robust_links():
     s = scenarios.get_scenario("robust/start1pct")
     assert (s.link.bandwidth_mbps, s.flows[0].rtt_ms, s.flows[0].init_rate_mbps) == (50.0, 100.0, 0.5)
     assert s.link.buffer_bytes == pytest.approx(50e6 / 8 * 0.1)  # 1 BDP = 625 KB

@@ -25,12 +25,13 @@ def _run(scenario_names, controllers):
     return {(r["scenario"], r["controller"].split("/")[-1]): r for r in rep["results"]}
 
 
-# Issue 12 corrected the model's feedback timing (ACKs clocked by the link) and in-sim BBR's
+# The model correction fixed the feedback timing (ACKs clocked by the link) and in-sim BBR's
 # delivery-rate samples: BBR's p95 one-way delay on the 10 Mbit/s / 100 ms links is 82.4 ms, with
 # 50 ms of propagation, so "2x lower" (41.2 ms) is below the propagation delay: no sender can meet
-# it on eagle/10mbps-*.  The shipped Eagle (issue 13, seed 0 of the robust default command) gets
+# it on eagle/10mbps-*.  The shipped Eagle (seed 0 of the robust default command) gets
 # 8.92 Mbit/s (92 %) at 122.7 ms there, and on LTE 3.58 vs 5.38 Mbit/s (66 %) at 68.2 vs 203.7 ms
-# (checkpoints/eagle/README.md, "Issue 13").  Strict: a policy meeting either bar must drop its mark.
+# (checkpoints/eagle/README.md, "Robust training").  Strict: a policy meeting either bar must
+# drop its mark.
 EAGLE_10MBPS_UNREACHABLE = pytest.mark.xfail(
     strict=True, reason="eagle/10mbps-bdp2: BBR's p95 one-way 82.4 ms / 2 = 41.2 ms < the 50 ms propagation; "
                         "the shipped Eagle: 122.7 ms")
@@ -41,7 +42,7 @@ EAGLE_LTE_THROUGHPUT_MISSED = pytest.mark.xfail(
 @pytest.mark.parametrize("scenario", [pytest.param("eagle/10mbps-bdp2", marks=EAGLE_10MBPS_UNREACHABLE),
                                       pytest.param("eagle/lte", marks=EAGLE_LTE_THROUGHPUT_MISSED)])
 def test_eagle_beats_bbr_delay_at_its_throughput(scenario):
-    """Issue 5 / Eagle §V (Fig. 7's 10 Mbit/s link with a 2-BDP buffer, Fig. 5's Verizon LTE
+    """Eagle §V (Fig. 7's 10 Mbit/s link with a 2-BDP buffer, Fig. 5's Verizon LTE
     trace): ≥ 90 % of in-sim BBR's throughput at ≥ 2× lower p95 delay."""
     pol = os.path.join(REPO, "checkpoints/eagle/eagle.safetensors")
     by = _run([scenario], ["bbr", f"policy:{pol}"])
@@ -64,7 +65,7 @@ def test_eagle_scores_what_its_readme_says():
         assert abs(r["throughput_mbps"] - thr) <= 0.05 and abs(r["p95_owd_ms"] - p95) <= 1.0, (name, r)
 
 
-# Issue 13's robust bars for Eagle (``jaxcc.bars.eagle`` [4], [5]): the start at 1 % is met
+# The robust bars for Eagle (``jaxcc.bars.eagle`` [4], [5]): the start at 1 % is met
 # (3.0 s); after the 5 -> 50 Mbit/s jump the policy holds ≈ 5 Mbit/s (no probing from a flat
 # state, checkpoints/eagle/README.md), on all four seeds.
 EAGLE_STEP_MISSED = pytest.mark.xfail(
@@ -73,7 +74,7 @@ EAGLE_STEP_MISSED = pytest.mark.xfail(
 
 
 @pytest.mark.parametrize("bar", [4, pytest.param(5, marks=EAGLE_STEP_MISSED)])
-def test_eagle_issue13_robust_bars(bar):
+def test_eagle_robust_bars(bar):
     """``--bars=eagle`` [4] robust/start1pct ≥ 80 % within 10 s, [5] robust/step5-50 ≥ 80 % within
     5 s of the jump."""
     pol = os.path.join(REPO, "checkpoints/eagle/eagle.safetensors")
@@ -116,12 +117,13 @@ def _pareto_bar_names():
 @pytest.mark.parametrize("bar", [pytest.param(b, marks=pytest.mark.xfail(strict=True, reason=PARETO_MISSED[b]))
                                  if b in PARETO_MISSED else b for b in _pareto_bar_names()])
 def test_pareto_fair_bars(pareto_verdicts, bar):
-    """Issues 3 and 13: each Pareto bar as the README reports it for the shipped file (15 bars)."""
+    """Each Pareto bar (§V and robust training) as the README reports it for the shipped file
+    (15 bars)."""
     assert len(pareto_verdicts) == 15
     assert pareto_verdicts[bar].met, pareto_verdicts[bar]
 
 
-# checkpoints/aurora/README.md, "Issue 13": the shipped policy (seed 0 of the robust default
+# checkpoints/aurora/README.md, "Robust training": the shipped policy (seed 0 of the robust default
 # command) loses 38.1 % of its packets on aurora/fig2: it settles at ≈ 1.6 x the capacity, where
 # its action on a flat history with that sending ratio crosses zero (a loss-free climb at the
 # action clip looks the same to the sending-ratio feature).
@@ -132,7 +134,7 @@ AURORA_FIG2_LOSS_TOL = 0.005  # ±0.5 points: the README's rounding (±0.05) plu
 
 
 def test_aurora_keeps_the_lossy_link_full_where_cubic_does_not():
-    """Issue 5 / Aurora Fig. 2: 30 Mbit/s with 1 % random loss and a 10-packet queue: ≥ 90 %
+    """Aurora Fig. 2: 30 Mbit/s with 1 % random loss and a 10-packet queue: ≥ 90 %
     utilization, CUBIC far lower — and the price the README documents: 38.1 % loss."""
     pol = os.path.join(REPO, "checkpoints/aurora/aurora.safetensors")
     by = _run(["aurora/fig2"], ["cubic", f"policy:{pol}"])
@@ -142,7 +144,7 @@ def test_aurora_keeps_the_lossy_link_full_where_cubic_does_not():
     assert by[("aurora/fig2", "cubic")]["utilization"] <= 0.5
 
 
-# Issue 13's Aurora bars (``jaxcc.bars.aurora``): the start at 1 % and the 5 -> 50 Mbit/s step
+# The robust Aurora bars (``jaxcc.bars.aurora``): the start at 1 % and the 5 -> 50 Mbit/s step
 # are met (2.5 s and 2.0 s); the loss on Fig. 2's 10-packet queue (0.07 BDP) is not (38.1 % vs
 # CUBIC's 1.00 %, on all four seeds; checkpoints/aurora/README.md, "Why Fig. 2 is still missed").
 AURORA_FIG2_BAR_MISSED = pytest.mark.xfail(
@@ -151,7 +153,7 @@ AURORA_FIG2_BAR_MISSED = pytest.mark.xfail(
 
 
 @pytest.mark.parametrize("bar", [pytest.param(0, marks=AURORA_FIG2_BAR_MISSED), 1, 2])
-def test_aurora_issue13_bars(bar):
+def test_aurora_bars(bar):
     """``--bars=aurora``: [0] aurora/fig2 loss below in-sim CUBIC's, [1] robust/start1pct ≥ 80 %
     within 10 s, [2] robust/step5-50 ≥ 80 % within 5 s of the jump."""
     pol = os.path.join(REPO, "checkpoints/aurora/aurora.safetensors")
@@ -161,7 +163,7 @@ def test_aurora_issue13_bars(bar):
     assert len(verdicts) == 3 and verdicts[bar].met, verdicts
 
 
-# MOCC (issue 14, checkpoints/mocc/README.md): the shipped file's own records (eval_sim.json,
+# MOCC's sweep (checkpoints/mocc/README.md): the shipped file's own records (eval_sim.json,
 # from `python -m jaxcc.preference_sweep --checkpoint=checkpoints/mocc/mocc.safetensors
 # --suite=mocc`), re-run on two links and three preferences: a changed file, action table or
 # preference plumbing moves them.  Its bar (b) (throughput-heavy >= 90 % on mocc/12mbps) is met

@@ -1,7 +1,7 @@
 // jaxcc-bench: policy inference time per decision and the pacer's maximum rate on loopback.
 // Prints one JSON object. Usage: jaxcc-bench [--policy=FILE] [--iters=N] [--pace-seconds=S]
 //   [--stream-decisions=N] [--stream-interval-us=U]
-// decision_streaming: the per-decision cost with online streaming off vs on (issue 16): N
+// decision_streaming: the per-decision cost with online streaming off vs on (online fine-tuning): N
 // decisions, one every U us, each Apply + MapAction; "on" adds what the sender's decision
 // thread does with --learner (fill the record, push it into the bounded queue, check the weight
 // mailbox) while a LearnerLink I/O thread streams to a sink learner on a unix socket.

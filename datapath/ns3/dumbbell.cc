@@ -1,5 +1,5 @@
 // ns-3 dumbbell: the project's independent packet-level reference for the simulator
-// (issue 12, "Two independent references").  Built against Debian's ns-3 3.37 (libns3-dev) by
+// (the second, next to the kernel's TCP).  Built against Debian's ns-3 3.37 (libns3-dev) by
 // datapath/ns3/build.sh; driven by jaxcc/emulation/ns3.py.
 //
 // Topology (one sender node per flow, so each flow has its own access link and TCP variant):

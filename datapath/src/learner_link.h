@@ -1,4 +1,4 @@
-// The sender's side of the online-learning link (issue 16, Pareto §IV "Online training stage",
+// The sender's side of the online-learning link (Pareto §IV "Online training stage",
 // Algorithm 4): every decision's record goes to a learner process, new weights come back.
 //
 // Wire protocol (proto 1, shared with jaxcc/emulation/experience.py): a stream socket

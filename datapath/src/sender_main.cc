@@ -125,7 +125,7 @@ Options:
                        arrives, then the policy resumes from the rate in force. keep (default):
                        exit 2 on a rejected file, keep the policy in force while the learner
                        is gone
-  --learner=ADDR       online fine-tuning (issue 16; Pareto §IV, Algorithm 4): stream every
+  --learner=ADDR       online fine-tuning (Pareto §IV, Algorithm 4): stream every
                        decision's record to a learner at unix:/abs/path or tcp:HOST:PORT and
                        take new weights from it (src/learner_link.h has the protocol). Its own
                        I/O thread does all socket work; a decision only pushes its record into a

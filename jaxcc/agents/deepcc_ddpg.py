@@ -17,7 +17,7 @@ What the paper fixes and how we read it:
   "the goal vector is added to each layer" (§IV-B): g is concatenated to the merged vector and
   again before the output layer; ``tanh`` output z mapped to u = (tanh z + 1)/2 ∈ [0, 1], the
   env's log-scale rate position (``jaxcc.envs.deepcc.action_to_rate``).  Exported as the policy
-  file of issue 15 decision 2 (``actor_spec``: ``branches`` of ``select``/``conv1d``/``flatten``,
+  file with a branches spec (``actor_spec``: ``branches`` of ``select``/``conv1d``/``flatten``,
   ``last_step``/``select``/``dense``×3, ``goal``/``dense``×3; ``concat_goal`` before each merged
   layer; head ``continuous`` [0, 1]; action ``rate_absolute`` ``scale: log``).
 * **Critic Q(s, g, a)** (§V: "takes the state, goal and action as inputs and uses the same
@@ -175,7 +175,7 @@ def flax_actor_params(layers: dict) -> dict:
 
 def actor_spec(history: int, obs_dim: int, goal_dim: int, *, features: dict, mi_rtts: float, conv_filters: int = 32,
                kernel: int = 3, branch: int = 64, hidden: int = 64) -> dict:
-    """The actor as a policy file (issue 15 decision 2): what ``policyfile.apply`` runs equals
+    """The actor as a policy file (a branches spec): what ``policyfile.apply`` runs equals
     ``Actor`` (tested)."""
     T, D, G, B, H, C, K = int(history), int(obs_dim), int(goal_dim), int(branch), int(hidden), int(conv_filters), int(kernel)
     if D != S_DIM + M_DIM:

@@ -25,9 +25,9 @@ from jaxcc.emulation.host import TCP_PORT_BASE, TOOLS_BUILD, UDP_PORT_BASE, Emul
 
 Q_DEFAULT_FWD, Q_DEFAULT_REV = 1000, 1001  # NFQUEUE numbers for traffic of no flow (ping)
 
-# Validity thresholds of an emulated run (issue 12: "a run whose p95 delay error exceeds 2 ms
-# is marked invalid"). The tbf bound: a bottleneck that misses its rate by 2% uses up almost
-# half of sim-to-real's 5% throughput bound by itself.
+# Validity thresholds of an emulated run (the fidelity tolerances: a run whose p95 delay error
+# exceeds 2 ms is marked invalid). The tbf bound: a bottleneck that misses its rate by 2% uses up
+# almost half of sim-to-real's 5% throughput bound by itself.
 MAX_P95_HOLD_ERR_MS = 2.0
 MAX_TBF_RATE_REL_ERR = 0.02
 # A queue's own p95 counts once it has released this many packets (the ping queues hold ~6).

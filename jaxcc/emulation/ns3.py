@@ -1,6 +1,6 @@
 """ns-3 reference runs: a jaxcc scenario on the ns-3.37 dumbbell (``datapath/ns3/dumbbell.cc``).
 
-The project's second independent reference for the simulator (issue 12; the first is the
+The project's second independent reference for the simulator's fidelity (the first is the
 kernel's TCP in the netns harness): a packet-level dumbbell with a byte-limited drop-tail
 bottleneck and no qdisc, one access link per flow setting its RTT, random loss before the
 bottleneck queue, and ns-3's own TCP senders.  Built by ``datapath/ns3/build.sh`` (``make ns3``)

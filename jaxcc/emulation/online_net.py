@@ -1,5 +1,5 @@
-"""Where online fine-tuning runs (issue 16): one scenario on netns, Mahimahi or the simulator,
-its policy senders streaming to a learner, started without blocking the caller.
+"""Where online fine-tuning runs (Pareto §IV, Algorithm 4): one scenario on netns, Mahimahi or
+the simulator, its policy senders streaming to a learner, started without blocking the caller.
 
     h = start("netns" | "mahimahi" | "sim", scenario, minutes=M, policy_path=P,
               learner="unix:/abs/path", sender_args=["--learner-timeout-s=5"], out_dir=D)

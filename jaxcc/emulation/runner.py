@@ -114,7 +114,7 @@ class Runner:
         # chrt -f 1), so a busy machine does not bunch a sender's packets into catch-up bursts
         # that queue at the bottleneck (jaxcc-sender: up to --max-lag-ms, 10 ms).
         self.rt_sender = rt_sender
-        # extra jaxcc-sender arguments for every policy:FILE flow (e.g. issue 16's
+        # extra jaxcc-sender arguments for every policy:FILE flow (e.g. online fine-tuning's
         # --learner=ADDR --learner-timeout-s=S --fallback=keep|bbr; jaxcc.emulation.online_net)
         self.sender_args = [str(a) for a in (sender_args or [])]
 

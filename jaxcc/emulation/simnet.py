@@ -1,4 +1,4 @@
-"""The simulator as a "network" behind the online-learning socket protocol (issue 16, proto 1).
+"""The simulator as a "network" behind the online-learning socket protocol (protocol 1).
 
     python -m jaxcc.emulation.simnet --scenario=NAME | --scenario-file=F --policy=FILE \\
         --learner=unix:/path|tcp:HOST:PORT [--speed=X] [--duration-s=S] --out=DIR

@@ -4,7 +4,7 @@ Paper: /work/shared/seeds/004_056c79b7ea61caf6.txt, §IV-A (measurement eq. 1, g
 reward eq. 3), §IV-B (state, action), §V (implementation: decision interval ½ min RTT,
 16 past states, 60 s episodes, Wi-Fi-like Poisson training link).
 
-* State s_t (Table II), scale-free so one policy serves any link speed (issue 15, decision 3):
+* State s_t (Table II), scale-free so one policy serves any link speed:
     0. s¹ the last action u ∈ [0, 1] — the policy's own output, a position on the log rate
        scale between ``low_mbps`` and ``bound_mbps`` (below);
     1. s² EWMA of the RTT / min RTT of the connection;
@@ -26,9 +26,9 @@ reward eq. 3), §IV-B (state, action), §V (implementation: decision interval ½
   0.1 to ``bound_mbps`` = 100 Mbit/s, so that one policy covers every evaluated link (Wi-Fi
   2.64 Mbit/s, the AT&T cellular trace, the 42 Mbit/s satellite) with the same relative
   resolution everywhere (a step of 0.01 in u is a 7 % rate change at any speed); the policy
-  file's action block is ``rate_absolute`` with ``scale: log``, ``low_mbps``, ``bound_mbps``
-  (issue 15 decision 2).  The paper's [0, bound] linear scale with bound = 42+ Mbit/s would
-  leave the 2.64 Mbit/s Wi-Fi link 6 % of the action range.
+  file's action block is ``rate_absolute`` with ``scale: log``, ``low_mbps``, ``bound_mbps``.
+  The paper's [0, bound] linear scale with bound = 42+ Mbit/s would leave the 2.64 Mbit/s Wi-Fi
+  link 6 % of the action range.
 * Decision interval: ½ min RTT (``mi_rtts = 0.5``); episodes last 60 s of simulated time
   (truncation), the step cap is sized for the shortest RTT.
 

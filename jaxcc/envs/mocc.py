@@ -36,7 +36,7 @@ Paper: /work/shared/seeds/002_d7dc697112d5ee48.txt, §IV-A (state, actions, rewa
 * Vector reward (§IV-A): [L(Throughput/bandwidth), −L(Delay/timeout), −L(Loss_rate)] with
   L(x) = 1 − 10^(−x).  The paper lists the objectives as (throughput, loss, delay); we order them
   (throughput, delay, loss), the order in which a user states a preference
-  ``[w_thr, w_delay, w_loss]`` (issue 14), so a preference *is* the policy's goal vector and
+  ``[w_thr, w_delay, w_loss]``, so a preference *is* the policy's goal vector and
   nothing anywhere reorders it.  The printed "L(x) = (−10)^(−x) + 1" is complex-valued for non-integer
   x; reading the sign as applying to the power (−10^(−x) + 1) gives a real, increasing,
   saturating activation with L(0) = 0.  Loss and delay are penalties, so their objectives are

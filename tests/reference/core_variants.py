@@ -1,9 +1,9 @@
 """EXPERIMENTAL variants of ``jaxcc.sim.core.step`` that measured proposed core fixes.
 
-Historical: these are copies of the core as it was BEFORE issue 12 (feedback in a one-tick
-window), kept to reproduce the measurements that led to the current core, which now spreads each
-tick's feedback over its FIFO departure interval (the ``spread_feedback`` idea, in O(1) ring
-slots) and caps the backlog a packet sees (``cap_backlog``).  Installing one replaces the
+Historical: these are copies of the core as it was BEFORE the model correction (feedback in a
+one-tick window), kept to reproduce the measurements that led to the current core, which now
+spreads each tick's feedback over its FIFO departure interval (the ``spread_feedback`` idea, in
+O(1) ring slots) and caps the backlog a packet sees (``cap_backlog``).  Installing one replaces the
 current core with the old dynamics plus that change.
 
 Not used by the tests; ``tests/fidelity_report.py --variant=...`` installs one (monkeypatching
