@@ -7,7 +7,7 @@
 
 prints, after the usual table, each evaluated policy's verdict on every bar, and stores the same
 verdicts in ``DIR/results.json`` (``"bars"``).  A bar is never relaxed here: the
-thresholds are the ones the issue that introduced the algorithm states, and a missing record
+thresholds are the project's bars for each paper, written below, and a missing record
 (scenario not run, no ``bbr`` to compare with) is reported as unmet with the reason.
 
 ``pareto`` (Pareto's six §V bars, for Pareto-Fair in the simulator):
@@ -264,9 +264,9 @@ def pareto_links(records: Sequence[dict], controller: str) -> list[Verdict]:
 
 MOCC_LINKS = SUITES["mocc"]  # the links the per-link bars are judged on (module docstring)
 MOCC_LINK12 = "mocc/12mbps"  # the 12 Mbit/s / 20 ms RTT / 375 KB link of bars (b) and (c)
-MOCC_BASELINES = ("bbr", "cubic", "copa")  # the issue's in-sim baselines of bar (d)
+MOCC_BASELINES = ("bbr", "cubic", "copa")  # bar (d)'s in-sim baselines
 MOCC_SPEARMAN_MIN = 0.8
-MOCC_MIN_EDGE_POINTS = 9  # the issue's sweep: >= 9 points on the throughput-delay edge
+MOCC_MIN_EDGE_POINTS = 9  # the sweep's >= 9 points on the throughput-delay edge
 MOCC_UTIL_THR_MIN = 0.90  # (b) the most throughput-heavy preference on mocc/12mbps
 MOCC_DELAY_RATIO_MAX = 0.25  # (c) its p95 queueing delay over the throughput-heavy one's, at most
 MOCC_UTIL_DELAY_MIN = 0.50  # (c) ... while holding this utilization

@@ -51,7 +51,7 @@ import jax
 import jax.numpy as jnp
 from absl import app, flags
 
-from jaxcc import configs_path
+from jaxcc import configs_path, units
 from jaxcc.sim import core, links
 
 FLAGS = flags.FLAGS
@@ -80,13 +80,13 @@ ALPHA = 0.025
 
 def _table1_link(key, fixed_mbps=None):
     kb, kl, kq, kloss = jax.random.split(key, 4)
-    bw = jax.random.uniform(kb, (), minval=100.0, maxval=500.0) * core.MSS  # bytes/s
+    bw = jax.random.uniform(kb, (), minval=100.0, maxval=500.0) * units.MSS  # bytes/s
     if fixed_mbps is not None:
-        bw = jnp.float32(fixed_mbps * links.MBPS)
+        bw = jnp.float32(fixed_mbps * units.MBPS)
     latency = jax.random.uniform(kl, (), minval=0.05, maxval=0.5)
-    queue = jnp.exp(jax.random.uniform(kq, (), minval=jnp.log(2.0), maxval=jnp.log(2981.0))) * core.MSS
+    queue = jnp.exp(jax.random.uniform(kq, (), minval=jnp.log(2.0), maxval=jnp.log(2981.0))) * units.MSS
     if fixed_mbps is not None:  # keep the queue the same number of milliseconds deep
-        queue = queue * bw / (300.0 * core.MSS)
+        queue = queue * bw / (300.0 * units.MSS)
     loss = jax.random.uniform(kloss, (), maxval=0.05)
     p = links.link_from_arrays(jnp.zeros((1,)), bw[None], queue, loss, jnp.array([2.0 * latency]),
                                jnp.zeros((1,)), jnp.full((1,), 1e9), TICKS_PER_RTT)

@@ -33,7 +33,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from jaxcc import metrics, scenarios
+from jaxcc import metrics, scenarios, units
 
 
 def _met_fraction(steps: int, first: int, met: int) -> float | None:
@@ -63,7 +63,7 @@ def simulate(sc: scenarios.Scenario, seed: int = 0) -> list[dict[str, Any]]:
                     "tuning_steps": steps, "first_met_step": first, "met_steps": met,
                     "met_fraction_after": _met_fraction(steps, first, met),
                     "goal_final": [float(x) for x in np.asarray(tuner.goal)[0, j]],
-                    "throughput_mbps": fm["throughput"] / metrics.MBPS, "p95_qdelay_ms": fm["p95_qdelay"] * 1e3,
+                    "throughput_mbps": fm["throughput"] / units.MBPS, "p95_qdelay_ms": fm["p95_qdelay"] * 1e3,
                     "loss": fm["loss"]})
     return out
 

@@ -37,7 +37,8 @@ from typing import Sequence
 
 import numpy as np
 
-MBPS = 125_000.0  # bytes/s per Mbit/s
+from jaxcc.units import MBPS
+
 # Jain's index of a multi-flow run is taken over its last JAIN_LAST_S seconds (after the flows'
 # start-up; Pareto §V-B measures fairness once the flows have converged), in the simulator and in
 # the emulation alike.  The shipped Pareto results (checkpoints/pareto/README.md) use it.

@@ -31,8 +31,9 @@ import sys
 
 import numpy as np
 
-from jaxcc.policyfile import (BYTES_PER_MBIT, MSS, apply, forward, load, make_feature_policy, make_random_policy,
+from jaxcc.policyfile import (apply, forward, load, make_feature_policy, make_random_policy,
                               map_action, q_objectives, save, scalarised_q)
+from jaxcc.units import MBPS, MSS
 
 def _f32_list(a) -> list:
     return np.asarray(a, dtype=np.float32).astype(np.float64).tolist()
@@ -99,7 +100,7 @@ def write_vectors(out_dir: str | os.PathLike, n_cases: int = 4, seed: int = 0,
                 goals += [np.asarray(g, np.float32) for g in _ONE_HOT_GOALS] + [np.zeros(G, np.float32)]
             for goal in goals:
                 net, out = both(jt, obs, goal)
-                rate_in = np.float32(k_rng.uniform(0.5, 50.0) * BYTES_PER_MBIT)
+                rate_in = np.float32(k_rng.uniform(0.5, 50.0) * MBPS)
                 cwnd_in = np.float32(k_rng.uniform(4, 200) * MSS)
                 rate, cwnd = map_action(spec, out, rate_in, cwnd_in)
                 case = {
@@ -229,7 +230,7 @@ def _write_feature_vectors(out_dir: str, rng: np.random.Generator, mocc_policy=N
         # Policy over the sliding window (float32, as the simulator runs it).
         empty = np.asarray(spec["features"].get("empty", [0.0] * obs_dim), np.float32)
         window = np.tile(empty, (T, 1))
-        rate = np.float32(5.0 * BYTES_PER_MBIT)
+        rate = np.float32(5.0 * MBPS)
         both = jax.jit(lambda t, o, spec=spec: (forward(spec, t, o), apply(spec, t, o)))
         for rec, f in zip(out_mis, feats_rows):
             window = np.concatenate([window[1:], np.asarray(f, np.float32)[None]], axis=0)
@@ -348,7 +349,7 @@ def _pareto_v2_loop(spec: dict, tensors: dict, events: list[dict], a_range) -> d
 _PAPER_SETS = (("eagle_v1", "eagle"), ("mocc_v1", "mocc"), ("deepcc_v1", "deepcc"))
 # The sender's defaults before a feature set's Start (jaxcc-sender: --init-mbps 1, no window;
 # 10 packets of 1472 bytes for window actions).
-_SENDER_RATE = 1.0 * BYTES_PER_MBIT
+_SENDER_RATE = 1.0 * MBPS
 _SENDER_NO_CWND = 1e30
 
 
@@ -492,7 +493,7 @@ def _paper_vector(name: str, env_name: str, seed: int, goal_seed: int, event_see
 
         # The start: the env's reset rate/cwnd where the paper fixes them, else the sender's.
         if name == "eagle_v1":
-            rate, cwnd = float(p.init_rate_mbps) * BYTES_PER_MBIT, float(p.init_cwnd_pkts) * MSS
+            rate, cwnd = float(p.init_rate_mbps) * MBPS, float(p.init_cwnd_pkts) * MSS
         elif name == "mocc_v1":
             rate, cwnd = _SENDER_RATE, float(p.init_cwnd_pkts) * MSS
         else:

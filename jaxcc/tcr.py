@@ -86,7 +86,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from jaxcc import bars, metrics
+from jaxcc import bars, metrics, units
 from jaxcc.controllers import parse_controller
 from jaxcc.evaluate import resolve_scenarios, run_absl_cli, scenario_specs
 from jaxcc.scenarios import SUITES, Scenario, parse_scenario
@@ -136,8 +136,8 @@ def link_ranges(sc: Scenario, seed: int) -> dict:
     cap = mean_capacity(sc.link.capacity(seed=seed, duration_s=sc.duration_s), window)  # bytes/s
     if not cap > 0:
         raise ValueError(f"{sc.name}: the link has no capacity in the measurement window {window} s")
-    return {"window_s": list(window), "mean_capacity_mbps": cap / metrics.MBPS,
-            "max_throughput_mbps": cap / metrics.MBPS, "max_delay_ms": sc.link.buffer_bytes / cap * 1e3,
+    return {"window_s": list(window), "mean_capacity_mbps": cap / units.MBPS,
+            "max_throughput_mbps": cap / units.MBPS, "max_delay_ms": sc.link.buffer_bytes / cap * 1e3,
             "max_loss": MAX_LOSS}
 
 
@@ -262,7 +262,7 @@ def _measure(traj, rates, batch, window) -> list[dict]:
     for i in range(len(batch.items)):
         tr = metrics.from_batch(traj, rates, batch, i)
         fm = metrics.flow_metrics(tr, 0, window)
-        out.append({"throughput_mbps": fm["throughput"] / metrics.MBPS, "p95_qdelay_ms": fm["p95_qdelay"] * 1e3,
+        out.append({"throughput_mbps": fm["throughput"] / units.MBPS, "p95_qdelay_ms": fm["p95_qdelay"] * 1e3,
                     "loss": fm["loss"]})
     return out
 

@@ -16,8 +16,8 @@ from jaxcc.baselines import bbr, cubic
 from jaxcc.sim import controller as sim_controller
 from jaxcc.scenarios import get_scenario, parse_scenario
 from jaxcc.sim import core, runner
-from jaxcc.sim.core import MSS
-from jaxcc.sim.links import MBPS
+from jaxcc.units import MBPS, MSS
+
 
 
 def _scenario(name, mbps, rtt_ms, buffer_bytes, duration, controller, n=1, gap=0.0, loss=0.0):

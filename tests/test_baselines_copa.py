@@ -23,8 +23,8 @@ from jaxcc.sim import controller as sim_controller
 from jaxcc.controllers import SIM_KINDS, ControllerSpec, parse_controller
 from jaxcc.scenarios import parse_scenario
 from jaxcc.sim import runner
-from jaxcc.sim.core import MSS
-from jaxcc.sim.links import MBPS
+from jaxcc.units import MBPS, MSS
+
 
 DELTA = 0.5  # the paper's default δ, restated here so the tests do not trust the module
 LINK_MBPS, RTT_MS, BUFFER, DURATION = 12.0, 40.0, 240_000, 15.0

@@ -13,8 +13,9 @@ from jaxcc.controllers import SIM_KINDS, ControllerSpec, parse_controller
 from jaxcc.scenarios import parse_scenario
 from jaxcc.sim import controller as sim_controller
 from jaxcc.sim import core, runner
-from jaxcc.sim.core import BIG, MSS
-from jaxcc.sim.links import MBPS
+from jaxcc.sim.core import BIG
+from jaxcc.units import MBPS, MSS
+
 
 CP = jnp.zeros((sim_controller.CPARAM_DIM,))
 

@@ -61,7 +61,7 @@ def test_bootstrap_target_uses_the_target_actor_and_the_goal():
 
 
 def test_replay_ring_keeps_the_valid_rows_and_wraps():
-    buf = M.replay_init(4, 2, 3)
+    buf = M.replay_init(4, M.replay_rows(2, 3))
     row = lambda i: {"obs": jnp.full((1, 2), i, jnp.float32), "next_obs": jnp.full((1, 2), i, jnp.float32),  # noqa: E731
                      "goal": jnp.full((1, 3), i, jnp.float32), "action": jnp.array([i], jnp.float32),
                      "reward": jnp.array([i], jnp.float32), "done": jnp.zeros((1,))}

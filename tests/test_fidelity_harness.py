@@ -74,7 +74,7 @@ def test_a_missing_value_fails():
     assert not F.check_metric("p95_owd_ms", 10.0, float("nan"))["ok"]
 
 
-def test_tolerances_are_the_issues():
+def test_tolerances_are_the_documented_ones():
     assert (F.THROUGHPUT_REL, F.DELAY_REL, F.DELAY_ABS_MS, F.LOSS_ABS, F.JAIN_ABS) == (0.05, 0.15, 5.0, 0.01, 0.05)
     assert F.PASS_RATE_TARGET == 0.90 and F.MAX_LIMITED_FRACTION == 0.10
 
@@ -203,11 +203,11 @@ def test_invalid_runs_are_rerun_once(monkeypatch, tmp_path):
         runs.append(out_dir.name)
         return {"per_flow": [], "delay_check": {"valid": len(runs) > 1}}
 
-    monkeypatch.setattr(F, "_run_kernel", fake)
+    monkeypatch.setattr(F.runs, "_run_kernel", fake)
     rec = F.run_reference(_case(), "kernel", tmp_path)
     assert runs == ["try1", "try2"] and rec["attempts"] == 2 and rec["valid"]
     runs.clear()
-    monkeypatch.setattr(F, "_run_kernel", lambda c, d, p: runs.append(d.name) or {"delay_check": {"valid": False}})
+    monkeypatch.setattr(F.runs, "_run_kernel", lambda c, d, p: runs.append(d.name) or {"delay_check": {"valid": False}})
     rec = F.run_reference(_case(), "kernel", tmp_path)
     assert runs == ["try1", "try2"] and not rec["valid"]
     assert F.compare_case(_case(), {}, rec, "kernel", valid=rec["valid"])["verdict"] == "invalid"
@@ -322,7 +322,7 @@ def test_sweep_writes_the_report(monkeypatch, tmp_path):
         return {"per_flow": [{"flow": i, "throughput_mbps": mbps, "p95_owd_ms": 50.0, "loss": 0.0}
                              for i in range(case.num_flows)], "jain": 1.0}
 
-    monkeypatch.setattr(F, "simulate", lambda cases: {c.name: rec(c, 1.0) for c in cases})
+    monkeypatch.setattr(F.runs, "simulate", lambda cases: {c.name: rec(c, 1.0) for c in cases})
     runs = []
 
     def fake_ref(case, reference, out_dir, prefix=None, seed=0):
@@ -331,7 +331,7 @@ def test_sweep_writes_the_report(monkeypatch, tmp_path):
         r.update(attempts=1, valid=True)
         return r
 
-    monkeypatch.setattr(F, "run_reference", fake_ref)
+    monkeypatch.setattr(F.runs, "run_reference", fake_ref)
     report = F.run_sweep("kernel", ["fixed"], 2, 3, tmp_path, repeats=3, log=open(os.devnull, "w"))
     assert [r[1:] for r in runs] == [("r0", 3), ("r1", 4), ("r2", 5)] * 2
     assert [v["verdict"] for v in report["verdicts"]] == ["pass", "pass"]

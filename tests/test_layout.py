@@ -13,7 +13,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Bottom to top.  A module may import modules of its own level or below.
 LEVELS = {
     1: ("jaxcc.sim", "jaxcc.metrics", "jaxcc.controllers", "jaxcc.checkpointing", "jaxcc.plots", "jaxcc.jax_cache",
-        "jaxcc.configs_path", "jaxcc.report"),
+        "jaxcc.configs_path", "jaxcc.report", "jaxcc.params",
+        "jaxcc.units"),
     2: ("jaxcc.baselines", "jaxcc.envs", "jaxcc.scenarios", "jaxcc.bars"),
     3: ("jaxcc.policyfile",),
     4: ("jaxcc.senders", "jaxcc.agents"),

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from jaxcc import metrics
-from jaxcc.metrics import MBPS, Trace
+from jaxcc.metrics import Trace
+from jaxcc.units import MBPS
 
 
 # ----------------------------------------------------------------------------- building blocks

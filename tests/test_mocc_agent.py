@@ -54,7 +54,7 @@ def test_envelope_loss_mixes_eq9_and_eq11():
 
 
 def test_replay_ring_keeps_the_valid_rows_and_wraps():
-    buf = M.replay_init(4, 2, 3)
+    buf = M.replay_init(4, M.replay_rows(2, 3))
     row = lambda i: {"obs": jnp.full((1, 2), i, jnp.float32), "next_obs": jnp.full((1, 2), i, jnp.float32),  # noqa: E731
                      "reward": jnp.full((1, 3), i, jnp.float32), "done": jnp.zeros((1,)), "action": jnp.array([i])}
     cat = lambda rows: {k: jnp.concatenate([r[k] for r in rows]) for k in rows[0]}  # noqa: E731

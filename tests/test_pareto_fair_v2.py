@@ -6,12 +6,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxcc import scenarios
+from jaxcc import scenarios, units
 from jaxcc.envs import make_env
 from jaxcc.envs import mi as mi_lib
 from jaxcc.envs import pareto
 from jaxcc.envs.base import LinkMI
-from jaxcc.sim import links
 
 
 def _robust(num_flows, stage, **kw):
@@ -38,13 +37,13 @@ def test_robust_shared_links_stay_inside_their_ranges():
     inits = jax.vmap(lambda k: env.sample_episode(k, p))(jax.random.split(jax.random.PRNGKey(3), 400))
     link = inits.link
     rtt = np.asarray(link.rtt)
-    bw = np.asarray(link.cap_bps)[:, 0] / links.MBPS
+    bw = np.asarray(link.cap_bps)[:, 0] / units.MBPS
     assert np.all((bw >= 5.0 * 0.999) & (bw <= 100.0 * 1.001))
     assert np.all((rtt >= 0.03 * 0.999) & (rtt <= 0.15 * 1.001))
     assert np.all(rtt == rtt[:, :1])  # one RTT per link
     # Fixed capacity on shared links (no steps outside the advance stage).
     assert np.all(np.asarray(link.cap_bps) == np.asarray(link.cap_bps)[:, :1])
-    bdp = bw * links.MBPS * rtt[:, 0]
+    bdp = bw * units.MBPS * rtt[:, 0]
     ratio = np.asarray(link.buffer_bytes) / bdp
     assert np.all((ratio >= 0.5 * 0.999) & (ratio <= 6.0 * 1.001))
     n = np.sum(np.asarray(link.stop) > 0, axis=1)
@@ -52,7 +51,7 @@ def test_robust_shared_links_stay_inside_their_ranges():
     start = np.asarray(link.start)
     assert np.all(start[:, 0] == 0) and np.all(np.diff(start, axis=1) >= 0)
     assert np.all(np.diff(start, axis=1) <= 2.0 + 1e-5)
-    share = bw * links.MBPS / n
+    share = bw * units.MBPS / n
     frac = np.asarray(inits.rate) / share[:, None]
     assert np.all((frac >= 0.01 * 0.999) & (frac <= 2.0 * 1.001))
     assert frac.min() < 0.02 and frac.max() > 1.5  # far below and far above the fair share
@@ -142,10 +141,10 @@ def test_validation_params_are_point_masses_of_the_robust_distribution():
         a = env.sample_episode(jax.random.PRNGKey(1), row)
         b = env.sample_episode(jax.random.PRNGKey(2), row)
         jax.tree.map(np.testing.assert_array_equal, a.link, b.link)  # the key changes nothing
-        np.testing.assert_allclose(float(a.link.cap_bps[0]) / links.MBPS, bw if low1st or ratio == 1 else bw * ratio,
+        np.testing.assert_allclose(float(a.link.cap_bps[0]) / units.MBPS, bw if low1st or ratio == 1 else bw * ratio,
                                    rtol=1e-5)
         np.testing.assert_allclose(float(a.link.rtt[0]), rtt, rtol=1e-6)
-        np.testing.assert_allclose(float(a.link.buffer_bytes), buf * bw * links.MBPS * rtt, rtol=1e-4)
+        np.testing.assert_allclose(float(a.link.buffer_bytes), buf * bw * units.MBPS * rtt, rtol=1e-4)
         assert int(np.sum(np.asarray(a.link.stop) > 0)) == flows
         np.testing.assert_allclose(np.asarray(a.link.start)[:flows], np.arange(flows) * gap, atol=1e-5)
 

@@ -2,7 +2,7 @@
 
 A regression guard for the files themselves: replacing a shipped policy with a worse one (or
 changing the environment code it runs on, e.g. Eagle's BDP window) fails here.  Each check is
-an issue's bar that the README reports as met, against the in-simulator baseline it names.
+a bar (jaxcc.bars) that the README reports as met, against the in-simulator baseline it names.
 """
 
 from __future__ import annotations

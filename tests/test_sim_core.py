@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxcc import senders
+from jaxcc import senders, units
 from jaxcc.scenarios import parse_scenario
 from jaxcc.sim import core, links, runner
 
@@ -199,14 +199,14 @@ def _packet_terms(queue, buffer, capacity):
     """The packet-sized parts of the model's queueing delay: one MSS of serialisation, and the
     cap of the backlog an admitted packet waits behind at ``buffer − MSS``."""
     backlog = 0.5 * (np.concatenate([[0.0], queue[:-1]]) + queue)
-    return (core.MSS + np.minimum(backlog, buffer - core.MSS) - backlog) / capacity
+    return (units.MSS + np.minimum(backlog, buffer - units.MSS) - backlog) / capacity
 
 
 def _normalised_run(mbps: float):
     """Two constant-rate flows (60 % and 70 % of the nominal rate) on a link that steps from the
     nominal rate to half of it and back, buffer 0.5 BDP, 1 % loss; everything in bytes scales with
     the rate.  Returns trajectories normalised by the nominal bytes per tick / buffer."""
-    c = mbps * links.MBPS
+    c = mbps * units.MBPS
     rtt, dt = RI_RTT, RI_RTT / 8
     sched = links.Schedule(np.array([0.0, 10 * rtt, 20 * rtt]), np.array([c, 0.5 * c, c]))
     p = link64(sched, buffer=0.5 * c * rtt, loss=0.01, rtts=(rtt, 1.6 * rtt), dt=dt)
@@ -243,7 +243,7 @@ def test_rate_independence_1mbps_vs_1gbps():
     # Subtracting MSS / c(t) is exact unless the bytes' service crosses a capacity step (then the
     # packet is serialised at the new rate): compare the ticks whose service ends before a step.
     t_mid = (np.arange(qa.size) + 0.5) * (RI_RTT / 8)
-    end = t_mid + np.maximum(qa, qb) + 2 * 1500 / (0.5 * links.MBPS)
+    end = t_mid + np.maximum(qa, qb) + 2 * 1500 / (0.5 * units.MBPS)
     clean = ~np.any([(t_mid < step) & (end >= step) for step in (10 * RI_RTT, 20 * RI_RTT)], axis=0)
     assert clean.sum() > 250
     np.testing.assert_allclose(qa[clean], qb[clean], rtol=1e-9, atol=1e-9)
@@ -254,7 +254,7 @@ def _compiled_run(mbps: float, ticks_per_rtt: int = links.DEFAULT_TICKS_PER_RTT)
     -> ``runner.make_run``, as ``jaxcc.evaluate`` does): its scan length, ring length, the
     lowered program's text and the compiled program's cost analysis."""
     rtt_ms = 40.0
-    bdp = mbps * links.MBPS * rtt_ms / 1e3
+    bdp = mbps * units.MBPS * rtt_ms / 1e3
     sc = parse_scenario({"name": f"rate{mbps:g}", "duration_s": 2.0,
                          "link": {"bandwidth_mbps": mbps, "buffer_bytes": 2 * bdp, "loss": 0.01},
                          "flows": [{"rtt_ms": rtt_ms, "controller": "bbr"},
@@ -295,7 +295,7 @@ def test_cost_is_independent_of_rate():
     assert low["flops"] > 0
 
     def packet_ticks(mbps):  # ticks per RTT at one tick per 1500-byte packet (at least 8)
-        return max(links.DEFAULT_TICKS_PER_RTT, round(mbps * links.MBPS * 0.040 / core.MSS))
+        return max(links.DEFAULT_TICKS_PER_RTT, round(mbps * units.MBPS * 0.040 / units.MSS))
 
     p_low, p_high = _compiled_run(1.0, packet_ticks(1.0)), _compiled_run(1000.0, packet_ticks(1000.0))
     assert p_low["ticks"] == 400 and p_high["ticks"] == 166_650  # 2 s at 12 us per tick
@@ -315,7 +315,7 @@ def test_no_float32_drift_at_300_s():
     assert p.dt.dtype == jnp.float32
     n = int(round(dur / float(p.dt)))
     ring = links.ring_len_for(sched, buf, [rtt], float(p.dt))
-    c = mbps * links.MBPS
+    c = mbps * units.MBPS
 
     def body(s, _):
         s, out = core.step(p, s, jnp.array([2 * c], jnp.float32), jnp.array([core.BIG], jnp.float32))

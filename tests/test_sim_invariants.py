@@ -18,6 +18,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from jaxcc import units
 from jaxcc.sim import core, links
 
 F = 3  # flow slots
@@ -27,7 +28,7 @@ RING = 32  # shorter than some delays on purpose: clamped feedback must conserve
 F64_REL, F64_ABS = 1e-9, 1e-6  # bytes
 F32_REL, F32_ABS = 2e-5, 1e-2  # bytes
 
-MSS = core.MSS
+MSS = units.MSS
 
 
 @st.composite

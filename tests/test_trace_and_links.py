@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from jaxcc import units
 from jaxcc.sim import links
 from jaxcc.sim.trace import find_trace, read_mahimahi
 
@@ -56,8 +57,8 @@ def test_empty_or_missing_trace(tmp_path):
 def test_alternating_and_steps():
     s = links.alternating(10, 30, 5, 30)
     np.testing.assert_allclose(s.times, [0, 5, 10, 15, 20, 25])
-    np.testing.assert_allclose(s.rates / links.MBPS, [10, 30, 10, 30, 10, 30])
-    assert s.mean_rate(30) / links.MBPS == pytest.approx(20, rel=1e-3)
+    np.testing.assert_allclose(s.rates / units.MBPS, [10, 30, 10, 30, 10, 30])
+    assert s.mean_rate(30) / units.MBPS == pytest.approx(20, rel=1e-3)
     with pytest.raises(ValueError, match="start at 0"):
         links.steps([[1, 10]])
     with pytest.raises(ValueError, match="increasing"):

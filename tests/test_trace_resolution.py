@@ -16,8 +16,7 @@ import re
 
 import pytest
 
-from jaxcc import scenarios
-from jaxcc.sim import links
+from jaxcc import scenarios, units
 from jaxcc.sim.trace import SHIPPED_TRACES, find_trace
 
 LTE_UP = "Verizon-LTE-short.up"
@@ -59,7 +58,7 @@ def test_env_folder_wins_over_the_shipped_traces(fresh, monkeypatch):
     assert find_trace(LTE_UP) == str(env / LTE_UP)
     lte = scenarios.get_scenario("pareto/lte")  # the named scenarios use the same rule
     assert lte.link.trace == str(env / LTE_UP)
-    assert lte.link.capacity().rates.tolist() == [12 * links.MBPS]
+    assert lte.link.capacity().rates.tolist() == [12 * units.MBPS]
 
 
 def test_shipped_traces_win_over_the_spec_folder(fresh):

@@ -1,6 +1,6 @@
 // Exported policy files (safetensors + JSON spec): loader, forward pass, action mapping.
 //
-// The format is defined in jaxcc/policyfile.py; this file implements the same rules in C++
+// The format is defined in jaxcc/policyfile/; this file implements the same rules in C++
 // without any ML runtime so the sender can run a trained policy in a few microseconds.
 // Everything a bad file can get wrong is checked at load time, so the forward pass itself
 // never needs to check anything.

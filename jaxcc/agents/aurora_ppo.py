@@ -53,6 +53,7 @@ import optax
 
 from jaxcc import policyfile
 from jaxcc.agents import pipeline
+from jaxcc.params import all_finite
 
 ALGORITHM = "aurora"
 ALPHA = 0.025  # §3.1 "we use α = 0.025"
@@ -365,7 +366,7 @@ def make_train(config, mesh=None) -> Trainer:
             **{k: jnp.mean(v) for k, v in lm.items()},
             "critic_loss": jnp.mean(lm["v_loss"]), "expert_share": jnp.zeros((), jnp.float32),
             "log_std": params["log_std"][0],
-            "params_finite": jnp.all(jnp.asarray([jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves(params)])),
+            "params_finite": all_finite(params),
         }
         new = {"agent": {**params, "opt": opt}, "env": env_s, "key": key, "hp": hp,
                "counters": {"update": c["update"] + 1, "env_steps": c["env_steps"] + E * S}}

@@ -88,7 +88,7 @@ import optax
 
 from jaxcc import policyfile
 from jaxcc.agents import pipeline
-from jaxcc.agents.replay import replay_add, replay_sample
+from jaxcc.agents.replay import replay_add, replay_init, replay_sample
 
 ALGORITHM = "deepcc"
 LABEL = "DeepCC"
@@ -208,10 +208,12 @@ def actor_spec(history: int, obs_dim: int, goal_dim: int, *, features: dict, mi_
 # ----------------------------------------------------------------------------- replay
 
 
-def replay_init(capacity: int, obs_size: int, goal_dim: int) -> dict:
-    f = lambda *s: jnp.zeros((capacity,) + s, jnp.float32)  # noqa: E731
-    return {"obs": f(obs_size), "next_obs": f(obs_size), "goal": f(goal_dim), "action": f(), "reward": f(),
-            "done": f(), "ptr": jnp.zeros((), jnp.int32), "size": jnp.zeros((), jnp.int32)}
+def replay_rows(obs_size: int, goal_dim: int) -> dict:
+    """The fields of a replay row (``replay_init``): s, s', the episode's goal g, the
+    action, the reward and done."""
+    f = jnp.float32
+    return {"obs": ((obs_size,), f), "next_obs": ((obs_size,), f), "goal": ((goal_dim,), f), "action": ((), f),
+            "reward": ((), f), "done": ((), f)}
 
 
 # ----------------------------------------------------------------------------- eq. 5–7
@@ -374,7 +376,7 @@ def make_train(config, mesh=None) -> Trainer:
         return pipeline.strong({
             "agent": {"actor": actor, "critic": critic, "actor_target": actor, "critic_target": critic,
                       "actor_opt": tx_a.init(actor), "critic_opt": tx_c.init(critic)},
-            "buffer": replay_init(int(c.buffer_size), T * D, G),
+            "buffer": replay_init(int(c.buffer_size), replay_rows(T * D, G)),
             "env": {"state": st, "obs": obs, "noise": jnp.zeros((E,), jnp.float32), "ret": jnp.zeros((E,), jnp.float32)},
             "key": k_r,
             "counters": {"update": jnp.zeros((), jnp.int32), "env_steps": jnp.zeros((), jnp.int32),

@@ -58,6 +58,7 @@ import optax
 from jaxcc import policyfile
 from jaxcc.agents import pipeline
 from jaxcc.baselines.bbr import FULL_BW_THRESH, HIGH_GAIN
+from jaxcc.params import all_finite, glorot_uniform
 
 ALGORITHM = "eagle"
 LABEL = "Eagle"
@@ -95,18 +96,15 @@ def policy_spec(history: int, obs_dim: int, hidden: int = 64, n_actions: int = 5
 def init_params(key, obs_dim: int, hidden: int = 64, n_actions: int = 5) -> dict:
     """``{layer: {tensor: x}}`` with the policy file's names; Glorot, forget-gate bias 1, a
     small logits layer (the untrained policy is close to uniform: a random policy)."""
-    def glorot(k, shape):
-        lim = math.sqrt(6.0 / (shape[0] + shape[1]))
-        return jax.random.uniform(k, shape, jnp.float32, -lim, lim)
-
     ks = jax.random.split(key, 5)
     fb = jnp.zeros((4 * hidden,), jnp.float32).at[hidden:2 * hidden].set(1.0)
     return {
-        "lstm1": {"kernel_i": glorot(ks[0], (obs_dim, 4 * hidden)), "kernel_h": glorot(ks[1], (hidden, 4 * hidden)),
-                  "bias": fb},
-        "lstm2": {"kernel_i": glorot(ks[2], (hidden, 4 * hidden)), "kernel_h": glorot(ks[3], (hidden, 4 * hidden)),
-                  "bias": fb},
-        "logits": {"kernel": 0.01 * glorot(ks[4], (hidden, n_actions)), "bias": jnp.zeros((n_actions,), jnp.float32)},
+        "lstm1": {"kernel_i": glorot_uniform(ks[0], (obs_dim, 4 * hidden)),
+                  "kernel_h": glorot_uniform(ks[1], (hidden, 4 * hidden)), "bias": fb},
+        "lstm2": {"kernel_i": glorot_uniform(ks[2], (hidden, 4 * hidden)),
+                  "kernel_h": glorot_uniform(ks[3], (hidden, 4 * hidden)), "bias": fb},
+        "logits": {"kernel": 0.01 * glorot_uniform(ks[4], (hidden, n_actions)),
+                   "bias": jnp.zeros((n_actions,), jnp.float32)},
     }
 
 
@@ -445,7 +443,7 @@ def make_train(config, mesh=None) -> Trainer:
             "emergency_share": jnp.mean(traj["emergency"]), "critic_loss": losses[-1], "ce_loss": losses[-1],
             "ce_loss_first": losses[0], "p_teacher": new_sched["p_teacher"],
             "teacher_episodes": new_sched["teacher_episodes"], "emergencies_to_ignore": new_sched["ignore"],
-            "params_finite": jnp.all(jnp.asarray([jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves(actor)])),
+            "params_finite": all_finite(actor),
         }
         new = {"agent": {"actor": actor, "opt": opt}, "sched": new_sched, "env": {"last_return": returns},
                "key": key, "counters": {"update": cn["update"] + 1, "env_steps": cn["env_steps"] + E * S}}

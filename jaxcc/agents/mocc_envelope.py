@@ -19,7 +19,7 @@ What the paper fixes and how we read it:
   ``objectives: 3``, so the exported file acts exactly as trained: argmax_a ω·Q(s, a, ω).
 * **Acting** (Algorithm 2 line 13): ε-greedy on argmax_a ω^T Q(s, a, ω).  The paper uses ε
   both for this and for eq. 12's weight; we call the exploration rate ε and eq. 12's weight λ
-  (the issue's name; eq. 12 prints L^A, L^B and the text calls its weight ε).  ε decays
+  (our name, to keep the two apart; eq. 12 prints L^A, L^B and the text calls its weight ε).  ε decays
   linearly from ``eps_start`` to ``eps_end`` over ``eps_decay_frac`` of the run (decided).
 * **Replay with hindsight preferences** (lines 16–19): transitions (s, a, r, s', done) are stored
   without their preference; every update samples N_τ transitions and N_ω preferences W from
@@ -46,7 +46,7 @@ clock; an episode ends on Algorithm 1's outcome and the link is redrawn, ``jaxcc
 auto-reset) followed by ``updates_per_step`` gradient steps once the buffer holds
 ``learning_starts`` transitions.
 
-The replay (``replay_init`` here, ``jaxcc.agents.replay`` for the ring) is a plain ring of arrays (uniform
+The replay (``replay_rows`` here, ``jaxcc.agents.replay`` for the ring) is a plain ring of arrays (uniform
 sampling): the Pareto agent's segmented prioritized replay is not what §IV-D uses, and no listed
 library offers a jittable buffer.
 """
@@ -55,7 +55,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 from typing import Any, Callable
 
 import jax
@@ -65,7 +64,9 @@ import optax
 
 from jaxcc import policyfile
 from jaxcc.agents import pipeline
-from jaxcc.agents.replay import replay_add, replay_sample
+from jaxcc.agents.replay import replay_add, replay_init, replay_sample
+from jaxcc.params import all_finite, glorot_uniform
+from jaxcc.units import PACKET_BYTES
 
 ALGORITHM = "mocc"
 LABEL = "MOCC"
@@ -94,7 +95,7 @@ def policy_spec(history: int, obs_dim: int, n_actions: int, n_obj: int, hidden: 
             {"type": "dense", "name": "q", "in": H, "out": int(n_actions) * int(n_obj), "activation": "linear"},
         ],
         "head": {"type": "q_values", "n": int(n_actions), "objectives": int(n_obj)},
-        "action": {"type": "cwnd_table", "deltas": [float(d) * policyfile.MSS for d in deltas_pkts],
+        "action": {"type": "cwnd_table", "deltas": [float(d) * PACKET_BYTES for d in deltas_pkts],
                    "multipliers": [float(k) for k in (mults if mults is not None else [1.0] * len(deltas_pkts))],
                    "min_mbps": policyfile.DEFAULT_MIN_MBPS, "max_mbps": policyfile.DEFAULT_MAX_MBPS},
     }
@@ -103,15 +104,11 @@ def policy_spec(history: int, obs_dim: int, n_actions: int, n_obj: int, hidden: 
 def init_params(key, in_dim: int, hidden: int, n_out: int) -> dict:
     """``{layer: {tensor}}`` with the policy file's names (Glorot uniform, zero biases; the
     output layer scaled by 0.1 so the first Q-values are small)."""
-    def glorot(k, shape, gain=1.0):
-        lim = gain * math.sqrt(6.0 / (shape[0] + shape[1]))
-        return jax.random.uniform(k, shape, jnp.float32, -lim, lim)
-
     k1, k2, k3 = jax.random.split(key, 3)
     z = lambda n: jnp.zeros((n,), jnp.float32)  # noqa: E731
-    return {"fc1": {"kernel": glorot(k1, (in_dim, hidden)), "bias": z(hidden)},
-            "fc2": {"kernel": glorot(k2, (hidden, hidden)), "bias": z(hidden)},
-            "q": {"kernel": glorot(k3, (hidden, n_out), 0.1), "bias": z(n_out)}}
+    return {"fc1": {"kernel": glorot_uniform(k1, (in_dim, hidden)), "bias": z(hidden)},
+            "fc2": {"kernel": glorot_uniform(k2, (hidden, hidden)), "bias": z(hidden)},
+            "q": {"kernel": glorot_uniform(k3, (hidden, n_out), gain=0.1), "bias": z(n_out)}}
 
 
 def q_values(spec: dict, params: dict, obs, goal) -> jax.Array:
@@ -129,11 +126,12 @@ def greedy(q: jax.Array, w: jax.Array) -> jax.Array:
 # ----------------------------------------------------------------------------- replay
 
 
-def replay_init(capacity: int, obs_size: int, m: int) -> dict:
-    f = lambda *s: jnp.zeros((capacity,) + s, jnp.float32)  # noqa: E731
-    return {"obs": f(obs_size), "next_obs": f(obs_size), "reward": f(m), "done": f(),
-            "action": jnp.zeros((capacity,), jnp.int32), "ptr": jnp.zeros((), jnp.int32),
-            "size": jnp.zeros((), jnp.int32)}
+def replay_rows(obs_size: int, m: int) -> dict:
+    """The fields of a replay row (``replay_init``): s, s', the reward vector r (m
+    objectives), done and the action's index."""
+    f = jnp.float32
+    return {"obs": ((obs_size,), f), "next_obs": ((obs_size,), f), "reward": ((m,), f), "done": ((), f),
+            "action": ((), jnp.int32)}
 
 
 # ----------------------------------------------------------------------------- envelope target, loss
@@ -264,7 +262,7 @@ def make_train(config, mesh=None) -> Trainer:
         obs, st = v_reset(jax.random.split(k_e, E), ep)
         return pipeline.strong({
             "agent": {"actor": actor, "target": actor, "opt": tx.init(actor)},
-            "buffer": replay_init(int(c.buffer_size), T * D, m),
+            "buffer": replay_init(int(c.buffer_size), replay_rows(T * D, m)),
             "env": {"state": st, "obs": obs, "ret": jnp.zeros((E, A, m), jnp.float32)},
             "key": k_r,
             "counters": {"update": jnp.zeros((), jnp.int32), "env_steps": jnp.zeros((), jnp.int32),
@@ -367,7 +365,7 @@ def make_train(config, mesh=None) -> Trainer:
             "reward": jnp.mean(jnp.sum(r * w, axis=-1)),
             "q_greedy": jnp.mean(jnp.max(jnp.einsum("bam,bm->ba", q, w.reshape((E * A, m))), axis=-1)),
             "utilization": jnp.mean(info["delivery_rate"] / jnp.maximum(info["capacity"], 1.0)),
-            "params_finite": jnp.all(jnp.asarray([jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves(agent["actor"])])),
+            "params_finite": all_finite(agent["actor"]),
         }
         new = {"agent": agent, "buffer": buf, "env": {"state": st2, "obs": obs2, "ret": ret}, "key": key, "counters": cn}
         return new, metrics

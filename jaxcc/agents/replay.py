@@ -1,15 +1,24 @@
 """A uniform replay ring for the off-policy agents (MOCC's envelope Q-learning, DeepCC's DDPG).
 
-A buffer is a dict of ``[capacity, ...]`` arrays (each agent's ``replay_init`` names its fields)
-plus ``ptr`` (the next row to write) and ``size`` (rows filled).  Pure and jittable.  No library
+A buffer is a dict of ``[capacity, ...]`` arrays (``replay_init``; each agent's ``replay_rows``
+names its fields) plus ``ptr`` (the next row to write) and ``size`` (rows filled).  Pure and jittable.  No library
 listed for this project offers a jittable buffer; Pareto's segmented prioritised replay
 (``jaxcc.agents.pareto``) is a different design.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import jax
 import jax.numpy as jnp
+
+
+def replay_init(capacity: int, rows: dict[str, tuple[tuple[int, ...], Any]]) -> dict:
+    """An empty ring of ``capacity`` rows: a zero ``[capacity, *shape]`` array of ``dtype`` per
+    field ``name: (shape, dtype)`` of ``rows``, and ``ptr`` = ``size`` = 0."""
+    buf = {k: jnp.zeros((capacity,) + tuple(shape), dtype) for k, (shape, dtype) in rows.items()}
+    return {**buf, "ptr": jnp.zeros((), jnp.int32), "size": jnp.zeros((), jnp.int32)}
 
 
 def replay_add(buf: dict, tr: dict, valid: jax.Array) -> dict:

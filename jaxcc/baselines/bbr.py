@@ -63,7 +63,8 @@ import jax
 import jax.numpy as jnp
 
 from jaxcc.sim.controller import Action, Controller, TickObs
-from jaxcc.sim.core import MSS
+from jaxcc.units import MSS
+
 
 # ----------------------------------------------------------------------------- constants
 

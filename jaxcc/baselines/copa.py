@@ -112,7 +112,8 @@ import jax
 import jax.numpy as jnp
 
 from jaxcc.sim.controller import Action, Controller, TickObs
-from jaxcc.sim.core import BIG, MSS
+from jaxcc.sim.core import BIG
+from jaxcc.units import MSS
 
 # δ = 0.5 in the default mode; the standing queue is 1/δ packets per flow.
 DELTA = 0.5

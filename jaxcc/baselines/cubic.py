@@ -50,7 +50,8 @@ import jax.numpy as jnp
 
 from jaxcc.baselines import recovery
 from jaxcc.sim.controller import Action, Controller, TickObs
-from jaxcc.sim.core import BIG, MSS
+from jaxcc.sim.core import BIG
+from jaxcc.units import MSS
 
 # RFC 9438 §5.1: "C SHOULD be set to 0.4" (packets/s³) — with β = 0.7 this makes CUBIC as fast as
 # Reno at small BDPs and lets it reach a large W_max again in a few seconds.

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+from jaxcc.units import MSS
 
-from jaxcc.sim.core import MSS
 
 # A loss event is one packet's worth of dropped bytes (see ``loss_event``).
 LOSS_EVENT_BYTES = MSS

@@ -38,7 +38,8 @@ import jax.numpy as jnp
 
 from jaxcc.baselines import recovery
 from jaxcc.sim.controller import Action, Controller, TickObs
-from jaxcc.sim.core import BIG, MSS
+from jaxcc.sim.core import BIG
+from jaxcc.units import MSS
 
 # RFC 5681 eq. 4 / Linux tcp_reno_ssthresh: halve on a loss.
 BETA_RENO = 0.5

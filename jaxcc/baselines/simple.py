@@ -11,7 +11,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 
 from jaxcc.sim.controller import Controller, TickObs, rate_only
-from jaxcc.sim.links import MBPS
+from jaxcc.units import MBPS
 
 
 def _fixed_init(cparam):

@@ -22,8 +22,9 @@ from typing import Any
 from jaxcc.emulation import results
 from jaxcc.emulation.host import EmulationError
 from jaxcc.emulation.runner import FlowRun
-from jaxcc.emulation.spec import MSS, assign_controllers, flow_goals, flow_preferences, rate_schedule, trace_schedule
+from jaxcc.emulation.spec import assign_controllers, flow_goals, flow_preferences, rate_schedule, trace_schedule
 from jaxcc.scenarios import Scenario
+from jaxcc.units import PACKET_BYTES
 
 
 def write_trace(sched: list[tuple[float, float]], duration_s: float,
@@ -38,7 +39,7 @@ def write_trace(sched: list[tuple[float, float]], duration_s: float,
         t = ms / 1000.0
         while seg + 1 < len(sched) and sched[seg + 1][0] <= t + 1e-9:
             seg += 1
-        credit += sched[seg][1] * 1e6 / 8 / MSS / 1000.0   # packets this ms
+        credit += sched[seg][1] * 1e6 / 8 / PACKET_BYTES / 1000.0   # packets this ms
         while credit >= 1.0:
             lines.append(ms + 1)
             credit -= 1.0

@@ -37,11 +37,12 @@ from pathlib import Path
 
 from jaxcc.emulation import delay
 from jaxcc.emulation.host import EmulationError, run, terminate
-from jaxcc.emulation.spec import MIN_RATE_MBPS, MSS
+from jaxcc.emulation.spec import MIN_RATE_MBPS
+from jaxcc.units import PACKET_BYTES
 
 PREFIX_BASE = "jxe"           # every namespace / veth of this harness starts with it
 ETH_HEADER = 14               # bytes tbf counts on top of the IP packet on a veth
-TBF_SCALE = (MSS + ETH_HEADER) / MSS
+TBF_SCALE = (PACKET_BYTES + ETH_HEADER) / PACKET_BYTES
 # tbf bucket depth in seconds of the current rate (at least two full frames). A deeper bucket
 # sends small bursts back to back; a shallow one loses capacity whenever tbf's timer fires
 # late (tokens beyond the bucket are thrown away), which happens on busy, shared machines.
@@ -55,8 +56,8 @@ def tbf_args(rate_mbps: float, buffer_bytes: int) -> list[str]:
     """tbf parameters for a link of rate_mbps (IP bytes) with a buffer of buffer_bytes (IP)."""
     rate_bps = max(rate_mbps, MIN_RATE_MBPS) * 1e6 * TBF_SCALE
     # burst: TBF_BURST_S at this rate but at least two full frames (tbf drops frames > burst)
-    burst = max(2 * (MSS + ETH_HEADER), int(rate_bps / 8 * TBF_BURST_S))
-    limit = max(MSS + ETH_HEADER, int(buffer_bytes * TBF_SCALE))
+    burst = max(2 * (PACKET_BYTES + ETH_HEADER), int(rate_bps / 8 * TBF_BURST_S))
+    limit = max(PACKET_BYTES + ETH_HEADER, int(buffer_bytes * TBF_SCALE))
     return ["rate", f"{int(rate_bps)}bit", "burst", str(burst), "limit", str(limit)]
 
 

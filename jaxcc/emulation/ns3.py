@@ -61,13 +61,13 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from jaxcc import metrics
+from jaxcc import metrics, units
 from jaxcc.emulation.host import EmulationError
 from jaxcc.scenarios import REALISM_FIELDS, Scenario
+from jaxcc.units import PACKET_BYTES
 
 REPO = Path(__file__).resolve().parent.parent.parent
 BINARY_NAME = "ns3-dumbbell"
-PACKET_BYTES = 1500
 BIN_S = 0.5
 TCP_KINDS = {"reno": "TcpNewReno", "cubic": "TcpCubic", "bbr": "TcpBbr"}
 ALLOWED = "reno, cubic, bbr, fixed:MBPS"
@@ -126,7 +126,7 @@ def capacity_schedule(spec: Scenario, seed: int = 0) -> list[tuple[float, float]
         raise ValueError(f"{spec.name}.link.{form}: the ns-3 reference takes constant, schedule and "
                          "random_steps links only (a trace is delivery opportunities, not a rate)")
     cap = link.capacity(seed=seed, duration_s=spec.duration_s)
-    sched = [(float(t), float(r) / metrics.MBPS) for t, r in zip(cap.times, cap.rates)
+    sched = [(float(t), float(r) / units.MBPS) for t, r in zip(cap.times, cap.rates)
              if float(t) < spec.duration_s or float(t) == 0.0]
     for i, (t, mbps) in enumerate(sched):
         if not 0.01 <= mbps <= 100000:

@@ -45,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxcc import metrics
+from jaxcc import metrics, units
 from jaxcc.emulation import results
 from jaxcc.emulation import spec as emu_spec
 from jaxcc.emulation.host import EmulationError
@@ -235,7 +235,7 @@ def window_record(run: dict[str, Any], t0: float, t1: float) -> dict[str, Any]:
 def _sim_window(tr: metrics.Trace, window: tuple[float, float]) -> dict[str, Any]:
     lm = metrics.link_metrics(tr, window)
     jain = 1.0 if tr.num_flows == 1 else metrics.jain_over(tr, window)[0]
-    return {"throughput_mbps": lm["throughput"] / metrics.MBPS, "utilization": lm["utilization"],
+    return {"throughput_mbps": lm["throughput"] / units.MBPS, "utilization": lm["utilization"],
             "p95_owd_ms": lm["p95_owd"] * 1e3, "loss": lm["loss"], "jain": jain, "window_s": list(window)}
 
 

@@ -35,9 +35,10 @@ from jaxcc.emulation.host import (DATAPATH_BUILD, TCP_PORT_BASE, TOOLS_BUILD, UD
                                   EmulationError, check_requirements, realtime_allowed,
                                   receiver_binary, sender_binary, terminate)
 from jaxcc.emulation.netns import ETH_HEADER, RCV_IP, TBF_SCALE, EmulatedLink, softnet_drops, tbf_rate_error
-from jaxcc.emulation.spec import (MSS, assign_controllers, flow_goals, flow_preferences, preference_arg, rate_schedule,
+from jaxcc.emulation.spec import (assign_controllers, flow_goals, flow_preferences, preference_arg, rate_schedule,
                                   refuse_sim_only)
 from jaxcc.scenarios import Scenario
+from jaxcc.units import PACKET_BYTES
 
 
 @dataclasses.dataclass
@@ -184,7 +185,7 @@ class Runner:
             {"t0": t0, "fields": ["t", "bytes", "packets", "drops", "backlog"], "samples": samples}))
         # "while the backlog stays non-empty": a backlog of 10% of the buffer (at least four
         # frames) at both ends of a 0.1 s interval
-        min_backlog = max(4 * (MSS + ETH_HEADER), int(0.1 * link_spec.buffer_bytes * TBF_SCALE))
+        min_backlog = max(4 * (PACKET_BYTES + ETH_HEADER), int(0.1 * link_spec.buffer_bytes * TBF_SCALE))
         tbf = tbf_rate_error(samples, sched, t0, min_backlog)
         if sampler.error:
             tbf["error"] = sampler.error

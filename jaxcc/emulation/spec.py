@@ -26,8 +26,8 @@ from jaxcc import policyfile, scenarios
 from jaxcc.controllers import parse_controller
 from jaxcc.emulation.host import EmulationError
 from jaxcc.sim import trace as sim_trace
+from jaxcc.units import PACKET_BYTES
 
-MSS = 1500                    # bytes of one IP packet (the simulator's packet)
 MIN_RATE_MBPS = 0.01          # tbf cannot do 0; trace gaps get this
 SIM_ONLY_KINDS = ("cubic", "reno", "copa", "oracle")  # jaxcc.controllers kinds with no C++ sender
 
@@ -43,7 +43,7 @@ BUILTIN_SCENARIOS: dict[str, dict[str, Any]] = {
                           "buffer_bytes": 150000, "loss": 0.0},
                  "flows": [{"rtt_ms": 40.0, "start_s": 0.0, "stop_s": 20.0,
                             "controller": "bbr"}]},
-    # The settle measurement of a runtime preference change (jaxcc.emulation.settle): the issue's
+    # The settle measurement of a runtime preference change (jaxcc.emulation.settle): MOCC's
     # 12 Mbit/s / 20 ms RTT emulation link, throughput-heavy -> delay-heavy at 15 s and back at
     # 30 s. Its controller stands for the MOCC policy to give with --controller=policy:FILE
     # (bbr takes no preference: without --controller the run is refused, naming the field).
@@ -82,8 +82,8 @@ def as_scenario(spec: scenarios.Scenario | dict[str, Any]) -> scenarios.Scenario
     if starts:  # jaxcc-sender --init-mbps has the simulator's meaning, but the runner does not pass it yet
         raise EmulationError(f"{spec.name}.flows[{starts[0]}].init_rate_mbps: not emulated yet "
                              f"(simulator only: python -m jaxcc.evaluate)")
-    if spec.link.buffer_bytes < MSS:
-        raise EmulationError(f"{spec.name}.link.buffer_bytes: must be >= {MSS} (one packet) in "
+    if spec.link.buffer_bytes < PACKET_BYTES:
+        raise EmulationError(f"{spec.name}.link.buffer_bytes: must be >= {PACKET_BYTES} (one packet) in "
                              f"emulation, got {spec.link.buffer_bytes:g}")
     return spec
 
@@ -239,7 +239,7 @@ def trace_to_schedule(ts_ms: list[int], duration_s: float,
             if b >= n_bins:
                 break
             counts[b] += 1
-    return [(i * bin_s, c * MSS * 8 / bin_s / 1e6) for i, c in enumerate(counts)]
+    return [(i * bin_s, c * PACKET_BYTES * 8 / bin_s / 1e6) for i, c in enumerate(counts)]
 
 
 def mean_capacity_mbps(sched: list[tuple[float, float]], t0: float, t1: float) -> float:

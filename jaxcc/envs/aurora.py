@@ -27,6 +27,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from jaxcc import units
 from jaxcc.envs import base
 from jaxcc.envs import mi as mi_lib
 from jaxcc.sim import core, links
@@ -133,7 +134,7 @@ def reward(m: mi_lib.MIStats, last_latency: jax.Array, w_thr=10.0, w_lat=1000.0,
     lost ("the proportion of all packets sent but not acknowledged").
     Returns (reward [F], latency used [F]).
     """
-    thr = m.acked / core.MSS / jnp.maximum(m.duration, 1e-30)
+    thr = m.acked / units.MSS / jnp.maximum(m.duration, 1e-30)
     lat = jnp.where(mi_lib.has_rtt(m), mi_lib.rtt_mean(m), last_latency)
     loss = mi_lib.loss_rate(m)
     return w_thr * thr - w_lat * lat - w_loss * loss, lat
@@ -155,9 +156,9 @@ class AuroraEnv(base.MultiFlowEnv):
     def sample_episode(self, key, p: AuroraParams) -> base.EpisodeInit:
         c = self.config
         kb, kl, kq, kloss, kr = jax.random.split(key, 5)
-        bw = jax.random.uniform(kb, (), minval=p.bw_pps_lo, maxval=p.bw_pps_hi) * core.MSS
+        bw = jax.random.uniform(kb, (), minval=p.bw_pps_lo, maxval=p.bw_pps_hi) * units.MSS
         latency = jax.random.uniform(kl, (), minval=p.latency_lo_s, maxval=p.latency_hi_s)
-        queue = base.log_uniform(kq, p.queue_pkts_lo, p.queue_pkts_hi) * core.MSS
+        queue = base.log_uniform(kq, p.queue_pkts_lo, p.queue_pkts_hi) * units.MSS
         loss = jax.random.uniform(kloss, (), minval=p.loss_lo, maxval=p.loss_hi)
         if c.num_segments >= 3:  # room for a capacity step (robust training); keys of its own
             times, rates = base.constant_schedule(c.num_segments - 2, bw)
@@ -206,7 +207,7 @@ def make_config(num_flows: int = 1, ticks_per_rtt: int = 8, max_steps: int = 400
     queue of hundreds of BDPs at the step's low capacity reaches)."""
     lo = AuroraParams()
     low = float(lo.bw_pps_lo) / (float(lo.step_max) if kw.get("num_segments", 1) >= 3 else 1.0)
-    wait = (float(lo.queue_pkts_hi) * core.MSS + 2 * core.MSS) / (low * core.MSS)
+    wait = (float(lo.queue_pkts_hi) * units.MSS + 2 * units.MSS) / (low * units.MSS)
     ring = base.ring_len_worst(wait / (2 * float(lo.latency_lo_s)), ticks_per_rtt)
     cfg = dict(num_flows=num_flows, ticks_per_rtt=ticks_per_rtt, mi_rtts=0.5, history=HISTORY, obs_dim=3,
                max_steps=max_steps, ring_len=ring, num_segments=1)

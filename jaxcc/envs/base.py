@@ -53,10 +53,9 @@ from flax import struct
 
 from jaxcc.envs import mi as mi_lib
 from jaxcc.sim import core, links
+from jaxcc.units import MBPS
 
-MSS = core.MSS
-MBPS = 125_000.0  # bytes/s in one Mbit/s
-# Rates are clipped to the same range the exported-policy datapath uses (policyfile.py).
+# Rates are clipped to the same range the exported-policy datapath uses (jaxcc.policyfile).
 MIN_RATE = 0.01 * MBPS
 MAX_RATE = 100_000.0 * MBPS
 REALISM_KEY = 0x5EA1  # reset key fold for the realism draws

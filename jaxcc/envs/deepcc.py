@@ -71,6 +71,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
+from jaxcc import units
 from jaxcc.envs import base
 from jaxcc.envs import mi as mi_lib
 from jaxcc.sim import core, links
@@ -138,12 +139,12 @@ def action_to_rate(u, bound_mbps, low_mbps=LOW_MBPS):
     """u ∈ [0, 1] → low·(bound/low)^u bytes/s (u clipped to [0, 1]): the policy file's
     ``rate_absolute`` with ``scale: log``."""
     u = jnp.clip(u, 0.0, 1.0)
-    return low_mbps * jnp.exp(u * jnp.log(bound_mbps / low_mbps)) * links.MBPS
+    return low_mbps * jnp.exp(u * jnp.log(bound_mbps / low_mbps)) * units.MBPS
 
 
 def rate_to_action(rate, bound_mbps, low_mbps=LOW_MBPS):
     """The inverse of ``action_to_rate``: bytes/s → u = log(rate/low)/log(bound/low), clipped to [0, 1]."""
-    r = jnp.maximum(rate / links.MBPS, 1e-12)
+    r = jnp.maximum(rate / units.MBPS, 1e-12)
     return jnp.clip(jnp.log(r / low_mbps) / jnp.log(bound_mbps / low_mbps), 0.0, 1.0)
 
 
@@ -177,13 +178,13 @@ def poisson_schedule(key, num_segments: int, slot_s: float, mean_mbps):
     links × 6002 slots cost 130 ms against 7 ms here (measured), and every episode end redraws.
     The float32 CDF drops tail mass below ~1e-7 per slot; λ ≤ ``POISSON_LAM_MAX`` (checked by
     ``required_shape``) keeps the truncation at ``POISSON_KMAX`` beyond 8 standard deviations."""
-    lam = mean_mbps * links.MBPS * slot_s / core.MSS
+    lam = mean_mbps * units.MBPS * slot_s / units.MSS
     k = jnp.arange(POISSON_KMAX, dtype=jnp.float32)
     cdf = jnp.cumsum(jnp.exp(k * jnp.log(jnp.maximum(lam, 1e-30)) - lam - jax.lax.lgamma(k + 1.0)))
     counts = jnp.minimum(jnp.searchsorted(cdf, jax.random.uniform(key, (num_segments,)), side="right"),
                          POISSON_KMAX - 1)
     times = jnp.arange(num_segments, dtype=jnp.float32) * slot_s
-    return times, counts.astype(jnp.float32) * core.MSS / slot_s
+    return times, counts.astype(jnp.float32) * units.MSS / slot_s
 
 
 class DeepccEnv(base.MultiFlowEnv):
@@ -205,8 +206,8 @@ class DeepccEnv(base.MultiFlowEnv):
         rtt = jax.random.uniform(kr, (), minval=p.rtt_lo_s, maxval=p.rtt_hi_s)
         in_bdp = (p.buf_bdp_hi > 0) & (jax.random.uniform(kp, ()) >= p.buf_pkts_prob)
         bdp = jax.random.uniform(kb, (), minval=p.buf_bdp_lo, maxval=p.buf_bdp_hi)
-        buf = jnp.where(in_bdp, bdp * mean * links.MBPS * rtt,
-                        jax.random.uniform(kb, (), minval=p.buf_lo_pkts, maxval=p.buf_hi_pkts) * core.MSS)
+        buf = jnp.where(in_bdp, bdp * mean * units.MBPS * rtt,
+                        jax.random.uniform(kb, (), minval=p.buf_lo_pkts, maxval=p.buf_hi_pkts) * units.MSS)
         f = c.num_flows
         loss = jax.random.uniform(kl, (), minval=p.loss_lo, maxval=p.loss_hi)
         link = links.link_from_arrays(times, rates, buf, loss, jnp.full((f,), rtt), jnp.zeros((f,)),
@@ -258,16 +259,16 @@ def required_shape(p: DeepccParams, ticks_per_rtt: int) -> dict:
     RTT) and ``ring_len`` (the largest buffer drained at half the lowest mean capacity, over the
     lowest RTT; with BDP buffers that is 2·buf_bdp_hi RTTs plus two packets)."""
     f = lambda x: float(np.asarray(x))  # noqa: E731
-    lam_hi = f(p.mean_hi_mbps) * links.MBPS * SLOT_S / core.MSS
+    lam_hi = f(p.mean_hi_mbps) * units.MBPS * SLOT_S / units.MSS
     if lam_hi > POISSON_LAM_MAX:
-        raise ValueError(f"mean_hi_mbps: at most {POISSON_LAM_MAX * core.MSS / SLOT_S / links.MBPS:g} Mbit/s "
+        raise ValueError(f"mean_hi_mbps: at most {POISSON_LAM_MAX * units.MSS / SLOT_S / units.MBPS:g} Mbit/s "
                          f"(Poisson sampler), got {f(p.mean_hi_mbps):g}")
-    two = 2 * core.MSS / (0.5 * f(p.mean_lo_mbps) * links.MBPS)
+    two = 2 * units.MSS / (0.5 * f(p.mean_lo_mbps) * units.MBPS)
     wait_over_rtt = 0.0
     if f(p.buf_bdp_hi) > 0:
         wait_over_rtt = 2.0 * f(p.buf_bdp_hi) + two / f(p.rtt_lo_s)
     if f(p.buf_bdp_hi) <= 0 or f(p.buf_pkts_prob) > 0:
-        wait_over_rtt = max(wait_over_rtt, (f(p.buf_hi_pkts) * core.MSS / (0.5 * f(p.mean_lo_mbps) * links.MBPS)
+        wait_over_rtt = max(wait_over_rtt, (f(p.buf_hi_pkts) * units.MSS / (0.5 * f(p.mean_lo_mbps) * units.MBPS)
                                             + two) / f(p.rtt_lo_s))
     return {"ring_len": base.ring_len_worst(wait_over_rtt, ticks_per_rtt),
             "max_steps": int(math.ceil(EPISODE_S / (0.5 * f(p.rtt_lo_s))))}

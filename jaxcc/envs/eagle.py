@@ -59,6 +59,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from jaxcc import units
 from jaxcc.envs import base
 from jaxcc.envs import mi as mi_lib
 from jaxcc.sim import core, links
@@ -141,8 +142,8 @@ def cwnd_for(a, max_delivery, min_rtt, p: EagleParams):
     bdp = max_delivery * min_rtt
     k = jnp.asarray(CWND_FACTORS, jnp.float32)[a]
     known = (bdp > 0) & (min_rtt < core.BIG * 0.5)
-    return jnp.where(known, jnp.maximum(CWND_GAIN * k * bdp, p.min_cwnd_pkts * core.MSS),
-                     p.init_cwnd_pkts * core.MSS)
+    return jnp.where(known, jnp.maximum(CWND_GAIN * k * bdp, p.min_cwnd_pkts * units.MSS),
+                     p.init_cwnd_pkts * units.MSS)
 
 
 def update_counters(inc, dec, a, delayed):
@@ -187,12 +188,12 @@ class EagleEnv(base.MultiFlowEnv):
                              f"max_steps={c.max_steps}, got {c.num_segments}")
         times, walk = links.sample_schedule_steps(kw, n_walk, 1.0, p.bw_lo_mbps, p.bw_hi_mbps, "walk")
         times = times * p.walk_every_s
-        fixed = jax.random.uniform(kb, (), minval=p.bw_lo_mbps, maxval=p.bw_hi_mbps) * links.MBPS
+        fixed = jax.random.uniform(kb, (), minval=p.bw_lo_mbps, maxval=p.bw_hi_mbps) * units.MBPS
         stoch = jax.random.uniform(ks, ()) < p.p_stochastic
         rates = jnp.where(stoch, walk, jnp.full((n_walk,), fixed))
         rtt_s = jax.random.uniform(kr, (), minval=p.rtt_lo_s, maxval=p.rtt_hi_s)
         buf = base.log_uniform(kq, p.buf_bdp_lo, p.buf_bdp_hi) * rates[0] * rtt_s
-        buf = jnp.maximum(buf, 2 * core.MSS)
+        buf = jnp.maximum(buf, 2 * units.MSS)
         cap0 = rates[0]
         if stepped:  # keys of their own: the paper's draws are unchanged
             ep = c.max_steps * c.mi_rtts * rtt_s
@@ -204,12 +205,12 @@ class EagleEnv(base.MultiFlowEnv):
         f = c.num_flows
         link = links.link_from_arrays(times, rates, buf, loss, jnp.full((f,), rtt_s), jnp.zeros((f,)),
                                       jnp.full((f,), 1e9), ticks_per_rtt=c.ticks_per_rtt)
-        x0 = jnp.full((f,), p.init_rate_mbps * links.MBPS)
+        x0 = jnp.full((f,), p.init_rate_mbps * units.MBPS)
         k_rel, k_which = jax.random.fold_in(key, 0x1417), jax.random.fold_in(key, 0x1418)
         x_rel = base.log_uniform(k_rel, p.init_rel_lo, p.init_rel_hi, (f,)) * cap0
         x0 = jnp.where(jax.random.uniform(k_which, (f,)) < p.init_rel_frac, x_rel, x0)
         return base.EpisodeInit(link=link, rate=x0,
-                                cwnd=jnp.full((f,), p.init_cwnd_pkts * core.MSS), goal=jnp.zeros((f, 0)))
+                                cwnd=jnp.full((f,), p.init_cwnd_pkts * units.MSS), goal=jnp.zeros((f, 0)))
 
     def init_paper(self, init, p):
         f = self.config.num_flows
@@ -235,7 +236,7 @@ class EagleEnv(base.MultiFlowEnv):
         q = jnp.where(has, base.ewma(prev.q, q_sample, g, first), prev.q)
         l = base.ewma(prev.l, mi_lib.loss_rate(m), g, first)
         deliv = mi_lib.delivery_rate(m)
-        floor = core.MSS / jnp.maximum(m.duration, 1e-9)
+        floor = units.MSS / jnp.maximum(m.duration, 1e-9)
         ratio_dd = jnp.where(first, 0.0, (deliv - prev.deliv) / jnp.maximum(prev.deliv, floor))
         q_ms = q * 1000.0
         delayed = q_ms >= p.delay_thresh_ms
@@ -267,7 +268,7 @@ def make_config(num_flows: int = 1, ticks_per_rtt: int = 8, history: int = 4, ma
     p = EagleParams()
     low = float(p.bw_lo_mbps) / (float(p.step_max) if capacity_steps else 1.0)
     ratio = float(p.buf_bdp_hi) * float(p.bw_hi_mbps) / low
-    ratio += 2 * core.MSS / (low * links.MBPS * float(p.rtt_lo_s))
+    ratio += 2 * units.MSS / (low * units.MBPS * float(p.rtt_lo_s))
     ring = base.ring_len_worst(ratio, ticks_per_rtt)
     seg = walk_segments(max_steps) + (2 if capacity_steps else 0)
     cfg = dict(num_flows=num_flows, ticks_per_rtt=ticks_per_rtt, mi_rtts=3.0, history=history, obs_dim=5,

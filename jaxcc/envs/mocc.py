@@ -74,9 +74,10 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from jaxcc import units
 from jaxcc.envs import base
 from jaxcc.envs import mi as mi_lib
-from jaxcc.sim import core, links
+from jaxcc.sim import links
 
 # The action table (module docstring, "Actions"): cwnd · CWND_MULTS[a] + CWND_DELTAS_PKTS[a] packets.
 CWND_MULTS = (0.5, 1.0, 1.0, 1.0, 1.0, 2.0, 1.0)
@@ -152,7 +153,7 @@ def reward_vector(thr, bandwidth, loss, delay, tmo):
 def init_cwnd(ack_rate_bps, bw_set_mbps, b=2.5):
     """eq. 1–3: cwnd (packets) = b × F(ACK rate), F = smallest set bandwidth (Mbps) >= the ACK
     rate in Mbps (the largest one when the rate exceeds them all)."""
-    mbps = ack_rate_bps / links.MBPS
+    mbps = ack_rate_bps / units.MBPS
     idx = jnp.clip(jnp.searchsorted(bw_set_mbps, mbps, side="left"), 0, bw_set_mbps.shape[-1] - 1)
     return b * bw_set_mbps[idx]
 
@@ -161,9 +162,9 @@ def apply_delta(cwnd_bytes, a, min_cwnd_pkts=2.0, deltas_pkts=CWND_DELTAS_PKTS, 
                 max_cwnd_pkts=10_000.0):
     """cwnd · mults[a] + deltas_pkts[a] packets, within [``min_cwnd_pkts``, ``max_cwnd_pkts``]
     packets (bytes in and out)."""
-    d = jnp.asarray(deltas_pkts, jnp.float32)[a] * core.MSS
+    d = jnp.asarray(deltas_pkts, jnp.float32)[a] * units.MSS
     k = jnp.asarray(mults, jnp.float32)[a]
-    return jnp.clip(cwnd_bytes * k + d, min_cwnd_pkts * core.MSS, max_cwnd_pkts * core.MSS)
+    return jnp.clip(cwnd_bytes * k + d, min_cwnd_pkts * units.MSS, max_cwnd_pkts * units.MSS)
 
 
 def pacing_rate(cwnd_bytes, min_rtt, p: MoccParams):
@@ -204,7 +205,7 @@ class MoccEnv(base.MultiFlowEnv):
         uniform on the simplex (Algorithm 2 line 6)."""
         c = self.config
         kb, kd, kq, kv, kz, kg = jax.random.split(key, 6)
-        bw = base.log_uniform(kb, p.bw_lo_mbps, p.bw_hi_mbps) * links.MBPS
+        bw = base.log_uniform(kb, p.bw_lo_mbps, p.bw_hi_mbps) * units.MBPS
         owd = base.log_uniform(kd, p.owd_lo_s, p.owd_hi_s)
         buf = base.log_uniform(kq, p.buffer_lo_bytes, p.buffer_hi_bytes)
         S = c.num_segments
@@ -216,7 +217,7 @@ class MoccEnv(base.MultiFlowEnv):
                                       jnp.zeros((f,)), jnp.full((f,), 1e9), ticks_per_rtt=c.ticks_per_rtt)
         goal = jax.random.dirichlet(kg, jnp.ones((len(OBJECTIVES),)), (f,))
         return base.EpisodeInit(link=link, rate=jnp.full((f,), base.MAX_RATE),
-                                cwnd=jnp.full((f,), p.init_cwnd_pkts * core.MSS), goal=goal)
+                                cwnd=jnp.full((f,), p.init_cwnd_pkts * units.MSS), goal=goal)
 
     def init_paper(self, init, p):
         f = self.config.num_flows
@@ -229,7 +230,7 @@ class MoccEnv(base.MultiFlowEnv):
         fl = state.paper
         cwnd = apply_delta(state.cwnd, a, p.min_cwnd_pkts, p.cwnd_deltas_pkts, p.cwnd_mults, p.max_cwnd_pkts)
         ack_rate = fl.acked_sum / jnp.maximum(fl.time_sum, 1e-9)
-        cwnd_init = init_cwnd(ack_rate, p.bw_set_mbps, p.b) * core.MSS
+        cwnd_init = init_cwnd(ack_rate, p.bw_set_mbps, p.b) * units.MSS
         cwnd = jnp.where(fl.steps == p.init_step, cwnd_init, cwnd)
         min_rtt = mi_lib.known_min_rtt(state.run, state.link.rtt)
         return pacing_rate(cwnd, min_rtt, p), cwnd, fl
@@ -277,7 +278,7 @@ def make_config(num_flows: int = 1, ticks_per_rtt: int = 16, **kw) -> base.EnvCo
     would otherwise need 4000 slots for every link of the batch.
     """
     p = MoccParams()
-    wait = (float(p.buffer_hi_bytes) + 2 * core.MSS) / (float(p.bw_lo_mbps) * links.MBPS)
+    wait = (float(p.buffer_hi_bytes) + 2 * units.MSS) / (float(p.bw_lo_mbps) * units.MBPS)
     ring = base.ring_len_worst(wait / 0.01, ticks_per_rtt)
     cfg = dict(num_flows=num_flows, ticks_per_rtt=ticks_per_rtt, mi_rtts=1.0, history=1, obs_dim=4,
                max_steps=200, ring_len=ring, num_segments=16, goal_dim=3, reward_dim=3)

@@ -82,6 +82,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from jaxcc import units
 from jaxcc.envs import base
 from jaxcc.envs import mi as mi_lib
 from jaxcc.sim import core, links
@@ -199,7 +200,7 @@ def signals(prev: ParetoFlow, m: mi_lib.MIStats, min_rtt, p: ParetoParams):
     l = base.ewma(prev.l, mi_lib.loss_rate(m), g, first)
     dt_ms = m.duration * 1000.0
     d_ms = jnp.where(rtt > 0, jnp.maximum(rtt - min_rtt, 0.0) * 1000.0, 0.0)
-    r_floor = core.MSS / jnp.maximum(m.duration, 1e-9)
+    r_floor = units.MSS / jnp.maximum(m.duration, 1e-9)
     dR = (R - prev.R) / jnp.maximum(jnp.minimum(prev.R, R), r_floor)
     dD = (d_ms - prev.d_ms) / jnp.maximum(prev.d_ms, p.d_floor_ms) / dt_ms
     dL = (l - prev.l) / jnp.maximum(prev.l, p.l_floor) / dt_ms
@@ -209,7 +210,7 @@ def signals(prev: ParetoFlow, m: mi_lib.MIStats, min_rtt, p: ParetoParams):
     X = jnp.where(delayed, (S - R) / jnp.maximum(R, r_floor), 0.0)
     # v2: the standing queue d̂ = (smallest RTT sample of the MI) − min RTT, 0 without a sample.
     d_stand = jnp.where(has, jnp.maximum(m.rtt_min - min_rtt, 0.0), 0.0)
-    q_pkts = R * d_stand / core.MSS
+    q_pkts = R * d_stand / units.MSS
     return ParetoSignals(dR=dR, dD=dD, dL=dL, X=X, d_ms=d_ms, delayed=delayed, q_pkts=q_pkts), (rtt, R, l)
 
 
@@ -318,8 +319,8 @@ class ParetoEnv(base.MultiFlowEnv):
         start = jnp.where(fair, idx * p.fair_gap_s, 0.0)
         stop = jnp.where(fair | (idx == 0), 1e9, 0.0)
         rtt = jnp.full((f,), p.rtt_s)
-        rate0 = jnp.full((f,), p.init_pkts_per_rtt * core.MSS / p.rtt_s)
-        return times, mbps * links.MBPS, jnp.asarray(p.buffer_bytes, jnp.float32), rtt, start, stop, rate0
+        rate0 = jnp.full((f,), p.init_pkts_per_rtt * units.MSS / p.rtt_s)
+        return times, mbps * units.MBPS, jnp.asarray(p.buffer_bytes, jnp.float32), rtt, start, stop, rate0
 
     def _robust_link(self, key, p: ParetoParams):
         """The robust distribution (module docstring), same tuple as ``_paper_link``."""
@@ -336,7 +337,7 @@ class ParetoEnv(base.MultiFlowEnv):
         low_phase = (seg % 2 == 0) == low_first  # alternate low/high, starting either way
         mbps = jnp.where(dynamic, jnp.where(low_phase, bw, bw * ratio), bw)
         times = seg.astype(jnp.float32) * jnp.where(dynamic, every, 1e3)
-        bdp_low = bw * links.MBPS * rtt_s  # the BDP at the schedule's lowest capacity
+        bdp_low = bw * units.MBPS * rtt_s  # the BDP at the schedule's lowest capacity
         buffer = base.log_uniform(ks[6], p.buf_bdp_lo, p.buf_bdp_hi) * bdp_low
         idx = jnp.arange(f)
         fair = p.stage == STAGE_FAIRNESS
@@ -349,10 +350,10 @@ class ParetoEnv(base.MultiFlowEnv):
         departs = (idx > 0) & (jax.random.uniform(kdep, (f,)) < p.p_depart)
         leave = start + jax.random.uniform(kwhen, (f,)) * jnp.maximum(horizon - start, 0.0)
         stop = jnp.where(idx < n, jnp.where(departs, leave, 1e9), 0.0)
-        share = mbps[0] * links.MBPS / n
+        share = mbps[0] * units.MBPS / n
         frac = base.log_uniform(jax.random.fold_in(key, 11), p.init_frac_lo, p.init_frac_hi, (f,))
         rate0 = frac * share
-        return times, mbps * links.MBPS, buffer, jnp.full((f,), rtt_s), start, stop, rate0
+        return times, mbps * units.MBPS, buffer, jnp.full((f,), rtt_s), start, stop, rate0
 
     def sample_episode(self, key, p: ParetoParams) -> base.EpisodeInit:
         c = self.config
@@ -425,7 +426,7 @@ def link_terms(R, m: mi_lib.MIStats, lmi: base.LinkMI, p: ParetoParams):
     +util_w·min(Σ acked / (capacity·MI), 1), the link's utilization, shared by its flows."""
     act = m.active > 0
     n = jnp.sum(act)
-    floor = core.MSS / jnp.maximum(m.duration, 1e-9)
+    floor = units.MSS / jnp.maximum(m.duration, 1e-9)
     Rf = jnp.maximum(R, floor)
     mean_R = jnp.sum(jnp.where(act, Rf, 0.0)) / jnp.maximum(n, 1)
     dev = jnp.abs(jnp.log(Rf / jnp.maximum(mean_R, 1e-9)))
@@ -445,7 +446,7 @@ def make_config(num_flows: int = 1, ticks_per_rtt: int = 8, history: int = 8, ma
         raise ValueError(f"feature_set: unknown Pareto feature set {feature_set!r}; "
                          f"expected one of {', '.join(FEATURE_SETS)}")
     p = ParetoParams()
-    wait_over_rtt = (float(p.buffer_bytes) + 2 * core.MSS) / (min(BOOT_MBPS) * links.MBPS) / float(p.rtt_s)
+    wait_over_rtt = (float(p.buffer_bytes) + 2 * units.MSS) / (min(BOOT_MBPS) * units.MBPS) / float(p.rtt_s)
     segments = 4
     if feature_set == "pareto_v2":
         wait_over_rtt = max(wait_over_rtt, 2.0 * float(p.buf_bdp_hi))

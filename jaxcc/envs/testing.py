@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
+from jaxcc import units
 from jaxcc.envs import deepcc, eagle, mocc, pareto
 from jaxcc.sim import core
 
@@ -38,7 +39,7 @@ def oracle_policy(name: str, mult):
             return jnp.argmin(err, axis=-1).astype(jnp.int32)
         if base == "mocc":
             want = tgt * state.link.rtt  # bytes in flight for the target rate
-            d = jnp.asarray(mocc.CWND_DELTAS_PKTS, jnp.float32) * core.MSS
+            d = jnp.asarray(mocc.CWND_DELTAS_PKTS, jnp.float32) * units.MSS
             k = jnp.asarray(mocc.CWND_MULTS, jnp.float32)
             err = jnp.abs(state.cwnd[:, None] * k[None, :] + d[None, :] - want[:, None])
             return jnp.argmin(err, axis=-1).astype(jnp.int32)

@@ -44,9 +44,10 @@ from jaxcc.senders import common
 from jaxcc.senders import goal_tuning as gt
 from jaxcc.sim.controller import Controller, rate_only
 from jaxcc.sim.core import BIG
+from jaxcc.units import MBPS
 
 NAME = "deepcc_v1"
-SENDER_INIT_RATE = 1.0 * 125000.0  # bytes/s before the first decision (jaxcc-sender --init-mbps 1)
+SENDER_INIT_RATE = 1.0 * MBPS  # bytes/s before the first decision (jaxcc-sender --init-mbps 1)
 
 
 class Own(NamedTuple):

@@ -31,6 +31,7 @@ from jaxcc.envs import eagle as eagle_env
 from jaxcc.envs import base as env_base
 from jaxcc.senders import common
 from jaxcc.sim.controller import Action, Controller
+from jaxcc.units import MBPS
 
 NAME = "eagle_v1"
 SPEC_PARAMS = ("init_rate_mbps", "init_cwnd_pkts", "min_cwnd_pkts", "delay_thresh_ms", "ewma_gain")
@@ -64,7 +65,7 @@ def sender(spec: dict, tensors: dict) -> common.Sender:
     ten = common.tensors_as_arrays(tensors)
 
     def start(rtt0):
-        rate0 = jnp.full((1,), p.init_rate_mbps * 125000.0, jnp.float32)
+        rate0 = jnp.full((1,), p.init_rate_mbps * MBPS, jnp.float32)
         cwnd0 = jnp.full((1,), p.init_cwnd_pkts * 1500.0, jnp.float32)
         return Own(rate=rate0, cwnd=cwnd0, paper=env.init_paper(None, p))
 

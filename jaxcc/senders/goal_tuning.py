@@ -78,6 +78,8 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from jaxcc.units import MBPS
+
 DIM = 3
 TUNING_RTTS = 4.0  # §V: goal tuning every 4 RTT
 K = 4  # eq. 8/10: intervals averaged
@@ -89,7 +91,6 @@ JUMP_THRESHOLD = 0.5
 JUMP_VALUE = 0.1
 LOSS_SCALE = 0.01  # jump-out: the loss distance's scale when the loss target is below it
 G_FLOOR = 0.01
-MBPS = 125000.0  # bytes/s per Mbit/s
 
 _ADAM = optax.adam(LR, b1=BETA1, b2=BETA2, eps=ADAM_EPS)
 

@@ -34,10 +34,11 @@ from jaxcc.envs import base as env_base
 from jaxcc.envs import mocc
 from jaxcc.senders import common
 from jaxcc.sim.controller import Action, Controller
-from jaxcc.sim.core import MSS
+
+from jaxcc.units import MBPS, MSS, PACKET_BYTES
 
 NAME = "mocc_v1"
-SENDER_INIT_RATE = 1.0 * 125000.0  # bytes/s before the first decision (jaxcc-sender --init-mbps 1)
+SENDER_INIT_RATE = 1.0 * MBPS  # bytes/s before the first decision (jaxcc-sender --init-mbps 1)
 SPEC_PARAMS = ("timeout_min_s", "timeout_rtts", "init_cwnd_pkts", "min_cwnd_pkts", "max_cwnd_pkts", "b", "pacing_gain")
 
 
@@ -67,7 +68,7 @@ def env_and_params(spec: dict):
         raise ValueError(f"mocc_v1: head must be q_values over {len(deltas)} actions (features.cwnd_deltas_pkts) "
                          f"with objectives {n_obj} (features.objectives: {', '.join(feats.get('objectives', mocc.OBJECTIVES))}), "
                          f"got {head['type']} n={head.get('n')} objectives={head.get('objectives', 1)}")
-    want = [d * policyfile.MSS for d in deltas]
+    want = [d * PACKET_BYTES for d in deltas]
     got = [float(d) for d in action.get("deltas", [])] if action["type"] == "cwnd_table" else None
     if got is None or len(got) != len(want) or any(abs(a - b) > 1e-6 * max(abs(a), abs(b)) + 1e-9
                                                    for a, b in zip(got, want)):

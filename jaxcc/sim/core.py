@@ -52,8 +52,8 @@ import jax.numpy as jnp
 from flax import struct
 
 from jaxcc.sim import realism as rz  # REALISM: jitter, ACK aggregation, RTT noise, cross traffic
+from jaxcc.units import MSS
 
-MSS = 1500.0  # bytes; one packet, as in Mahimahi traces and the papers' simulators.
 BIG = 1e30  # "unlimited" for cwnd or rate; finite so that arithmetic never makes inf - inf.
 # Padding value for unused capacity-schedule segments: never reached by any real time/bytes.
 PAD = 3e38

@@ -28,10 +28,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxcc.sim import realism as rz
-from jaxcc.sim.core import MSS, PAD, LinkParams
+from jaxcc.sim.core import PAD, LinkParams
 from jaxcc.sim.trace import read_mahimahi
+from jaxcc.units import MBPS, MSS
 
-MBPS = 125_000.0  # bytes per second in one Mbit/s
 DEFAULT_TICKS_PER_RTT = 8
 DEFAULT_MAX_RING = 1024
 

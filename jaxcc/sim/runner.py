@@ -26,6 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxcc import units
 from jaxcc.sim import controller as ctl
 from jaxcc.sim import core, links
 
@@ -161,7 +162,7 @@ def build_batches(items: Sequence[Item], *, resolve: Resolve, ticks_per_rtt: int
                     if not ctrl.name.startswith("policy:"):
                         raise ValueError(f"flows[{j}].init_rate_mbps: only a learned sender (policy:FILE) takes a "
                                          f"start rate; {fl.controller!r} starts from its own initial window/rate")
-                    row_cp[j, ctl.INIT_RATE] = float(init_mbps) * links.MBPS
+                    row_cp[j, ctl.INIT_RATE] = float(init_mbps) * units.MBPS
                 _put_preference(row_cp[j], fl, ctrl, j)
                 _put_target(row_cp[j], fl, ctrl, j)
             ids.append(row_ids)

@@ -31,7 +31,8 @@ from __future__ import annotations
 import jax.numpy as jnp
 
 from jaxcc.sim import core
-from jaxcc.sim.core import MSS, SimState, TickOut, bytes_servable, flow_active, time_to_serve
+from jaxcc.sim.core import SimState, TickOut, bytes_servable, flow_active, time_to_serve
+from jaxcc.units import MSS
 
 _ORIGINAL = core.step
 

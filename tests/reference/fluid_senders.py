@@ -37,7 +37,8 @@ import jax.numpy as jnp
 
 from jaxcc.sim.controller import Action, Controller, TickObs
 from jaxcc.baselines.simple import FIXED  # noqa: F401  (the constant-rate sender)
-from jaxcc.sim.core import BIG, MSS
+from jaxcc.sim.core import BIG
+from jaxcc.units import MSS
 
 from reference import packet_sim
 

@@ -16,13 +16,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxcc import units
 from jaxcc.sim.controller import CPARAM_DIM
 from jaxcc.sim import links, runner
 
 from reference import fluid_senders, packet_sim
 
 MSS = packet_sim.MSS
-MBPS = links.MBPS
+MBPS = units.MBPS
 TICKS_PER_RTT = links.DEFAULT_TICKS_PER_RTT
 SENDERS = ("constant", "aimd", "bbr_like")
 

@@ -21,6 +21,7 @@ import jax.numpy as jnp
 
 from jaxcc import policyfile
 from jaxcc.agents import pipeline
+from jaxcc.params import glorot_uniform
 
 Params = dict[str, dict[str, jax.Array]]
 
@@ -58,20 +59,15 @@ def actor_spec(history: int, obs_dim: int, hidden: int, fc: int, *, mi_rtts: flo
     }
 
 
-def _glorot(key, shape, fan_in, fan_out, gain=1.0):
-    lim = gain * math.sqrt(6.0 / (fan_in + fan_out))
-    return jax.random.uniform(key, shape, jnp.float32, -lim, lim)
-
-
 def _dense_init(key, n_in, n_out, gain=1.0):
-    return {"kernel": _glorot(key, (n_in, n_out), n_in, n_out, gain), "bias": jnp.zeros((n_out,), jnp.float32)}
+    return {"kernel": glorot_uniform(key, (n_in, n_out), n_in, n_out, gain), "bias": jnp.zeros((n_out,), jnp.float32)}
 
 
 def _lstm_init(key, n_in, h):
     k1, k2 = jax.random.split(key)
     bias = jnp.zeros((4 * h,), jnp.float32).at[h:2 * h].set(1.0)  # forget-gate bias 1
-    return {"kernel_i": _glorot(k1, (n_in, 4 * h), n_in, 4 * h),
-            "kernel_h": _glorot(k2, (h, 4 * h), h, 4 * h), "bias": bias}
+    return {"kernel_i": glorot_uniform(k1, (n_in, 4 * h), n_in, 4 * h),
+            "kernel_h": glorot_uniform(k2, (h, 4 * h), h, 4 * h), "bias": bias}
 
 
 def init_actor(key, obs_dim: int, hidden: int, fc: int, a_range=PAPER_RANGE) -> Params:
@@ -97,7 +93,7 @@ def actor_apply(spec: dict, params: Params, obs_window: jax.Array) -> jax.Array:
 def critic_apply(params: Params, obs_window: jax.Array, action: jax.Array, a_range=PAPER_RANGE) -> jax.Array:
     """Q(s, a) for one window ``[T, D]`` and a scalar action in ``a_range`` (vmap for batches)."""
     p = params["lstm1"]
-    hs = policyfile._lstm(obs_window.astype(jnp.float32), p["kernel_i"], p["kernel_h"], p["bias"])
+    hs = policyfile.lstm_sequence(obs_window.astype(jnp.float32), p["kernel_i"], p["kernel_h"], p["bias"])
     # The action enters after the LSTM, scaled to about [-1, 1] like the features.
     lo, hi = a_range
     a = (jnp.reshape(action, (1,)) - 0.5 * (lo + hi)) / (0.5 * (hi - lo))

@@ -46,6 +46,7 @@ import jax.numpy as jnp
 from jaxcc.agents.pareto import networks, replay, td3
 from jaxcc.envs import mi as mi_lib
 from jaxcc.envs import pareto as penv
+from jaxcc.params import all_finite
 
 MI_FIELDS = tuple(f.name for f in dataclasses.fields(mi_lib.MIStats))  # a RECORD's 16 sums, in order
 
@@ -192,8 +193,7 @@ def learn(ostate: dict, active: jax.Array, *, n_steps: int, kw: dict) -> tuple[d
 
     agent, buf, key, gstep, m = jax.vmap(one)(ostate["agent"], ostate["buffer"], ostate["key"], ostate["gstep"],
                                               active)
-    finite = jax.vmap(lambda a: jnp.all(jnp.asarray([jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves(
-        (a["actor"], a["critic1"], a["critic2"]))])))(agent)
+    finite = jax.vmap(lambda a: all_finite((a["actor"], a["critic1"], a["critic2"])))(agent)
     return {**ostate, "agent": agent, "buffer": buf, "key": key, "gstep": gstep}, {**m, "params_finite": finite}
 
 

@@ -56,6 +56,7 @@ import optax
 
 from jaxcc.agents import pipeline
 from jaxcc.agents.pareto import env_adapter, networks, replay
+from jaxcc.params import all_finite
 
 STAGE_LABELS = {"bootstrap": "Pareto-Bootstrap", "advance": "Pareto-Advance", "fairness": "Pareto-Fair"}
 HP_KEYS = ("gamma", "tau", "lr_actor", "lr_critic", "policy_noise", "noise_clip", "expl_noise", "alpha",
@@ -449,8 +450,7 @@ def make_train(config, mesh=None) -> Trainer:
                 "critic_loss": jnp.mean(lm["critic_loss"]), "actor_loss": jnp.mean(lm["actor_loss"]),
                 "q": jnp.mean(lm["q"]), "beta": lm["beta"][-1], "priority": jnp.mean(lm["priority"]),
                 "buffer_size": replay.size(buf),
-                "params_finite": jnp.all(jnp.asarray([jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves(
-                    (agent["actor"], agent["critic1"], agent["critic2"]))])),
+                "params_finite": all_finite((agent["actor"], agent["critic1"], agent["critic2"])),
             }
             counters = {"update": c["update"] + 1, "grad_step": gstep,
                         "env_steps": c["env_steps"] + rollout * E, "stage": c["stage"],

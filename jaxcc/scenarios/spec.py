@@ -1,4 +1,4 @@
-"""Scenario specs: the JSON users write, validation, and the papers' named scenarios.
+"""The scenario file format: the JSON users write, and its validation (``parse_scenario``).
 
 The spec (every command accepts it as ``--scenario-file``)::
 
@@ -69,21 +69,6 @@ random draws come from the evaluation seed; the emulation refuses them, "not emu
   piecewise constant; it shares drop-tail drops with the flows in proportion to arrivals and
   shows in the queue, the flows' delay and loss, and the results' ``cross_mbps``.
 
-Named scenarios (``get_scenario``; ``list_scenarios``; suites with ``get_suite``):
-
-* ``pareto/*`` — Pareto §V test set (Table I/II, Fig. 5–10): RTT 90 ms, 440 KB buffer, 30 s;
-  and robust training's fairness links on the same 50 Mbit/s / 440 KB bottleneck (suite
-  ``pareto-fair``): ``shared8`` (8 flows), ``rtt30-120`` (30 and 120 ms RTT), ``jitter4`` (4
-  flows, ± 5 ms non-congestive jitter).
-* ``robust/*`` — robust training's start-rate and capacity-step links for every shipped policy:
-  ``start1pct`` (50 Mbit/s, the flow starts at 0.5 Mbit/s), ``step5-50`` (5 → 50 Mbit/s at 10 s).
-* ``aurora/*`` — Aurora §4.1 sweeps (defaults 30 Mbps, 30 ms latency, 1000 packets, 0% loss)
-  and the Fig. 2 / Fig. 7 links.
-* ``mocc/*`` — MOCC §V links (12 Mbps/10 ms/375 KB, 50 Mbps/375 KB, buffers 18–90 KB) and the
-  Verizon LTE traces (``lte-up``, ``lte-down``; 10 ms one way, 375 KB).
-* ``deepcc/*`` — DeepCC §VI links (Wi-Fi-like Poisson, AT&T LTE driving cellular, satellite).
-* ``eagle/*`` — Eagle §V links (10 Mbps/100 ms at 1–4 BDP buffers; Verizon LTE, 10 ms one way).
-
 Paths inside a spec (``find_trace``, ``parse_scenario``):
 
 * ``link.trace``: an absolute path is used as is; a relative one is looked up in
@@ -100,20 +85,20 @@ Paths inside a spec (``find_trace``, ``parse_scenario``):
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import os
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
+from jaxcc import units
 from jaxcc.controllers import parse_controller
 from jaxcc.sim import links
 from jaxcc.sim.controller import MAX_PREFERENCE_CHANGES
 from jaxcc.sim.trace import find_trace
+from jaxcc.units import PACKET_BYTES
 
 KB = 1000  # the papers' buffer sizes (375 KB, 440 KB) are decimal kilobytes
-PACKET = 1500
 MAX_CROSS_SEGMENTS = 256  # cross-traffic entries per spec (the model costs O(segments) per tick)
 REALISM_MS_MAX = 1000.0  # jitter_ms, ack_agg_ms, rtt_noise_ms are in [0, 1000]
 CROSS_MBPS_MAX = 100_000.0
@@ -190,14 +175,14 @@ class LinkSpec:
             rs = self.random_steps
             n = max(1, int(math.ceil(duration_s / rs["every_s"])))
             mbps = rng.uniform(rs["low_mbps"], rs["high_mbps"], n)
-            return links.Schedule(np.arange(n) * rs["every_s"], mbps * links.MBPS)
+            return links.Schedule(np.arange(n) * rs["every_s"], mbps * units.MBPS)
         ps = self.poisson
         slot = ps["slot_ms"] / 1e3
         n = max(1, int(math.ceil(duration_s / slot)))
-        counts = rng.poisson(ps["mean_mbps"] * links.MBPS * slot / PACKET, n)
+        counts = rng.poisson(ps["mean_mbps"] * units.MBPS * slot / PACKET_BYTES, n)
         if counts.sum() == 0:
             counts[0] = 1
-        return links.Schedule(np.arange(n) * slot, counts * PACKET / slot)
+        return links.Schedule(np.arange(n) * slot, counts * PACKET_BYTES / slot)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -506,225 +491,3 @@ def parse_scenario(spec: dict, *, source: str = "scenario", base_dir: str | None
         raise ValueError(f"{source}.flows: RTTs on one link may differ by at most 8x "
                          f"(got {min(rtts)} and {max(rtts)} ms); the tick is a fraction of the smallest")
     return Scenario(name, duration, LinkSpec(buffer_bytes=buffer_bytes, loss=loss, **kw), tuple(parsed))
-
-
-def load_scenario(spec: str | dict, **kw) -> Scenario:
-    """A scenario from a JSON file path, a JSON string, a dict, or a registered name."""
-    if isinstance(spec, dict):
-        return parse_scenario(spec, **kw)
-    if isinstance(spec, str) and spec in _REGISTRY:
-        return get_scenario(spec)
-    if isinstance(spec, str) and os.path.isfile(spec):
-        try:
-            with open(spec, encoding="utf-8") as fh:
-                data = json.load(fh)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{spec}:{e.lineno}: invalid JSON: {e.msg}") from None
-        return parse_scenario(data, source=spec, base_dir=os.path.dirname(os.path.abspath(spec)), **kw)
-    raise ValueError(f"scenario {spec!r} is neither a file nor a named scenario; "
-                     f"named ones: {', '.join(list_scenarios())}")
-
-
-# ----------------------------------------------------------------------------- named scenarios
-
-
-def _flows(n: int, rtt_ms: float, duration: float, gap_s: float = 0.0, stops=None, controller="bbr"):
-    return [{"rtt_ms": rtt_ms, "start_s": i * gap_s,
-             "stop_s": duration if stops is None else stops[i], "controller": controller} for i in range(n)]
-
-
-def _spec(name, duration, link, flows) -> Scenario:
-    if "trace" in link:  # a shipped trace (or one in $JAXCC_TRACES); there is no spec folder
-        link = {**link, "trace": find_trace(link["trace"], field=f"{name}.link.trace")}
-    return parse_scenario({"name": name, "duration_s": duration, "link": link, "flows": flows}, source=name)
-
-
-PARETO_RTT_MS, PARETO_BUFFER = 90.0, 440 * KB
-
-
-def _pareto() -> dict[str, Callable[[], Scenario]]:
-    d, b = 30.0, PARETO_BUFFER
-    out = {
-        "pareto/fixed50": lambda: _spec("pareto/fixed50", d, {"bandwidth_mbps": 50, "buffer_bytes": b},
-                                        _flows(1, PARETO_RTT_MS, d)),
-        "pareto/dyn10-20": lambda: _spec("pareto/dyn10-20", d, {"schedule": [[t, 10 if (t // 5) % 2 == 0 else 20] for t in range(0, 30, 5)], "buffer_bytes": b},
-                                         _flows(1, PARETO_RTT_MS, d)),
-        "pareto/dyn10-30": lambda: _spec("pareto/dyn10-30", d, {"schedule": [[t, 10 if (t // 5) % 2 == 0 else 30] for t in range(0, 30, 5)], "buffer_bytes": b},
-                                         _flows(1, PARETO_RTT_MS, d)),
-        "pareto/depart4": lambda: _spec("pareto/depart4", 60.0, {"bandwidth_mbps": 50, "buffer_bytes": b},
-                                        _flows(4, PARETO_RTT_MS, 60.0, gap_s=2.0, stops=[30.0, 40.0, 50.0, 60.0])),
-        "pareto/lte": lambda: _spec("pareto/lte", d, {"trace": "Verizon-LTE-short.up", "buffer_bytes": b},
-                                    _flows(1, 20.0, d)),
-    }
-    for n in (2, 3, 4, 5):
-        out[f"pareto/shared{n}"] = (lambda n=n: _spec(f"pareto/shared{n}", d, {"bandwidth_mbps": 50, "buffer_bytes": b},
-                                                      _flows(n, PARETO_RTT_MS, d, gap_s=2.0)))
-    # The fairness links, on the same bottleneck (50 Mbit/s, 440 KB).  40 s: Jain's window
-    # (the last 20 s) begins after every flow has started (the 8th starts at 14 s).
-    lf = PARETO_FAIR_DURATION_S
-    out["pareto/shared8"] = lambda: _spec("pareto/shared8", lf, {"bandwidth_mbps": 50, "buffer_bytes": b},
-                                          _flows(8, PARETO_RTT_MS, lf, gap_s=2.0))
-    # Two flows at 30 and 120 ms RTT (a 4x ratio; the parser allows 8x), 2 s apart, the short
-    # one first.  The bar compares with in-sim CUBIC on this same link (its RTT unfairness).
-    out["pareto/rtt30-120"] = lambda: _spec("pareto/rtt30-120", lf, {"bandwidth_mbps": 50, "buffer_bytes": b},
-                                            [{"rtt_ms": 30.0, "start_s": 0.0, "controller": "bbr"},
-                                             {"rtt_ms": 120.0, "start_s": 2.0, "controller": "bbr"}])
-    # Four flows under non-congestive jitter of ± 5 ms: jaxcc.sim.realism adds U[0, jitter_ms]
-    # one way, so jitter_ms = 10 is 5 ms ± 5 ms (exactly uniform at the default 8 ticks per RTT:
-    # the 11.25 ms tick is longer than 10 ms, so the FIFO rule never binds).
-    out["pareto/jitter4"] = lambda: _spec("pareto/jitter4", lf, {"bandwidth_mbps": 50, "buffer_bytes": b,
-                                                                "jitter_ms": 2 * PARETO_JITTER_PM_MS},
-                                          _flows(4, PARETO_RTT_MS, lf, gap_s=2.0))
-    # The emulation's reference link (tests/test_emulate.py, Mahimahi's `mm-delay 20` with a
-    # 12 Mbit/s trace): 12 Mbit/s, 40 ms RTT, 375 KB (6.25 BDP).  The robust bars judge the
-    # shipped Pareto's fixed links here too, in the simulator and over netns.
-    out["pareto/link12"] = lambda: _spec("pareto/link12", d, {"bandwidth_mbps": 12, "buffer_bytes": 375 * KB},
-                                         _flows(1, 40.0, d))
-    return out
-
-
-PARETO_FAIR_DURATION_S = 40.0
-PARETO_JITTER_PM_MS = 5.0  # pareto/jitter4: ± 5 ms around a 5 ms mean (jitter_ms = 10)
-
-# robust/*: 50 Mbit/s with a 100 ms RTT and a 1-BDP buffer (625 KB, the classic rule of thumb).
-# 100 ms lies inside the training RTTs of Aurora (100-1000 ms) and Eagle (10-400 ms) and next to
-# Pareto's 90 ms, so these links test the start rate and the capacity step, not an unseen RTT;
-# 50 Mbit/s is the bandwidth the issue names.
-ROBUST_RTT_MS, ROBUST_MBPS = 100.0, 50.0
-ROBUST_BUFFER = ROBUST_MBPS * links.MBPS * ROBUST_RTT_MS / 1e3  # 1 BDP = 625 KB
-ROBUST_START_FRACTION = 0.01  # robust/start1pct: the flow starts at 1 % of the capacity
-ROBUST_STEP_AT_S = 10.0  # robust/step5-50: 5 Mbit/s, then 50 Mbit/s from 10 s
-
-
-def _robust() -> dict[str, Callable[[], Scenario]]:
-    d = 30.0
-    b = ROBUST_BUFFER
-    return {
-        # The flow's controller is a placeholder: init_rate_mbps is for policy:FILE (--controller).
-        "robust/start1pct": lambda: _spec("robust/start1pct", d, {"bandwidth_mbps": ROBUST_MBPS, "buffer_bytes": b},
-                                          [{"rtt_ms": ROBUST_RTT_MS, "controller": "bbr",
-                                            "init_rate_mbps": ROBUST_START_FRACTION * ROBUST_MBPS}]),
-        "robust/step5-50": lambda: _spec("robust/step5-50", d, {"schedule": [[0, 5.0], [ROBUST_STEP_AT_S, ROBUST_MBPS]],
-                                                                "buffer_bytes": b},
-                                         _flows(1, ROBUST_RTT_MS, d)),
-    }
-
-
-def _aurora() -> dict[str, Callable[[], Scenario]]:
-    # §4.1: "30 Mbps capacity, 30 ms of latency, a 1000-packet queue, and 0% random loss".  Mininet
-    # link latency is one-way, so the RTT is 60 ms.  The paper runs 2 minutes; 30 s is enough for a
-    # fluid model to reach steady state and keeps the sweeps quick.
-    d = 30.0
-
-    def sweep(name, bw=30.0, lat_ms=30.0, queue=1000, loss=0.0):
-        return lambda: _spec(name, d, {"bandwidth_mbps": bw, "buffer_bytes": queue * PACKET, "loss": loss},
-                             _flows(1, 2 * lat_ms, d))
-
-    out = {}
-    for bw in (1, 2, 4, 8, 16, 32, 64, 128):
-        out[f"aurora/bw{bw}"] = sweep(f"aurora/bw{bw}", bw=bw)
-    for lat in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512):
-        out[f"aurora/lat{lat}"] = sweep(f"aurora/lat{lat}", lat_ms=lat)
-    for q in (1, 10, 100, 1000, 10000):
-        out[f"aurora/queue{q}"] = sweep(f"aurora/queue{q}", queue=q)
-    for pct in (0, 1, 2, 3, 4, 5, 6, 7, 8):
-        out[f"aurora/loss{pct}"] = sweep(f"aurora/loss{pct}", loss=pct / 100)
-    # Fig. 7: "a dynamic link with 32ms of base latency, a 500 packet queue", 16–32 Mbps every 5 s.
-    out["aurora/random16-32"] = lambda: _spec("aurora/random16-32", d, {"random_steps": {"low_mbps": 16, "high_mbps": 32, "every_s": 5},
-                                                                       "buffer_bytes": 500 * PACKET}, _flows(1, 64.0, d))
-    # Fig. 2: "1% random loss on a 30 Mbps bandwidth link and a 10-packet queue" (latency not
-    # given: the §4.1 default, 30 ms one way).
-    out["aurora/fig2"] = lambda: _spec("aurora/fig2", d, {"bandwidth_mbps": 30, "buffer_bytes": 10 * PACKET, "loss": 0.01},
-                                       _flows(1, 60.0, d))
-    return out
-
-
-def _mocc() -> dict[str, Callable[[], Scenario]]:
-    d = 30.0
-    out = {
-        "mocc/12mbps": lambda: _spec("mocc/12mbps", d, {"bandwidth_mbps": 12, "buffer_bytes": 375 * KB}, _flows(1, 20.0, d)),
-        # "a 50Mbps network with no delay": mm-link alone still adds ~1 ms each way; 2 ms RTT.
-        "mocc/50mbps": lambda: _spec("mocc/50mbps", d, {"bandwidth_mbps": 50, "buffer_bytes": 375 * KB}, _flows(1, 2.0, d)),
-    }
-    for kb in (18, 36, 54, 72, 90):
-        out[f"mocc/buffer{kb}kb"] = (lambda kb=kb: _spec(f"mocc/buffer{kb}kb", d, {"bandwidth_mbps": 12, "buffer_bytes": kb * KB},
-                                                         _flows(1, 20.0, d)))
-    # The cellular links of MOCC's preference sweep: the shipped Verizon LTE traces (up and
-    # down), 10 ms one way (20 ms RTT) and 375 KB, as MOCC's 12 Mbit/s link.
-    for direction in ("up", "down"):
-        out[f"mocc/lte-{direction}"] = (lambda direction=direction: _spec(
-            f"mocc/lte-{direction}", d, {"trace": f"Verizon-LTE-short.{direction}", "buffer_bytes": 375 * KB},
-            _flows(1, 20.0, d)))
-    return out
-
-
-def _deepcc() -> dict[str, Callable[[], Scenario]]:
-    d = 30.0
-    sat_bdp = 42 * links.MBPS * 0.8
-    return {
-        "deepcc/wifi": lambda: _spec("deepcc/wifi", d, {"poisson": {"mean_mbps": 2.64, "slot_ms": 10}, "buffer_bytes": 130 * PACKET},
-                                     _flows(1, 176.0, d)),
-        # §VI-A "Emulated Cellular Link": "the AT&T driving trace provided by [8]" (Sprout's
-        # ATT-LTE-driving, downlink; jaxcc/traces/README.md says why this file), "200 ms minimum
-        # RTT and 140 packets of buffer".  60 s: the paper's episode length, and room for the
-        # online tuner (4 RTT per interval) before jaxcc.tcr's measurement window.
-        "deepcc/cellular": lambda: _spec("deepcc/cellular", 60.0, {"trace": "ATT-LTE-driving.down",
-                                                                   "buffer_bytes": 140 * PACKET},
-                                         _flows(1, 200.0, 60.0)),
-        "deepcc/satellite": lambda: _spec("deepcc/satellite", 60.0, {"bandwidth_mbps": 42, "buffer_bytes": sat_bdp, "loss": 0.0074},
-                                          _flows(1, 800.0, 60.0)),
-    }
-
-
-def _eagle() -> dict[str, Callable[[], Scenario]]:
-    # §V, Fig. 7: "an emulated link of 10 Mbps and RTT of 100 ms" (buffer not given: 1, 2 and 4
-    # BDP here).  Fig. 5/6: the Verizon LTE Mahimahi trace "with a one-way delay of 10 ms"; the
-    # buffer is not given either: 375 KB (a deep cellular buffer, the MOCC/issue link's size).
-    # The data direction is the downlink trace (the Sprout/Pantheon cellular experiments).
-    d = 30.0
-    bdp = 10 * links.MBPS * 0.1
-    out = {f"eagle/10mbps-bdp{k}": (lambda k=k: _spec(f"eagle/10mbps-bdp{k}", d, {"bandwidth_mbps": 10, "buffer_bytes": k * bdp},
-                                                       _flows(1, 100.0, d))) for k in (1, 2, 4)}
-    out["eagle/lte"] = lambda: _spec("eagle/lte", d, {"trace": "Verizon-LTE-short.down", "buffer_bytes": 375 * KB},
-                                     _flows(1, 20.0, d))
-    return out
-
-
-_REGISTRY: dict[str, Callable[[], Scenario]] = {**_pareto(), **_aurora(), **_mocc(), **_deepcc(), **_eagle(),
-                                                **_robust()}
-
-SUITES: dict[str, tuple[str, ...]] = {
-    "pareto": ("pareto/fixed50", "pareto/dyn10-20", "pareto/dyn10-30", "pareto/shared2", "pareto/shared3",
-               "pareto/shared4", "pareto/shared5", "pareto/depart4", "pareto/lte"),
-    # Fig. 5's six environments (a)–(f).
-    # robust training's fairness links (shared8, rtt30-120, jitter4); the departures: pareto/depart4
-    "pareto-fair": ("pareto/shared8", "pareto/rtt30-120", "pareto/jitter4"),
-    "robust": ("robust/start1pct", "robust/step5-50"),
-    # The two fixed links of the robust emulation bars (jaxcc.bars "pareto-links").
-    "pareto-links": ("pareto/fixed50", "pareto/link12"),
-    "pareto-fig5": ("pareto/fixed50", "pareto/dyn10-20", "pareto/dyn10-30", "pareto/shared4", "pareto/shared5", "pareto/lte"),
-    "eagle": ("eagle/10mbps-bdp1", "eagle/10mbps-bdp2", "eagle/10mbps-bdp4", "eagle/lte"),
-    "aurora-bw": tuple(k for k in _REGISTRY if k.startswith("aurora/bw")),
-    "aurora-latency": tuple(k for k in _REGISTRY if k.startswith("aurora/lat")),
-    "aurora-queue": tuple(k for k in _REGISTRY if k.startswith("aurora/queue")),
-    "aurora-loss": tuple(k for k in _REGISTRY if k.startswith("aurora/loss")),
-    "aurora-figs": ("aurora/fig2", "aurora/random16-32"),  # Fig. 2 and Fig. 7 links
-    "mocc": tuple(k for k in _REGISTRY if k.startswith("mocc/")),
-    "deepcc": tuple(k for k in _REGISTRY if k.startswith("deepcc/")),
-}
-
-
-def list_scenarios() -> list[str]:
-    return sorted(_REGISTRY)
-
-
-def get_scenario(name: str) -> Scenario:
-    if name not in _REGISTRY:
-        raise ValueError(f"unknown scenario {name!r}; named scenarios: {', '.join(list_scenarios())}")
-    return _REGISTRY[name]()
-
-
-def get_suite(name: str) -> list[Scenario]:
-    if name not in SUITES:
-        raise ValueError(f"unknown suite {name!r}; suites: {', '.join(sorted(SUITES))}")
-    return [get_scenario(n) for n in SUITES[name]]
