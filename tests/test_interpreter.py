@@ -3,7 +3,7 @@
 * Python code (``jaxcc/``, ``tests/``, ``launch/*.py``) starts ``sys.executable``.
 * Shell scripts (``launch/``, ``datapath/``) start ``$JAXCC_PYTHON`` (default ``python3``), named
   in their header comment; a Python caller of a script sets ``JAXCC_PYTHON=sys.executable`` in
-  the child's environment (``jaxcc.emulation.online_net``, the tests).
+  the child's environment (``jaxcc.online.network``, the tests).
 * A wandb agent sweep (``launch/*.yaml`` with a ``program``) runs its ``command`` through
   ``$JAXCC_PYTHON``: wandb's own ``${interpreter}`` is always ``python`` from PATH.
 
@@ -383,9 +383,9 @@ def test_python_callers_of_launch_scripts_set_jaxcc_python():
 
 
 def test_online_net_runs_its_children_in_this_interpreter(tmp_path, monkeypatch):
-    """``online_net.start``: the simulator and netns children are ``sys.executable``, the Mahimahi
+    """``network.start``: the simulator and netns children are ``sys.executable``, the Mahimahi
     one is launch/mahimahi_run.sh with ``JAXCC_PYTHON=sys.executable``."""
-    from jaxcc.emulation import online_net
+    from jaxcc.online import network
     from jaxcc.emulation import spec as es
 
     started = []
@@ -394,12 +394,12 @@ def test_online_net_runs_its_children_in_this_interpreter(tmp_path, monkeypatch)
         def __init__(self, cmd, **kw):
             started.append((cmd, kw.get("env") or {}))
 
-    monkeypatch.setattr(online_net.subprocess, "Popen", Recorder)
-    monkeypatch.setattr(online_net, "mahimahi_missing", lambda: None)
+    monkeypatch.setattr(network.subprocess, "Popen", Recorder)
+    monkeypatch.setattr(network, "mahimahi_missing", lambda: None)
     policy = tmp_path / "p.safetensors"
     policy.write_bytes(b"")
     for emulator in ("sim", "netns", "mahimahi"):
-        online_net.start(emulator, es.load(name="pareto/fixed50"), minutes=0.1, policy_path=str(policy),
+        network.start(emulator, es.load(name="pareto/fixed50"), minutes=0.1, policy_path=str(policy),
                          learner=None, out_dir=tmp_path / emulator)
     assert [c[0] for c, _ in started] == [sys.executable, sys.executable, "bash"]
     cmd, env = started[2]

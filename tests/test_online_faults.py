@@ -1,5 +1,5 @@
 """Sender-side faults of online fine-tuning: the C++ jaxcc-sender against a fake
-learner written here with struct/socket only (independent of jaxcc.emulation.experience).
+learner written here with struct/socket only (independent of jaxcc.online.experience).
 
 Each run is a real sender and receiver on loopback with --min-mi-ms=20 (a 20 ms monitor
 interval; loopback RTTs are microseconds), a policy whose action is known by hand (every

@@ -18,7 +18,7 @@ import pytest
 
 from jaxcc.agents.pareto import online as alg
 from jaxcc.agents.pareto import replay
-from jaxcc.emulation import experience as X
+from jaxcc.online import experience as X
 from jaxcc.envs import pareto as penv
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

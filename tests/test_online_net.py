@@ -1,6 +1,6 @@
 """Where online fine-tuning runs: the simulator behind the learner protocol
-(``jaxcc.emulation.simnet``), the netns start/wait path, and window records
-(``jaxcc.emulation.online_net``).
+(``jaxcc.online.simnet``), the netns start/wait path, and window records
+(``jaxcc.online.network``).
 
 The learner here is a stub written with ``socket`` / ``struct`` only, from the protocol table
 (independent of simnet's encoder and of the learner's codec). The records are checked against
@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 from jaxcc import metrics, policyfile
-from jaxcc.emulation import online_net, simnet
+from jaxcc.online import network, simnet
 from jaxcc.emulation import spec as es
 from jaxcc.emulation.host import EmulationError
 
@@ -334,14 +334,14 @@ def test_simnet_refuses_bbr_fallback_and_bad_speed():
 def test_start_sim_runs_in_a_child_and_does_not_block(tmp_path):
     sc = es.load(name="pareto/shared3")
     t = time.monotonic()
-    h = online_net.start("sim", sc, minutes=0.1, policy_path=POLICY, learner=None, out_dir=tmp_path, speed=0)
+    h = network.start("sim", sc, minutes=0.1, policy_path=POLICY, learner=None, out_dir=tmp_path, speed=0)
     assert time.monotonic() - t < 2.0 and h.pid is not None
     run = h.wait(timeout=300)
     assert h.done()
     assert run["duration_s"] == pytest.approx(6.0, abs=0.1)
     assert [f["stop_s"] for f in run["flows"]] == [6.0, 6.0, 6.0] and [f["start_s"] for f in run["flows"]] == [0, 2, 4]
     assert json.loads((tmp_path / "scenario.json").read_text())["duration_s"] == 6.0
-    w = online_net.window_record(run, 0.0, 6.0)
+    w = network.window_record(run, 0.0, 6.0)
     assert set(w) >= {"throughput_mbps", "utilization", "p95_owd_ms", "loss", "jain"}
     assert 0 < w["utilization"] <= 1.0
 
@@ -349,14 +349,14 @@ def test_start_sim_runs_in_a_child_and_does_not_block(tmp_path):
 def test_start_refusals(tmp_path):
     sc = es.load(name="pareto/fixed50")
     with pytest.raises(EmulationError, match="--emulator=ns3: expected one of netns, mahimahi, sim"):
-        online_net.start("ns3", sc, minutes=1, policy_path=POLICY, learner=None, out_dir=tmp_path)
+        network.start("ns3", sc, minutes=1, policy_path=POLICY, learner=None, out_dir=tmp_path)
     with pytest.raises(EmulationError, match="duration_s: the override must be"):
-        online_net.start("sim", sc, minutes=0, policy_path=POLICY, learner=None, out_dir=tmp_path)
+        network.start("sim", sc, minutes=0, policy_path=POLICY, learner=None, out_dir=tmp_path)
     with pytest.raises(EmulationError, match="flows\\[2\\].start_s: 4 s is not before"):
         es.with_duration(es.load(name="pareto/shared3"), 3.0)
-    if online_net.mahimahi_missing():
+    if network.mahimahi_missing():
         with pytest.raises(EmulationError, match="--emulator=mahimahi: Mahimahi is not installed"):
-            online_net.start("mahimahi", sc, minutes=1, policy_path=POLICY, learner=None, out_dir=tmp_path)
+            network.start("mahimahi", sc, minutes=1, policy_path=POLICY, learner=None, out_dir=tmp_path)
 
 
 def test_with_duration_extends_flows_that_ran_to_the_end():
@@ -381,7 +381,7 @@ def test_window_record_sim_by_hand():
            "trace": {"time": t, "active": np.ones((T, 2), bool), "sent": sent, "acked": acked, "lost": sent - acked,
                      "admitted": acked, "owd": owd, "qdelay": owd[:, 0], "capacity": np.full(T, 125000.0 * 50),
                      "queue": np.zeros(T), "rate": sent / 0.5}}
-    w = online_net.window_record(run, 1.0, 3.0)
+    w = network.window_record(run, 1.0, 3.0)
     assert w["throughput_mbps"] == pytest.approx(40.0)
     assert w["utilization"] == pytest.approx(0.8)
     assert w["loss"] == pytest.approx(0.2)
@@ -417,7 +417,7 @@ def test_window_record_netns_by_hand(tmp_path):
     run = {"emulator": "netns", "out_dir": str(base), "t0_wall_s": wall0, "capacity_schedule": [[0.0, 2.0]],
            "per_flow": [{"flow": 0, "impl": "jaxcc", "start_s": 0.0, "stop_s": 10.0, "rtt_ms": 40.0},
                         {"flow": 1, "impl": "jaxcc", "start_s": 5.0, "stop_s": 10.0, "rtt_ms": 80.0}]}
-    w = online_net.window_record(run, 6.005, 8.005)   # no packet on an edge
+    w = network.window_record(run, 6.005, 8.005)   # no packet on an edge
     # received in (6.005, 8.005]: flow 0 packets sent at (5.985, 7.985] -> k = 599..798 (200), less
     # k%50==7 (607, 657, 707, 757: 4) -> 196 x 1500 B; flow 1 sent at 5 + (0.965, 2.965] -> k = 49..148
     # (100) x 1000 B
@@ -432,7 +432,7 @@ def test_window_record_netns_by_hand(tmp_path):
     j0, j1 = b0 * 8 / 1e6 / 2, b1 * 8 / 1e6 / 2
     assert w["jain"] == pytest.approx((j0 + j1) ** 2 / (2 * (j0 ** 2 + j1 ** 2)))
     # without the run's start (Mahimahi): each flow's first packet left at its start_s, as here
-    w2 = online_net.window_record(dict(run, t0_wall_s=None), 6.005, 8.005)
+    w2 = network.window_record(dict(run, t0_wall_s=None), 6.005, 8.005)
     for k in ("throughput_mbps", "utilization", "p95_owd_ms", "loss", "jain"):
         assert w2[k] == pytest.approx(w[k], rel=1e-9), k
 
@@ -463,13 +463,13 @@ def test_netns_start_does_not_block_and_window_matches_the_datapath(tmp_path, pr
     """start() returns at once (the scenario runs in a thread); the whole flow's window record
     agrees with the datapath's own summaries (sender goodput, receiver p95 one-way delay)."""
     t = time.monotonic()
-    h = online_net.start("netns", _short_link(), minutes=0.1, policy_path=POLICY, learner=None,
+    h = network.start("netns", _short_link(), minutes=0.1, policy_path=POLICY, learner=None,
                          out_dir=tmp_path, prefix=prefix + "a")
     assert time.monotonic() - t < 3.0 and not h.done()
     run = h.wait(timeout=120)
     (f,) = run["per_flow"]
     assert f["controller"] == f"policy:{POLICY}" and f["stop_s"] == 6.0
-    w = online_net.window_record(run, 0.0, 6.0)
+    w = network.window_record(run, 0.0, 6.0)
     snd, rcv = f["sender_summary"], f["receiver_summary"]
     assert w["throughput_mbps"] == pytest.approx(snd["throughput_mbps"], rel=0.05)
     assert w["p95_owd_ms"] == pytest.approx(rcv["p95_owd_ms"], abs=1.0)
@@ -490,7 +490,7 @@ def test_netns_policy_flows_stream_to_the_learner_beside_kernel_cross_traffic(tm
                          "link": {"bandwidth_mbps": 20.0, "buffer_bytes": 150000, "loss": 0.0},
                          "flows": [{"rtt_ms": 40.0, "start_s": 0.0, "stop_s": 6.0, "controller": "bbr"},
                                    {"rtt_ms": 40.0, "start_s": 0.0, "stop_s": 6.0, "controller": "kernel:bbr"}]})
-    h = online_net.start("netns", sc, minutes=0.1, policy_path=POLICY, learner=f"unix:{sock}",
+    h = network.start("netns", sc, minutes=0.1, policy_path=POLICY, learner=f"unix:{sock}",
                          sender_args=["--learner-timeout-s=3"], out_dir=tmp_path / "out", prefix=prefix + "b")
     run = h.wait(timeout=120)
     stub.close()
@@ -518,7 +518,7 @@ from test_mahimahi import SENDER, _fake_skip_reason, _script_in, fake_mm, shared
 @pytest.mark.skipif(not SENDER.exists(), reason="datapath not built (datapath/build.sh)")
 def test_mahimahi_sender_args_reach_policy_flows_only(shared_dir, fake_mm):  # noqa: F811
     """launch/mahimahi_run.sh --sender-args-file: each line one argument of every policy:FILE
-    flow's jaxcc-sender (as online_net.start("mahimahi") writes it); kernel flows get none."""
+    flow's jaxcc-sender (as network.start("mahimahi") writes it); kernel flows get none."""
     spec = shared_dir / "s.json"
     spec.write_text(json.dumps({"name": "mm_online", "duration_s": 2.0,
                                 "link": {"bandwidth_mbps": 12, "buffer_bytes": 375000},
@@ -544,9 +544,9 @@ def test_mahimahi_sender_args_reach_policy_flows_only(shared_dir, fake_mm):  # n
 # ----------------------------------------------------------------------------- with the learner's own codec
 
 def test_sim_speaks_to_the_learner_server(tmp_path):
-    """The learner's server (jaxcc.emulation.experience, written apart from simnet's encoder)
+    """The learner's server (jaxcc.online.experience, written apart from simnet's encoder)
     decodes the sim backend's HELLO / RECORD / BYE, and weights it sends are swapped in."""
-    from jaxcc.emulation import experience
+    from jaxcc.online import experience
     spec, tensors = policyfile.load(POLICY)
     good = dict(tensors, **{"out.kernel": np.zeros_like(tensors["out.kernel"]),
                             "out.bias": np.full_like(tensors["out.bias"], -3.0)})
@@ -596,7 +596,7 @@ def test_sim_speed_paces_the_wall_clock():
 
 
 def test_simnet_cli_bad_input_is_one_line(tmp_path):
-    r = subprocess.run([os.sys.executable, "-m", "jaxcc.emulation.simnet", "--scenario=pareto/fixed50",
+    r = subprocess.run([os.sys.executable, "-m", "jaxcc.online.simnet", "--scenario=pareto/fixed50",
                         f"--policy={POLICY}", "--learner=http://x", f"--out={tmp_path}"],
                        capture_output=True, text=True, cwd=REPO)
     assert r.returncode == 2
@@ -614,7 +614,7 @@ def test_window_record_iperf3_cross_traffic_by_hand(tmp_path):
     (d / "iperf3_client.json").write_text(json.dumps({"intervals": ivs}))
     run = {"emulator": "netns", "out_dir": str(tmp_path), "t0_wall_s": 0.0, "capacity_schedule": [[0.0, 2.0]],
            "per_flow": [{"flow": 0, "impl": "iperf3", "start_s": 0.0, "stop_s": 10.0, "rtt_ms": 40.0}]}
-    w = online_net.window_record(run, 2.05, 4.05)
+    w = network.window_record(run, 2.05, 4.05)
     # intervals ending at 2.1 .. 4.0: 20 x 12500 B over 2 s, retransmits at the ends 3.0 and 4.0
     assert w["throughput_mbps"] == pytest.approx(20 * 12500 * 8 / 1e6 / 2.0)
     assert w["utilization"] == pytest.approx(0.5)

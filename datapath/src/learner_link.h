@@ -1,7 +1,7 @@
 // The sender's side of the online-learning link (Pareto §IV "Online training stage",
 // Algorithm 4): every decision's record goes to a learner process, new weights come back.
 //
-// Wire protocol (proto 1, shared with jaxcc/emulation/experience.py): a stream socket
+// Wire protocol (proto 1, shared with jaxcc/online/experience.py): a stream socket
 // (unix:/abs/path or tcp:HOST:PORT; the learner listens, each sender connects and reconnects
 // every 0.2 s). Frame = u32 LE len (bytes after the field = 1 + payload), u8 type, payload;
 // len > 64 MiB is a protocol error (the connection is closed), unknown types are skipped.

@@ -151,7 +151,7 @@ def _receiver_owd_series(path: Path) -> list[tuple[float, float]]:
     receiver's view, as the simulator's ``time_series`` bins its one-way delays; duplicates
     left out, as from the receiver's p50/p95_owd_ms. Time origin: the earliest send stamp,
     i.e. the sender's first packet, which it sends at its ``t_s = 0`` (its --log's,
-    ``series``' origin), as ``online_net`` does where the harness does not see the start.
+    ``series``' origin), as ``jaxcc.online.network`` does where the harness does not see the start.
     The log is held as three flat arrays (24 bytes a packet) until binned."""
     sent_ns, recv_ns, owd = array.array("q"), array.array("q"), array.array("d")
     try:

@@ -116,7 +116,7 @@ class Runner:
         # that queue at the bottleneck (jaxcc-sender: up to --max-lag-ms, 10 ms).
         self.rt_sender = rt_sender
         # extra jaxcc-sender arguments for every policy:FILE flow (e.g. online fine-tuning's
-        # --learner=ADDR --learner-timeout-s=S --fallback=keep|bbr; jaxcc.emulation.online_net)
+        # --learner=ADDR --learner-timeout-s=S --fallback=keep|bbr; jaxcc.online.network)
         self.sender_args = [str(a) for a in (sender_args or [])]
 
     def run(self) -> dict[str, Any]:

@@ -486,7 +486,7 @@ def flood(address: str, *, flows: int, seconds: float, feature_set: str, history
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
-    ap = argparse.ArgumentParser(prog="python -m jaxcc.emulation.experience",
+    ap = argparse.ArgumentParser(prog="python -m jaxcc.online.experience",
                                  description="the learner benchmark's flooding senders (see flood())")
     ap.add_argument("--learner", required=True)
     ap.add_argument("--flows", type=int, default=3)

@@ -1,12 +1,12 @@
 """The simulator as a "network" behind the online-learning socket protocol (protocol 1).
 
-    python -m jaxcc.emulation.simnet --scenario=NAME | --scenario-file=F --policy=FILE \\
+    python -m jaxcc.online.simnet --scenario=NAME | --scenario-file=F --policy=FILE \\
         --learner=unix:/path|tcp:HOST:PORT [--speed=X] [--duration-s=S] --out=DIR
 
 It runs a scenario's link in the jaxcc simulator (``jaxcc.sim.core`` through the runner's own
 batch building, ``jaxcc.sim.runner.build_batches``) with every policy flow a ``pareto_v1`` /
 ``pareto_v2`` sender (``jaxcc.senders``), and talks to a learner exactly as ``jaxcc-sender
---learner=ADDR`` does (the table in ``jaxcc.emulation.experience``): one connection per
+--learner=ADDR`` does (the table in ``jaxcc.online.experience``): one connection per
 policy flow, HELLO first on every (re)connection, one RECORD per decision, WEIGHTS validated and
 swapped in between two decisions and acknowledged, BYE with the counters at the end. Flows whose
 controller is ``kernel:cubic`` / ``kernel:bbr`` (cross traffic in a scenario) run as the
@@ -19,7 +19,7 @@ between chunks it writes records, reads the learner's frames and applies new wei
 sleeps so that ``speed`` simulated seconds pass per wall second (``--speed=0``: as fast as it
 can).
 
-The protocol's frames and records are ``jaxcc.emulation.experience``'s (its table); the C++
+The protocol's frames and records are ``jaxcc.online.experience``'s (its table); the C++
 sender writes the same bytes independently (``datapath/src/learner_link.h``).
 
 A RECORD is written for every decision taken at the end of a monitor interval in which the flow
@@ -54,9 +54,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxcc import metrics, policyfile
-from jaxcc.emulation.experience import (BYE, HELLO, MAX_LEN, MI_FIELDS, PING, PROTO, WEIGHTS, WEIGHTS_ACK,
-                                        json_frame, record)
 from jaxcc.envs import mi as mi_lib
+from jaxcc.online.experience import (BYE, HELLO, MAX_LEN, MI_FIELDS, PING, PROTO, WEIGHTS, WEIGHTS_ACK,
+                                     json_frame, record)
 from jaxcc.senders import common
 from jaxcc.senders import feature_set as sender_module
 from jaxcc.senders import resolve as resolve_controller
@@ -558,7 +558,7 @@ def main(argv: list[str] | None = None) -> int:
     from jaxcc.emulation import spec as emu_spec
     from jaxcc.emulation.host import EmulationError
 
-    ap = argparse.ArgumentParser(prog="python -m jaxcc.emulation.simnet", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m jaxcc.online.simnet", description=__doc__.split("\n")[0])
     g = ap.add_mutually_exclusive_group(required=True)
     g.add_argument("--scenario", help="named scenario (jaxcc.scenarios or emu/*)")
     g.add_argument("--scenario-file", help="scenario JSON file")

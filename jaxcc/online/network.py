@@ -8,7 +8,7 @@ the simulator, its policy senders streaming to a learner, started without blocki
     window_record(run, t0, t1)            # {throughput_mbps, utilization, p95_owd_ms, loss, jain}
 
 * ``netns``: ``jaxcc.emulation.runner.Runner`` (a fresh three-namespace link) in a child process
-  (``python -m jaxcc.emulation.online_net``: its deadlines never wait on the learner's GIL, and
+  (``python -m jaxcc.online.network``: its deadlines never wait on the learner's GIL, and
   the senders outlive a learner killed with SIGKILL); every
   ``policy:*`` flow (the scenario's non-kernel flows, ``spec.assign_controllers``) runs
   ``policy_path`` with ``--learner=ADDR`` (unless ``sender_args`` already names it) and
@@ -17,7 +17,7 @@ the simulator, its policy senders streaming to a learner, started without blocki
   in their namespace reach a learner in the root namespace.
 * ``mahimahi``: ``launch/mahimahi_run.sh`` as a child process, the same arguments through its
   ``--sender-args-file``; refused with one line where Mahimahi is not installed.
-* ``sim``: ``python -m jaxcc.emulation.simnet`` as a child process (the simulator behind the
+* ``sim``: ``python -m jaxcc.online.simnet`` as a child process (the simulator behind the
   same socket protocol; ``speed`` simulated seconds per wall second).
 
 The scenario lasts ``minutes`` (``spec.with_duration``: flows that ran to its end run to the new
@@ -130,7 +130,7 @@ def start(emulator: str, scenario: Scenario, *, minutes: float, policy_path: str
 
 
 def _start_sim(sc, scen_file: Path, policy_path: str, args: list[str], out: Path, speed: float) -> Handle:
-    cmd = [sys.executable, "-m", "jaxcc.emulation.simnet", f"--scenario-file={scen_file}",
+    cmd = [sys.executable, "-m", "jaxcc.online.simnet", f"--scenario-file={scen_file}",
            f"--policy={policy_path}", f"--speed={speed:g}", f"--out={out / 'sim'}", *args]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open(out / "run.stderr", "w"), env=_env())
 
@@ -143,7 +143,7 @@ def _start_sim(sc, scen_file: Path, policy_path: str, args: list[str], out: Path
 
 def _start_netns(sc, scen_file: Path, policy_path: str, args: list[str], out: Path, prefix: str | None,
                  verbose: bool) -> Handle:
-    cmd = [sys.executable, "-m", "jaxcc.emulation.online_net", f"--scenario-file={scen_file}",
+    cmd = [sys.executable, "-m", "jaxcc.online.network", f"--scenario-file={scen_file}",
            f"--policy={policy_path}", f"--out={out / 'netns'}", *[f"--sender-arg={a}" for a in args]]
     if prefix:
         cmd.append(f"--prefix={prefix}")
@@ -227,7 +227,7 @@ def window_record(run: dict[str, Any], t0: float, t1: float) -> dict[str, Any]:
     if not t1 > t0:
         raise ValueError(f"window: t1 ({t1}) must be after t0 ({t0})")
     if run.get("emulator") == "sim":
-        from jaxcc.emulation import simnet
+        from jaxcc.online import simnet
         return _sim_window(simnet.trace_of(run), (float(t0), float(t1)))
     return _emu_window(run, float(t0), float(t1))
 
@@ -334,10 +334,10 @@ def _raise_on_term(signum, frame):
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m jaxcc.emulation.online_net``: one netns run for ``start("netns")``."""
+    """``python -m jaxcc.online.network``: one netns run for ``start("netns")``."""
     import argparse
 
-    ap = argparse.ArgumentParser(prog="python -m jaxcc.emulation.online_net", description=main.__doc__)
+    ap = argparse.ArgumentParser(prog="python -m jaxcc.online.network", description=main.__doc__)
     ap.add_argument("--scenario-file", required=True)
     ap.add_argument("--policy", required=True)
     ap.add_argument("--out", required=True)
@@ -351,10 +351,10 @@ def main(argv: list[str] | None = None) -> int:
         sc = emu_spec.load(path=a.scenario_file)
         run_netns(sc, os.path.abspath(a.policy), Path(a.out), a.sender_arg, a.prefix, a.verbose)
     except EmulationError as e:
-        print(f"online_net: {e}", file=sys.stderr)
+        print(f"jaxcc.online.network: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("online_net: interrupted; cleaned up", file=sys.stderr)
+        print("jaxcc.online.network: interrupted; cleaned up", file=sys.stderr)
         return 130
     return 0
 

@@ -1,0 +1,81 @@
+"""``python -m jaxcc.online``: fine-tune Pareto online from the senders' experience (Algorithm 4).
+
+    python -m jaxcc.online --checkpoint=DIR (--scenario=NAME | --scenario-file=F) \
+        --emulator=netns|mahimahi|sim --minutes=M --out=DIR
+
+1. Restores Pareto's offline state from ``--checkpoint`` (a ``jaxcc.train`` workdir: its last
+   finished stage, normally Pareto-Fair; a stage checkpoint ``<workdir>/stages/<Label>``; or a
+   rolling checkpoint ``<workdir>/checkpoints/<n>``): actor, twin critics, target networks,
+   optimizer states and the segmented prioritized replay with its stage segments, priorities
+   and cursors.
+2. Grows the buffer by an online segment and freezes the old ones (Algorithm 4 line 1,
+   ``jaxcc.agents.pareto.online``); ``--buffers=local`` (the paper's choice, §IV) keeps one
+   agent and buffer per sender, ``--buffers=shared`` one for all.
+3. Listens for senders (``jaxcc.online.experience``, protocol 1; ``--learner``, default a
+   unix socket in ``--out``), exports the starting policy to ``OUT/policy_v0.safetensors`` and
+   starts the network (``jaxcc.online.network``: the netns harness, Mahimahi or the
+   simulator behind the same socket protocol) with every learned flow running it and streaming
+   its decisions.
+4. Turns each flow's records into transitions (the flow's window ring of the last T feature
+   vectors; reward = Algorithm 1 from the record's monitor-interval sums, through
+   ``jaxcc.envs.pareto``'s own functions; a sender cannot see the link, so of Pareto-Fair v2's
+   link-wide training terms ``--reward=local`` (the default) keeps the utilization term as the
+   sender estimates it — 1 while it sees a queue, else its delivery rate over its largest one
+   of the last ``--max-rate-window-s`` — and ``--reward=alg1`` keeps neither, the paper's
+   Algorithm 1 alone; ``jaxcc.agents.pareto.online`` says why), runs jitted TD3 steps at the learner's own pace
+   (``--updates-per-s`` caps them, and the loop sleeps ``--yield-ms`` between batches so a
+   learner sharing a small CPU with the senders leaves them room to pace; ``--replay-ratio``
+   caps the gradient steps per online transition, 1 by default: offline training takes about
+   one step per 30 new transitions), and pushes the actor every ``--push-every`` gradient steps as a
+   versioned policy file.  The online learning rates are ``--lr-scale`` (0.1) times the
+   offline ones, and the actor's loss holds it toward the offline actor (``--anchor``, 10;
+   ``jaxcc.agents.pareto.online``, variant ``anchor``; ``--anchor=0 --reward=alg1 --lr-scale=1``
+   is Algorithm 4 as the paper gives it).  Why these defaults, with every run measured
+   (without the anchor the old links are forgotten: after 3 minutes on an LTE trace the fixed
+   12 Mbit/s link's Ankh's number rose 16–174% in every variant tried):
+   ``checkpoints/pareto/online/README.md``.
+   ``--hp=KEY=VALUE`` sets a TD3 hyperparameter online (absolute, after the scaling);
+   ``--critic-warmup=N`` trains only the critics for the first N online steps: the offline
+   state's actor is the stage's *selected* snapshot (``select``) while its critics are the
+   stage's last iterate's, so without a warm-up the first actor steps pull the actor toward what
+   the last iterate's critics prefer.  The writer threads PING every sender every 0.5 s.
+5. Saves orbax checkpoints of the online state in ``OUT/online_ckpt`` every
+   ``--checkpoint-every-s`` and at the end; started again with the same ``--out`` it resumes
+   there (agents, buffers, RNG keys, step counts, the weight version), and the network it starts
+   runs the newest online actor (``OUT/policy_latest.safetensors``).
+
+``OUT/results.json``: ``first_minute`` and ``last_minute`` (``throughput_mbps``,
+``utilization``, ``p95_owd_ms``, ``loss``, ``jain`` from the network's own logs,
+``online_net.window_record``; plus ``ankh`` with d_max the larger of the two p95 delays),
+``updates_applied`` (weight files the senders applied, from their acknowledgements),
+``weights_rejected``, ``records_dropped`` (the senders' queue drops plus any the learner's event
+queue dropped), ``max_decision_gap_s`` (the senders' own measure from their BYE counters; else
+the largest gap between consecutive records' times), ``old_env_before`` / ``old_env_after``
+(the starting and final actors in the simulator on ``--old-envs``, the forgetting check,
+``jaxcc.evaluate.run_evaluation``: one evaluation with both actors, so Ankh's numbers share one
+d_max), ``grad_steps``, ``records``, ``transitions``, ``records_per_s``, the per-flow learner
+view and a 1-s timeline; ``OUT/online.png`` plots throughput, RTT and the weight version over
+time (from the records).  ``--emulator=flood`` is the learner's benchmark: ``--replicas`` (3)
+flooding senders (``jaxcc.emulation.experience.flood``) send records as fast as the learner takes
+them while it learns; ``records_per_s`` is what it sustained, ``learner_events_dropped`` what it
+could not keep.  ``--emulator=external`` starts no network: it serves senders started
+elsewhere on ``--learner`` for ``--minutes`` (or until every sender that said HELLO has said BYE)
+and its windows come from the records (the run's end: the latest record's sender time).
+
+Modules: ``restore`` (the offline state, policy blobs), ``tracks`` (records -> transitions),
+``learner`` (the ``Learner``), ``experience`` (the learner protocol's Python side: frames,
+records, the listening server), ``network`` (where fine-tuning runs: netns, Mahimahi or the
+simulator, started beside the learner), ``simnet`` (the simulator behind the protocol),
+``checks`` (forgetting check, first/last minute), ``cli``.  The algorithm's own online stage
+(Algorithm 4's buffer and TD3 steps) is ``jaxcc.agents.pareto.online``.
+"""
+
+from __future__ import annotations
+
+from jaxcc.online.cli import DEFAULT_OLD_ENVS, EMULATORS, build_parser, main, run
+from jaxcc.online.learner import REWARDS, Learner
+from jaxcc.online.restore import policy_blob, restore_offline, write_atomic
+from jaxcc.online.tracks import FlowTrack
+
+__all__ = ["DEFAULT_OLD_ENVS", "EMULATORS", "REWARDS", "FlowTrack", "Learner", "build_parser", "main", "policy_blob",
+           "restore_offline", "run", "write_atomic"]

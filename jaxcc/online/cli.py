@@ -1,0 +1,295 @@
+"""``python -m jaxcc.online``: restore, listen, start the network, learn, report (``jaxcc.online``)."""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import sys
+import tempfile
+import time
+from typing import Any
+
+import numpy as np
+from jaxcc.online.checks import ankh_pair, old_env_check, plot
+from jaxcc.online.learner import REWARDS, Learner
+from jaxcc.online.restore import write_atomic
+
+
+EMULATORS = ("netns", "mahimahi", "sim", "external", "flood")
+
+
+DEFAULT_OLD_ENVS = "pareto/fixed50,pareto/dyn10-30,pareto/shared2"
+
+
+# ----------------------------------------------------------------------------- CLI
+
+
+def default_address(out: str) -> str:
+    p = os.path.join(os.path.abspath(out), "learner.sock")
+    if len(p) > 100:  # AF_UNIX paths are limited to 108 bytes
+        p = os.path.join(tempfile.gettempdir(), "jaxcc-online-" + hashlib.sha1(p.encode()).hexdigest()[:12] + ".sock")
+    return "unix:" + p
+
+
+def policy_flow_count(sc) -> int:
+    """Senders a scenario runs with the learned policy: its ``policy:*`` flows, else every flow."""
+    n = sum(1 for f in sc.flows if str(f.controller).startswith("policy"))
+    return n or len(sc.flows)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m jaxcc.online", description=__doc__.split("\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--checkpoint", required=True, help="jaxcc.train workdir, stages/<Label> or checkpoints/<n>")
+    p.add_argument("--scenario", help="a named scenario (jaxcc.scenarios)")
+    p.add_argument("--scenario-file", help="a scenario JSON file")
+    p.add_argument("--emulator", required=True, choices=EMULATORS)
+    p.add_argument("--minutes", required=True, type=float, help="how long the network runs (minutes, > 0)")
+    p.add_argument("--out", required=True, help="output directory (results.json, online.png, online_ckpt/)")
+    p.add_argument("--learner", help="address to listen on: unix:/abs/path or tcp:HOST:PORT (default OUT/learner.sock)")
+    p.add_argument("--buffers", default="local", choices=("local", "shared"),
+                   help="local: one agent+buffer per sender (the paper's); shared: one for all")
+    p.add_argument("--replicas", type=int, default=0, help="local buffers: how many (0: the scenario's policy flows)")
+    p.add_argument("--online-segment", type=int, default=0, help="online buffer segment size (0: the largest stage's)")
+    p.add_argument("--grad-steps", type=int, default=0, help="TD3 steps per learn batch (0: config td3.grad_steps)")
+    p.add_argument("--push-every", type=int, default=64, help="push weights every N gradient steps")
+    p.add_argument("--updates-per-s", type=float, default=40.0, help="cap on gradient steps per second")
+    p.add_argument("--replay-ratio", type=float, default=1.0,
+                   help="at most this many gradient steps per online transition (0: no cap)")
+    p.add_argument("--lr-scale", type=float, default=0.1,
+                   help="online learning rates = this × the offline ones (a fresh online stage; --hp wins)")
+    p.add_argument("--reward", default="local", choices=REWARDS,
+                   help="online reward: local = Algorithm 1 + Pareto-Fair v2's utilization term as the sender "
+                        "estimates it (jaxcc.agents.pareto.online.local_util); alg1 = Algorithm 1 alone (the paper's)")
+    p.add_argument("--max-rate-window-s", type=float, default=10.0,
+                   help="--reward=local: the window of the flow's largest delivery rate (s)")
+    p.add_argument("--new-priority", default="config", choices=("config", "max", "one"),
+                   help="priority of a new online transition: the offline config's rule, the largest seen, or 1 "
+                        "(the paper's initial value)")
+    p.add_argument("--anchor", type=float, default=10.0,
+                   help="variant anchor (ours): weight of ((actor - offline actor) / half-range)^2 in the actor's loss "
+                        "(0: Algorithm 4 as the paper gives it; the default 10 was chosen on eagle/lte with "
+                        "pareto/link12 and pareto/dyn10-20 as the old links, checkpoints/pareto/online/README.md)")
+    p.add_argument("--critic-warmup", type=int, default=0,
+                   help="online gradient steps that train the critics only (the actor's learning rate 0)")
+    p.add_argument("--hp", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a TD3 hyperparameter online, e.g. --hp=lr_actor=1e-4 (repeatable)")
+    p.add_argument("--min-online", type=int, default=-1, help="online transitions before learning (-1: batch size)")
+    p.add_argument("--checkpoint-every-s", type=float, default=30.0)
+    p.add_argument("--yield-ms", type=float, default=5.0, help="sleep after every learn batch (ms)")
+    p.add_argument("--fallback", default="keep", choices=("keep", "bbr"))
+    p.add_argument("--learner-timeout-s", type=float, default=5.0)
+    p.add_argument("--sender-arg", action="append", default=[], help="extra sender argument (repeatable)")
+    p.add_argument("--old-envs", default=DEFAULT_OLD_ENVS, help="scenarios for the forgetting check ('' for none)")
+    p.add_argument("--prefix", default="onl", help="netns name prefix")
+    p.add_argument("--speed", type=float, default=1.0, help="sim: simulated seconds per wall second (0: unpaced)")
+    p.add_argument("--seed", type=int, default=0)
+    return p
+
+
+def _check_args(a) -> None:
+    if not a.minutes > 0:
+        raise ValueError(f"--minutes={a.minutes}: must be > 0")
+    given = [x for x in (a.scenario, a.scenario_file) if x]
+    if a.emulator not in ("external", "flood") and len(given) != 1:
+        raise ValueError("give exactly one of --scenario, --scenario-file")
+    for name, v, lo in (("--push-every", a.push_every, 1), ("--replicas", a.replicas, 0),
+                        ("--online-segment", a.online_segment, 0), ("--grad-steps", a.grad_steps, 0)):
+        if v < lo:
+            raise ValueError(f"{name}={v}: must be >= {lo}")
+    if a.speed < 0:
+        raise ValueError(f"--speed={a.speed}: must be >= 0")
+    if not a.lr_scale > 0:
+        raise ValueError(f"--lr-scale={a.lr_scale}: must be > 0")
+    if a.critic_warmup < 0:
+        raise ValueError(f"--critic-warmup={a.critic_warmup}: must be >= 0")
+    if a.replay_ratio < 0:
+        raise ValueError(f"--replay-ratio={a.replay_ratio}: must be >= 0")
+    if not a.updates_per_s > 0:
+        raise ValueError(f"--updates-per-s={a.updates_per_s}: must be > 0")
+    if a.checkpoint_every_s <= 0:
+        raise ValueError(f"--checkpoint-every-s={a.checkpoint_every_s}: must be > 0")
+
+
+def _parse_hp(items: list[str]) -> dict:
+    out = {}
+    for it in items:
+        k, eq, v = it.partition("=")
+        try:
+            out[k.strip()] = float(v)
+        except ValueError:
+            eq = ""
+        if not eq or not k.strip():
+            raise ValueError(f"--hp {it!r}: expected KEY=NUMBER, e.g. --hp=lr_actor=1e-4")
+    return out
+
+
+def run(a, log=print) -> dict:
+    """The whole command (parsed ``a``); returns the results dict it also writes."""
+    from jaxcc.online import experience
+
+    _check_args(a)
+    sc = None
+    if a.scenario or a.scenario_file:
+        from jaxcc import scenarios
+
+        sc = (scenarios.get_scenario(a.scenario) if a.scenario
+              else scenarios.load_scenario(a.scenario_file, allow_kernel=True))
+    replicas = a.replicas or (policy_flow_count(sc) if sc is not None else (3 if a.emulator == "flood" else 1))
+    learner = Learner(a.checkpoint, a.out, buffers=a.buffers, replicas=replicas,
+                      online_segment=a.online_segment or None, grad_steps=a.grad_steps or None,
+                      push_every=a.push_every, updates_per_s=a.updates_per_s,
+                      min_online=None if a.min_online < 0 else a.min_online,
+                      checkpoint_every_s=a.checkpoint_every_s, seed=a.seed, replay_ratio=a.replay_ratio,
+                      hp=_parse_hp(a.hp), critic_warmup=a.critic_warmup,
+                      lr_scale=a.lr_scale, reward=a.reward, max_rate_window_s=a.max_rate_window_s,
+                      new_priority=a.new_priority, anchor_w=a.anchor, log=log)
+    addr = a.learner or default_address(a.out)
+    server = experience.Server(addr)
+    handle = None
+    run_result = None
+    flood = None
+    t_wall0 = time.monotonic()
+    try:
+        if a.emulator == "flood":  # the learner benchmark: records as fast as the learner takes them
+            import subprocess
+
+            flood_out = os.path.join(learner.out, "flood.json")
+            flood = subprocess.Popen([sys.executable, "-m", "jaxcc.online.experience", f"--learner={server.address}",
+                                      f"--flows={learner.K}", f"--seconds={60.0 * a.minutes}",
+                                      f"--policy={learner.v0_path}", f"--out={flood_out}"])
+            done = lambda: flood.poll() is not None  # noqa: E731
+        elif a.emulator != "external":
+            from jaxcc.online import network
+
+            sender_args = [f"--fallback={a.fallback}", f"--learner-timeout-s={a.learner_timeout_s}",
+                           *a.sender_arg]
+            handle = network.start(a.emulator, sc, minutes=a.minutes, policy_path=learner.start_actor_path,
+                                      learner=server.address, sender_args=sender_args,
+                                      out_dir=os.path.join(learner.out, "net"), prefix=a.prefix, speed=a.speed)
+            done = handle.done
+            if getattr(handle, "pid", None):  # a child-process network outlives a killed learner
+                with open(os.path.join(learner.out, "net.pid"), "w") as f:
+                    f.write(f"{handle.pid}\n")
+        else:
+            end = time.monotonic() + 60.0 * a.minutes
+
+            def done():  # --minutes up, or every sender that said HELLO has said BYE and left
+                finished = bool(learner.byes) and set(learner.byes) >= set(learner.hellos)
+                return time.monotonic() >= end or (finished and not server.connected())
+        while not done():
+            learner.tick(server, yield_s=a.yield_ms / 1e3)
+        if handle is not None:
+            run_result = handle.wait()
+        if flood is not None and flood.returncode != 0:
+            raise RuntimeError(f"the flooding senders (python -m jaxcc.online.experience) exited {flood.returncode}")
+        # the last records and BYEs
+        deadline = time.monotonic() + 2.0
+        while time.monotonic() < deadline:
+            evs = server.drain(timeout=0.1)
+            learner.handle(evs)
+            if not evs and (not server.connected()):
+                break
+        learner.flush()
+        learner.checkpoint()
+        wall = time.monotonic() - t_wall0
+    finally:
+        server.close()
+        learner.close()
+
+    # windows: the network's own logs (first and last minute of the run)
+    dur = 60.0 * a.minutes
+    w = min(60.0, dur)
+    if run_result is not None:
+        from jaxcc.online import network
+
+        first = dict(network.window_record(run_result, 0.0, w))
+        last = dict(network.window_record(run_result, dur - w, dur))
+        src = a.emulator
+    else:
+        dur = max([r[1] for r in learner.timeline], default=dur)  # the senders' clock: they may end early
+        w = min(60.0, dur)
+        first, last = learner.records_window(0.0, w), learner.records_window(dur - w, dur)
+        first["utilization"] = last["utilization"] = None
+        first["p95_owd_ms"] = last["p95_owd_ms"] = None
+        src = "records"
+    ankh_pair(first, last)
+    gap, gap_src = learner.max_decision_gap()
+    names = [n.strip() for n in a.old_envs.split(",") if n.strip()]
+    final = os.path.join(learner.out, "policy_final.safetensors")
+    write_atomic(final, open(learner.latest_path, "rb").read())
+    before, after = old_env_check(learner.v0_path, final, names)
+    tl = learner.timeline_bins()
+    res: dict[str, Any] = {
+        "checkpoint": os.path.abspath(a.checkpoint), "start_policy": learner.label,
+        "scenario": sc.name if sc is not None else None, "emulator": a.emulator, "minutes": a.minutes,
+        "buffers": a.buffers, "replicas": learner.K, "replay_ratio": a.replay_ratio,
+        "updates_per_s": a.updates_per_s, "push_every": a.push_every, "resumed": learner.resumed,
+        "hp": {k: float(v) for k, v in learner.ostate["hp"].items()},
+        "critic_warmup": a.critic_warmup, "lr_scale": a.lr_scale, "reward": a.reward, "anchor": learner.anchor_w, "new_priority": "max" if learner.new_priority_max else "one",
+        "max_rate_window_s": a.max_rate_window_s if a.reward == "local" else None,
+        "sessions": learner.meta["sessions"],
+        "first_minute": first, "last_minute": last, "window_source": src,
+        "updates_applied": int(learner.counters["updates_applied"]),
+        "weights_rejected": int(learner.counters["weights_rejected"]),
+        "weights_superseded": int(learner.counters["weights_superseded"]),
+        "records_dropped": learner.records_dropped(server),
+        "max_decision_gap_s": gap, "max_decision_gap_source": gap_src,
+        "old_env_before": before, "old_env_after": after,
+        "old_env_ankh_change": {k: (after[k]["ankh"] - before[k]["ankh"]) / before[k]["ankh"]
+                                if before[k].get("ankh") else None for k in before},
+        "weight_version": int(learner.meta["version"]), "weight_pushes": len(learner.meta["pushes"]),
+        "grad_steps": learner.grad_steps_run, "grad_steps_total": int(learner.meta["grad_steps"]),
+        "records": int(learner.counters["records"]), "transitions": int(learner.counters["transitions"]),
+        "records_per_s": learner.counters["records"] / max(wall, 1e-9), "wall_s": wall,
+        "record_gaps": sum(t.gaps for t in learner.tracks.values()),
+        "learner_events_dropped": int(server.counters["events_dropped"]),
+        "protocol_errors": int(server.counters["protocol_errors"]),
+        "hello_other_policy": int(learner.counters["hello_other_policy"]),
+        "senders": {str(f): {"hello": learner.hellos.get(f), "bye": learner.byes.get(f),
+                             "replica": learner.replica(f),
+                             "records": learner.tracks[f].records if f in learner.tracks else 0,
+                             "feature_err": learner.tracks[f].feature_err if f in learner.tracks else None}
+                    for f in sorted(set(learner.hellos) | set(learner.tracks))},
+        "acks": learner.acks, "pushes": learner.meta["pushes"], "learn": learner.learn_metrics[-50:],
+        "records_first_minute": learner.records_window(0.0, w),
+        "records_last_minute": learner.records_window(dur - w, dur),
+        "timeline": tl,
+    }
+    if flood is not None:  # the benchmark's own counts beside what the learner took
+        with open(os.path.join(learner.out, "flood.json")) as f:
+            res["flood"] = json.load(f)
+    if run_result is not None and isinstance(run_result, dict):
+        res["network"] = {k: v for k, v in run_result.items() if isinstance(v, (int, float, str, bool, type(None)))}
+    with open(os.path.join(learner.out, "results.json"), "w") as f:
+        json.dump(res, f, indent=1, default=_json_default)
+    plot(os.path.join(learner.out, "online.png"), tl, learner.meta["pushes"])
+    return res
+
+
+def _json_default(o):
+    if isinstance(o, (np.integer,)):
+        return int(o)
+    if isinstance(o, (np.floating,)):
+        return float(o)
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    return str(o)
+
+
+def main(argv: list[str] | None = None) -> int:
+    os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
+    a = build_parser().parse_args(argv)
+    from jaxcc.emulation.host import EmulationError
+
+    try:
+        res = run(a, log=lambda s: print(s, file=sys.stderr))
+    except (ValueError, EmulationError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(json.dumps({k: res[k] for k in ("first_minute", "last_minute", "updates_applied", "weights_rejected",
+                                          "records_dropped", "max_decision_gap_s")}, default=_json_default))
+    print(f"[jaxcc.online] {os.path.join(os.path.abspath(a.out), 'results.json')}")
+    return 0
