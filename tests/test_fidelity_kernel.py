@@ -113,13 +113,13 @@ def _matches_the_record(v: dict, name: str) -> None:
                     f"(counted as invalid in test_pass_rates)")
     recorded = RECORD["misses"].get(name, {})
     robust = set.intersection(*F.per_run_misses(v))  # missed against every kernel run
-    new = [f"{m}: sim {F._fmt(m, c['sim'])} vs kernel {F._fmt(m, c['ref'])} (runs "
-           f"{', '.join(F._fmt(m, x) for x in c.get('ref_runs', [c['ref']]))}; bound {c['bound']})"
+    new = [f"{m}: sim {F.fmt_metric(m, c['sim'])} vs kernel {F.fmt_metric(m, c['ref'])} (runs "
+           f"{', '.join(F.fmt_metric(m, x) for x in c.get('ref_runs', [c['ref']]))}; bound {c['bound']})"
            for m, c in v["checks"].items() if m in robust and m not in recorded]
     assert not new, f"{name} ({F.describe(v['params'])}): outside the tolerances, not recorded:\n  " + "\n  ".join(new)
     if recorded:
         pytest.xfail(f"{name}: model misses the kernel (recorded): " + "; ".join(
-            f"{m} sim {F._fmt(m, c['sim'])} vs kernel {F._fmt(m, c['ref'])}" for m, c in recorded.items()))
+            f"{m} sim {F.fmt_metric(m, c['sim'])} vs kernel {F.fmt_metric(m, c['ref'])}" for m, c in recorded.items()))
 
 
 @pytest.mark.parametrize("name", [c.name for c in FAST_CASES])

@@ -100,7 +100,7 @@ def _matches_the_record(v: dict, name: str) -> None:
                         f"{RECORD_FILE.name}):\n  " + "\n  ".join(healed))
     if recorded:
         pytest.xfail(f"{name}: model misses ns-3 (recorded): " + "; ".join(
-            f"{m} sim {F._fmt(m, c['sim'])} vs ns-3 {F._fmt(m, c['ref'])}" for m, c in recorded.items()))
+            f"{m} sim {F.fmt_metric(m, c['sim'])} vs ns-3 {F.fmt_metric(m, c['ref'])}" for m, c in recorded.items()))
 
 
 def test_the_fast_cases_are_the_sweeps_first():

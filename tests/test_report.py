@@ -25,6 +25,7 @@ from html.parser import HTMLParser
 import pytest
 
 from jaxcc import evaluate, report, scenarios, sim2real, tcr
+from jaxcc.sim import trace as sim_trace
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 POLICY = os.path.join(REPO, "checkpoints/pareto/pareto_fair.safetensors")
@@ -778,7 +779,7 @@ def test_paths_are_shown_relative_to_the_report_else_the_cwd_else_by_name(tmp_pa
     assert report.relative_path("/elsewhere/e/f.safetensors", f) == "f.safetensors"  # else its name
     assert report.relative_path("/elsewhere/e/f.safetensors") == "f.safetensors"
     # a shipped trace: the name a scenario file gives it, wherever the report is
-    assert report.relative_path(os.path.join(report.SHIPPED_TRACES, "ATT-LTE-driving.down"), f) == \
+    assert report.relative_path(os.path.join(sim_trace.SHIPPED_TRACES, "ATT-LTE-driving.down"), f) == \
         "ATT-LTE-driving.down"
     assert report.relative_path("rel/path", f) == "rel/path"
     text = (f"policy:{folder}/p.safetensors,bbr --out={folder} 'x={tmp_path}/c/d' (/opt/q/r.json) [/a/b] "

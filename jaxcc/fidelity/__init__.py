@@ -59,12 +59,26 @@ from jaxcc.fidelity.cases import (BANDWIDTH_MBPS, BUFFER_BDP, CONTROLLERS, DELAY
                                   case_from_params, cubic_reno_friendly_window_pkts, cubic_window_is_large,
                                   draw_cases, draw_params, duration_for, limitations_for, ns3_credible,
                                   per_flow_window_pkts, sim_controller)
+from jaxcc.fidelity.cli import main, parse_args, write_pass_rate_table
 from jaxcc.fidelity.compare import (check_metric, compare_case, ip_factor, limitation_counts,
                                     limited_fraction, link_view, pass_rates, short_of_target)
 from jaxcc.fidelity.runs import (KERNEL_NAMES, delay_valid, lateness, reference_controller, run_reference,
                                  run_sweep, simulate)
-from jaxcc.fidelity.tables import (_fmt, against_record, describe, format_cases, format_pass_rates,
+from jaxcc.fidelity.tables import (against_record, describe, fmt_metric, format_cases, format_pass_rates,
                                    markdown_pass_rates, misses, per_run_misses, record_misses, write_record)
-from jaxcc.fidelity.cli import (main, parse_args, write_pass_rate_table)
 
-__all__ = ['BANDWIDTH_MBPS', 'BUFFER_BDP', 'CONTROLLERS', 'DELAY_ABS_MS', 'DELAY_REL', 'FIXED_REGIMES', 'FLOWS', 'JAIN_ABS', 'KNOWN_LIMITATIONS', 'LOSS', 'LOSSLESS_SHARE', 'LOSS_ABS', 'MAX_LIMITED_FRACTION', 'MAX_RTT_SPREAD', 'METRICS', 'MIN_BUFFER_BYTES', 'NS3_NOT_CREDIBLE', 'PASS_RATE_TARGET', 'REFERENCES', 'RTT_MS', 'SETTLE_RTTS', 'SETTLE_S', 'START_S', 'TCP_HEADERS', 'THROUGHPUT_REL', 'TOLERANCES', 'UDP_HEADERS', 'UDP_PROBE_PAYLOAD', 'Case', 'Limitation', 'available_controllers', 'case_from_params', 'cubic_reno_friendly_window_pkts', 'cubic_window_is_large', 'draw_cases', 'draw_params', 'duration_for', 'limitations_for', 'ns3_credible', 'per_flow_window_pkts', 'sim_controller', 'check_metric', 'compare_case', 'ip_factor', 'limitation_counts', 'limited_fraction', 'link_view', 'pass_rates', 'short_of_target', 'KERNEL_NAMES', 'delay_valid', 'lateness', 'reference_controller', 'run_reference', 'run_sweep', 'simulate', '_fmt', 'against_record', 'describe', 'format_cases', 'format_pass_rates', 'markdown_pass_rates', 'misses', 'per_run_misses', 'record_misses', 'write_record', 'main', 'parse_args', 'write_pass_rate_table']
+__all__ = [
+    "BANDWIDTH_MBPS", "BUFFER_BDP", "CONTROLLERS", "DELAY_ABS_MS", "DELAY_REL", "FIXED_REGIMES",
+    "FLOWS", "JAIN_ABS", "KNOWN_LIMITATIONS", "LOSS", "LOSSLESS_SHARE", "LOSS_ABS",
+    "MAX_LIMITED_FRACTION", "MAX_RTT_SPREAD", "METRICS", "MIN_BUFFER_BYTES", "NS3_NOT_CREDIBLE",
+    "PASS_RATE_TARGET", "REFERENCES", "RTT_MS", "SETTLE_RTTS", "SETTLE_S", "START_S", "TCP_HEADERS",
+    "THROUGHPUT_REL", "TOLERANCES", "UDP_HEADERS", "UDP_PROBE_PAYLOAD", "Case", "Limitation",
+    "available_controllers", "case_from_params", "cubic_reno_friendly_window_pkts",
+    "cubic_window_is_large", "draw_cases", "draw_params", "duration_for", "limitations_for",
+    "ns3_credible", "per_flow_window_pkts", "sim_controller", "check_metric", "compare_case",
+    "ip_factor", "limitation_counts", "limited_fraction", "link_view", "pass_rates",
+    "short_of_target", "KERNEL_NAMES", "delay_valid", "lateness", "reference_controller",
+    "run_reference", "run_sweep", "simulate", "against_record", "describe", "format_cases",
+    "format_pass_rates", "markdown_pass_rates", "misses", "per_run_misses", "record_misses",
+    "write_record", "fmt_metric", "main", "parse_args", "write_pass_rate_table",
+]

@@ -17,7 +17,8 @@ from jaxcc.fidelity.compare import check_metric
 
 # ----------------------------------------------------------------------------- tables
 
-def _fmt(metric: str, x: float) -> str:
+def fmt_metric(metric: str, x: float) -> str:
+    """One metric as the tables print it: loss in %, Jain to 3 decimals, the rest to 2; NaN as "nan"."""
     if x is None or not math.isfinite(x):
         return "nan"
     return f"{100 * x:.2f}%" if metric == "loss" else f"{x:.3f}" if metric == "jain" else f"{x:.2f}"
@@ -61,9 +62,9 @@ def format_cases(verdicts: Sequence[dict], reference: str) -> str:
         lines.append(f"    {'metric':16s} {'sim':>10s} {reference:>10s} {'diff':>11s}  verdict")
         for m in METRICS:
             c = v["checks"][m]
-            spread = (f"  ({reference} runs {_fmt(m, min(c['ref_runs']))}..{_fmt(m, max(c['ref_runs']))})"
+            spread = (f"  ({reference} runs {fmt_metric(m, min(c['ref_runs']))}..{fmt_metric(m, max(c['ref_runs']))})"
                       if c.get("ref_runs") else "")
-            lines.append(f"    {m:16s} {_fmt(m, c['sim']):>10s} {_fmt(m, c['ref']):>10s} {_fmt_diff(m, c):>11s}  "
+            lines.append(f"    {m:16s} {fmt_metric(m, c['sim']):>10s} {fmt_metric(m, c['ref']):>10s} {_fmt_diff(m, c):>11s}  "
                          f"{c['verdict']}{spread}")
     return "\n".join(lines)
 
@@ -146,10 +147,10 @@ def record_misses(report: dict) -> dict:
 def against_record(verdict: dict, recorded: dict[str, dict]) -> tuple[list[str], list[str]]:
     """(new misses, recorded misses now within tolerance) of one case, as readable lines."""
     now = misses(verdict)
-    new = [f"{m}: sim {_fmt(m, c['sim'])} vs reference {_fmt(m, c['ref'])} (bound {verdict['checks'][m]['bound']})"
+    new = [f"{m}: sim {fmt_metric(m, c['sim'])} vs reference {fmt_metric(m, c['ref'])} (bound {verdict['checks'][m]['bound']})"
            for m, c in now.items() if m not in recorded]
-    healed = [f"{m}: sim {_fmt(m, verdict['checks'][m]['sim'])} vs reference {_fmt(m, verdict['checks'][m]['ref'])} "
-              f"(recorded: {_fmt(m, c['sim'])} vs {_fmt(m, c['ref'])})" for m, c in recorded.items() if m not in now]
+    healed = [f"{m}: sim {fmt_metric(m, verdict['checks'][m]['sim'])} vs reference {fmt_metric(m, verdict['checks'][m]['ref'])} "
+              f"(recorded: {fmt_metric(m, c['sim'])} vs {fmt_metric(m, c['ref'])})" for m, c in recorded.items() if m not in now]
     return new, healed
 
 

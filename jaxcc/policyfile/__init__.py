@@ -95,13 +95,13 @@ stop or flood a flow. Rate-only actions leave the window untouched and
 
 from __future__ import annotations
 
+from jaxcc.policyfile.cli import main
+from jaxcc.policyfile.factories import FEATURE_ENV_CONFIG, FEATURE_POLICIES, make_feature_policy, make_random_policy
+from jaxcc.policyfile.files import load, save
+from jaxcc.policyfile.interpreter import apply, forward, lstm_sequence, map_action, q_objectives, scalarised_q
 from jaxcc.policyfile.spec import (ACTION_TYPES, ACTIVATIONS, DEFAULT_MAX_MBPS, DEFAULT_MIN_MBPS, FORMAT, HEAD_TYPES,
                                    LAYER_TYPES, MAX_HEADER_BYTES, METADATA_KEY, RATE_SCALES, VERSION,
                                    expected_tensor_shapes, validate)
-from jaxcc.policyfile.files import load, save
-from jaxcc.policyfile.interpreter import apply, forward, lstm_sequence, map_action, q_objectives, scalarised_q
-from jaxcc.policyfile.factories import FEATURE_ENV_CONFIG, FEATURE_POLICIES, make_feature_policy, make_random_policy
-from jaxcc.policyfile.cli import main
 
 __all__ = [
     "save", "load", "validate", "apply", "forward", "map_action", "make_random_policy",
