@@ -2,6 +2,7 @@
 heuristics, and the committed C++ vectors (tests/vectors/goal_tuning.txt) are current."""
 
 import math
+import os
 
 import jax
 import jax.numpy as jnp
@@ -119,7 +120,7 @@ def test_vectors_cover_branches_and_are_current(tmp_path):
     assert seen >= {"loss_met", "thr_delay_met", "loss_follows_delay", "all_met", "jump", "no_usable_dg"}
     path = pv.write_goal_tuning_vectors(str(tmp_path / "g.txt"))
     fresh = open(path).read().split()
-    committed = open(pv.os.path.join(pv.os.path.dirname(__file__), "vectors", "goal_tuning.txt")).read().split()
+    committed = open(os.path.join(os.path.dirname(__file__), "vectors", "goal_tuning.txt")).read().split()
     assert len(fresh) == len(committed), "goal_tuning.txt: structure changed; python -m jaxcc.parity_vectors"
     for a, b in zip(fresh, committed):
         try:

@@ -334,7 +334,7 @@ def test_q_values_vector_is_the_goal_weighted_argmax():
         assert c["output"] == int(np.argmax(q))
         by_obs.setdefault(json.dumps(c["obs"]), []).append((tuple(c["goal"]), c["output"]))
     assert all(dict(v)[(0.0, 0.0, 0.0)] == 0 for v in by_obs.values())  # no weight: a tie, the first action
-    assert any(len({dict(v)[g] for g in parity_vectors._ONE_HOT_GOALS}) > 1 for v in by_obs.values())
+    assert any(len({dict(v)[g] for g in parity_vectors.ONE_HOT_GOALS}) > 1 for v in by_obs.values())
     one = json.loads((VECTORS / "q_values_1obj.json").read_text())
     assert "objectives" not in pf.load(VECTORS / one["policy"])[0]["head"]
     assert all(c["output"] == int(np.argmax(c["net_out"])) for c in one["cases"])
@@ -360,7 +360,7 @@ def test_sender_reproduces_the_preference_switch_vector():
         add_sample = jax.jit(mi_lib.mi_add_sample)
         for i, rec in enumerate(vec["mis"]):
             assert rec["goal"] == (vec["goal"] if i < vec["switch_mi"] else vec["switch_goal"])
-            m = parity_vectors._event_mi(add_sample, rec)
+            m = parity_vectors.event_mi(add_sample, rec)
             run = mi_lib.running_update(run, m)
             x, own = snd.observe(own, m, run, rtt0)
             hist = common.push(hist, jnp.asarray(np.asarray(x, np.float32)))

@@ -83,7 +83,7 @@ def test_first_five_features_are_pareto_v1s():
         o1, o2 = s1.start(rtt0), s2.start(rtt0)
         add_sample = jax.jit(mi_lib.mi_add_sample)
         for rec in vec["mis"]:
-            m = parity_vectors._event_mi(add_sample, rec)
+            m = parity_vectors.event_mi(add_sample, rec)
             run = mi_lib.running_update(run, m)
             x1, o1 = s1.observe(o1, m, run, rtt0)
             x2, o2 = s2.observe(o2, m, run, rtt0)

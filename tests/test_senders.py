@@ -60,7 +60,7 @@ def test_sender_reproduces_the_parity_vector(name):
             _close(min(float(a.cwnd), 1e30), st["cwnd"], 1e-5, 1e-3, "start cwnd")
         add_sample = jax.jit(mi_lib.mi_add_sample)
         for i, rec in enumerate(vec["mis"]):
-            m = parity_vectors._event_mi(add_sample, rec)
+            m = parity_vectors.event_mi(add_sample, rec)
             if "rtt_p95" in rec:  # a per-packet datapath's delay_t (the simulator's is the MI's max sample)
                 m = m.replace(rtt_max=jnp.array([rec["rtt_p95"]], jnp.float64))
             run = mi_lib.running_update(run, m)
@@ -95,7 +95,7 @@ def test_parity_check_can_fail():
         add_sample = jax.jit(mi_lib.mi_add_sample)
         got, want = [], []
         for rec in vec["mis"][:6]:
-            m = parity_vectors._event_mi(add_sample, rec)
+            m = parity_vectors.event_mi(add_sample, rec)
             run = mi_lib.running_update(run, m)
             x, own = snd.observe(own, m, run, rtt0)
             got.append(np.asarray(x, np.float64)[2])  # the EWMA queuing delay
