@@ -445,73 +445,20 @@ def run_sweep(config, sweep: Sweep, workdir: str, *, config_name: str = "run", p
         _wandb_many_runs(config)
     loggers = [T.Logger(d, c, n, enabled=log and is_main) for d, c, n in zip(mdirs, cfgs, names)]
     total_updates = sum(s.num_updates for s in trainer.stages)
-    chunk = trainer.chunk_updates
     bar = None
     if progress and is_main:
         from tqdm import tqdm
         bar = tqdm(total=total_updates, initial=int(step or 0), unit="upd", dynamic_ncols=True,
                    desc=f"{sweep.name} ×{K} " + trainer.stages[min(stage_idx, len(trainer.stages) - 1)].label)
     t_start = time.time()
-    chunks_run = 0
     summary: dict[str, Any] = {"workdir": workdir, "resumed": resumed, "sweep": desc}
     try:
-        for st in trainer.stages[stage_idx:]:
-            if need_enter:
-                chunk_idx = 0
-                enter = vmapped(lambda s, i=st.index: trainer.enter_stage(s, i), state_axes(state))
-                state = T.compiled(enter, (state,), f"sweep-enter{st.index}",
-                                   out_shardings=member_shardings(jax.eval_shape(enter, state), mesh))(state)
-            sh = member_shardings(state, mesh)
-            run = T.compiled(vmapped(lambda s, i=st.index: trainer.run_chunk(s, i), state_axes(state), extra_out=True),
-                             (state,), f"sweep-chunk{st.index}", donate_argnums=0, out_shardings=(sh, None))
-            for c in range(chunk_idx, st.num_chunks):
-                first = int(state["counters"]["update"])
-                state, metrics = run(state)
-                metrics = jax.device_get(metrics)
-                upd = first + chunk
-                env_steps = int(state["counters"]["env_steps"])  # per member (shared)
-                rows = {}
-                for m in range(K):
-                    if m in diverged:
-                        continue
-                    mm = {k: v[m] for k, v in metrics.items()}
-                    try:
-                        T.check_finite(mm, _MemberAgent(state, m), first, st.name)
-                    except T.TrainingDiverged as e:
-                        diverged[m] = str(e)
-                        if is_main:
-                            print(f"[jaxcc.sweep] member m{m} ({names[m]}): {e}; the others go on", file=sys.stderr)
-                        continue
-                    row = T._row(mm)
-                    row.update({"stage": st.index, "env_steps": env_steps, "elapsed_s": time.time() - t_start})
-                    loggers[m].log(upd, row)
-                    rows[m] = row
-                if len(diverged) == K:
-                    raise T.TrainingDiverged(f"every member of the sweep diverged (m0: {diverged[0]})")
-                done_stage = c + 1 == st.num_chunks
-                if (c + 1) % int(config.checkpoint_every_chunks) == 0 or done_stage:
-                    if done_stage:
-                        if trainer.finish_stage is not None:
-                            fin = vmapped(trainer.finish_stage, state_axes(state))
-                            state = T.compiled(fin, (state,), f"sweep-finish{st.index}",
-                                               out_shardings=member_shardings(state, mesh))(state)
-                        for m in range(K):
-                            if m not in diverged:
-                                T._finish_stage(trainer, st, _slice(state, m), mdirs[m], cfgs[m], is_main)
-                    ckpts.save(upd, state, {"stage": st.index, "stage_chunk": c + 1, "stage_done": done_stage,
-                                            "update": upd, "stage_label": st.label,
-                                            "sweep": {"file": sweep.path, "members": sweep.members},
-                                            "diverged": {str(k): v for k, v in diverged.items()}})
-                if bar is not None:
-                    bar.update(chunk)
-                    best = _pick([r.get(sweep.metric) for r in rows.values()], sweep.goal)
-                    if best is not None:
-                        bar.set_postfix({sweep.metric: f"{best:.3g}"})
-                chunks_run += 1
-                if stop_after_chunks is not None and chunks_run >= stop_after_chunks:
-                    summary["stopped"] = True
-                    return summary
-            chunk_idx, need_enter = 0, True
+        hooks = Members(trainer, mesh, sweep, loggers, names, mdirs, cfgs, diverged, is_main, t_start)
+        state, stopped = T.run_stages(trainer, state, hooks, ckpts, config, stage_idx=stage_idx, chunk_idx=chunk_idx,
+                                      need_enter=need_enter, bar=bar, stop_after_chunks=stop_after_chunks)
+        if stopped:
+            summary["stopped"] = True
+            return summary
         summary["final_update"] = int(state["counters"]["update"])
         summary["wall_s"] = time.time() - t_start
         labels = [s.label for s in trainer.stages]
@@ -537,6 +484,72 @@ def run_sweep(config, sweep: Sweep, workdir: str, *, config_name: str = "run", p
         for lg in loggers:
             lg.close()
         ckpts.close()
+
+
+class Members:
+    """``jaxcc.train.run_stages``' hooks for K members in one vmapped program: each member's
+    metrics are checked and logged on its own (a diverged member is reported and left out, the
+    others go on; all diverged is an error), each finished stage is saved per member, and the
+    checkpoint's meta names the sweep and the diverged members."""
+
+    def __init__(self, trainer, mesh, sweep: Sweep, loggers, names, mdirs, cfgs, diverged: dict[int, str],
+                 is_main: bool, t_start: float):
+        self.trainer, self.mesh, self.sweep, self.loggers = trainer, mesh, sweep, loggers
+        self.names, self.mdirs, self.cfgs, self.diverged = names, mdirs, cfgs, diverged
+        self.is_main, self.t_start, self.K = is_main, t_start, len(sweep.members)
+
+    def describe(self, st) -> None:
+        return None  # the bar keeps the sweep's name and first stage
+
+    def enter(self, state, st):
+        import jax
+
+        enter = vmapped(lambda s, i=st.index: self.trainer.enter_stage(s, i), state_axes(state))
+        return T.compiled(enter, (state,), f"sweep-enter{st.index}",
+                          out_shardings=member_shardings(jax.eval_shape(enter, state), self.mesh))(state)
+
+    def compile_chunk(self, state, st):
+        sh = member_shardings(state, self.mesh)
+        return T.compiled(vmapped(lambda s, i=st.index: self.trainer.run_chunk(s, i), state_axes(state),
+                                  extra_out=True),
+                          (state,), f"sweep-chunk{st.index}", donate_argnums=0, out_shardings=(sh, None))
+
+    def record(self, first: int, upd: int, state, metrics: dict, st) -> dict | None:
+        env_steps = int(state["counters"]["env_steps"])  # per member (shared)
+        rows = {}
+        for m in range(self.K):
+            if m in self.diverged:
+                continue
+            mm = {k: v[m] for k, v in metrics.items()}
+            try:
+                T.check_finite(mm, _MemberAgent(state, m), first, st.name)
+            except T.TrainingDiverged as e:
+                self.diverged[m] = str(e)
+                if self.is_main:
+                    print(f"[jaxcc.sweep] member m{m} ({self.names[m]}): {e}; the others go on", file=sys.stderr)
+                continue
+            row = T._row(mm)
+            row.update({"stage": st.index, "env_steps": env_steps, "elapsed_s": time.time() - self.t_start})
+            self.loggers[m].log(upd, row)
+            rows[m] = row
+        if len(self.diverged) == self.K:
+            raise T.TrainingDiverged(f"every member of the sweep diverged (m0: {self.diverged[0]})")
+        best = _pick([r.get(self.sweep.metric) for r in rows.values()], self.sweep.goal)
+        return None if best is None else {self.sweep.metric: f"{best:.3g}"}
+
+    def finish(self, state, st):
+        if self.trainer.finish_stage is not None:
+            fin = vmapped(self.trainer.finish_stage, state_axes(state))
+            state = T.compiled(fin, (state,), f"sweep-finish{st.index}",
+                               out_shardings=member_shardings(state, self.mesh))(state)
+        for m in range(self.K):
+            if m not in self.diverged:
+                T._finish_stage(self.trainer, st, _slice(state, m), self.mdirs[m], self.cfgs[m], self.is_main)
+        return state
+
+    def meta(self) -> dict:
+        return {"sweep": {"file": self.sweep.path, "members": self.sweep.members},
+                "diverged": {str(k): v for k, v in self.diverged.items()}}
 
 
 def _wandb_many_runs(config) -> None:

@@ -438,7 +438,6 @@ def train(config, workdir: str, *, run_name: str = "run", progress: bool = True,
         wd.mkdir(parents=True, exist_ok=True)
     ckpts = checkpointing.RunCheckpoints(workdir, keep=int(config.keep_checkpoints))
     total_updates = sum(s.num_updates for s in trainer.stages)
-    chunk = trainer.chunk_updates
     step = ckpts.latest()
     meta = ckpts.meta(step) if step is not None else None
     if meta is not None and run_finished(meta, len(trainer.stages)):
@@ -471,56 +470,18 @@ def train(config, workdir: str, *, run_name: str = "run", progress: bool = True,
         bar = tqdm(total=total_updates, initial=int(step or 0), unit="upd", dynamic_ncols=True,
                    desc=trainer.stages[min(stage_idx, len(trainer.stages) - 1)].label)
     t_start = time.time()
-    chunks_run = 0
-    last_return = None  # the progress bar's last finite episode return (progress_postfix)
     summary: dict[str, Any] = {"workdir": workdir, "resumed": resumed, "stages": {}}
     try:
         if stop_at_update is not None and int(step or 0) >= stop_at_update:
             summary["stopped"] = True
             return summary
-        for st in trainer.stages[stage_idx:]:
-            if need_enter:
-                chunk_idx = 0
-                sh_e = state_shardings(jax.eval_shape(lambda x: trainer.enter_stage(x, st.index), state), mesh)
-                state = compiled(trainer.enter_stage, (state, st.index), f"enter{st.index}", static_argnums=1,
-                                 out_shardings=sh_e)(state)
-            if bar is not None:
-                bar.set_description(st.label)
-            sh = state_shardings(state, mesh)
-            run = compiled(trainer.run_chunk, (state, st.index), f"chunk{st.index}", static_argnums=1,
-                           donate_argnums=0, out_shardings=(sh, None))
-            for c in range(chunk_idx, st.num_chunks):
-                first = int(state["counters"]["update"])
-                new_state, metrics = run(state)
-                metrics = jax.device_get(metrics)
-                check_finite(metrics, new_state, first, st.name)
-                state = new_state
-                upd = first + chunk
-                row = _row(metrics)
-                row.update({"stage": st.index, "env_steps": int(state["counters"]["env_steps"]),
-                            "elapsed_s": time.time() - t_start})
-                logger.log(upd, row)
-                done_stage = c + 1 == st.num_chunks
-                if (c + 1) % int(config.checkpoint_every_chunks) == 0 or done_stage:
-                    if done_stage:
-                        if trainer.finish_stage is not None:
-                            state = compiled(trainer.finish_stage, (state,), f"finish{st.index}",
-                                             out_shardings=state_shardings(state, mesh))(state)
-                        _finish_stage(trainer, st, state, workdir, config, is_main)
-                    ckpts.save(upd, state, {"stage": st.index, "stage_chunk": c + 1, "stage_done": done_stage,
-                                            "update": upd, "stage_label": st.label})
-                if bar is not None:
-                    bar.update(chunk)
-                    post, last_return = progress_postfix(row, last_return)
-                    bar.set_postfix(post)
-                chunks_run += 1
-                if ((stop_after_chunks is not None and chunks_run >= stop_after_chunks)
-                        or (stop_at_update is not None and upd >= stop_at_update)):
-                    summary["stopped"] = True
-                    return summary
-                if float(config.get("debug_chunk_sleep_s", 0.0)) > 0:  # tests: widen the SIGKILL window
-                    time.sleep(float(config.debug_chunk_sleep_s))
-            chunk_idx, need_enter = 0, True
+        hooks = OneRun(trainer, mesh, logger, workdir, config, is_main, t_start)
+        state, stopped = run_stages(trainer, state, hooks, ckpts, config, stage_idx=stage_idx, chunk_idx=chunk_idx,
+                                    need_enter=need_enter, bar=bar, stop_after_chunks=stop_after_chunks,
+                                    stop_at_update=stop_at_update)
+        if stopped:
+            summary["stopped"] = True
+            return summary
         summary.update(stage_outputs(workdir, [s.label for s in trainer.stages]))
         summary["final_update"] = int(state["counters"]["update"])
         summary["wall_s"] = time.time() - t_start
@@ -532,6 +493,97 @@ def train(config, workdir: str, *, run_name: str = "run", progress: bool = True,
             bar.close()
         logger.close()
         ckpts.close()
+
+
+def run_stages(trainer, state, hooks, ckpts, config, *, stage_idx: int, chunk_idx: int, need_enter: bool,
+               bar=None, stop_after_chunks: int | None = None, stop_at_update: int | None = None):
+    """The training loop of one run (``train``) and of a vmapped sweep (``jaxcc.sweep``): from
+    stage ``stage_idx``, chunk ``chunk_idx`` (entering the stage first when ``need_enter``), run
+    every chunk, record its metrics, checkpoint every ``config.checkpoint_every_chunks`` chunks
+    and at the end of a stage (after finishing it).  What differs between the two is ``hooks``
+    (``OneRun``; ``jaxcc.sweep.Members``): how a stage is entered and a chunk compiled, how a
+    chunk's metrics are checked and logged, how a stage is finished, what a checkpoint's meta
+    adds.  Returns ``(state, stopped)``; ``stopped`` when ``stop_after_chunks`` chunks ran or the
+    update counter reached ``stop_at_update``."""
+    import jax
+
+    chunk = trainer.chunk_updates
+    chunks_run = 0
+    for st in trainer.stages[stage_idx:]:
+        if need_enter:
+            chunk_idx = 0
+            state = hooks.enter(state, st)
+        if bar is not None and hooks.describe(st) is not None:
+            bar.set_description(hooks.describe(st))
+        run = hooks.compile_chunk(state, st)
+        for c in range(chunk_idx, st.num_chunks):
+            first = int(state["counters"]["update"])
+            new_state, metrics = run(state)
+            metrics = jax.device_get(metrics)
+            upd = first + chunk
+            post = hooks.record(first, upd, new_state, metrics, st)  # raises TrainingDiverged
+            state = new_state
+            done_stage = c + 1 == st.num_chunks
+            if (c + 1) % int(config.checkpoint_every_chunks) == 0 or done_stage:
+                if done_stage:
+                    state = hooks.finish(state, st)
+                ckpts.save(upd, state, {"stage": st.index, "stage_chunk": c + 1, "stage_done": done_stage,
+                                        "update": upd, "stage_label": st.label, **hooks.meta()})
+            if bar is not None:
+                bar.update(chunk)
+                if post is not None:
+                    bar.set_postfix(post)
+            chunks_run += 1
+            if ((stop_after_chunks is not None and chunks_run >= stop_after_chunks)
+                    or (stop_at_update is not None and upd >= stop_at_update)):
+                return state, True
+            if float(config.get("debug_chunk_sleep_s", 0.0)) > 0:  # tests: widen the SIGKILL window
+                time.sleep(float(config.debug_chunk_sleep_s))
+        chunk_idx, need_enter = 0, True
+    return state, False
+
+
+class OneRun:
+    """``run_stages``' hooks for one training run (``train``)."""
+
+    def __init__(self, trainer, mesh, logger, workdir: str, config, is_main: bool, t_start: float):
+        self.trainer, self.mesh, self.logger, self.workdir = trainer, mesh, logger, workdir
+        self.config, self.is_main, self.t_start = config, is_main, t_start
+        self.last_return = None  # the progress bar's last finite episode return (progress_postfix)
+
+    def describe(self, st) -> str:
+        return st.label
+
+    def enter(self, state, st):
+        import jax
+
+        sh_e = state_shardings(jax.eval_shape(lambda x: self.trainer.enter_stage(x, st.index), state), self.mesh)
+        return compiled(self.trainer.enter_stage, (state, st.index), f"enter{st.index}", static_argnums=1,
+                        out_shardings=sh_e)(state)
+
+    def compile_chunk(self, state, st):
+        sh = state_shardings(state, self.mesh)
+        return compiled(self.trainer.run_chunk, (state, st.index), f"chunk{st.index}", static_argnums=1,
+                        donate_argnums=0, out_shardings=(sh, None))
+
+    def record(self, first: int, upd: int, state, metrics: dict, st) -> dict:
+        check_finite(metrics, state, first, st.name)
+        row = _row(metrics)
+        row.update({"stage": st.index, "env_steps": int(state["counters"]["env_steps"]),
+                    "elapsed_s": time.time() - self.t_start})
+        self.logger.log(upd, row)
+        post, self.last_return = progress_postfix(row, self.last_return)
+        return post
+
+    def finish(self, state, st):
+        if self.trainer.finish_stage is not None:
+            state = compiled(self.trainer.finish_stage, (state,), f"finish{st.index}",
+                             out_shardings=state_shardings(state, self.mesh))(state)
+        _finish_stage(self.trainer, st, state, self.workdir, self.config, self.is_main)
+        return state
+
+    def meta(self) -> dict:
+        return {}
 
 
 def stage_outputs(workdir: str, labels: list[str]) -> dict:

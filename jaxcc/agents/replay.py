@@ -1,9 +1,9 @@
 """A uniform replay ring for the off-policy agents (MOCC's envelope Q-learning, DeepCC's DDPG).
 
 A buffer is a dict of ``[capacity, ...]`` arrays (``replay_init``; each agent's ``replay_rows``
-names its fields) plus ``ptr`` (the next row to write) and ``size`` (rows filled).  Pure and jittable.  No library
-listed for this project offers a jittable buffer; Pareto's segmented prioritised replay
-(``jaxcc.agents.pareto``) is a different design.
+names its fields) plus ``ptr`` (the next row to write) and ``size`` (rows filled).  Pure and
+jittable.  No library listed for this project offers a jittable buffer; Pareto's segmented
+prioritised replay (``jaxcc.agents.pareto``) is a different design.
 """
 
 from __future__ import annotations
