@@ -163,7 +163,8 @@ def _trace_names(monkeypatch) -> set[str]:
         seen.add(name)
         return real(name, *a, **kw)
 
-    monkeypatch.setattr(scenarios, "find_trace", spy)
+    monkeypatch.setattr(scenarios.catalogue, "find_trace", spy)  # the named scenarios' traces
+    monkeypatch.setattr(scenarios.spec, "find_trace", spy)  # and any a spec names
     for name in scenarios.list_scenarios():
         scenarios.get_scenario(name)
     return {os.path.basename(n) for n in seen}
