@@ -69,19 +69,25 @@ def format_cases(verdicts: Sequence[dict], reference: str) -> str:
     return "\n".join(lines)
 
 
+def _rate_cells(r: dict, *, percent: bool, missing: str) -> list[str]:
+    """One controller's pass-rate cells (``pass_rates``): per metric, then whole cases,
+    "passes/compared", with the rate in % when ``percent``; ``missing`` where none compared."""
+    def cell(passed: int, n: int, rate) -> str:
+        return missing if not n else f"{passed}/{n} ({100 * rate:.0f}%)" if percent else f"{passed}/{n}"
+
+    pms = [r["metrics"][m] for m in METRICS]
+    cs = r["cases"]
+    return ([cell(pm["pass"], pm["pass"] + pm["fail"], pm.get("rate")) for pm in pms]
+            + [cell(cs["pass"], cs["valid"], cs.get("rate"))])
+
+
 def format_pass_rates(rates: dict, reference: str) -> str:
     """Pass rates per controller and metric (and of whole cases, against the target)."""
     head = f"{'controller':10s} " + " ".join(f"{m:>16s}" for m in METRICS) + f" {'all metrics':>16s}  invalid limited"
     lines = [f"pass rates against {reference} (tolerances: " + "; ".join(f"{m} {t}" for m, t in TOLERANCES.items())
              + f"; target {PASS_RATE_TARGET:.0%} of cases per controller)", head]
     for c, r in rates.items():
-        cells = []
-        for m in METRICS:
-            pm = r["metrics"][m]
-            n = pm["pass"] + pm["fail"]
-            cells.append(f"{pm['pass']}/{n} ({100 * pm['rate']:.0f}%)" if n else "-")
-        cs = r["cases"]
-        cells.append(f"{cs['pass']}/{cs['valid']} ({100 * cs['rate']:.0f}%)" if cs["valid"] else "-")
+        cells, cs = _rate_cells(r, percent=True, missing="-"), r["cases"]
         lines.append(f"{c:10s} " + " ".join(f"{x:>16s}" for x in cells) + f"  {cs['invalid']:7d} {cs['limited']:7d}")
     return "\n".join(lines)
 
@@ -96,14 +102,8 @@ def markdown_pass_rates(rates: dict, reference: str, *, command: str, version: d
              "| controller | " + " | ".join(names.get(m, m) for m in METRICS) + " | all metrics | invalid |",
              "|---|" + "---|" * (len(METRICS) + 2)]
     for c, r in rates.items():
-        cells = []
-        for m in METRICS:
-            pm = r["metrics"][m]
-            n = pm["pass"] + pm["fail"]
-            cells.append(f"{pm['pass']}/{n}" if n else "–")
-        cs = r["cases"]
-        cells.append(f"{cs['pass']}/{cs['valid']}" if cs["valid"] else "–")
-        lines.append(f"| `{c}` | " + " | ".join(cells) + f" | {cs['invalid']} |")
+        cells = _rate_cells(r, percent=False, missing="–")
+        lines.append(f"| `{c}` | " + " | ".join(cells) + f" | {r['cases']['invalid']} |")
     return "\n".join(lines) + "\n"
 
 

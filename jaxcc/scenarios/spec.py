@@ -87,7 +87,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -291,6 +291,29 @@ def _in_range(obj: dict, key: str, where: str, hi: float) -> float:
     return v
 
 
+def _rate_steps(v: Any, w: str, what: str, rate: Callable[[dict, str], float],
+                max_len: int | None = None) -> tuple[tuple[float, float], ...]:
+    """A piecewise-constant rate ``[[t_s, mbps], ...]`` at field ``w`` (a capacity schedule, the
+    cross traffic): a non-empty list of at most ``max_len`` pairs, times from 0 and increasing;
+    ``rate(obj, where)`` reads and checks each ``{"mbps": x}``."""
+    if not isinstance(v, list) or not v:
+        raise ValueError(f"{w}: expected a non-empty list of [t_s, mbps] pairs")
+    if max_len is not None and len(v) > max_len:
+        raise ValueError(f"{w}: at most {max_len} [t_s, mbps] pairs, got {len(v)}")
+    pairs: list[tuple[float, float]] = []
+    for i, pair in enumerate(v):
+        if not isinstance(pair, (list, tuple)) or len(pair) != 2:
+            raise ValueError(f"{w}[{i}]: expected [t_s, mbps], got {pair!r}")
+        t = _number({"t_s": pair[0]}, "t_s", f"{w}[{i}]", nonneg=True)
+        m = rate({"mbps": pair[1]}, f"{w}[{i}]")
+        if pairs and t <= pairs[-1][0]:
+            raise ValueError(f"{w}[{i}].t_s: times must increase ({t} after {pairs[-1][0]})")
+        pairs.append((t, m))
+    if pairs[0][0] != 0.0:
+        raise ValueError(f"{w}[0].t_s: the {what} must start at 0, got {pairs[0][0]}")
+    return tuple(pairs)
+
+
 def _parse_realism(link: dict, where: str) -> dict[str, Any]:
     """The realism fields of a spec's link (module docstring), validated; absent ones omitted."""
     kw: dict[str, Any] = {}
@@ -298,24 +321,9 @@ def _parse_realism(link: dict, where: str) -> dict[str, Any]:
         if key in link:
             kw[key] = _in_range(link, key, where, REALISM_MS_MAX)
     if "cross_traffic" in link:
-        w = f"{where}.cross_traffic"
-        ct = link["cross_traffic"]
-        if not isinstance(ct, list) or not ct:
-            raise ValueError(f"{w}: expected a non-empty list of [t_s, mbps] pairs")
-        if len(ct) > MAX_CROSS_SEGMENTS:
-            raise ValueError(f"{w}: at most {MAX_CROSS_SEGMENTS} [t_s, mbps] pairs, got {len(ct)}")
-        pairs: list[tuple[float, float]] = []
-        for i, pair in enumerate(ct):
-            if not isinstance(pair, (list, tuple)) or len(pair) != 2:
-                raise ValueError(f"{w}[{i}]: expected [t_s, mbps], got {pair!r}")
-            t = _number({"t_s": pair[0]}, "t_s", f"{w}[{i}]", nonneg=True)
-            m = _in_range({"mbps": pair[1]}, "mbps", f"{w}[{i}]", CROSS_MBPS_MAX)
-            if pairs and t <= pairs[-1][0]:
-                raise ValueError(f"{w}[{i}].t_s: times must increase ({t} after {pairs[-1][0]})")
-            pairs.append((t, m))
-        if pairs[0][0] != 0.0:
-            raise ValueError(f"{w}[0].t_s: the cross traffic must start at 0, got {pairs[0][0]}")
-        kw["cross_traffic"] = tuple(pairs)
+        kw["cross_traffic"] = _rate_steps(
+            link["cross_traffic"], f"{where}.cross_traffic", "cross traffic",
+            lambda d, w: _in_range(d, "mbps", w, CROSS_MBPS_MAX), max_len=MAX_CROSS_SEGMENTS)
     return kw
 
 
@@ -407,21 +415,8 @@ def parse_scenario(spec: dict, *, source: str = "scenario", base_dir: str | None
     if "bandwidth_mbps" in link:
         kw["bandwidth_mbps"] = _number(link, "bandwidth_mbps", where, positive=True)
     elif "schedule" in link:
-        sched = link["schedule"]
-        if not isinstance(sched, list) or not sched:
-            raise ValueError(f"{where}.schedule: expected a non-empty list of [t_s, mbps] pairs")
-        pairs = []
-        for i, pair in enumerate(sched):
-            if not isinstance(pair, (list, tuple)) or len(pair) != 2:
-                raise ValueError(f"{where}.schedule[{i}]: expected [t_s, mbps], got {pair!r}")
-            t = _number({"t_s": pair[0]}, "t_s", f"{where}.schedule[{i}]", nonneg=True)
-            m = _number({"mbps": pair[1]}, "mbps", f"{where}.schedule[{i}]", positive=True)
-            if pairs and t <= pairs[-1][0]:
-                raise ValueError(f"{where}.schedule[{i}].t_s: times must increase ({t} after {pairs[-1][0]})")
-            pairs.append((t, m))
-        if pairs[0][0] != 0.0:
-            raise ValueError(f"{where}.schedule[0].t_s: the schedule must start at 0, got {pairs[0][0]}")
-        kw["schedule"] = tuple(pairs)
+        kw["schedule"] = _rate_steps(link["schedule"], f"{where}.schedule", "schedule",
+                                     lambda d, w: _number(d, "mbps", w, positive=True))
     elif "trace" in link:
         kw["trace"] = find_trace(link["trace"], os.getcwd() if base_dir is None else base_dir,
                                  field=f"{where}.trace")
