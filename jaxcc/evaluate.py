@@ -591,37 +591,10 @@ def define_flags(flag_values=None):
     return fv
 
 
-def run_absl_cli(argv: Sequence[str], doc: str, define, run, example: str) -> int:
-    """One absl command: parse ``argv`` (program name first) into fresh flags from ``define``,
-    then ``run(flags, argv[1:])``; ``--help`` prints ``doc`` and the flags, and every error is one
-    line with exit status 2 (``example``: what a flag looks like, for stray arguments).  Shared by
-    ``jaxcc.evaluate`` and ``jaxcc.preference_sweep``."""
-    from absl import flags
-
-    fv = define(flags.FlagValues())
-    if any(a in ("--help", "-h", "--helpfull", "-?") for a in argv[1:]):
-        print(doc)
-        print(fv.get_help())
-        return 0
-    try:
-        rest = fv(list(argv))
-    except flags.Error as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    if len(rest) > 1:
-        print(f"error: unexpected arguments {rest[1:]} (flags look like {example})", file=sys.stderr)
-        return 2
-    from jaxcc import jax_cache
-    jax_cache.enable_compilation_cache()  # before the first jit: a repeated command compiles nothing
-    try:
-        return run(fv, argv[1:])
-    except ValueError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-
-
 def run_cli(argv: Sequence[str]) -> int:
     """Parse ``argv`` (program name first) into fresh flags and run; errors print one line, exit 2."""
+    from jaxcc.cli import run_absl_cli
+
     return run_absl_cli(argv, __doc__, define_flags, main, "--suite=pareto")
 
 if __name__ == "__main__":

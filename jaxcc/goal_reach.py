@@ -134,7 +134,7 @@ def main(fv, argv: Sequence[str] = ()) -> int:
 
 
 def run_cli(argv: Sequence[str]) -> int:
-    from jaxcc.evaluate import run_absl_cli
+    from jaxcc.cli import run_absl_cli
 
     return run_absl_cli(argv, __doc__, define_flags, main, "--scenario-file=F")
 

@@ -55,7 +55,8 @@ from typing import Sequence
 import numpy as np
 
 from jaxcc import bars, metrics
-from jaxcc.evaluate import (OWN, ControllerEntry, controller_entries, resolve_scenarios, run_absl_cli, run_evaluation,
+from jaxcc.cli import run_absl_cli
+from jaxcc.evaluate import (OWN, ControllerEntry, controller_entries, resolve_scenarios, run_evaluation,
                             with_duration)
 from jaxcc.scenarios import SUITES, Scenario, parse_scenario
 

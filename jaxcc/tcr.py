@@ -88,7 +88,8 @@ import numpy as np
 
 from jaxcc import bars, metrics, units
 from jaxcc.controllers import parse_controller
-from jaxcc.evaluate import resolve_scenarios, run_absl_cli, scenario_specs
+from jaxcc.cli import run_absl_cli
+from jaxcc.evaluate import resolve_scenarios, scenario_specs
 from jaxcc.scenarios import SUITES, Scenario, parse_scenario
 
 MAX_LOSS = 0.10  # T3's range, DeepCC §VI-B: "ranges from 0 to 10%"

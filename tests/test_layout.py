@@ -14,7 +14,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LEVELS = {
     1: ("jaxcc.sim", "jaxcc.metrics", "jaxcc.controllers", "jaxcc.checkpointing", "jaxcc.plots", "jaxcc.jax_cache",
         "jaxcc.configs_path", "jaxcc.report", "jaxcc.params",
-        "jaxcc.units"),
+        "jaxcc.units", "jaxcc.cli"),
     2: ("jaxcc.baselines", "jaxcc.envs", "jaxcc.scenarios", "jaxcc.bars"),
     3: ("jaxcc.policyfile",),
     4: ("jaxcc.senders", "jaxcc.agents"),
