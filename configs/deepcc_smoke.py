@@ -5,7 +5,7 @@
 
 import os
 
-from jaxcc.configs_path import load_config
+from jaxcc.training.configs import load_config
 
 
 def get_config():

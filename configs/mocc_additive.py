@@ -9,7 +9,7 @@ variant keeps the literal reading: every entry is a number of packets added to t
 
 import os
 
-from jaxcc.configs_path import load_config
+from jaxcc.training.configs import load_config
 
 
 def get_config():

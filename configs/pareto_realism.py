@@ -16,7 +16,7 @@ import os
 
 import ml_collections
 
-from jaxcc.configs_path import load_config
+from jaxcc.training.configs import load_config
 from jaxcc.envs.base import realism_config
 
 

@@ -33,7 +33,7 @@ more devices is not faster here: it measures the cost of the split program), on 
 on the first N real devices (more than there are is an error).  Without ``--devices`` every
 device of this process is used.  The JSON (``--out``) and a markdown table (``--md``, default
 ``--out`` with ``.md``) list: algorithm, config, devices, num_envs, env steps/s, updates/s.
-``CONFIG`` is what ``jaxcc.train --config`` takes (``jaxcc.configs_path``: a name, ``NAME:ARG``
+``CONFIG`` is what ``jaxcc.train --config`` takes (``jaxcc.training.configs``: a name, ``NAME:ARG``
 or a path); a config that does not exist, a size that cannot be split over the devices, or more
 devices than there are is one ``error:`` line, exit status 2.
 """
@@ -49,24 +49,12 @@ import time
 
 import jax
 import jax.numpy as jnp
-from absl import app, flags
+from absl import flags
 
-from jaxcc import configs_path, units
+from jaxcc import units
+from jaxcc.cli import run_absl_cli
+from jaxcc.training import configs
 from jaxcc.sim import core, links
-
-FLAGS = flags.FLAGS
-flags.DEFINE_string("out", "bench.json", "Where to write the JSON results.")
-flags.DEFINE_list("sizes", ["1", "16", "256", "1024", "4096", "16384"], "Numbers of parallel links.")
-flags.DEFINE_integer("decisions", 100, "Decisions per link per timed call.")
-flags.DEFINE_integer("repeats", 3, "Timed calls per size (the best is reported).")
-flags.DEFINE_enum("mode", "auto", ["auto", "env", "sim"], "Drive the Aurora env or the bare simulator.")
-flags.DEFINE_string("train", None, "time the training loop of configs/NAME.py (e.g. aurora; several comma-separated; "
-                    "'all': the five smoke configs) instead of the simulator")
-flags.DEFINE_integer("updates", 2, "--train: updates per timed call")
-flags.DEFINE_list("devices", None, "--train: device counts to measure at, each in a subprocess (e.g. 1,8)")
-flags.DEFINE_string("md", None, "--train: the markdown table (default: --out with .md)")
-flags.DEFINE_integer("sweep_k", 0, "--train: also time a K-member sweep against K separate runs per config "
-                     "(jaxcc.sweep.bench_sweep); 0: not measured")
 
 # --train=all: one smoke config per algorithm (config.algo).
 TRAIN_ALL = ("aurora_smoke", "eagle_smoke", "pareto_smoke", "mocc_smoke", "deepcc_smoke")
@@ -244,7 +232,7 @@ def markdown(result: dict) -> str:
     lines.append("")
     lines.append(f"{result['backend']} ({result['device']}; {result['cpu_count']} CPUs), {result['updates']} updates "
                  f"per timed call, best of {result['repeats']}, compilation excluded.")
-    # K-member sweep (one jitted program) against K separate runs (``jaxcc.sweep.bench_sweep``).
+    # K-member sweep (one jitted program) against K separate runs (``jaxcc.training.sweep.bench_sweep``).
     if result.get("sweep"):
         lines += ["", "K-member sweep in one program vs K separate runs (one process, compilation excluded):", "",
                   "| config | K | devices | num_envs | updates/member | sweep env steps/s | separate env steps/s "
@@ -257,7 +245,7 @@ def markdown(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _train_rows(names, device_counts, sizes) -> list[dict]:
+def _train_rows(fv, names, device_counts, sizes) -> list[dict]:
     """This process's rows: every config at this process's device count (``CHILD_ENV`` or all)."""
     want = int(os.environ.get(CHILD_ENV, "0")) or None
     devs = jax.devices()
@@ -267,15 +255,15 @@ def _train_rows(names, device_counts, sizes) -> list[dict]:
         devs = devs[:want]
     rows = []
     for name in names:
-        cfg = configs_path.load_config(name)
+        cfg = configs.load_config(name)
         size = sizes or [default_size(cfg, device_counts or [len(devs)])]
-        for r in bench_training(cfg, FLAGS.updates, size, FLAGS.repeats if FLAGS["repeats"].present else 2, devs):
+        for r in bench_training(cfg, fv.updates, size, fv.repeats if fv["repeats"].present else 2, devs):
             rows.append({"algorithm": r.pop("config_algo"), "config": name, **r})
     return rows
 
 
 def _sweep_row(name: str, k: int, updates: int, sizes) -> dict:
-    """``python -m jaxcc.sweep --bench=NAME`` (``jaxcc.sweep.bench_sweep``) in a subprocess: the
+    """``python -m jaxcc.sweep --bench=NAME`` (``jaxcc.training.sweep.bench_sweep``) in a subprocess: the
     sweep is a level above this module (it drives ``jaxcc.train``'s loop), so it is run, not imported."""
     import subprocess
 
@@ -289,7 +277,7 @@ def _sweep_row(name: str, k: int, updates: int, sizes) -> dict:
     return json.loads(r.stdout)
 
 
-def _spawn(device_counts) -> list[dict]:
+def _spawn(fv, device_counts) -> list[dict]:
     """One subprocess per device count (the forced host-device flag must precede JAX's start)."""
     import re
     import subprocess
@@ -303,10 +291,10 @@ def _spawn(device_counts) -> list[dict]:
         env[CHILD_ENV] = str(d)
         with tempfile.TemporaryDirectory() as tmp:
             out = os.path.join(tmp, "rows.json")
-            argv = [f"--train={FLAGS.train}", f"--updates={FLAGS.updates}", f"--devices={','.join(map(str, device_counts))}",
+            argv = [f"--train={fv.train}", f"--updates={fv.updates}", f"--devices={','.join(map(str, device_counts))}",
                     f"--out={out}"]  # every count: the default size is a multiple of all of them
-            argv += [f"--sizes={','.join(FLAGS.sizes)}"] if FLAGS["sizes"].present else []
-            argv += [f"--repeats={FLAGS.repeats}"] if FLAGS["repeats"].present else []
+            argv += [f"--sizes={','.join(fv.sizes)}"] if fv["sizes"].present else []
+            argv += [f"--repeats={fv.repeats}"] if fv["repeats"].present else []
             r = subprocess.run([sys.executable, "-m", "jaxcc.bench", *argv], env=env)
             if r.returncode != 0:
                 raise ChildFailed(r.returncode)
@@ -315,59 +303,80 @@ def _spawn(device_counts) -> list[dict]:
     return rows
 
 
+def define_flags(fv):
+    """The command's flags on ``fv`` (an ``absl.flags.FlagValues``)."""
+    flags.DEFINE_string("out", "bench.json", "Where to write the JSON results.", flag_values=fv)
+    flags.DEFINE_list("sizes", ["1", "16", "256", "1024", "4096", "16384"], "Numbers of parallel links.",
+                      flag_values=fv)
+    flags.DEFINE_integer("decisions", 100, "Decisions per link per timed call.", flag_values=fv)
+    flags.DEFINE_integer("repeats", 3, "Timed calls per size (the best is reported).", flag_values=fv)
+    flags.DEFINE_enum("mode", "auto", ["auto", "env", "sim"], "Drive the Aurora env or the bare simulator.",
+                      flag_values=fv)
+    flags.DEFINE_string("train", None, "time the training loop of configs/NAME.py (e.g. aurora; several comma-separated; "
+                        "'all': the five smoke configs) instead of the simulator", flag_values=fv)
+    flags.DEFINE_integer("updates", 2, "--train: updates per timed call", flag_values=fv)
+    flags.DEFINE_list("devices", None, "--train: device counts to measure at, each in a subprocess (e.g. 1,8)",
+                      flag_values=fv)
+    flags.DEFINE_string("md", None, "--train: the markdown table (default: --out with .md)", flag_values=fv)
+    flags.DEFINE_integer("sweep_k", 0, "--train: also time a K-member sweep against K separate runs per config "
+                         "(jaxcc.training.sweep.bench_sweep); 0: not measured", flag_values=fv)
+    return fv
+
+
 class ChildFailed(RuntimeError):
     pass
 
 
-def main_train(arg: str):
+def main_train(fv, arg: str):
     """The training-loop benchmark; a bad config or size is one ``error:`` line, exit 2."""
     names = train_names(arg)
-    sizes = [int(s) for s in FLAGS.sizes] if FLAGS["sizes"].present else None
-    counts = [int(d) for d in FLAGS.devices] if FLAGS.devices else None
+    sizes = [int(s) for s in fv.sizes] if fv["sizes"].present else None
+    counts = [int(d) for d in fv.devices] if fv.devices else None
     try:
         if counts and any(d < 1 for d in counts):
-            raise ValueError(f"--devices={','.join(FLAGS.devices)}: device counts must be >= 1")
+            raise ValueError(f"--devices={','.join(fv.devices)}: device counts must be >= 1")
         if counts and sizes and any(s % d for s in sizes for d in counts):
-            raise ValueError(f"--sizes={','.join(FLAGS.sizes)} must be multiples of every device count "
-                             f"(--devices={','.join(FLAGS.devices)})")
+            raise ValueError(f"--sizes={','.join(fv.sizes)} must be multiples of every device count "
+                             f"(--devices={','.join(fv.devices)})")
         for name in names:
-            configs_path.load_config(name)  # an unknown name: one line, before any subprocess
+            configs.load_config(name)  # an unknown name: one line, before any subprocess
         if counts and not os.environ.get(CHILD_ENV):
-            rows = _spawn(counts)
+            rows = _spawn(fv, counts)
         else:
-            rows = _train_rows(names, counts, sizes)
+            rows = _train_rows(fv, names, counts, sizes)
         sweep = []
-        if FLAGS.sweep_k and not os.environ.get(CHILD_ENV):
+        if fv.sweep_k and not os.environ.get(CHILD_ENV):
             for name in names:  # K members in one jitted program vs K separate runs
-                sweep.append({"config": name, **_sweep_row(name, FLAGS.sweep_k, FLAGS.updates, sizes)})
+                sweep.append({"config": name, **_sweep_row(name, fv.sweep_k, fv.updates, sizes)})
     except ChildFailed as e:
         return int(e.args[0])  # the subprocess printed its own error line
     except ValueError as e:
         print(f"error: --train={arg}: {' '.join(str(e).split())}", file=sys.stderr)
         return 2
-    result = {"config": arg, "configs": names, "rows": rows, "sweep": sweep, "updates": FLAGS.updates,
-              "repeats": FLAGS.repeats if FLAGS["repeats"].present else 2,
+    result = {"config": arg, "configs": names, "rows": rows, "sweep": sweep, "updates": fv.updates,
+              "repeats": fv.repeats if fv["repeats"].present else 2,
               "reference_sb3_ppo_packet_sim_1core_steps_per_s": 650, "device": str(jax.devices()[0]),
               "backend": jax.default_backend(), "cpu_count": os.cpu_count(), "machine": platform.machine(),
               "jax": jax.__version__}
-    with open(FLAGS.out, "w") as fh:
+    with open(fv.out, "w") as fh:
         json.dump(result, fh, indent=2)
     if not os.environ.get(CHILD_ENV):
-        md = FLAGS.md or os.path.splitext(FLAGS.out)[0] + ".md"
+        md = fv.md or os.path.splitext(fv.out)[0] + ".md"
         with open(md, "w") as fh:
             fh.write(markdown(result))
         print(markdown(result))
-        print(f"wrote {FLAGS.out} and {md}")
+        print(f"wrote {fv.out} and {md}")
     return 0
 
 
-def main(argv):
-    del argv
-    from jaxcc import jax_cache
-    jax_cache.enable_compilation_cache()  # before the first jit (the benchmark times warm runs only)
+def main(fv, argv=()) -> int:
+    """Run the benchmark with parsed flags ``fv`` (JAX's compilation cache is on: the benchmark
+    times warm runs only)."""
+    if not all(s.isdigit() and int(s) > 0 for s in fv.sizes):
+        raise ValueError(f"--sizes={','.join(fv.sizes)}: give positive integers (numbers of links)")
     # The output folders exist before minutes of timing, not after (``--out=results/bench.json``
     # on a fresh clone); one that cannot be made is one error line.
-    for flag, path in (("--out", FLAGS.out), ("--md", FLAGS.md)):
+    for flag, path in (("--out", fv.out), ("--md", fv.md)):
         folder = os.path.dirname(path or "")
         try:
             if folder:
@@ -375,9 +384,9 @@ def main(argv):
         except OSError as e:
             print(f"error: {flag}={path}: cannot make its folder ({e.strerror})", file=sys.stderr)
             return 2
-    if FLAGS.train:
-        return main_train(FLAGS.train)
-    mode, nd = FLAGS.mode, FLAGS.decisions
+    if fv.train:
+        return main_train(fv, fv.train)
+    mode, nd = fv.mode, fv.decisions
     make = lambda n: make_sim_rollout(n, nd)  # noqa: E731
     if mode in ("auto", "env"):
         try:
@@ -390,15 +399,15 @@ def main(argv):
             print(f"Aurora env not usable here ({type(e).__name__}: {e}); timing the bare simulator")
             mode = "sim"
     rows = []
-    for n in [int(s) for s in FLAGS.sizes]:
-        secs = _time(make(n), FLAGS.repeats)
+    for n in [int(s) for s in fv.sizes]:
+        secs = _time(make(n), fv.repeats)
         dec = n * nd / secs
         rows.append({"num_envs": n, "decisions_per_s": dec, "flow_ticks_per_s": dec * MI_TICKS, "seconds": secs})
         print(f"links={n:6d}  decisions/s={dec:12,.0f}  flow-ticks/s={dec * MI_TICKS:14,.0f}", flush=True)
     best_n = max(rows, key=lambda r: r["decisions_per_s"])["num_envs"]
     rate = {"num_envs": best_n}
     for mbps, key in ((1.0, "decisions_per_s_1mbps"), (1000.0, "decisions_per_s_1gbps")):
-        rate[key] = best_n * nd / _time(make_sim_rollout(best_n, nd, mbps), FLAGS.repeats)
+        rate[key] = best_n * nd / _time(make_sim_rollout(best_n, nd, mbps), fv.repeats)
     rate["ratio_1gbps_over_1mbps"] = rate["decisions_per_s_1gbps"] / rate["decisions_per_s_1mbps"]
     print(f"rate independence at {best_n} links (bare model): 1 Mbit/s {rate['decisions_per_s_1mbps']:,.0f}/s, "
           f"1 Gbit/s {rate['decisions_per_s_1gbps']:,.0f}/s")
@@ -407,10 +416,16 @@ def main(argv):
         "ring_len": RING, "device": str(jax.devices()[0]), "backend": jax.default_backend(),
         "cpu_count": os.cpu_count(), "machine": platform.machine(), "jax": jax.__version__,
     }
-    with open(FLAGS.out, "w") as fh:
+    with open(fv.out, "w") as fh:
         json.dump(result, fh, indent=2)
-    print(f"wrote {FLAGS.out}")
+    print(f"wrote {fv.out}")
+    return 0
+
+
+def run_cli(argv) -> int:
+    """Parse ``argv`` (program name first) into fresh flags and run; errors are one line, exit 2."""
+    return run_absl_cli(argv, __doc__, define_flags, main, "--sizes=1,16 --out=bench.json")
 
 
 if __name__ == "__main__":
-    app.run(main)
+    sys.exit(run_cli(sys.argv))

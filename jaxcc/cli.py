@@ -6,6 +6,12 @@ parses ``argv`` into them and calls ``run(fv, argv[1:])``.  ``--help`` prints th
 docstring and its flags.  Every error a user can cause — an unknown or malformed flag, a stray
 argument, a ``ValueError`` raised by the command (a file, field or range it refuses) — is one
 line on stderr, ``error: ...``, and exit status 2.
+
+A command with positional arguments names them (``positional=("FLOW_DIR",)``): exactly those
+are then taken from what the flags leave (absl parses flags before, between and after them) and
+given to ``run`` as a third argument.  A command with subcommands (``python -m jaxcc.plots
+figures ...``) reads the subcommand from ``argv[1]`` and runs that subcommand's own flags
+through ``run_absl_cli``.
 """
 
 from __future__ import annotations
@@ -22,12 +28,26 @@ def error(message: str) -> int:
     return 2
 
 
+def dashed_aliases(fv):
+    """Define ``--a-b`` as an alias of every flag ``--a_b`` of ``fv`` that has no such spelling yet
+    (commands that took dashed names keep taking them); returns ``fv``."""
+    from absl import flags
+
+    for name in list(fv):
+        dashed = name.replace("_", "-")
+        if dashed != name and dashed not in fv:
+            flags.DEFINE_alias(dashed, name, flag_values=fv)
+    return fv
+
+
 def run_absl_cli(argv: Sequence[str], doc: str, define: Callable, run: Callable, example: str, *,
-                 uses_jax: bool = True) -> int:
+                 uses_jax: bool = True, positional: Sequence[str] = ()) -> int:
     """One absl command: parse ``argv`` (program name first) into fresh flags from ``define``,
     then ``run(flags, argv[1:])``; ``--help`` prints ``doc`` and the flags, and every error is one
     line with exit status 2 (``example``: what a flag looks like, for stray arguments).
-    ``uses_jax``: turn JAX's compilation cache on before ``run`` (``jaxcc.jax_cache``)."""
+    ``uses_jax``: turn JAX's compilation cache on before ``run`` (``jaxcc.jax_cache``).
+    ``positional``: the names of the positional arguments the command requires, in order; then
+    ``run(flags, argv[1:], values)`` with their values (a list as long as ``positional``)."""
     from absl import flags
 
     argv = list(argv)
@@ -40,12 +60,19 @@ def run_absl_cli(argv: Sequence[str], doc: str, define: Callable, run: Callable,
         rest = fv(argv)
     except flags.Error as e:
         return error(e)
-    if len(rest) > 1:
-        return error(f"unexpected arguments {rest[1:]} (flags look like {example})")
+    positional = tuple(positional)
+    if len(rest) > 1 + len(positional):
+        extra = rest[1 + len(positional):]
+        return error(f"unexpected arguments {extra} (flags look like {example})")
+    if len(rest) < 1 + len(positional):
+        missing = " ".join(positional[len(rest) - 1:])
+        return error(f"missing {missing} (give {' '.join(positional)} and flags like {example})")
     if uses_jax:
         from jaxcc import jax_cache
         jax_cache.enable_compilation_cache()  # before the first jit: a repeated command compiles nothing
     try:
+        if positional:
+            return run(fv, argv[1:], list(rest[1:]))
         return run(fv, argv[1:])
     except ValueError as e:
         return error(e)

@@ -15,7 +15,7 @@ Each scenario x controller runs on a fresh link of three network namespaces (sen
 receiver): a tbf bottleneck (rate + byte-limited drop-tail buffer) on the router's egress,
 random loss by iptables, and propagation delay from the NFQUEUE tool ``nfq_delay`` (the kernel
 has no netem); see ``jaxcc.emulation`` for the parts (namespaces and tc, delay tool, runner,
-results and plots, Mahimahi) and ../shared/EMULATION.md for the measurements behind them.
+results and plots, Mahimahi) and docs/emulation.md for the measurements behind them.
 Scenarios and controllers are those of ``jaxcc.scenarios`` and ``jaxcc.controllers`` (plus the
 harness's own ``emu/*`` links); simulator-only controllers (cubic, reno, copa, oracle) are refused.
 
@@ -27,14 +27,13 @@ Each run's line on stdout is followed by its timing verdict (``timing_verdict``:
 ``delay_check``, valid, INVALID with what failed, or not checked), for every run.
 
 ``--duration=SECONDS`` runs every scenario for that long instead of its own length, by the
-simulator's rule (``jaxcc.evaluate.with_duration``, what ``python -m jaxcc.evaluate --duration``
+simulator's rule (``jaxcc.evaluation.runs.with_duration``, what ``python -m jaxcc.evaluate --duration``
 does): flows that ran to the end still do, later stops are cut at the new end, preference
 changes at or after it are dropped, and a flow that would start at or after it is refused (one
 line naming the flow; exit 2).
 """
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
@@ -42,7 +41,10 @@ import shlex
 import signal
 import sys
 from pathlib import Path
+from typing import Sequence
 
+from jaxcc.cli import dashed_aliases, run_absl_cli
+from jaxcc.cli import error as cli_error
 from jaxcc.emulation import mahimahi, netns, results, runner, settle, spec
 from jaxcc.emulation.host import EmulationError, check_requirements
 
@@ -70,7 +72,7 @@ def duration_arg(text: str | None) -> float | None:
 
 def with_duration(sc, duration_s: float | None):
     """``sc`` run for ``duration_s`` seconds (``--duration``; None: as it is), by
-    ``jaxcc.evaluate.with_duration`` (the simulator's rule, module docstring), validated again
+    ``jaxcc.evaluation.runs.with_duration`` (the simulator's rule, module docstring), validated again
     for emulation.
 
     Raises:
@@ -78,7 +80,7 @@ def with_duration(sc, duration_s: float | None):
     """
     if duration_s is None:
         return sc
-    from jaxcc.evaluate import with_duration as sim_with_duration
+    from jaxcc.evaluation.runs import with_duration as sim_with_duration
 
     try:
         return spec.as_scenario(sim_with_duration(sc, duration_s))
@@ -115,108 +117,99 @@ def timing_verdict(check: dict | None) -> str:
     return line
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m jaxcc.emulate", description=__doc__.split("\n")[0])
-    g = ap.add_mutually_exclusive_group()
-    g.add_argument("--scenario", action="append", default=[],
-                   help="named scenario (jaxcc.scenarios or emu/*); repeatable or comma list")
-    g.add_argument("--scenario-file", action="append", default=[], help="scenario JSON file")
-    g.add_argument("--suite", default=None, help="a jaxcc.scenarios suite, or a comma-separated list of them")
-    ap.add_argument("--controller", default=None,
-                    help="comma list: policy:FILE, bbr, fixed:MBPS, kernel:cubic, kernel:reno, kernel:bbr; "
-                         "default: the scenario's own flow controllers")
-    ap.add_argument("--out", default="emulate_out")
-    ap.add_argument("--duration", default=None, metavar="SECONDS",
-                    help="run every scenario for SECONDS (> 0) instead of its own length (flows that ran "
-                         "to the end still do; as python -m jaxcc.evaluate --duration)")
-    ap.add_argument("--trace-bin-ms", type=float, default=100.0,
-                    help="bin width when converting a Mahimahi trace to a tbf rate schedule")
-    ap.add_argument("--no-ping", action="store_true", help="skip the idle-RTT ping")
-    ap.add_argument("--nice", type=int, default=-10,
-                    help="nice value for senders/receivers (0: leave as is)")
-    ap.add_argument("--tbf-burst-ms", type=float, default=1.0,
-                    help="tbf bucket depth in ms of the current rate (min two frames)")
-    ap.add_argument("--prefix", default=None, help="name prefix (default: jxe + random hex)")
-    ap.add_argument("--cleanup", action="store_true",
-                    help=f"remove leftover namespaces/links named {netns.PREFIX_BASE}* and exit")
-    ap.add_argument("--no-plots", action="store_true")
-    ap.add_argument("--report", action="store_true",
-                    help="also write OUT/report.html: every metric, the timing checks, every figure, the "
-                         "command, version and scenario specs in one self-contained file (jaxcc.report)")
-    ap.add_argument("--mahimahi-plan", metavar="DIR", default=None,
-                    help="(for launch/mahimahi_run.sh) write DIR/plan.sh and a trace, exit")
-    ap.add_argument("--mahimahi-collect", metavar="DIR", default=None,
-                    help="(for launch/mahimahi_run.sh) write DIR/results.json, exit")
-    ap.add_argument("--mahimahi-merge", metavar="DIR", nargs="+", default=None,
-                    help="(for launch/mahimahi_run.sh) OUT RUN_DIR...: one OUT/results.json "
-                         "from the runs of a controller list, exit")
-    ap.add_argument("-v", "--verbose", action="store_true")
-    a = ap.parse_args(argv)
-    argv_used = list(sys.argv[1:] if argv is None else argv)
-    try:
-        duration_s = duration_arg(a.duration)
-    except EmulationError as e:
-        print(f"emulate: {e}", file=sys.stderr)
-        return 2
+def define_flags(fv):
+    """The command's flags on ``fv`` (an ``absl.flags.FlagValues``); dashed spellings too."""
+    from absl import flags
 
-    if a.cleanup:
+    flags.DEFINE_multi_string("scenario", None, "named scenario (jaxcc.scenarios or emu/*); repeatable or comma list",
+                              flag_values=fv)
+    flags.DEFINE_multi_string("scenario_file", None, "scenario JSON file (repeatable)", flag_values=fv)
+    flags.DEFINE_string("suite", None, "a jaxcc.scenarios suite, or a comma-separated list of them", flag_values=fv)
+    flags.mark_flags_as_mutual_exclusive(["scenario", "scenario_file", "suite"], flag_values=fv)
+    flags.DEFINE_string("controller", None, "comma list: policy:FILE, bbr, fixed:MBPS, kernel:cubic, kernel:reno, "
+                        "kernel:bbr; default: the scenario's own flow controllers", flag_values=fv)
+    flags.DEFINE_string("out", "emulate_out", "output folder", flag_values=fv)
+    flags.DEFINE_string("duration", None, "run every scenario for SECONDS (> 0) instead of its own length (flows "
+                        "that ran to the end still do; as python -m jaxcc.evaluate --duration)", flag_values=fv)
+    flags.DEFINE_float("trace_bin_ms", 100.0, "bin width when converting a Mahimahi trace to a tbf rate schedule",
+                       flag_values=fv)
+    flags.DEFINE_bool("no_ping", False, "skip the idle-RTT ping", flag_values=fv)
+    flags.DEFINE_integer("nice", -10, "nice value for senders/receivers (0: leave as is)", flag_values=fv)
+    flags.DEFINE_float("tbf_burst_ms", 1.0, "tbf bucket depth in ms of the current rate (min two frames)",
+                       flag_values=fv)
+    flags.DEFINE_string("prefix", None, "name prefix (default: jxe + random hex)", flag_values=fv)
+    flags.DEFINE_bool("cleanup", False, f"remove leftover namespaces/links named {netns.PREFIX_BASE}* and exit",
+                      flag_values=fv)
+    flags.DEFINE_bool("no_plots", False, "no plots", flag_values=fv)
+    flags.DEFINE_bool("report", False, "also write OUT/report.html: every metric, the timing checks, every figure, "
+                      "the command, version and scenario specs in one self-contained file (jaxcc.report)",
+                      flag_values=fv)
+    flags.DEFINE_string("mahimahi_plan", None, "(for launch/mahimahi_run.sh) write DIR/plan.sh and a trace, exit",
+                        flag_values=fv)
+    flags.DEFINE_string("mahimahi_collect", None, "(for launch/mahimahi_run.sh) write DIR/results.json, exit",
+                        flag_values=fv)
+    flags.DEFINE_list("mahimahi_merge", None, "(for launch/mahimahi_run.sh) OUT,RUN_DIR,...: one OUT/results.json "
+                      "from the runs of a controller list, exit", flag_values=fv)
+    flags.DEFINE_bool("verbose", False, "log every step", short_name="v", flag_values=fv)
+    return dashed_aliases(fv)
+
+
+def main(fv, argv: Sequence[str] = ()) -> int:
+    """Run the command with parsed flags ``fv``; a harness precondition that fails (``EmulationError``)
+    is one line, exit 2; an interrupt cleans up and exits 130."""
+    duration_s = duration_arg(fv.duration)
+    if fv.cleanup:
         if os.geteuid() != 0:
-            print("emulate: --cleanup must run as root", file=sys.stderr)
-            return 2
-        found = netns.cleanup_leftovers(a.prefix or netns.PREFIX_BASE)
+            raise EmulationError("--cleanup must run as root")
+        found = netns.cleanup_leftovers(fv.prefix or netns.PREFIX_BASE)
         print(json.dumps({"removed": found}))
         return 0
 
-    netns.TBF_BURST_S = a.tbf_burst_ms / 1000.0
-    try:
-        if a.mahimahi_collect:
-            rec = mahimahi.collect(Path(a.mahimahi_collect))
-            print(json.dumps({k: rec[k] for k in ("scenario", "controller", "throughput_mbps",
-                                                  "p95_owd_ms", "loss")}))
-            return 0
-        if a.mahimahi_merge:
-            if len(a.mahimahi_merge) < 2:
-                ap.error("--mahimahi-merge OUT RUN_DIR [RUN_DIR ...]")
-            recs = mahimahi.merge(Path(a.mahimahi_merge[0]), [Path(d) for d in a.mahimahi_merge[1:]])
-            print(json.dumps([{k: r[k] for k in ("scenario", "controller", "throughput_mbps")}
-                              for r in recs]))
-            return 0
-        if a.mahimahi_plan:
-            if not (a.scenario_file or a.scenario):
-                raise EmulationError("give --scenario or --scenario-file")
-            if a.controller is not None and "," in a.controller:
-                raise EmulationError(f"--controller={a.controller}: a plan takes one controller "
-                                     "(launch/mahimahi_run.sh runs a list one at a time)")
-            spec.validate_controller(a.controller)
-            sc = with_duration(spec.load(path=a.scenario_file[0]) if a.scenario_file
-                               else spec.load(name=a.scenario[0]), duration_s)
-            print(mahimahi.plan(sc, a.controller, Path(a.mahimahi_plan), a.trace_bin_ms / 1000.0))
-            return 0
-    except EmulationError as e:
-        print(f"emulate: {e}", file=sys.stderr)
-        return 2
+    netns.TBF_BURST_S = fv.tbf_burst_ms / 1000.0
+    scenario, scenario_file = fv.scenario or [], fv.scenario_file or []
+    if fv.mahimahi_collect:
+        rec = mahimahi.collect(Path(fv.mahimahi_collect))
+        print(json.dumps({k: rec[k] for k in ("scenario", "controller", "throughput_mbps", "p95_owd_ms", "loss")}))
+        return 0
+    if fv.mahimahi_merge:
+        if len(fv.mahimahi_merge) < 2:
+            raise EmulationError("--mahimahi-merge=OUT,RUN_DIR[,RUN_DIR...]: give the output and at least one run")
+        recs = mahimahi.merge(Path(fv.mahimahi_merge[0]), [Path(d) for d in fv.mahimahi_merge[1:]])
+        print(json.dumps([{k: r[k] for k in ("scenario", "controller", "throughput_mbps")} for r in recs]))
+        return 0
+    if fv.mahimahi_plan:
+        if not (scenario_file or scenario):
+            raise EmulationError("give --scenario or --scenario-file")
+        if fv.controller is not None and "," in fv.controller:
+            raise EmulationError(f"--controller={fv.controller}: a plan takes one controller "
+                                 "(launch/mahimahi_run.sh runs a list one at a time)")
+        spec.validate_controller(fv.controller)
+        sc = with_duration(spec.load(path=scenario_file[0]) if scenario_file else spec.load(name=scenario[0]),
+                           duration_s)
+        print(mahimahi.plan(sc, fv.controller, Path(fv.mahimahi_plan), fv.trace_bin_ms / 1000.0))
+        return 0
     signal.signal(signal.SIGINT, _raise_on_term)   # also when started with SIGINT ignored
     signal.signal(signal.SIGTERM, _raise_on_term)
     signal.signal(signal.SIGHUP, _raise_on_term)
     try:
-        specs = [spec.load(path=p) for p in a.scenario_file]
-        for s in a.scenario:
+        specs = [spec.load(path=p) for p in scenario_file]
+        for s in scenario:
             specs += [spec.load(name=n) for n in s.split(",") if n]
-        if a.suite:
-            specs += spec.load_suite(a.suite)
+        if fv.suite:
+            specs += spec.load_suite(fv.suite)
         if not specs:
-            ap.error("give --scenario, --scenario-file or --suite")
+            raise EmulationError("give --scenario, --scenario-file or --suite")
         specs = [with_duration(sc, duration_s) for sc in specs]
-        ctrls: list[str | None] = [c for c in a.controller.split(",")] if a.controller else [None]
+        ctrls: list[str | None] = [c for c in fv.controller.split(",")] if fv.controller else [None]
         # (a policy path containing a comma cannot be given in this list)
         for c in ctrls:
             spec.validate_controller(c)
         check_requirements()
-        out = Path(a.out)
-        records = runner.run_experiments(specs, ctrls, out, trace_bin_s=a.trace_bin_ms / 1000.0,
-                                         ping=not a.no_ping, verbose=a.verbose, prefix=a.prefix,
-                                         nice=a.nice)
-        figures = [] if a.no_plots else results.make_plots(records, out)
+        out = Path(fv.out)
+        records = runner.run_experiments(specs, ctrls, out, trace_bin_s=fv.trace_bin_ms / 1000.0,
+                                         ping=not fv.no_ping, verbose=fv.verbose, prefix=fv.prefix,
+                                         nice=fv.nice)
+        figures = [] if fv.no_plots else results.make_plots(records, out)
         for r in records:
             print(f"{r['scenario']:24s} {r['controller']:28s} "
                   f"tput {r['throughput_mbps']:.2f} Mbit/s  util {r['utilization'] or 0:.2f}  "
@@ -228,19 +221,29 @@ def main(argv: list[str] | None = None) -> int:
                 if st is not None:
                     print(f"  flow {f['flow']} preference changes: "
                           + (st["error"] if "error" in st else settle.summary_line(st)))
-        if a.report:
+        if fv.report:
             from jaxcc import report as html_report
             print("wrote " + html_report.emulation(str(out / "results.json"), figures=figures,
-                                                   command="python -m jaxcc.emulate " + shlex.join(argv_used),
+                                                   command="python -m jaxcc.emulate " + shlex.join(argv),
                                                    specs=[sc.to_dict() for sc in specs]))
         return 0
-    except EmulationError as e:
-        print(f"emulate: {e}", file=sys.stderr)
-        return 2
     except KeyboardInterrupt:
-        print("emulate: interrupted; cleaned up", file=sys.stderr)
+        print("jaxcc.emulate: interrupted; cleaned up", file=sys.stderr)
         return 130
 
 
+def _run(fv, argv: Sequence[str]) -> int:
+    try:
+        return main(fv, argv)
+    except EmulationError as e:
+        return cli_error(e)
+
+
+def run_cli(argv: Sequence[str]) -> int:
+    """Parse ``argv`` (program name first) into fresh flags and run; errors are one line, exit 2."""
+    return run_absl_cli(argv, __doc__, define_flags, _run, "--scenario=emu/fixed12 --controller=bbr",
+                        uses_jax=False)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_cli(sys.argv))

@@ -4,251 +4,100 @@
     python -m jaxcc.sim2real --compare SIM/results.json EMU/results.json   # only compare
     python -m jaxcc.sim2real --compare SIM/results.json EMU/results.json --out=DIR --report   # + DIR/report.html
 
-Runs ``jaxcc.evaluate`` and ``jaxcc.emulate`` (root, network namespaces) with identical
-arguments, writes both ``results.json`` files under ``DIR/sim`` and ``DIR/emulation``, and prints
-per (scenario, controller) the two values and their difference for throughput, p95 one-way
-delay, p95 queueing delay and loss, flagging what exceeds the agreed bounds: 5% throughput,
-10% (or 2 ms) p95 delay, 1 percentage point loss.  ``DIR/sim2real.json`` keeps the comparison.
-
-The two sides are compared through the shared results.json contract only, so either can be
-re-run on its own and compared later with ``--compare``.  (Jain's index is not among the
-compared metrics; both sides define it alike: over the last 20 s, ``jaxcc.metrics.jain_window``.)
-
-Only emulated runs that kept time count: a record whose ``delay_check.valid`` is false (the
-delay line's p95 hold error over 2 ms, or tbf off its rate: ``jaxcc.emulation.delay.check``) is
-listed as "invalid, re-run" and never counted as a pass or a failure; one without a check
-(``valid`` null, e.g. Mahimahi) is compared and marked "unchecked".
+What it measures and how: ``jaxcc.evaluation.sim2real``.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
 import shlex
 import subprocess
 import sys
+from typing import Sequence
 
-BOUNDS = {"throughput_mbps": ("rel", 0.05), "p95_owd_ms": ("rel", 0.10), "p95_qdelay_ms": ("rel", 0.10),
-          "loss": ("abs", 0.01)}
-# Delays within this many milliseconds agree whatever their ratio (as the fidelity tolerances):
-# a near-empty queue (0.2 ms vs 3 ms) is not a 90% disagreement that matters.
-DELAY_FLOOR_MS = 2.0
+from jaxcc.cli import dashed_aliases, run_absl_cli
+from jaxcc.evaluation.sim2real import BOUNDS, compare, format_rows, invalid_runs, overlay_figures, rerun, write_report
 
 
-def _load(path: str) -> dict[tuple[str, str], dict]:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            data = json.load(fh)
-    except (OSError, json.JSONDecodeError) as e:
-        raise SystemExit(f"sim2real: cannot read {path}: {e}")
-    if not isinstance(data, dict) or not isinstance(data.get("results"), list):
-        raise SystemExit(f"sim2real: {path}: expected {{'results': [...]}} (the results.json contract)")
-    return {(r["scenario"], r["controller"]): r for r in data["results"]}
+def define_flags(fv):
+    """The command's flags on ``fv`` (an ``absl.flags.FlagValues``); dashed spellings too."""
+    from absl import flags
+
+    flags.DEFINE_string("controller", None, "comma-separated controllers (fixed:MBPS, bbr, policy:FILE)", flag_values=fv)
+    flags.DEFINE_string("suite", None, "a scenario suite", flag_values=fv)
+    flags.DEFINE_string("scenario", None, "a named scenario", flag_values=fv)
+    flags.DEFINE_string("scenario_file", None, "a scenario spec JSON file", flag_values=fv)
+    flags.mark_flags_as_mutual_exclusive(["suite", "scenario", "scenario_file"], flag_values=fv)
+    flags.DEFINE_string("out", None, "output folder (default results/sim2real; with --compare only for --report)",
+                        flag_values=fv)
+    flags.DEFINE_bool("report", False, "also write OUT/report.html: the comparison, both sides' metrics and figures, "
+                      "the bounds, command, version and scenario specs in one self-contained file (jaxcc.report)",
+                      flag_values=fv)
+    flags.DEFINE_integer("rerun_invalid", 0, "re-run emulated runs marked invalid up to N times each", lower_bound=0,
+                         flag_values=fv)
+    flags.DEFINE_bool("compare", False, "only compare two results.json: --compare SIM_JSON EMU_JSON", flag_values=fv)
+    flags.DEFINE_float("duration", None, "seconds per scenario on both sides instead of each scenario's own length "
+                       "(jaxcc.evaluate's and jaxcc.emulate's --duration)", flag_values=fv)
+    return dashed_aliases(fv)
 
 
-INVALID = "invalid, re-run"
-
-
-def emu_validity(record: dict) -> bool | None:
-    """The emulated run's own verdict on its timing (``delay_check.valid``): True, False, or
-    None when it was not self-checked."""
-    check = record.get("delay_check")
-    return check.get("valid") if isinstance(check, dict) else None
-
-
-def invalid_runs(emu_path: str) -> list[dict]:
-    """The emulated runs that did not keep time: (scenario, controller, reasons), to re-run."""
-    return [{"scenario": k[0], "controller": k[1], "verdict": INVALID,
-             "reasons": list((r.get("delay_check") or {}).get("reasons") or [])}
-            for k, r in sorted(_load(emu_path).items()) if emu_validity(r) is False]
-
-
-def compare(sim_path: str, emu_path: str) -> list[dict]:
-    """Rows of (scenario, controller, metric, sim, emulation, difference, over_bound).
-
-    Emulated runs marked invalid (``invalid_runs``) get no rows: they are neither passes nor
-    failures. ``emu_checked`` is False on rows whose emulated run was not self-checked.
-    """
-    sim, emu = _load(sim_path), _load(emu_path)
-    rows = []
-    for key in sorted(set(sim) & set(emu)):
-        valid = emu_validity(emu[key])
-        if valid is False:
-            continue
-        for metric, (kind, bound) in BOUNDS.items():
-            a, b = sim[key].get(metric), emu[key].get(metric)
-            if a is None or b is None:
-                continue
-            if kind == "rel":
-                diff = (a - b) / max(abs(b), 1e-9)
-            else:
-                diff = a - b
-            over = abs(diff) > bound
-            if metric.endswith("_ms") and abs(a - b) <= DELAY_FLOOR_MS:
-                over = False
-            rows.append({"scenario": key[0], "controller": key[1], "metric": metric, "sim": a, "emulation": b,
-                         "difference": diff, "kind": kind, "bound": bound, "over": over,
-                         "emu_checked": valid is True})
-    missing = sorted(set(sim) ^ set(emu))
-    if missing:
-        print(f"sim2real: only on one side (not compared): {missing}", file=sys.stderr)
-    return rows
-
-
-def format_rows(rows: list[dict], invalid: list[dict] = ()) -> str:
-    lines = [f"{'scenario':18s} {'controller':14s} {'metric':15s} {'sim':>10s} {'emulation':>10s} {'diff':>9s}"]
-    for r in rows:
-        d = f"{100 * r['difference']:+.1f}{'%' if r['kind'] == 'rel' else 'pp'}"
-        note = ("  <-- over bound" if r["over"] else "") + \
-            ("" if r.get("emu_checked", True) else "  (emulation unchecked)")
-        lines.append(f"{r['scenario']:18s} {r['controller']:14s} {r['metric']:15s} {r['sim']:10.3f} "
-                     f"{r['emulation']:10.3f} {d:>9s}{note}")
-    for r in invalid:
-        lines.append(f"{r['scenario']:18s} {r['controller']:14s} {INVALID}: {'; '.join(r['reasons'])}")
-    over = sum(r["over"] for r in rows)
-    lines.append(f"{over} of {len(rows)} comparisons exceed the bounds (5% throughput, 10% or 2 ms p95 delay, "
-                 f"1 pp loss)")
-    if invalid:
-        lines.append(f"{len(invalid)} emulated run(s) invalid (the emulator did not keep time): not "
-                     f"compared, re-run them on a quiet machine")
-    return "\n".join(lines)
-
-
-def rerun(todo: list[dict], controllers: list[str], which: list[str] | None, emu_json: str,
-          out_dir: str, duration: list[str] = ()) -> None:
-    """Runs the invalid emulated runs again and puts each new record in place of the old one.
-
-    which: the original --scenario-file/--scenario selection (None: each by its scenario name);
-    duration: the original ``--duration=S`` argument, if any.
-    """
-    with open(emu_json, encoding="utf-8") as fh:
-        data = json.load(fh)
-    for i, bad in enumerate(todo):
-        ctrl = next((c for c in controllers if c == bad["controller"] or c in bad["controller"].split("+")),
-                    None)
-        if ctrl is None:
-            continue
-        sel = which or ["--scenario", bad["scenario"]]
-        sub = os.path.join(out_dir, str(i))
-        print(f"sim2real: re-running {bad['scenario']} x {bad['controller']} ({INVALID})", file=sys.stderr)
-        subprocess.run([sys.executable, "-m", "jaxcc.emulate", f"--controller={ctrl}", f"{sel[0]}={sel[1]}",
-                        f"--out={sub}", "--no-plots", *duration], check=True)
-        new = _load(os.path.join(sub, "results.json")).get((bad["scenario"], bad["controller"]))
-        if new is None:
-            continue
-        data["results"] = [new if (r["scenario"], r["controller"]) == (bad["scenario"], bad["controller"])
-                           else r for r in data["results"]]
-    tmp = emu_json + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(data, fh, indent=1)
-    os.replace(tmp, emu_json)
-
-
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m jaxcc.sim2real", description=__doc__.split("\n")[0])
-    ap.add_argument("--controller", help="comma-separated controllers (fixed:MBPS, bbr, policy:FILE)")
-    group = ap.add_mutually_exclusive_group()
-    group.add_argument("--suite")
-    group.add_argument("--scenario")
-    group.add_argument("--scenario-file")
-    ap.add_argument("--out", default=None, help="output folder (default results/sim2real; with --compare only "
-                    "for --report)")
-    ap.add_argument("--report", action="store_true",
-                    help="also write OUT/report.html: the comparison, both sides' metrics and figures, the bounds, "
-                         "command, version and scenario specs in one self-contained file (jaxcc.report)")
-    ap.add_argument("--rerun-invalid", type=int, default=0, metavar="N",
-                    help="re-run emulated runs marked invalid up to N times each (default 0)")
-    ap.add_argument("--compare", nargs=2, metavar=("SIM_JSON", "EMU_JSON"), help="only compare two results.json")
-    ap.add_argument("--duration", type=float, default=None, metavar="SECONDS",
-                    help="seconds per scenario on both sides instead of each scenario's own length "
-                         "(jaxcc.evaluate's and jaxcc.emulate's --duration)")
-    args = ap.parse_args(argv)
-    if args.rerun_invalid < 0:
-        ap.error(f"--rerun-invalid: must be >= 0, got {args.rerun_invalid}")
-    if args.duration is not None and not (math.isfinite(args.duration) and args.duration > 0):
-        ap.error(f"--duration: must be > 0 seconds, got {args.duration:g}")
-    command = "python -m jaxcc.sim2real " + shlex.join(sys.argv[1:] if argv is None else list(argv))
-    if args.compare:
-        if args.report and not args.out:
-            print("sim2real: --report with --compare needs --out=DIR (the folder for report.html)", file=sys.stderr)
-            return 2
-        rows = compare(*args.compare)
-        invalid = invalid_runs(args.compare[1])
+def main(fv, argv: Sequence[str] = (), files: Sequence[str] = ()) -> int:
+    """Run both sides and compare them, or (``--compare``) compare the two results.json ``files``."""
+    if fv.duration is not None and not (math.isfinite(fv.duration) and fv.duration > 0):
+        raise ValueError(f"--duration: must be > 0 seconds, got {fv.duration:g}")
+    command = "python -m jaxcc.sim2real " + shlex.join(argv)
+    if fv.compare:
+        if fv.report and not fv.out:
+            raise ValueError("--report with --compare needs --out=DIR (the folder for report.html)")
+        rows = compare(*files)
+        invalid = invalid_runs(files[1])
         print(format_rows(rows, invalid))
-        overlay = overlay_figures(args.out, *args.compare) if args.out else []
-        if args.report:
-            print("wrote " + write_report(args.out, command, rows, invalid, *args.compare, overlay_figures=overlay))
+        overlay = overlay_figures(fv.out, *files) if fv.out else []
+        if fv.report:
+            print("wrote " + write_report(fv.out, command, rows, invalid, *files, overlay_figures=overlay))
         return 0
-    args.out = args.out or "results/sim2real"
-    if not args.controller or not (args.suite or args.scenario or args.scenario_file):
-        ap.error("--controller and one of --suite/--scenario/--scenario-file are required (or --compare)")
-    which = (["--suite", args.suite] if args.suite else ["--scenario", args.scenario] if args.scenario
-             else ["--scenario-file", args.scenario_file])
-    sim_dir, emu_dir = os.path.join(args.out, "sim"), os.path.join(args.out, "emulation")
+    out = fv.out or "results/sim2real"
+    if not fv.controller or not (fv.suite or fv.scenario or fv.scenario_file):
+        raise ValueError("--controller and one of --suite/--scenario/--scenario-file are required (or --compare)")
+    which = (["--suite", fv.suite] if fv.suite else ["--scenario", fv.scenario] if fv.scenario
+             else ["--scenario-file", fv.scenario_file])
+    sim_dir, emu_dir = os.path.join(out, "sim"), os.path.join(out, "emulation")
     py = sys.executable
-    duration = [] if args.duration is None else [f"--duration={args.duration:g}"]
-    subprocess.run([py, "-m", "jaxcc.evaluate", f"--controller={args.controller}", f"{which[0]}={which[1]}",
+    duration = [] if fv.duration is None else [f"--duration={fv.duration:g}"]
+    subprocess.run([py, "-m", "jaxcc.evaluate", f"--controller={fv.controller}", f"{which[0]}={which[1]}",
                     f"--out={sim_dir}", *duration], check=True)
-    subprocess.run([py, "-m", "jaxcc.emulate", f"--controller={args.controller}", f"{which[0]}={which[1]}",
+    subprocess.run([py, "-m", "jaxcc.emulate", f"--controller={fv.controller}", f"{which[0]}={which[1]}",
                     f"--out={emu_dir}", *duration], check=True)
     emu_json = os.path.join(emu_dir, "results.json")
-    for attempt in range(args.rerun_invalid):
+    for attempt in range(fv.rerun_invalid):
         todo = invalid_runs(emu_json)
         if not todo:
             break
-        rerun(todo, args.controller.split(","), which if not args.suite else None, emu_json,
+        rerun(todo, fv.controller.split(","), which if not fv.suite else None, emu_json,
               os.path.join(emu_dir, f"rerun{attempt + 1}"), duration)
     rows = compare(os.path.join(sim_dir, "results.json"), emu_json)
     invalid = invalid_runs(emu_json)
     print(format_rows(rows, invalid))
-    with open(os.path.join(args.out, "sim2real.json"), "w", encoding="utf-8") as fh:
+    with open(os.path.join(out, "sim2real.json"), "w", encoding="utf-8") as fh:
         json.dump({"bounds": BOUNDS, "rows": rows, "invalid": invalid}, fh, indent=2)
-    overlay = overlay_figures(args.out, os.path.join(sim_dir, "results.json"), emu_json)
-    if args.report:
-        from jaxcc.evaluate import resolve_scenarios
+    overlay = overlay_figures(out, os.path.join(sim_dir, "results.json"), emu_json)
+    if fv.report:
+        from jaxcc.evaluation.runs import resolve_scenarios
         scs = resolve_scenarios(**{which[0].lstrip("-").replace("-", "_"): which[1]})[0]
-        print("wrote " + write_report(args.out, command, rows, invalid, os.path.join(sim_dir, "results.json"),
+        print("wrote " + write_report(out, command, rows, invalid, os.path.join(sim_dir, "results.json"),
                                       emu_json, scenarios=scs, overlay_figures=overlay))
     return 0
 
 
-def overlay_figures(out: str, sim_json: str, emu_json: str) -> list[str]:
-    """OUT/plots/sim2real_<scenario>.{png,pdf,svg} (``jaxcc.plots.sim2real_figure``: each
-    controller's simulated and emulated point joined); returns the files written."""
-    from jaxcc import plots
-
-    docs = []
-    for path in (sim_json, emu_json):
-        with open(path, encoding="utf-8") as fh:  # _load (compare) has read and checked both
-            docs.append(json.load(fh))
-    # an emulated run that did not keep time is not compared (compare), so not drawn either
-    docs[1] = {**docs[1], "results": [r for r in docs[1]["results"] if emu_validity(r) is not False]}
-    files = plots.sim2real_figures(*docs, os.path.join(out, "plots"))
-    if files:
-        print(f"wrote {len(files)} sim-vs-emulation figure files to {os.path.join(out, 'plots')}")
-    return files
-
-
-def write_report(out: str, command: str, rows: list[dict], invalid: list[dict], sim_json: str, emu_json: str,
-                 scenarios=None, overlay_figures: list[str] = ()) -> str:
-    """OUT/report.html of a comparison (``jaxcc.report.sim2real``): the simulator's figures from
-    the folder of SIM_JSON (``plots/``), the emulation's from the folder of EMU_JSON, the specs of
-    ``scenarios`` (what ran) or else of the named scenarios compared.  ``overlay_figures``: figures
-    that draw the simulator and emulation runs together, shown before either side's own."""
-    from jaxcc import report
-    from jaxcc.emulation.spec import BUILTIN_SCENARIOS
-    from jaxcc.evaluate import scenario_specs
-
-    names = [k[0] for k in _load(sim_json)] + [k[0] for k in _load(emu_json)]
-    specs, missing = scenario_specs(names, scenarios, builtin=BUILTIN_SCENARIOS)
-    return report.sim2real(command=command, rows=rows, invalid=invalid, bounds=BOUNDS, delay_floor_ms=DELAY_FLOOR_MS,
-                           sim_json=sim_json, emu_json=emu_json, out=os.path.join(out, report.REPORT_NAME),
-                           sim_figures=report.figures_in(os.path.dirname(os.path.abspath(sim_json))),
-                           emu_figures=report.figures_in(os.path.dirname(os.path.abspath(emu_json))),
-                           overlay_figures=overlay_figures, specs=specs, missing_specs=missing)
+def run_cli(argv: Sequence[str]) -> int:
+    """Parse ``argv`` (program name first) into fresh flags and run; errors are one line, exit 2.
+    ``--compare`` takes the two results.json files as its arguments."""
+    compare_mode = any(a in ("--compare", "--compare=true", "--compare=True") for a in argv[1:])
+    return run_absl_cli(argv, __doc__, define_flags, main, "--controller=bbr --suite=pareto", uses_jax=False,
+                        positional=("SIM_JSON", "EMU_JSON") if compare_mode else ())
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_cli(sys.argv))

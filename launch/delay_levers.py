@@ -15,7 +15,6 @@ Needs the datapath (JAXCC_DATAPATH_BUILD or datapath/build) and datapath/tools/b
 """
 from __future__ import annotations
 
-import argparse
 import csv
 import json
 import os
@@ -25,7 +24,9 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Sequence
 
+from jaxcc.cli import run_absl_cli
 from jaxcc.emulation import delay, netns, runner, spec
 
 LEVERS = {  # name -> (DelayOptions, nice of sender/receiver[, SCHED_FIFO of the receiver])
@@ -91,24 +92,39 @@ def one(name: str, cond: str, rep: int, out: Path, duration: float) -> dict:
     return row
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--reps", type=int, default=2)
-    ap.add_argument("--duration", type=float, default=12.0)
-    ap.add_argument("--load", default="pareto_smoke")
-    ap.add_argument("--levers", default=";".join(LEVERS), help="semicolon list of lever names")
-    a = ap.parse_args()
-    out = Path(a.out)
+def define_flags(fv):
+    from absl import flags
+
+    flags.DEFINE_string("out", None, "output folder (levers.jsonl, one folder per run)", flag_values=fv)
+    flags.DEFINE_integer("reps", 2, "runs per lever setting, quiet and then loaded (>= 1)", flag_values=fv)
+    flags.DEFINE_float("duration", 12.0, "seconds per run (> 0)", flag_values=fv)
+    flags.DEFINE_string("load", "pareto_smoke", "the training config of the two loads (jaxcc.train --config)",
+                        flag_values=fv)
+    flags.DEFINE_string("levers", ";".join(LEVERS), "semicolon list of lever names: " + "; ".join(LEVERS),
+                        flag_values=fv)
+    flags.mark_flag_as_required("out", flag_values=fv)
+    return fv
+
+
+def main(fv, argv: Sequence[str] = ()) -> int:
+    """The measurement with parsed flags ``fv`` (``define_flags``); returns the exit status."""
+    names = fv.levers.split(";")
+    unknown = [n for n in names if n not in LEVERS]
+    if unknown:
+        raise ValueError(f"--levers: {unknown} not known; choose from {'; '.join(LEVERS)}")
+    if fv.reps < 1:
+        raise ValueError(f"--reps={fv.reps}: must be >= 1")
+    if not fv.duration > 0:
+        raise ValueError(f"--duration={fv.duration}: must be > 0")
+    out = Path(fv.out)
     out.mkdir(parents=True, exist_ok=True)
-    names = a.levers.split(";")
     rows = []
 
     def run_phase(cond):
-        for rep in range(a.reps):
+        for rep in range(fv.reps):
             order = names if rep % 2 == 0 else names[::-1]
             for name in order:
-                row = one(name, cond, rep, out, a.duration)
+                row = one(name, cond, rep, out, fv.duration)
                 rows.append(row)
                 with open(out / "levers.jsonl", "a") as fh:
                     fh.write(json.dumps(row) + "\n")
@@ -118,7 +134,7 @@ def main() -> int:
     loads = []
     for i in range(2):
         py, wd = shlex.quote(sys.executable), shlex.quote(f"{out}/train{i}")  # this interpreter
-        loop = (f"while true; do {py} -m jaxcc.train --config={shlex.quote(a.load)} "
+        loop = (f"while true; do {py} -m jaxcc.train --config={shlex.quote(fv.load)} "
                 f"--workdir={wd} --no_progress >/dev/null 2>&1; rm -rf {wd}; done")
         loads.append(subprocess.Popen(["bash", "-c", loop], start_new_session=True))
     try:
@@ -137,5 +153,10 @@ def main() -> int:
     return 0
 
 
+def run_cli(argv: Sequence[str]) -> int:
+    """Parse ``argv`` (program name first) into fresh flags and run; errors print one line, exit 2."""
+    return run_absl_cli(argv, __doc__, define_flags, main, "--out=DIR", uses_jax=False)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_cli(sys.argv))

@@ -188,7 +188,7 @@ if [ ${#CTRLS[@]} -gt 1 ]; then
     fi
   done
   [ "$DRY" = 1 ] && exit 0
-  (cd "$REPO" && "$PY" -m jaxcc.emulate --mahimahi-merge "$OUT" "${RUN_DIRS[@]}")
+  (cd "$REPO" && "$PY" -m jaxcc.emulate --mahimahi-merge="$(IFS=,; echo "$OUT,${RUN_DIRS[*]}")")
   exit 0
 fi
 

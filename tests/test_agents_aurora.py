@@ -11,7 +11,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxcc import export, policyfile
+from jaxcc import policyfile
+from jaxcc.training import export as training_export
 from jaxcc.agents import aurora_ppo as ap
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -113,7 +114,7 @@ def test_export_reload_gives_identical_actions(tmp_path):
     # Make the mean head non-trivial so clipping and the sign of the action both matter.
     params["actor"]["mean"]["kernel"] = params["actor"]["mean"]["kernel"] * 2000.0
     path = str(tmp_path / "aurora.safetensors")
-    export.export_state({"agent": params}, spec, path, stage_label="Aurora")
+    training_export.export_state({"agent": params}, spec, path, stage_label="Aurora")
     spec2, tensors = policyfile.load(path)
     assert spec2["algorithm"] == "aurora" and spec2["head"]["type"] == "gaussian_mean" and spec2["stage"] == "Aurora"
     assert spec2["action"] == {"type": "aurora", "alpha": 0.025, "min_mbps": 0.01, "max_mbps": 100000.0}
@@ -173,12 +174,12 @@ def test_env_params_from_config():
 def test_smoke_training_improves_over_random_policy_and_resumes_exactly(tmp_path):
     """aurora_smoke through the shared pipeline: train, checkpoint, resume, export; the trained
     policy (its mean) beats the untrained random Gaussian policy on the same links."""
-    from jaxcc import train
+    from jaxcc.training import loop
 
     cfg = _config("aurora_smoke")
     work = str(tmp_path / "run")
-    train.train(cfg, work, progress=False, log=False, stop_after_chunks=2)  # killed half-way ...
-    summary = train.train(cfg, work, progress=False, log=False)  # ... and resumed
+    loop.train(cfg, work, progress=False, log=False, stop_after_chunks=2)  # killed half-way ...
+    summary = loop.train(cfg, work, progress=False, log=False)  # ... and resumed
     assert summary["resumed"] and summary["final_update"] == cfg.num_updates
     exported = os.path.join(work, "stages", "Aurora.safetensors")
     spec, tensors = policyfile.load(exported)
@@ -208,11 +209,11 @@ def test_shipped_policy_in_the_simulator():
     path = os.path.join(REPO, "checkpoints", "aurora", "aurora.safetensors")
     if not os.path.exists(path):
         pytest.skip("no shipped Aurora policy")
-    from jaxcc import evaluate as ev
+    from jaxcc.evaluation import runs as evaluation_runs
     from jaxcc.scenarios import get_scenario
 
-    rep = ev.run_evaluation([get_scenario("aurora/bw8"), get_scenario("aurora/loss2")],
-                            ev.controller_entries(["cubic", f"policy:{path}"]), progress=False, keep_series=False)
+    rep = evaluation_runs.run_evaluation([get_scenario("aurora/bw8"), get_scenario("aurora/loss2")],
+                            evaluation_runs.controller_entries(["cubic", f"policy:{path}"]), progress=False, keep_series=False)
     r = {(x["scenario"], x["controller"].split(":")[0]): x for x in rep["results"]}
     assert r[("aurora/bw8", "policy")]["utilization"] > 0.85
     assert r[("aurora/bw8", "policy")]["p95_qdelay_ms"] < 0.1 * r[("aurora/bw8", "cubic")]["p95_qdelay_ms"]

@@ -12,7 +12,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxcc import export, policyfile
+from jaxcc import policyfile
+from jaxcc.training import export as training_export
 from jaxcc.agents import eagle_cem as ec
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -148,7 +149,7 @@ def test_export_reload_gives_identical_actions(tmp_path):
     params = ec.init_params(jax.random.PRNGKey(2), 5, 64)
     params["logits"]["kernel"] = params["logits"]["kernel"] * 300.0  # spread the argmax over actions
     path = str(tmp_path / "eagle.safetensors")
-    export.export_state({"agent": {"actor": params}}, spec, path)
+    training_export.export_state({"agent": {"actor": params}}, spec, path)
     spec2, tensors = policyfile.load(path)
     assert [l["type"] for l in spec2["layers"]] == ["lstm", "lstm", "last_step", "dense"]
     assert spec2["head"] == {"type": "discrete", "n": 5}
@@ -187,12 +188,12 @@ def test_config_matches_the_paper():
 def test_smoke_training_improves_over_random_policy_and_resumes_exactly(tmp_path):
     """eagle_smoke through the shared pipeline: train, checkpoint, resume, export; the trained
     policy (sampled, no teacher) beats the untrained, near-uniform random policy."""
-    from jaxcc import train
+    from jaxcc.training import loop
 
     cfg = _config("eagle_smoke")
     work = str(tmp_path / "run")
-    train.train(cfg, work, progress=False, log=False, stop_after_chunks=1)
-    summary = train.train(cfg, work, progress=False, log=False)
+    loop.train(cfg, work, progress=False, log=False, stop_after_chunks=1)
+    summary = loop.train(cfg, work, progress=False, log=False)
     assert summary["resumed"] and summary["final_update"] == cfg.num_updates
     exported = os.path.join(work, "stages", "Eagle.safetensors")
     spec, tensors = policyfile.load(exported)

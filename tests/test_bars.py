@@ -1,4 +1,4 @@
-"""jaxcc.bars: Pareto's §V bars and the robust bars checked on hand-built evaluation records."""
+"""jaxcc.evaluation.bars: Pareto's §V bars and the robust bars checked on hand-built evaluation records."""
 
 import json
 import math
@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from jaxcc import bars
+from jaxcc.evaluation import bars
 from jaxcc.scenarios import SUITES
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxcc import metrics
+from jaxcc.evaluation import metrics
 from jaxcc import senders
 from jaxcc.baselines import bbr, cubic
 from jaxcc.sim import controller as sim_controller
@@ -32,7 +32,7 @@ def _scan(controller_name: str, sc):
     b = runner.build_batches([runner.Item(sc)], resolve=senders.resolve)[0]
     p = jax.tree.map(lambda x: jnp.asarray(x[0]), b.params)
     ctrl, cp = senders.resolve(controller_name)
-    cps = jnp.asarray(np.tile(cp, (p.rtt.shape[0], 1)))
+    cps = jax.tree.map(lambda x: jnp.asarray(np.broadcast_to(x, (p.rtt.shape[0],) + x.shape)), cp)
     init = jax.vmap(ctrl.init)(cps)
 
     def body(carry, _):
@@ -53,7 +53,7 @@ def _scan(controller_name: str, sc):
 
 def test_registry_exports_both():
     c, cp = senders.resolve("bbr")
-    assert c is bbr.BBR and c.name == "bbr" and cp.shape == (sim_controller.CPARAM_DIM,)
+    assert c is bbr.BBR and c.name == "bbr" and jax.tree.all(jax.tree.map(np.array_equal, cp, sim_controller.ControllerParams.zeros()))
     c, cp = senders.resolve("cubic")
     assert c is cubic.CUBIC and c.name == "cubic"
 
@@ -85,7 +85,7 @@ def test_controllers_jit_and_vmap():
                        acked=jnp.full((3,), 3000.0), lost=jnp.zeros((3,)), rtt_wsum=jnp.full((3,), 3000.0 * 0.04),
                        sent=jnp.full((3,), 1500.0), inflight=jnp.full((3,), 9000.0), capacity=jnp.full((3,), 1.5e6),
                        n_active=jnp.full((3,), 1))
-    cps = jnp.zeros((3, sim_controller.CPARAM_DIM))
+    cps = jax.tree.map(jnp.asarray, sim_controller.ControllerParams.zeros((3,)))
     for c in (bbr.BBR, cubic.CUBIC):
         s = jax.vmap(c.init)(cps)
         s = jax.jit(jax.vmap(c.update))(s, obs, cps)
@@ -189,8 +189,8 @@ def test_cubic_one_decrease_per_buffer_overflow():
     k_min = math.cbrt(20 * MBPS * 0.1 / MSS * (1 - cubic.BETA_CUBIC) / cubic.C_CUBIC)
     assert k_min == pytest.approx(5.0, abs=0.01)
     assert np.min(np.diff(steady)) > 0.5 * k_min, np.diff(steady)
-    from jaxcc import evaluate
-    (r,) = evaluate.run_evaluation([sc], evaluate.controller_entries(None), progress=False, keep_series=False)["results"]
+    from jaxcc.evaluation import runs
+    (r,) = runs.run_evaluation([sc], runs.controller_entries(None), progress=False, keep_series=False)["results"]
     assert r["throughput_mbps"] == pytest.approx(19.4, rel=0.05)
     assert r["p95_owd_ms"] == pytest.approx(74.2, rel=0.15)
 
@@ -250,9 +250,9 @@ def _pareto_suite():
 
 @pytest.fixture(scope="module")
 def pareto_report():
-    from jaxcc import evaluate
+    from jaxcc.evaluation import runs
 
-    return evaluate.run_evaluation(_pareto_suite(), evaluate.controller_entries("bbr,cubic"), progress=False)
+    return runs.run_evaluation(_pareto_suite(), runs.controller_entries("bbr,cubic"), progress=False)
 
 
 def _rec(report, scen, ctrl):
@@ -315,9 +315,9 @@ def test_pareto_records_are_sane(pareto_report):
 def test_pareto_fixed50_at_16_ticks_per_rtt():
     """At 16 ticks per RTT the fluid model's ACK-timing noise is small enough for the textbook
     picture on the 50 Mbit/s link: BBR full with a small queue, CUBIC filling the buffer."""
-    from jaxcc import evaluate
+    from jaxcc.evaluation import runs
 
-    rep = evaluate.run_evaluation([get_scenario("pareto/fixed50")], evaluate.controller_entries("bbr,cubic"),
+    rep = runs.run_evaluation([get_scenario("pareto/fixed50")], runs.controller_entries("bbr,cubic"),
                                   progress=False, keep_series=False, ticks_per_rtt=16)
     b, c = _rec(rep, "pareto/fixed50", "bbr"), _rec(rep, "pareto/fixed50", "cubic")
     full_ms = 440_000 / (50 * MBPS) * 1e3

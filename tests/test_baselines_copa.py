@@ -16,7 +16,7 @@ from test_baselines import (
     _scan,  # one controller's per-tick trace (tests/test_baselines.py)
 )
 
-from jaxcc import metrics
+from jaxcc.evaluation import metrics
 from jaxcc import senders
 from jaxcc.baselines import copa
 from jaxcc.sim import controller as sim_controller
@@ -48,7 +48,7 @@ def _obs(now, acked_pkts, rtt, *, inflight_pkts=100.0, sent_pkts=0.0, lost_pkts=
 
 
 def _feed(s, steps):
-    cp = jnp.zeros((sim_controller.CPARAM_DIM,))
+    cp = sim_controller.ControllerParams.zeros()
     out = []
     for o in steps:
         s = copa.copa_update(s, o, cp)
@@ -66,11 +66,11 @@ def test_name_parses_and_resolves_everywhere():
         parse_controller("copa2")
     c, cp = senders.resolve("copa")
     assert c is copa.COPA and c.name == "copa"
-    assert cp.shape == (sim_controller.CPARAM_DIM,) and not cp.any()
+    assert not any(x.any() for x in jax.tree.leaves(cp))
     sc = _scenario("named", "copa")
     assert [f.controller for f in sc.flows] == ["copa"]
-    from jaxcc import evaluate
-    assert [e.label for e in evaluate.controller_entries("bbr,copa")] == ["bbr", "copa"]
+    from jaxcc.evaluation import runs as evaluation_runs
+    assert [e.label for e in evaluation_runs.controller_entries("bbr,copa")] == ["bbr", "copa"]
     # Emulation has no Copa sender: refused up front, with the reason.
     from jaxcc.emulation import runner, spec
     with pytest.raises(spec.EmulationError, match="only in the simulator"):
@@ -103,7 +103,7 @@ def test_windowed_min_follows_win_minmax():
 
 
 def test_update_rule_target_rate_and_standing_rtt():
-    s0 = copa.copa_init(jnp.zeros((sim_controller.CPARAM_DIM,)))._replace(slow_start=jnp.bool_(False), cwnd=jnp.float32(20 * MSS))
+    s0 = copa.copa_init(sim_controller.ControllerParams.zeros())._replace(slow_start=jnp.bool_(False), cwnd=jnp.float32(20 * MSS))
     s1, s2, s3, s4 = _feed(s0, [
         _obs(0.10, 4, 0.040),  # first sample: d_q = 0, the target is infinite -> increase
         _obs(0.20, 4, 0.050),  # 0.1 s later (> srtt/2): RTTstanding = 50 ms, d_q = 10 ms
@@ -126,16 +126,16 @@ def test_update_rule_target_rate_and_standing_rtt():
     assert float(s4.rtt_standing) == pytest.approx(0.042) and float(s4.d_q) == pytest.approx(0.002, abs=1e-6)
     assert bool(s4.increase) and pkt(s4) == pytest.approx(20.0, rel=1e-5)
     # Pacing at 2·cwnd/RTTstanding, window-limited by cwnd.
-    a = copa.copa_act(s4, jnp.zeros((sim_controller.CPARAM_DIM,)))
+    a = copa.copa_act(s4, sim_controller.ControllerParams.zeros())
     assert float(a.rate) == pytest.approx(2 * float(s4.cwnd) / 0.042, rel=1e-5)
     assert float(a.cwnd) == float(s4.cwnd)
     # Before any RTT sample: unpaced, 10 packets.
-    a0 = copa.copa_act(copa.copa_init(jnp.zeros((sim_controller.CPARAM_DIM,))), jnp.zeros((sim_controller.CPARAM_DIM,)))
+    a0 = copa.copa_act(copa.copa_init(sim_controller.ControllerParams.zeros()), sim_controller.ControllerParams.zeros())
     assert float(a0.rate) >= 1e29 and float(a0.cwnd) == 10 * MSS
 
 
 def test_slow_start_doubles_then_exits_once():
-    s0 = copa.copa_init(jnp.zeros((sim_controller.CPARAM_DIM,)))
+    s0 = copa.copa_init(sim_controller.ControllerParams.zeros())
     s1, s2, s3 = _feed(s0, [_obs(0.10, 10, 0.040), _obs(0.20, 10, 0.060), _obs(0.30, 10, 0.040)])
     assert bool(s1.slow_start) and float(s1.cwnd) == pytest.approx(20 * MSS)  # cwnd += acked
     # d_q = 20 ms: λ_t = 100 pkt/s < λ = 20/0.06 = 333 pkt/s -> slow start ends, cwnd decreases.
@@ -147,7 +147,7 @@ def test_slow_start_doubles_then_exits_once():
 
 def test_velocity_doubles_after_three_rtts_and_resets_on_a_turn():
     # inflight == sent: every tick with ACKs ends a window (round).
-    s = copa.copa_init(jnp.zeros((sim_controller.CPARAM_DIM,)))._replace(slow_start=jnp.bool_(False), cwnd=jnp.float32(100 * MSS))
+    s = copa.copa_init(sim_controller.ControllerParams.zeros())._replace(slow_start=jnp.bool_(False), cwnd=jnp.float32(100 * MSS))
     up = [_obs(0.05 * (i + 1), 5, 0.040, inflight_pkts=5, sent_pkts=5) for i in range(5)]
     down = [_obs(0.30 + 0.05 * i, 5, 0.080, inflight_pkts=5, sent_pkts=5) for i in range(5)]
     states = _feed(s, up + down)
@@ -176,17 +176,17 @@ def test_jit_vmap_matches_per_flow():
                        acked=jnp.array([3000.0, 0.0, 9000.0]), lost=jnp.array([0.0, 1500.0, 0.0]),
                        rtt_wsum=jnp.array([3000.0 * 0.04, 0.0, 9000.0 * 0.06]), sent=jnp.full((n,), 1500.0),
                        inflight=jnp.full((n,), 9000.0), capacity=jnp.full((n,), 1.5e6), n_active=jnp.full((n,), 3))
-    cps = jnp.zeros((n, sim_controller.CPARAM_DIM))
+    cps = jax.tree.map(jnp.asarray, sim_controller.ControllerParams.zeros((n,)))
     s = jax.vmap(copa.copa_init)(cps)
     s = jax.jit(jax.vmap(copa.copa_update))(s, obs, cps)
     s = jax.jit(jax.vmap(copa.copa_update))(s, obs._replace(now=obs.now + 0.1, rtt_wsum=obs.acked * 0.08), cps)
     a = jax.jit(jax.vmap(copa.copa_act))(s, cps)
     assert a.rate.shape == (n,) and bool(jnp.all(a.rate > 0)) and bool(jnp.all(a.cwnd >= 2 * MSS))
     for i in range(n):
-        si = copa.copa_init(cps[i])
+        si = copa.copa_init(jax.tree.map(lambda x: x[i], cps))
         oi = jax.tree.map(lambda x, i=i: x[i], obs)
-        si = copa.copa_update(si, oi, cps[i])
-        si = copa.copa_update(si, oi._replace(now=oi.now + 0.1, rtt_wsum=oi.acked * 0.08), cps[i])
+        si = copa.copa_update(si, oi, jax.tree.map(lambda x: x[i], cps))
+        si = copa.copa_update(si, oi._replace(now=oi.now + 0.1, rtt_wsum=oi.acked * 0.08), jax.tree.map(lambda x: x[i], cps))
         for got, want in zip(jax.tree.leaves(jax.tree.map(lambda x, i=i: x[i], s)), jax.tree.leaves(si)):
             np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6)
 

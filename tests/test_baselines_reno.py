@@ -17,7 +17,7 @@ from jaxcc.sim.core import BIG
 from jaxcc.units import MBPS, MSS
 
 
-CP = jnp.zeros((sim_controller.CPARAM_DIM,))
+CP = sim_controller.ControllerParams.zeros()
 
 
 def _obs(acked=0.0, lost=0.0, sent=0.0, inflight=0.0, now=1.0, dt=0.01):
@@ -35,9 +35,9 @@ def test_name_parses_and_resolves_everywhere():
     assert parse_controller("reno") == ControllerSpec("reno", "", "reno")
     assert "reno" in SIM_KINDS
     c, cp = senders.resolve("reno")
-    assert c is reno.RENO and c.name == "reno" and not cp.any()
-    from jaxcc import evaluate
-    assert [e.label for e in evaluate.controller_entries("cubic,reno")] == ["cubic", "reno"]
+    assert c is reno.RENO and c.name == "reno" and not any(x.any() for x in jax.tree.leaves(cp))
+    from jaxcc.evaluation import runs
+    assert [e.label for e in runs.controller_entries("cubic,reno")] == ["cubic", "reno"]
     from jaxcc.emulation import spec  # no C++ NewReno: refused in emulation (kernel:reno is iperf3's)
     with pytest.raises(spec.EmulationError, match="only in the simulator"):
         spec.validate_controller("reno")
@@ -100,7 +100,7 @@ def test_slow_start_leftover_goes_to_congestion_avoidance():
 def _scan(sc):
     b = runner.build_batches([runner.Item(sc)], resolve=senders.resolve)[0]
     p = jax.tree.map(lambda x: jnp.asarray(x[0]), b.params)
-    cps = jnp.zeros((p.rtt.shape[0], sim_controller.CPARAM_DIM))
+    cps = jax.tree.map(jnp.asarray, sim_controller.ControllerParams.zeros((p.rtt.shape[0],)))
     init = jax.vmap(reno.reno_init)(cps)
 
     def body(carry, _):

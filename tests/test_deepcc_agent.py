@@ -1,5 +1,5 @@
 """The DeepCC trainer (``jaxcc.agents.deepcc_ddpg``): the critic target of eq. 7 on a hand-set
-network, the replay ring, the OU noise, the exported actor against the flax actor, and the
+network, the replay ring, the OU noise, the exported actor against the training actor, and the
 smoke config end to end (determinism, exact resume)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from jaxcc.agents import deepcc_ddpg as M
-from jaxcc.configs_path import load_config
+from jaxcc.training.configs import load_config
 
 SMOKE = "configs/deepcc_smoke.py"
 
@@ -89,11 +89,12 @@ def test_ou_noise_stationary_spread_and_gaussian_limit():
     np.testing.assert_allclose(run(1.0, 0.1).std(), 0.1, rtol=0.05)
 
 
-def test_exported_actor_equals_the_flax_actor(tmp_path):
+def test_exported_actor_equals_the_training_actor(tmp_path):
     """The policy file the trainer exports (``policyfile.apply``, the grammar's branches/select/
-    goal/concat_goal) gives the flax actor's u on random windows and goals, and its action block
+    goal/concat_goal) gives the training actor's u on random windows and goals, and its action block
     maps u to the environment's log-scale rate."""
-    from jaxcc import export, policyfile
+    from jaxcc import policyfile
+    from jaxcc.training import export as training_export
     from jaxcc.envs import deepcc
 
     cfg = load_config(SMOKE)
@@ -104,14 +105,14 @@ def test_exported_actor_equals_the_flax_actor(tmp_path):
     leaves, tdef = jax.tree.flatten(st["agent"]["actor"])
     keys = jax.random.split(jax.random.PRNGKey(6), len(leaves))
     actor = jax.tree.unflatten(tdef, [0.3 * jax.random.normal(k, x.shape) for k, x in zip(keys, leaves)])
-    path = export.export_state({"agent": {"actor": actor}}, tr.actor_spec, str(tmp_path / "a.safetensors"))
+    path = training_export.export_state({"agent": {"actor": actor}}, tr.actor_spec, str(tmp_path / "a.safetensors"))
     spec, tensors = policyfile.load(path)
     obs = jax.random.uniform(jax.random.PRNGKey(7), (32, 16, 7), maxval=3.0)
     g = jax.random.dirichlet(jax.random.PRNGKey(8), jnp.ones(3), (32,))
-    u_flax, _ = tr.actor_apply(actor, obs, g)
+    u_train, _ = tr.actor_apply(actor, obs, g)
     u_file = jax.vmap(lambda o, gg: policyfile.apply(spec, tensors, o, gg))(obs, g)[:, 0]
-    np.testing.assert_allclose(np.asarray(u_file), np.asarray(u_flax), rtol=1e-5, atol=1e-6)
-    assert float(np.std(np.asarray(u_flax))) > 0.01  # the inputs matter
+    np.testing.assert_allclose(np.asarray(u_file), np.asarray(u_train), rtol=1e-5, atol=1e-6)
+    assert float(np.std(np.asarray(u_train))) > 0.01  # the inputs matter
     ep = tr.env_params
     for u in np.asarray(u_file[:4]):
         rate, _ = policyfile.map_action(spec, jnp.array([u]), 1e5, 1e30)
@@ -140,12 +141,13 @@ def test_smoke_run_is_finite_and_deterministic():
 def test_pipeline_resumes_exactly_and_exports_what_it_trained(tmp_path):
     """deepcc_smoke through jaxcc.train: stop after one chunk, resume, finish; the exported file
     holds the uninterrupted run's actor."""
-    from jaxcc import policyfile, train
+    from jaxcc import policyfile
+    from jaxcc.training import loop
 
     cfg = load_config(SMOKE)
     work = str(tmp_path / "run")
-    train.train(cfg, work, progress=False, log=False, stop_after_chunks=1)
-    summary = train.train(cfg, work, progress=False, log=False)
+    loop.train(cfg, work, progress=False, log=False, stop_after_chunks=1)
+    summary = loop.train(cfg, work, progress=False, log=False)
     assert summary["resumed"] and summary["final_update"] == cfg.num_updates
     spec, tensors = policyfile.load(os.path.join(work, "stages", "DeepCC.safetensors"))
     assert spec["algorithm"] == "deepcc" and spec["goal_dim"] == 3 and spec["action"]["scale"] == "log"

@@ -1,5 +1,5 @@
 """DeepCC's online goal tuning inside the simulator sender (``deepcc_v1``): scenario ``target`` /
-``goal`` fields reach the cparam slots, the tuner steps every 4 RTT and moves g the way the
+``goal`` fields reach the sender's parameters, the tuner steps every 4 RTT and moves g the way the
 target asks, a fixed goal stays fixed, and the fields are refused for any other controller."""
 
 
@@ -31,11 +31,11 @@ def _scenario(policy, **flow):
 
 
 def _run(sc):
-    """Per tick: the goal the flow's last decision used, its tuning steps, and the flow's cparam."""
+    """Per tick: the goal the flow's last decision used, its tuning steps, and the flow's ``SenderParams``."""
     (batch,) = runner.build_batches([runner.Item(sc)], resolve=senders.resolve)
     (c,) = batch.controllers
     p = jax.tree.map(lambda x: jnp.asarray(x[0]), batch.params)
-    cparams = jnp.asarray(batch.cparams[0])
+    cparams = jax.tree.map(lambda x: jnp.asarray(x[0]), batch.cparams)
 
     @jax.jit
     def run():
@@ -49,7 +49,7 @@ def _run(sc):
         return jax.lax.scan(body, init, None, length=batch.num_ticks)[1]
 
     goals, steps = jax.device_get(run())
-    return np.asarray(goals), np.asarray(steps), batch.cparams[0, 0]
+    return np.asarray(goals), np.asarray(steps), jax.tree.map(lambda x: x[0, 0], batch.cparams.sender)
 
 
 def test_unreachable_throughput_target_raises_g1_every_interval(policy):
@@ -60,7 +60,7 @@ def test_unreachable_throughput_target_raises_g1_every_interval(policy):
     stays 1:1 (until g², g³ reach the floor 0.01), and after k steps g¹ >= 1 − (2/3)/1.1^k.  Steps: one per 8 decisions (½-RTT MIs of
     20 ms: 160 ms), so DURATION_S / 0.16 = 25 at most (the first MI waits for the first RTT sample)."""
     goals, steps, cp = _run(_scenario(policy, target={"throughput_mbps": 100, "delay_ms": 1000, "loss": 1.0}))
-    np.testing.assert_allclose(cp[ctl.TARGET:ctl.TARGET_ON + 1], [100, 1000, 1, 1])
+    np.testing.assert_allclose([*cp.target, cp.target_on], [100, 1000, 1, 1])
     n = int(steps[-1])
     assert DURATION_S / 0.16 - 3 <= n <= DURATION_S / 0.16, n
     at_step = [goals[np.argmax(steps >= k)] for k in range(1, n + 1)]  # the goal right after step k
@@ -80,7 +80,7 @@ def test_met_target_keeps_goal_and_fixed_goal_is_used(policy):
     assert steps[-1] >= 20
     np.testing.assert_allclose(goals, 1 / 3, rtol=1e-6)
     goals, steps, cp = _run(_scenario(policy, goal=[0.2, 0.3, 0.5]))
-    assert steps[-1] == 0 and cp[ctl.TARGET_ON] == 0
+    assert steps[-1] == 0 and cp.target_on == 0
     np.testing.assert_allclose(goals, np.broadcast_to([0.2, 0.3, 0.5], goals.shape), rtol=1e-6)
 
 

@@ -6,7 +6,7 @@ iperf3 and the nfq_delay tool (datapath/tools/build.sh, libnetfilter-queue-dev);
 with the reason when something is missing. Select or drop them with ``-m emulation`` /
 ``-m "not emulation"``. Wall time of the emulation tests: about a minute.
 
-Reference link (as in ../shared/EMULATION.md): 12 Mbit/s, 20 ms each way, 375 KB buffer.
+Reference link (as in docs/emulation.md): 12 Mbit/s, 20 ms each way, 375 KB buffer.
 Expected physics, with 1500-byte IP packets (1472-byte UDP payloads):
   * fixed 6 Mbit/s: no queue, RTT = 40 ms (+~1 ms serialisation), goodput 6*1472/1500.
   * fixed 15 Mbit/s: the queue fills and stays full: RTT = 40 + 375000*8/12e6 = 290 ms;
@@ -29,7 +29,8 @@ from pathlib import Path
 
 import pytest
 
-from jaxcc import emulate, metrics
+from jaxcc import emulate
+from jaxcc.evaluation import metrics
 from jaxcc.emulation import delay, host, netns, results, runner, spec
 
 REPO = Path(__file__).resolve().parent.parent
@@ -151,8 +152,8 @@ def test_timing_verdict_of_valid_invalid_and_unchecked_runs():
 
 @pytest.mark.parametrize("value", ["0", "-2", "nan", "inf", "ten"])
 def test_duration_flag_outside_its_range_is_one_line(value, tmp_path, capsys):
-    assert emulate.main(["--scenario=emu/fixed12", f"--duration={value}", f"--out={tmp_path}"]) == 2
-    assert capsys.readouterr().err == f"emulate: --duration must be a finite number of seconds > 0, got {value!r}\n"
+    assert emulate.run_cli(["emulate", "--scenario=emu/fixed12", f"--duration={value}", f"--out={tmp_path}"]) == 2
+    assert capsys.readouterr().err == f"error: --duration must be a finite number of seconds > 0, got {value!r}\n"
     assert not os.listdir(tmp_path)
 
 
@@ -180,7 +181,7 @@ def test_every_run_line_has_its_timing_verdict_and_duration_overrides(monkeypatc
     bad = {**ok, "valid": False, "hold_err_ms": {"n": 900, "p95": 2.5, "max": 9.0},
            "reasons": ["p95 hold error 2.50 ms > 2 ms (max 9.0 ms, 900 packets)"]}
     ran = _fake_runs(monkeypatch, [ok, bad])
-    assert emulate.main(["--scenario=emu/two_flows", "--controller=bbr,fixed:6", "--duration=12", "--no-plots",
+    assert emulate.run_cli(["emulate", "--scenario=emu/two_flows", "--controller=bbr,fixed:6", "--duration=12", "--no-plots",
                          f"--out={tmp_path}"]) == 0
     assert [(sc.name, sc.duration_s, [(f.start_s, f.stop_s) for f in sc.flows]) for sc in ran] == [
         ("emu/two_flows", 12.0, [(0.0, 12.0), (10.0, 12.0)])]
@@ -194,14 +195,14 @@ def test_every_run_line_has_its_timing_verdict_and_duration_overrides(monkeypatc
 
 def test_duration_before_a_flows_start_is_refused_like_evaluate(monkeypatch, tmp_path, capsys):
     """As python -m jaxcc.evaluate --duration: a flow starting at or after the new end is one line, exit 2."""
-    from jaxcc import evaluate
+    from jaxcc.evaluation import runs as evaluation_runs
 
     ran = _fake_runs(monkeypatch, [])
-    assert emulate.main(["--scenario=emu/two_flows", "--duration=10", "--no-plots", f"--out={tmp_path}"]) == 2
+    assert emulate.run_cli(["emulate", "--scenario=emu/two_flows", "--duration=10", "--no-plots", f"--out={tmp_path}"]) == 2
     want = "--duration=10: emu/two_flows.flows[1] starts at 10 s, not before the new end; give --duration > 10"
-    assert capsys.readouterr().err == f"emulate: {want}\n" and ran == []
+    assert capsys.readouterr().err == f"error: {want}\n" and ran == []
     with pytest.raises(ValueError, match=re.escape(want)):
-        evaluate.with_duration(spec.load(name="emu/two_flows"), 10.0)
+        evaluation_runs.with_duration(spec.load(name="emu/two_flows"), 10.0)
 
 
 def _flow(i, start, stop, series, tput=None):
@@ -501,7 +502,7 @@ def test_missing_tool_is_named(monkeypatch):
 
 
 def test_record_loss_and_qdelay_are_the_simulators(tmp_path):
-    """Link loss = all drops / all sent (jaxcc.metrics.link_metrics), not per-flow loss weighted
+    """Link loss = all drops / all sent (jaxcc.evaluation.metrics.link_metrics), not per-flow loss weighted
     by delivered volume; p95 queueing delay = p95 OWD minus the flow's one-way propagation delay
     (half its RTT), not minus its minimum OWD (a flow that starts into a standing queue)."""
     fls = []

@@ -178,6 +178,29 @@ def test_settle_smoothing(tmp_path):
     assert c["previous_level"] == 100.0
 
 
+def test_settle_command(tmp_path, capsys):
+    """``python -m jaxcc.emulation.settle FLOW_DIR [flags]``: the flow folder before, between or
+    after the flags; every refusal one line on stderr with exit status 2."""
+    x = [100.0] * 50 + [4.0, 5.0] * 25
+    _write_run(tmp_path / "a", x, k=50, received_s=1.005)
+    for args in ([str(tmp_path / "a"), "--smooth=2"], ["--smooth", "2", str(tmp_path / "a"), "--tail-s=5"]):
+        assert settle.run_cli(["settle", *args]) == 0
+        out = capsys.readouterr()
+        res = json.loads(out.out)
+        assert res["smooth"] == 2 and res["changes"][0]["settle_decisions"] == 1
+        assert "settled in 1 decisions" in out.err
+    for args, msg in (([], "missing FLOW_DIR"), ([str(tmp_path / "a"), "extra"], "unexpected arguments ['extra']"),
+                      ([str(tmp_path / "a"), "--band=2"], "--band=2.0: must be in (0, 1)"),
+                      ([str(tmp_path / "a"), "--smooth=0"], "--smooth=0: must be >= 1"),
+                      ([str(tmp_path / "a"), "--window-s=-1"], "--window-s=-1.0: must be > 0"),
+                      ([str(tmp_path / "nope")], "cannot read"), ([str(tmp_path / "a"), "--nope"], "nope")):
+        assert settle.run_cli(["settle", *args]) == 2, args
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("error: ") and msg in err[0], (args, err)
+    assert settle.run_cli(["settle", "--help"]) == 0
+    assert "--smooth" in capsys.readouterr().out
+
+
 def test_settle_window(tmp_path):
     # the new level 50 holds for 40 rows (0.8 s), then a disturbance moves it to 80 for good:
     # over the whole segment the level is 80 (reached at row 90: D = 40); over the first 0.5 s

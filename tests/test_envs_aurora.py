@@ -198,7 +198,7 @@ def test_robust_config_resets_and_steps():
     """The default ``aurora`` config's env (realism, far starts, capacity steps) resets and steps
     under jit with finite observations and rewards."""
     from jaxcc.agents import aurora_ppo as ap
-    from jaxcc.configs_path import load_config
+    from jaxcc.training.configs import load_config
 
     c = load_config("aurora")
     c.env.overrides.max_steps = 20

@@ -8,7 +8,8 @@ import sys
 import pytest
 
 from jaxcc import evaluate
-from jaxcc.scenarios import SUITES
+from jaxcc.evaluation import runs as evaluation_runs
+from jaxcc.scenarios import SUITES, load_scenario
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -31,73 +32,73 @@ def _cli(*args, timeout=300):
 
 
 def test_controller_entries():
-    assert evaluate.controller_entries(None) == [evaluate.ControllerEntry("own", None)]
-    got = evaluate.controller_entries("bbr, cubic,fixed:40,bbr")
+    assert evaluation_runs.controller_entries(None) == [evaluation_runs.ControllerEntry("own", None)]
+    got = evaluation_runs.controller_entries("bbr, cubic,fixed:40,bbr")
     assert [e.label for e in got] == ["bbr", "cubic", "fixed:40"]
     with pytest.raises(ValueError, match="unknown controller 'vegas'.*bbr, cubic, reno, oracle, fixed:MBPS"):
-        evaluate.controller_entries("bbr,vegas")
+        evaluation_runs.controller_entries("bbr,vegas")
     with pytest.raises(ValueError, match="only in emulation"):
-        evaluate.controller_entries("kernel:cubic")
+        evaluation_runs.controller_entries("kernel:cubic")
     with pytest.raises(ValueError, match="empty name"):
-        evaluate.controller_entries("bbr,,cubic")
+        evaluation_runs.controller_entries("bbr,,cubic")
 
 
 def test_resolve_scenarios_errors(tmp_path):
     with pytest.raises(ValueError, match="exactly one of --suite, --scenario, --scenario-file"):
-        evaluate.resolve_scenarios()
+        evaluation_runs.resolve_scenarios()
     with pytest.raises(ValueError, match="exactly one"):
-        evaluate.resolve_scenarios(suite="pareto", scenario="pareto/fixed50")
+        evaluation_runs.resolve_scenarios(suite="pareto", scenario="pareto/fixed50")
     with pytest.raises(ValueError, match="unknown suite 'nope'; suites: .*pareto"):
-        evaluate.resolve_scenarios(suite="nope")
+        evaluation_runs.resolve_scenarios(suite="nope")
     with pytest.raises(ValueError, match=r"unknown scenario\(s\) \['pareto/nope'\]; named scenarios: .*pareto/fixed50"):
-        evaluate.resolve_scenarios(scenario="pareto/fixed50,pareto/nope")
+        evaluation_runs.resolve_scenarios(scenario="pareto/fixed50,pareto/nope")
     with pytest.raises(ValueError, match="does not exist"):
-        evaluate.resolve_scenarios(scenario_file=str(tmp_path / "missing.json"))
+        evaluation_runs.resolve_scenarios(scenario_file=str(tmp_path / "missing.json"))
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({**TINY, "link": {"buffer_bytes": 1000}}))
     with pytest.raises(ValueError, match="give exactly one of bandwidth_mbps"):
-        evaluate.resolve_scenarios(scenario_file=str(bad))
-    scs, src = evaluate.resolve_scenarios(scenario="pareto/fixed50,pareto/shared2")
+        evaluation_runs.resolve_scenarios(scenario_file=str(bad))
+    scs, src = evaluation_runs.resolve_scenarios(scenario="pareto/fixed50,pareto/shared2")
     assert [s.name for s in scs] == ["pareto/fixed50", "pareto/shared2"] and "pareto/fixed50" in src
 
 
 def test_suites_list_in_order():
     from jaxcc.scenarios import SUITES
 
-    scs, src = evaluate.resolve_scenarios(suite="aurora-bw,aurora-loss")
+    scs, src = evaluation_runs.resolve_scenarios(suite="aurora-bw,aurora-loss")
     assert [s.name for s in scs] == list(SUITES["aurora-bw"]) + list(SUITES["aurora-loss"])
     assert src == "suite aurora-bw,aurora-loss"
     with pytest.raises(ValueError, match="unknown suite 'nope'"):
-        evaluate.resolve_scenarios(suite="aurora-bw,nope")
+        evaluation_runs.resolve_scenarios(suite="aurora-bw,nope")
 
 
 def test_with_duration_stretches_the_test():
     from jaxcc.scenarios import get_scenario
 
-    sc = evaluate.with_duration(get_scenario("aurora/bw8"), 120.0)
+    sc = evaluation_runs.with_duration(get_scenario("aurora/bw8"), 120.0)
     assert sc.duration_s == 120.0 and all(f.stop_s == 120.0 for f in sc.flows)
     assert sc.link.bandwidth_mbps == 8 and sc.flows[0].rtt_ms == 60.0
-    fig7 = evaluate.with_duration(get_scenario("aurora/random16-32"), 120.0)
+    fig7 = evaluation_runs.with_duration(get_scenario("aurora/random16-32"), 120.0)
     assert len(fig7.link.capacity(seed=0, duration_s=120.0).times) == 24  # a new rate every 5 s
     # A flow that stops before the end keeps its stop time; one past the new end is cut.
-    two = evaluate.with_duration(evaluate.load_scenario({**TINY, "flows": [
+    two = evaluation_runs.with_duration(load_scenario({**TINY, "flows": [
         {"rtt_ms": 40, "controller": "cubic", "stop_s": 2.0}, {"rtt_ms": 40, "controller": "bbr"}]}), 10.0)
     assert [f.stop_s for f in two.flows] == [2.0, 10.0]
-    short = evaluate.with_duration(two, 1.5)
+    short = evaluation_runs.with_duration(two, 1.5)
     assert [f.stop_s for f in short.flows] == [1.5, 1.5]
     with pytest.raises(ValueError, match="--duration must be > 0"):
-        evaluate.with_duration(sc, 0.0)
+        evaluation_runs.with_duration(sc, 0.0)
     with pytest.raises(ValueError, match=r"^--duration must be > 0 seconds \(a finite number\), got inf$"):
-        evaluate.with_duration(sc, float("inf"))
+        evaluation_runs.with_duration(sc, float("inf"))
     with pytest.raises(ValueError, match=r"^--duration=1: tiny.flows\[1\] starts at 1 s, not before the new end; "
                                          r"give --duration > 1$"):
-        evaluate.with_duration(evaluate.load_scenario(TINY), 1.0)  # its bbr flow starts at 1 s
+        evaluation_runs.with_duration(load_scenario(TINY), 1.0)  # its bbr flow starts at 1 s
 
 
 def test_format_table():
     rec = {"scenario": "s", "controller": "bbr", "throughput_mbps": 47.871, "utilization": 0.957, "p95_owd_ms": 116.0,
            "p95_qdelay_ms": 71.0, "loss": 0.017, "jain": 1.0, "ankh": 0.3533}
-    text = evaluate.format_table([rec])
+    text = evaluation_runs.format_table([rec])
     assert "scenario" in text.splitlines()[0] and "Ankh" in text.splitlines()[0]
     assert "47.87" in text and "1.70" in text and "0.353" in text
 
@@ -140,7 +141,7 @@ def test_cli_writes_results_and_plots(cli_run):
     plots = sorted(os.listdir(out / "plots"))
     assert plots == sorted(f"{k}_tiny.{e}" for k in ("scatter", "timeseries") for e in ("pdf", "png", "svg"))
     assert all((out / "plots" / p).stat().st_size > 5000 for p in plots)
-    assert [r["per_seed"] for r in recs] == [[{"seed": 0, **{k: r[k] for k in evaluate.PER_SEED_KEYS[1:]}}]
+    assert [r["per_seed"] for r in recs] == [[{"seed": 0, **{k: r[k] for k in evaluation_runs.PER_SEED_KEYS[1:]}}]
                                              for r in recs]
     s = doc["series"]["tiny"]["bbr"]
     assert len(s["throughput_mbps"]) == len(s["t"]) == len(s["owd_ms"]) and len(s["owd_ms"][-1]) == 2
@@ -238,21 +239,21 @@ def test_a_baseline_from_its_own_start_drops_only_the_rate_it_cannot_take():
     from jaxcc.scenarios import get_scenario
 
     sc = get_scenario("robust/start1pct")
-    run, note = evaluate.from_own_start(sc.with_controller("cubic"))
+    run, note = evaluation_runs.from_own_start(sc.with_controller("cubic"))
     assert [f.init_rate_mbps for f in run.flows] == [None] and run.init_rate_refusals() == []
     assert note == ("ran from its own initial window/rate (--baseline_start=own), not from "
                     "robust/start1pct.flows[0].init_rate_mbps (0.5 Mbit/s): a start rate is a learned sender's")
     assert (run.name, run.duration_s, run.link, run.flows[0].rtt_ms) == (sc.name, 30.0, sc.link, 100.0)
     pol = sc.with_controller("policy:" + os.path.join(REPO, "checkpoints", "pareto", "pareto_fair.safetensors"))
-    assert evaluate.from_own_start(pol) == (pol, None)
+    assert evaluation_runs.from_own_start(pol) == (pol, None)
     step = get_scenario("robust/step5-50").with_controller("cubic")
-    assert evaluate.from_own_start(step) == (step, None)
+    assert evaluation_runs.from_own_start(step) == (step, None)
     with pytest.raises(ValueError, match="--baseline_start must be one of skip, own, got 'start'"):
-        evaluate.run_evaluation([sc], evaluate.controller_entries("cubic"), baseline_start="start")
+        evaluation_runs.run_evaluation([sc], evaluation_runs.controller_entries("cubic"), baseline_start="start")
 
 
 def test_overlapping_suites_run_each_scenario_once():
     """pareto-links shares pareto/fixed50 with pareto: the union keeps the first order, no repeats."""
-    scs, _ = evaluate.resolve_scenarios(suite="pareto,pareto-links")
+    scs, _ = evaluation_runs.resolve_scenarios(suite="pareto,pareto-links")
     names = [s.name for s in scs]
     assert names == list(SUITES["pareto"]) + ["pareto/link12"]

@@ -11,7 +11,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxcc import checkpointing, policyfile
+from jaxcc import policyfile
+from jaxcc.training import checkpointing
 from jaxcc.agents.pareto import networks
 from jaxcc.agents.pareto import td3 as pareto_td3
 
@@ -44,8 +45,8 @@ def test_export_roundtrip_exact(tmp_path):
     file_a = jax.jit(jax.vmap(lambda o: policyfile.apply(spec, {k: jnp.asarray(v) for k, v in tensors.items()}, o)[0]))(obs)
     np.testing.assert_array_equal(np.asarray(train_a), np.asarray(file_a))
     # evaluate --checkpoint: a stage checkpoint without its file is exported on the spot, same bytes.
-    from jaxcc import export
-    got = export.checkpoint_policies(str(tmp_path / "run"))
+    from jaxcc.training import export as training_export
+    got = training_export.checkpoint_policies(str(tmp_path / "run"))
     assert got == [("Pareto-Fair", str(stage_dir) + ".safetensors")]
     assert (tmp_path / "run" / "stages" / "Pareto-Fair.safetensors").read_bytes() == out.read_bytes()
 
@@ -62,13 +63,15 @@ def test_export_errors_are_clear(tmp_path):
 def test_every_algorithm_exports_with_its_stage_label(tmp_path, config, algorithm, label):
     """Aurora and Eagle runs go through the one export path, so their files carry the stage label
     like Pareto's; ``jaxcc.export`` of the run and ``jaxcc.evaluate --checkpoint`` find the same file."""
-    from jaxcc import evaluate, export, train
+    from jaxcc import export
+    from jaxcc.evaluation import runs as evaluation_runs
+    from jaxcc.training import loop
 
     cfg = smoke_config(config)
     with cfg.unlocked():
         cfg.num_updates = cfg.chunk_updates  # one chunk is enough for the file
     work = tmp_path / "run"
-    train.train(cfg, str(work), progress=False, log=False)
+    loop.train(cfg, str(work), progress=False, log=False)
     path = work / "stages" / f"{label}.safetensors"
     spec, tensors = policyfile.load(path)
     assert spec["stage"] == label and spec["algorithm"] == algorithm
@@ -76,6 +79,6 @@ def test_every_algorithm_exports_with_its_stage_label(tmp_path, config, algorith
         assert json.load(f)["algo"] == str(cfg.algo)
     # The checkpoint's own export (stage checkpoint -> file) writes the same bytes.
     out = tmp_path / "again.safetensors"
-    assert export.main([f"--checkpoint={work}", f"--out={out}"]) == 0
+    assert export.run_cli(["export", f"--checkpoint={work}", f"--out={out}"]) == 0
     assert out.read_bytes() == path.read_bytes()
-    assert evaluate.checkpoint_entries(str(work)) == [evaluate.ControllerEntry(label, f"policy:{path}")]
+    assert evaluation_runs.checkpoint_entries(str(work)) == [evaluation_runs.ControllerEntry(label, f"policy:{path}")]

@@ -280,20 +280,25 @@ def test_ns3_draws_only_its_credible_region():
 
 
 def test_bad_arguments_are_one_line_errors(capsys):
-    assert F.main(["--reference=foo", "--out=/tmp/x"]) == 2
-    assert F.main(["--reference=kernel", "--controllers=cubic,vegas", "--out=/tmp/x"]) == 2
-    assert F.main(["--reference=kernel", "--cases=0", "--out=/tmp/x"]) == 2
+    def cli(*args):
+        return F.run_cli(["fidelity", *args])
+
+    assert cli("--reference=foo", "--out=/tmp/x") == 2
+    assert cli("--reference=kernel", "--controllers=cubic,vegas", "--out=/tmp/x") == 2
+    assert cli("--reference=kernel", "--cases=0", "--out=/tmp/x") == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["error: --reference: ['foo'] not allowed; choose from kernel, ns3",
                    f"error: --controllers: ['vegas'] not allowed; choose from {', '.join(CTRLS)}",
                    "error: --cases: must be >= 1, got 0"]
-    assert F.main(["--reference=kernel"]) == 2  # argparse: --out is required
-    assert F.main(["--reference=kernel", "--cases=x", "--out=/tmp/x"]) == 2
+    assert cli("--reference=kernel") == 2  # --out is required
+    assert cli("--reference=kernel", "--cases=x", "--out=/tmp/x") == 2
+    assert cli("--reference=kernel", "--out=/tmp/x", "stray") == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 2 and "--out" in err[0] and "--cases: invalid int value: 'x'" in err[1]
-    assert F.main(["--reference=kernel", "--repeats=0", "--out=/tmp/x"]) == 2
+    assert len(err) == 3 and all(e.startswith("error: ") for e in err)
+    assert "--out" in err[0] and "--cases=x" in err[1] and "'stray'" in err[2]
+    assert cli("--reference=kernel", "--repeats=0", "--out=/tmp/x") == 2
     assert capsys.readouterr().err.strip() == "error: --repeats: must be >= 1, got 0"
-    assert F.main(["--reference=ns3", "--controllers=bbr", "--out=/tmp/x"]) == 2
+    assert cli("--reference=ns3", "--controllers=bbr", "--out=/tmp/x") == 2
     assert "bbr is not compared with ns-3" in capsys.readouterr().err
 
 

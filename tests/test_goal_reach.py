@@ -5,7 +5,8 @@ import json
 
 import pytest
 
-from jaxcc import goal_reach, policyfile, scenarios
+from jaxcc import policyfile, scenarios
+from jaxcc.evaluation import goal_reach as evaluation_goal_reach
 
 
 @pytest.fixture(scope="module")
@@ -24,11 +25,11 @@ def test_always_met_and_never_met_targets(policy):
     """0 Mbit/s, 10 s of queueing, 100 % loss: every interval meets it, so the first is interval 1 and
     all count; 100 Mbit/s on a 12 Mbit/s link: none does.  Intervals: 8 decisions of 30 ms (½ RTT)
     = 240 ms, so at most 3 s / 0.24 s = 12 in the run (the first MI waits for an RTT sample)."""
-    (easy,) = goal_reach.simulate(_sc(policy, {"throughput_mbps": 0, "delay_ms": 10000, "loss": 1.0}))
+    (easy,) = evaluation_goal_reach.simulate(_sc(policy, {"throughput_mbps": 0, "delay_ms": 10000, "loss": 1.0}))
     assert 9 <= easy["tuning_steps"] <= 12
     assert easy["first_met_step"] == 1 and easy["met_steps"] == easy["tuning_steps"]
     assert easy["met_fraction_after"] == 1.0
-    (hard,) = goal_reach.simulate(_sc(policy, {"throughput_mbps": 100, "delay_ms": 10000, "loss": 1.0}))
+    (hard,) = evaluation_goal_reach.simulate(_sc(policy, {"throughput_mbps": 100, "delay_ms": 10000, "loss": 1.0}))
     assert hard["first_met_step"] == 0 and hard["met_steps"] == 0 and hard["met_fraction_after"] is None
     assert hard["throughput_mbps"] <= 12.0
 
@@ -40,8 +41,8 @@ def test_reads_emulation_summaries(tmp_path):
                                             "goal_final": [0.5, 0.3, 0.2], "target": {"throughput_mbps": 8}}}]}
     path = tmp_path / "results.json"
     path.write_text(json.dumps({"results": [rec]}))
-    (row,) = goal_reach.from_emulation(str(path), "reach")
+    (row,) = evaluation_goal_reach.from_emulation(str(path), "reach")
     assert (row["first_met_step"], row["met_steps"], row["valid"]) == (11, 27, True)
     assert row["met_fraction_after"] == pytest.approx(27 / 30)
     with pytest.raises(ValueError, match="no record of scenario 'other'"):
-        goal_reach.from_emulation(str(path), "other")
+        evaluation_goal_reach.from_emulation(str(path), "other")

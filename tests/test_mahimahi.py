@@ -3,7 +3,7 @@
 Everywhere: the script says exactly what is missing (Mahimahi not installed, not setuid root,
 bad usage) and exits non-zero. Where Mahimahi is installed setuid root (setup/install_mahimahi.sh)
 and the datapath is built, as root: short real runs on the reference link of
-../shared/EMULATION.md (12 Mbit/s as a trace file holding only ``1``, 20 ms each way, 375 KB
+docs/emulation.md (12 Mbit/s as a trace file holding only ``1``, 20 ms each way, 375 KB
 droptail buffer), checked against the same physics as the netns harness (tests/test_emulate.py);
 they skip, saying why, elsewhere. Wall time of the real runs: about 25 s.
 """
@@ -247,7 +247,7 @@ def test_merge_puts_a_controller_list_in_one_file(tmp_path):
             for k, (c, m) in enumerate([("bbr", 11.0), ("fixed:6", 5.9)])]
     for d in runs:
         mahimahi.collect(d)
-    r = subprocess.run(EMULATE + ["--mahimahi-merge", str(tmp_path), *map(str, runs)], cwd=REPO,
+    r = subprocess.run(EMULATE + ["--mahimahi-merge=" + ",".join(map(str, [tmp_path, *runs]))], cwd=REPO,
                        capture_output=True, text=True)
     assert r.returncode == 0, r
     recs = json.loads((tmp_path / "results.json").read_text())["results"]

@@ -6,8 +6,8 @@ import math
 import numpy as np
 import pytest
 
-from jaxcc import metrics
-from jaxcc.metrics import Trace
+from jaxcc.evaluation import metrics
+from jaxcc.evaluation.metrics import Trace
 from jaxcc.units import MBPS
 
 

@@ -79,7 +79,7 @@ def test_preferences_are_on_the_simplex():
 
 @pytest.mark.full  # two mocc_smoke trainings
 def test_smoke_run_learns_a_finite_q_and_is_deterministic():
-    from jaxcc.configs_path import load_config
+    from jaxcc.training.configs import load_config
 
     c = load_config("configs/mocc_smoke.py")
     tr = M.make_train(c)
@@ -107,13 +107,14 @@ def test_pipeline_resumes_exactly_and_exports_what_it_trained(tmp_path):
     holds the uninterrupted run's parameters and acts like the trainer's greedy rule."""
     import os
 
-    from jaxcc import policyfile, train
-    from jaxcc.configs_path import load_config
+    from jaxcc import policyfile
+    from jaxcc.training import loop
+    from jaxcc.training.configs import load_config
 
     cfg = load_config("configs/mocc_smoke.py")
     work = str(tmp_path / "run")
-    train.train(cfg, work, progress=False, log=False, stop_after_chunks=1)
-    summary = train.train(cfg, work, progress=False, log=False)
+    loop.train(cfg, work, progress=False, log=False, stop_after_chunks=1)
+    summary = loop.train(cfg, work, progress=False, log=False)
     assert summary["resumed"] and summary["final_update"] == cfg.num_updates
     spec, tensors = policyfile.load(os.path.join(work, "stages", "MOCC.safetensors"))
     assert spec["algorithm"] == "mocc" and spec["head"]["objectives"] == 3 and spec["goal_dim"] == 3

@@ -19,7 +19,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxcc import evaluate, parity_vectors, policyfile as pf, scenarios, senders
+from jaxcc import parity_vectors, policyfile as pf, scenarios, senders
+from jaxcc.evaluation import runs
 from jaxcc.envs import mocc
 from jaxcc.senders import mocc_v1
 from jaxcc.sim import controller as ctl
@@ -123,7 +124,7 @@ def test_random_q_values_kind_has_the_mocc_shape_and_runs_as_policy_file(tmp_pat
     path = tmp_path / "q.safetensors"
     pf.save(path, spec, t)
     ctrl, cp = senders.resolve(f"policy:{path}")
-    assert ctrl.takes_preference and cp.shape == (ctl.CPARAM_DIM,)
+    assert ctrl.takes_preference and jax.tree.all(jax.tree.map(np.array_equal, cp, ctl.ControllerParams.zeros()))
     fspec, _ = pf.make_feature_policy("mocc_v1", 0)
     assert fspec["head"] == {"type": "q_values", "n": 7, "objectives": len(mocc.OBJECTIVES)}
 
@@ -189,22 +190,21 @@ def test_preference_changes_field_is_validated(changes, needle):
 def test_with_duration_keeps_the_preference_and_drops_changes_that_never_come():
     sc = scenarios.parse_scenario(_spec(preference=[1, 0, 0], preference_changes=[
         {"at_s": 2.5, "preference": [0, 1, 0]}, {"at_s": 6, "preference": [0, 0, 1]}]))
-    short = evaluate.with_duration(sc, 5.0)
+    short = runs.with_duration(sc, 5.0)
     assert short.flows[0].preference == (1.0, 0.0, 0.0)
     assert short.flows[0].preference_changes == ((2.5, (0.0, 1.0, 0.0)),)
-    assert evaluate.with_duration(sc, 2.0).flows[0].preference_changes == ()
-    assert evaluate.with_duration(sc, 20.0).flows[0].preference_changes == sc.flows[0].preference_changes
+    assert runs.with_duration(sc, 2.0).flows[0].preference_changes == ()
+    assert runs.with_duration(sc, 20.0).flows[0].preference_changes == sc.flows[0].preference_changes
 
 
 def test_preference_at_picks_the_change_in_force():
-    cp = np.zeros((ctl.CPARAM_DIM,), np.float32)
+    sp = ctl.ControllerParams.zeros().sender
     default = jnp.array([1 / 3] * 3)
-    np.testing.assert_allclose(ctl.preference_at(jnp.asarray(cp), 5.0, default), [1 / 3] * 3)  # nothing given
-    cp[ctl.PREFERENCE:ctl.PREFERENCE + 3] = [0.2, 0.3, 0.5]
-    w = ctl.PREFERENCE_CHANGES
-    cp[w:w + 4] = [2.0, 1.0, 0.0, 0.0]
-    cp[w + 4:w + 8] = [3.0, 0.0, 1.0, 0.0]
-    f = jax.jit(lambda now: ctl.preference_at(jnp.asarray(cp), now, default))
+    np.testing.assert_allclose(ctl.preference_at(sp, 5.0, default), [1 / 3] * 3)  # nothing given
+    sp.preference[:] = [0.2, 0.3, 0.5]
+    sp.preference_changes[0] = [2.0, 1.0, 0.0, 0.0]
+    sp.preference_changes[1] = [3.0, 0.0, 1.0, 0.0]
+    f = jax.jit(lambda now: ctl.preference_at(sp, now, default))
     for now, want in ((0.0, [0.2, 0.3, 0.5]), (1.99, [0.2, 0.3, 0.5]), (2.0, [1, 0, 0]), (2.9, [1, 0, 0]),
                       (3.0, [0, 1, 0]), (100.0, [0, 1, 0])):
         np.testing.assert_allclose(np.asarray(f(jnp.float32(now))), want, err_msg=f"t={now}")
@@ -216,7 +216,7 @@ def test_preference_at_picks_the_change_in_force():
 @pytest.fixture(scope="module")
 def mocc_file(tmp_path_factory):
     path = tmp_path_factory.mktemp("mocc") / "mocc.safetensors"
-    assert pf.main(["--random", "mocc_v1", "--out", str(path)]) == 0
+    assert pf.run_cli(["policyfile", "--random", "mocc_v1", "--out", str(path)]) == 0
     return str(path)
 
 
@@ -253,7 +253,7 @@ def test_simulator_decides_with_each_flows_preference(mocc_file):
 
     def with_goal(goal):
         def resolve(name):
-            return mocc_v1.controller(name, spec, tensors, goal=goal), np.zeros((ctl.CPARAM_DIM,), np.float32)
+            return mocc_v1.controller(name, spec, tensors, goal=goal), ctl.ControllerParams.zeros()
         return resolve
 
     for i, g in ((0, thr), (1, delay)):
@@ -281,7 +281,7 @@ def test_evaluate_records_carry_the_preference(mocc_file):
     pol = f"policy:{mocc_file}"
     scs = [_sc("a", mocc_file, [[0.0, 1.0, 0.0]], duration=2.0), _sc("b", mocc_file, [None], duration=2.0),
            _sc("c", mocc_file, [[1, 0, 0], [0.5, 0.5, 0]], [{"at_s": 1.0, "preference": [0, 0, 1]}], duration=2.0)]
-    rep = evaluate.run_evaluation(scs, [evaluate.ControllerEntry(pol, pol), evaluate.ControllerEntry("bbr", "bbr")],
+    rep = runs.run_evaluation(scs, [runs.ControllerEntry(pol, pol), runs.ControllerEntry("bbr", "bbr")],
                                   progress=False, keep_series=False)
     recs = {(r["scenario"], r["controller"]): r for r in rep["results"]}
     assert recs[("a", pol)]["preference"] == [0.0, 1.0, 0.0]
@@ -303,7 +303,7 @@ def test_evaluate_records_carry_the_preference(mocc_file):
 def test_a_preference_for_a_controller_without_one_is_refused(tmp_path, mocc_file):
     own = scenarios.parse_scenario(dict(_spec(controller="cubic", preference=[1, 0, 0]), name="own"))
     with pytest.raises(ValueError, match=r"^own\.flows\[0\]\.preference: only a preference-conditioned policy .*'cubic'"):
-        evaluate.run_evaluation([own], [evaluate.ControllerEntry(evaluate.OWN, None)], progress=False)
+        runs.run_evaluation([own], [runs.ControllerEntry(runs.OWN, None)], progress=False)
     aurora = tmp_path / "aurora.safetensors"
     pf.save(aurora, *pf.make_feature_policy("aurora_v1", 0))
     sc = scenarios.parse_scenario(dict(_spec(controller=f"policy:{aurora}",
@@ -374,9 +374,12 @@ def test_sender_reproduces_the_preference_switch_vector():
     assert all(same[:vec["switch_mi"]]) and not all(same[vec["switch_mi"]:])
 
 
-def test_vectors_command_checks_the_mocc_policy(tmp_path):
-    with pytest.raises(SystemExit):
-        parity_vectors.main(["--out", str(tmp_path), f"--mocc-policy={tmp_path / 'missing.safetensors'}"])
-    with pytest.raises(SystemExit):
-        parity_vectors.main(["--out", str(tmp_path), f"--mocc-policy={VECTORS / 'mlp.safetensors'}"])
+def test_vectors_command_checks_the_mocc_policy(tmp_path, capsys):
+    missing, mlp = tmp_path / "missing.safetensors", VECTORS / "mlp.safetensors"
+    assert parity_vectors.run_cli(["parity_vectors", "--out", str(tmp_path), f"--mocc-policy={missing}"]) == 2
+    assert parity_vectors.run_cli(["parity_vectors", "--out", str(tmp_path), f"--mocc-policy={mlp}"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"error: --mocc-policy: {str(missing)!r} does not exist",
+                   f"error: --mocc-policy: {str(mlp)!r} is a {pf.load(mlp)[0]['features']['name']} policy, "
+                   "expected mocc_v1"]
     assert not list(tmp_path.iterdir())  # refused before writing anything

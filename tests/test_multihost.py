@@ -61,7 +61,7 @@ def _pids(stderr: str) -> dict[int, int]:
 def _params(workdir, update=STOP) -> dict:
     import jax
 
-    from jaxcc import checkpointing
+    from jaxcc.training import checkpointing
 
     st = checkpointing.restore_untyped(os.path.join(workdir, "checkpoints", str(update), "state"))
     return {jax.tree_util.keystr(k): np.asarray(v) for k, v in jax.tree_util.tree_flatten_with_path(st["agent"])[0]}

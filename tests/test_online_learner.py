@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxcc.agents.pareto import online as alg
+from jaxcc.online import pareto as alg
 from jaxcc.agents.pareto import replay
 from jaxcc.online import experience as X
 from jaxcc.envs import pareto as penv
@@ -414,11 +414,14 @@ def test_kill9_learner_then_restart_resumes_and_senders_continue(smoke_ckpt, tmp
                 pass
 
 
-def test_cli_refuses_bad_arguments_in_one_line(tmp_path):
+def test_cli_refuses_bad_arguments_in_one_line(tmp_path, capsys, monkeypatch):
+    from absl import flags
+
     from jaxcc import online
 
     def err(*extra):
-        a = online.build_parser().parse_args(["--checkpoint=/nope", "--emulator=sim", f"--out={tmp_path}", *extra])
+        a = online.define_flags(flags.FlagValues())
+        a(["online", "--checkpoint=/nope", "--emulator=sim", f"--out={tmp_path}", *extra])
         with pytest.raises(ValueError) as e:
             online.run(a)
         return str(e.value)
@@ -428,6 +431,16 @@ def test_cli_refuses_bad_arguments_in_one_line(tmp_path):
     assert "--replay-ratio=-1.0" in err("--minutes=1", "--scenario=pareto/lte", "--replay-ratio=-1")
     assert "expected KEY=NUMBER" in err("--minutes=1", "--scenario=pareto/lte", "--hp=lr_actor")
     assert "no such directory" in err("--minutes=1", "--scenario=pareto/lte")
+    # the command: one line on stderr, exit 2 (run_cli sets XLA_FLAGS when unset; keep this process's)
+    monkeypatch.setenv("XLA_FLAGS", os.environ.get("XLA_FLAGS", ""))
+    base = ["online", "--checkpoint=/nope", f"--out={tmp_path}"]
+    capsys.readouterr()
+    assert online.run_cli(base + ["--emulator=nope", "--minutes=1"]) == 2
+    assert online.run_cli(base + ["--emulator=sim", "--scenario=pareto/lte"]) == 2  # --minutes is required
+    assert online.run_cli(base + ["--emulator=sim", "--minutes=0", "--scenario-file=x.json"]) == 2
+    err_lines = capsys.readouterr().err.strip().splitlines()
+    assert len(err_lines) == 3 and all(e.startswith("error: ") for e in err_lines)
+    assert "--emulator=nope" in err_lines[0] and "--minutes" in err_lines[1] and "--minutes=0.0" in err_lines[2]
 
 
 @pytest.mark.full

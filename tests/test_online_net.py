@@ -23,7 +23,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from jaxcc import metrics, policyfile
+from jaxcc import policyfile
+from jaxcc.evaluation import metrics
 from jaxcc.online import network, simnet
 from jaxcc.emulation import spec as es
 from jaxcc.emulation.host import EmulationError
@@ -600,7 +601,37 @@ def test_simnet_cli_bad_input_is_one_line(tmp_path):
                         f"--policy={POLICY}", "--learner=http://x", f"--out={tmp_path}"],
                        capture_output=True, text=True, cwd=REPO)
     assert r.returncode == 2
-    assert r.stderr.strip() == "simnet: --learner='http://x': expected unix:/abs/path or tcp:HOST:PORT"
+    assert r.stderr.strip() == "error: --learner='http://x': expected unix:/abs/path or tcp:HOST:PORT"
+    r = subprocess.run([os.sys.executable, "-m", "jaxcc.online.simnet", "--scenario=pareto/fixed50",
+                        "--scenario-file=x.json", f"--policy={POLICY}", f"--out={tmp_path}"],
+                       capture_output=True, text=True, cwd=REPO)
+    assert r.returncode == 2
+    assert r.stderr.strip() == "error: give exactly one of --scenario, --scenario-file"
+
+
+def test_network_cli_errors_and_interrupt(tmp_path, monkeypatch, capsys):
+    """``python -m jaxcc.online.network``: a refused flag or an emulation error is one line and
+    exit status 2; an interrupted run (SIGINT/SIGTERM/SIGHUP) cleans up and exits with 130."""
+    import signal
+
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    base = ["network", f"--scenario-file={tmp_path / 'sc.json'}", f"--policy={POLICY}", f"--out={tmp_path}"]
+    try:
+        assert network.run_cli(base[:1] + base[2:]) == 2  # --scenario-file is required
+        assert network.run_cli(base) == 2  # no such scenario file
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 2 and all(e.startswith("error: ") for e in err) and "scenario_file" in err[0], err
+
+        def interrupted(*a, **kw):
+            raise KeyboardInterrupt("signal 15")
+
+        monkeypatch.setattr(network.emu_spec, "load", lambda path: None)
+        monkeypatch.setattr(network, "run_netns", interrupted)
+        assert network.run_cli(base + ["--sender-arg=--fallback=bbr", "--verbose"]) == 130
+        assert "interrupted; cleaned up" in capsys.readouterr().err
+    finally:
+        for s, h in handlers.items():
+            signal.signal(s, h)
 
 
 def test_window_record_iperf3_cross_traffic_by_hand(tmp_path):

@@ -58,15 +58,25 @@ def test_training_curve_cli_writes_a_plot(tmp_path):
     assert res.stdout.strip() == str(out)
 
 
-def test_training_curve_two_runs_and_errors(tmp_path):
+def test_training_curve_two_runs_and_errors(tmp_path, capsys):
     a = _write_run(tmp_path / "a", _synthetic())
     b = _write_run(tmp_path / "b", _synthetic(8))
     out = str(tmp_path / "cmp.svg")
-    assert plots.main(["training-curve", f"--run={a}", f"--run={b}", "--label=A", "--label=B", f"--out={out}"]) == 0
+    assert plots.run_cli(["plots", "training-curve", f"--run={a}", f"--run={b}", "--label=A", "--label=B",
+                          f"--out={out}"]) == 0
     assert os.path.getsize(out) > 5000
-    assert plots.main(["training-curve", f"--run={tmp_path / 'missing'}", f"--out={out}"]) == 2
-    with pytest.raises(SystemExit):
-        plots.main(["training-curve", f"--out={out}"])  # --run is required
+    capsys.readouterr()
+    assert plots.run_cli(["plots", "training-curve", f"--run={tmp_path / 'missing'}", f"--out={out}"]) == 2
+    assert plots.run_cli(["plots", "training-curve", f"--out={out}"]) == 2  # --run is required
+    assert plots.run_cli(["plots", "training-curve", f"--run={a}", f"--results={a}", f"--out={out}"]) == 2  # figures'
+    assert plots.run_cli(["plots", "curve", f"--run={a}", f"--out={out}"]) == 2
+    assert plots.run_cli(["plots"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 5 and all(e.startswith("error: ") for e in err), err
+    assert "missing" in err[0] and "--run" in err[1] and "results" in err[2]
+    assert "unknown subcommand 'curve'" in err[3] and "give a subcommand" in err[4]
+    assert plots.run_cli(["plots", "--help"]) == 0 and "training-curve" in capsys.readouterr().out
+    assert plots.run_cli(["plots", "training-curve", "--help"]) == 0 and "--label" in capsys.readouterr().out
 
 
 # ----------------------------------------------------------------------------- figures of results.json
@@ -82,13 +92,13 @@ SPECS = [  # a seeded link (jitter: each seed its own run) and a deterministic o
 @pytest.fixture(scope="module")
 def evaluation(tmp_path_factory):
     """A small real evaluation (2 scenarios x 2 controllers x 2 seeds) written as results.json."""
-    from jaxcc import evaluate
+    from jaxcc.evaluation import runs as evaluation_runs
     from jaxcc.scenarios import parse_scenario
 
     out = tmp_path_factory.mktemp("ev")
-    rep = evaluate.run_evaluation([parse_scenario(s) for s in SPECS], evaluate.controller_entries("bbr,cubic"),
+    rep = evaluation_runs.run_evaluation([parse_scenario(s) for s in SPECS], evaluation_runs.controller_entries("bbr,cubic"),
                                   seeds=2, progress=False)
-    path = evaluate.write_results(rep, str(out), {"command": "test"})
+    path = evaluation_runs.write_results(rep, str(out), {"command": "test"})
     with open(path) as f:
         return path, json.load(f)
 
@@ -149,21 +159,22 @@ def test_figures_show_exactly_results_json(evaluation):
 
 def test_redraw_cli_equals_the_evaluation_figures(evaluation, tmp_path, capsys):
     path, _ = evaluation
-    assert plots.main(["figures", f"--results={path}", f"--out={tmp_path}"]) == 0
+    assert plots.run_cli(["plots", "figures", f"--results={path}", f"--out={tmp_path}"]) == 0
     printed = capsys.readouterr().out.split()
     names = sorted(os.path.basename(p) for p in printed)
     assert names == sorted(f"{k}_{s}.{e}" for k in ("scatter", "timeseries") for s in ("jit", "plain")
                            for e in plots.FORMATS)
-    assert plots.main(["figures", f"--results={tmp_path / 'nope.json'}", f"--out={tmp_path}"]) == 2
+    assert plots.run_cli(["plots", "figures", f"--results={tmp_path / 'nope.json'}", f"--out={tmp_path}"]) == 2
     (tmp_path / "bad.json").write_text("{\"bounds\": {}, \"rows\": [], \"invalid\": []}")  # sim2real.json
-    assert plots.main(["figures", f"--results={tmp_path / 'bad.json'}", f"--out={tmp_path}"]) == 2
+    assert plots.run_cli(["plots", "figures", f"--results={tmp_path / 'bad.json'}", f"--out={tmp_path}"]) == 2
     (tmp_path / "bad2.json").write_text("{\"results\": [{\"scenario\": \"a\"}]}")
-    assert plots.main(["figures", f"--results={tmp_path / 'bad2.json'}", f"--out={tmp_path}"]) == 2
+    assert plots.run_cli(["plots", "figures", f"--results={tmp_path / 'bad2.json'}", f"--out={tmp_path}"]) == 2
     (tmp_path / "tcr.json").write_text("{\"tcr\": [], \"links\": []}")  # another command's results.json
-    assert plots.main(["figures", f"--results={tmp_path / 'tcr.json'}", f"--out={tmp_path}"]) == 2
+    assert plots.run_cli(["plots", "figures", f"--results={tmp_path / 'tcr.json'}", f"--out={tmp_path}"]) == 2
     (tmp_path / "empty.json").write_text("{\"results\": []}")
-    assert plots.main(["figures", f"--results={tmp_path / 'empty.json'}", f"--out={tmp_path}"]) == 2
-    assert plots.main(["figures", f"--results={path}", f"--out={tmp_path / 'bad.json' / 'x'}"]) == 2  # a file
+    assert plots.run_cli(["plots", "figures", f"--results={tmp_path / 'empty.json'}", f"--out={tmp_path}"]) == 2
+    assert plots.run_cli(["plots", "figures", f"--results={path}",
+                          f"--out={tmp_path / 'bad.json' / 'x'}"]) == 2  # a file
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 6 and "nope.json" in err[0] and "'results' list" in err[1] and "bad.json" in err[1]
     assert "results[0] needs 'scenario' and 'controller'" in err[2] and "bad2.json" in err[2]
@@ -441,10 +452,10 @@ def test_emulation_records_time_series_with_and_without_owd():
 
 def test_sim2real_overlay_draws_each_side_and_joins_them(tmp_path):
     """``sim2real_<scenario>``: the simulator's record hollow, the emulated run filled, one segment
-    between them whose ends are the numbers ``jaxcc.sim2real.compare`` tabulates (the record's
+    between them whose ends are the numbers ``jaxcc.evaluation.sim2real.compare`` tabulates (the record's
     seed mean, not the seeds' median); a controller on one side only is drawn alone; only shared
     scenarios."""
-    from jaxcc import sim2real
+    from jaxcc.evaluation import sim2real as evaluation_sim2real
 
     seeds = [(8.0, 30.0), (9.5, 50.0), (9.0, 45.0)]  # median (45 ms, 9.0) != mean (41.67 ms, 8.83)
     sim = {"results": [
@@ -458,7 +469,7 @@ def test_sim2real_overlay_draws_each_side_and_joins_them(tmp_path):
                         "p95_qdelay_ms": 40.0, "loss": 0.0, "capacity_mbps": 10.2}]}
     for name, doc in (("sim.json", sim), ("emu.json", emu)):
         (tmp_path / name).write_text(json.dumps(doc))
-    rows = {r["metric"]: r for r in sim2real.compare(str(tmp_path / "sim.json"), str(tmp_path / "emu.json"))
+    rows = {r["metric"]: r for r in evaluation_sim2real.compare(str(tmp_path / "sim.json"), str(tmp_path / "emu.json"))
             if r["controller"] == "bbr"}
     want_sim = [rows["p95_owd_ms"]["sim"], rows["throughput_mbps"]["sim"]]
     want_emu = [rows["p95_owd_ms"]["emulation"], rows["throughput_mbps"]["emulation"]]

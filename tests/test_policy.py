@@ -14,7 +14,7 @@ from jaxcc.agents import pipeline
 from jaxcc.agents.pareto import env_adapter, networks
 from jaxcc.envs.rollout import rollout
 from jaxcc.sim import runner
-from jaxcc.sim.controller import CPARAM_DIM
+from jaxcc.sim.controller import ControllerParams
 
 
 def test_policy_controller_matches_env_rollout(tmp_path):
@@ -34,7 +34,7 @@ def test_policy_controller_matches_env_rollout(tmp_path):
     env_rates = np.asarray(info["rate"][:, 0])
 
     ctrl, cparam = senders.resolve(f"policy:{path}")
-    assert ctrl.name == f"policy:{os.path.abspath(path)}" and cparam.shape == (CPARAM_DIM,)
+    assert ctrl.name == f"policy:{os.path.abspath(path)}" and jax.tree.all(jax.tree.map(np.array_equal, cparam, ControllerParams.zeros()))
     sc = scenarios.get_scenario("pareto/fixed50")
     sc = dataclasses.replace(sc, duration_s=n * 0.18 + 0.01).with_controller(f"policy:{path}")
     _, _, rates = runner.run_batch(runner.build_batches([runner.Item(sc)], resolve=senders.resolve)[0])

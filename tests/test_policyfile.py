@@ -261,7 +261,7 @@ def test_vectors_command_and_committed_vectors_are_current(tmp_path):
     repo = pathlib.Path(__file__).parent.parent
     marker = repo / "tests" / "vectors" / parity_vectors.MOCC_POLICY_MARKER  # written with --mocc-policy
     extra = [f"--mocc-policy={repo / marker.read_text().strip()}"] if marker.exists() else []
-    assert parity_vectors.main(["--out", str(tmp_path)] + extra) == 0
+    assert parity_vectors.run_cli(["parity_vectors", "--out", str(tmp_path)] + extra) == 0
     d = json.loads((tmp_path / "lstm.json").read_text())
     spec, t = pf.load(tmp_path / d["policy"])
     c = d["cases"][0]
@@ -281,18 +281,26 @@ def test_random_command_writes_kinds_and_feature_sets(tmp_path, capsys):
     """``python -m jaxcc.policyfile --random=KIND|SET``: a network kind, or a policy fitting a
     feature set as its environment exports it (``make_feature_policy``); anything else is refused."""
     out = str(tmp_path / "p.safetensors")
-    assert pf.main(["--random", "q_values", "--out", out]) == 0
+    assert pf.run_cli(["policyfile", "--random", "q_values", "--out", out]) == 0
     spec = pf.load(out)[0]  # MOCC's exported shape
     assert spec["features"] == {"name": "mocc_v1", "history": 1, "obs_dim": 4}
     assert spec["goal_dim"] == 3 and spec["head"] == {"type": "q_values", "n": 7, "objectives": 3}
     assert spec["action"]["deltas"] == [0.0, -75000.0, -15000.0, 0.0, 15000.0, 0.0, 75000.0]
     assert spec["action"]["multipliers"] == [0.5, 1.0, 1.0, 1.0, 1.0, 2.0, 1.0]
-    assert pf.main(["--random", "mocc_v1", "--out", out]) == 0
+    assert pf.run_cli(["policyfile", "--random", "mocc_v1", "--out", out]) == 0
     spec = pf.load(out)[0]
     assert spec["features"]["obs_dim"] == 4 and spec["goal_dim"] == 3
     assert spec["head"] == {"type": "q_values", "n": 7, "objectives": len(spec["features"]["objectives"])}
     assert spec["action"]["deltas"] == [d * 1500 for d in spec["features"]["cwnd_deltas_pkts"]]
     capsys.readouterr()
-    assert pf.main(["--random", "nope", "--out", out]) == 2
+    assert pf.run_cli(["policyfile", "--random", "nope", "--out", out]) == 2
     err = capsys.readouterr().err
     assert "'nope'" in err and "mocc_v1" in err and "q_values" in err
+    assert pf.run_cli(["policyfile", "--random=mlp"]) == 2  # no --out
+    assert pf.run_cli(["policyfile", f"--check={tmp_path / 'missing.safetensors'}"]) == 2
+    assert pf.run_cli(["policyfile", "--seed=x"]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 3 and all(e.startswith("error: ") for e in lines), lines
+    assert "--random needs --out" in lines[0] and "missing.safetensors" in lines[1] and "--seed" in lines[2]
+    assert pf.run_cli(["policyfile", f"--check={out}"]) == 0
+    assert '"mocc_v1"' in capsys.readouterr().out

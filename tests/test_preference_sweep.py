@@ -1,4 +1,4 @@
-"""jaxcc.preference_sweep and the ``mocc`` bar set of jaxcc.bars (MOCC's evaluation).
+"""jaxcc.preference_sweep and the ``mocc`` bar set of jaxcc.evaluation.bars (MOCC's evaluation).
 
 Spearman and domination against hand-computed values; every bar on synthetic sweep records (one
 set that meets them all, then one change per bar that misses exactly that bar); the tables and
@@ -13,8 +13,10 @@ import sys
 
 import pytest
 
-from jaxcc import bars, evaluate
+from jaxcc import evaluate
+from jaxcc.evaluation import bars
 from jaxcc import preference_sweep as ps
+from jaxcc.evaluation import preference_sweep as evaluation_preference_sweep
 from jaxcc.scenarios import SUITES
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -74,7 +76,7 @@ def sweep_records(label="M", baselines=True):
     Copa each dominate some points but none all."""
     out = []
     for link in SUITES["mocc"]:
-        for p in ps.DEFAULT_PREFERENCES:
+        for p in evaluation_preference_sweep.DEFAULT_PREFERENCES:
             w = p[0] if p[2] == 0 else 0.5
             out.append(_rec(link, label, CAP[link] * (0.5 + 0.45 * w), 1.0 + 40.0 * w, p))
         if baselines:
@@ -103,12 +105,12 @@ N_BARS = 2 * len(SUITES["mocc"]) + 2  # (a) and (d) per link, (b) and (c) once
 
 
 def test_default_preferences_cover_the_edge_and_loss():
-    edge = [p for p in ps.DEFAULT_PREFERENCES if p[2] == 0]
+    edge = [p for p in evaluation_preference_sweep.DEFAULT_PREFERENCES if p[2] == 0]
     assert len(edge) >= 9 and [p[0] for p in edge] == sorted((p[0] for p in edge), reverse=True)
     assert edge[0] == (1.0, 0.0, 0.0) and edge[-1] == (0.0, 1.0, 0.0)
-    assert len([p for p in ps.DEFAULT_PREFERENCES if p[2] >= 0.5]) >= 2
-    for p in ps.DEFAULT_PREFERENCES:
-        assert ps.check_preference(p) == p
+    assert len([p for p in evaluation_preference_sweep.DEFAULT_PREFERENCES if p[2] >= 0.5]) >= 2
+    for p in evaluation_preference_sweep.DEFAULT_PREFERENCES:
+        assert evaluation_preference_sweep.check_preference(p) == p
 
 
 def test_mocc_links_are_the_suite_with_the_lte_traces():
@@ -211,7 +213,7 @@ def test_multi_seed_report_counts_seeds_and_takes_medians():
     recs = sweep_records("s0") + sweep_records("s1", baselines=False) + sweep_records("s2", baselines=False)
     _set(recs, "s1", "mocc/12mbps", (1.0, 0.0, 0.0), utilization=0.80)
     _set(recs, "s2", "mocc/12mbps", (1.0, 0.0, 0.0), utilization=0.85)
-    text, js = ps.bars_report(recs)
+    text, js = evaluation_preference_sweep.bars_report(recs)
     (row,) = [s for s in js["seeds"] if "most throughput-heavy" in s["bar"]]
     assert row["seeds_meeting"] == 1 and row["seeds"] == 3
     assert row["median"] == "utilization 0.85"  # of 0.95, 0.80, 0.85
@@ -225,14 +227,14 @@ def test_multi_seed_report_counts_seeds_and_takes_medians():
 
 
 def test_parse_preferences():
-    assert ps.parse_preferences(None) == list(ps.DEFAULT_PREFERENCES)
-    assert ps.parse_preferences("1,0,0; 0.3,0.7,0") == [(1.0, 0.0, 0.0), (0.3, 0.7, 0.0)]
-    assert ps.parse_preferences("0.3334,0.3333,0.3333") == [(0.3334, 0.3333, 0.3333)]
+    assert evaluation_preference_sweep.parse_preferences(None) == list(evaluation_preference_sweep.DEFAULT_PREFERENCES)
+    assert evaluation_preference_sweep.parse_preferences("1,0,0; 0.3,0.7,0") == [(1.0, 0.0, 0.0), (0.3, 0.7, 0.0)]
+    assert evaluation_preference_sweep.parse_preferences("0.3334,0.3333,0.3333") == [(0.3334, 0.3333, 0.3333)]
     for bad, msg in (("1,0", r"--preferences\[0\]: must be 3 numbers"), ("0.5,0.6,0", r"summing to 1"),
                      ("1,0,0;x,y,z", r"--preferences\[1\]"), ("1.5,-0.5,0", r">= 0"),
                      ("1,0,0;1,0,0", "given twice"), (";", "no preference")):
         with pytest.raises(ValueError, match=msg):
-            ps.parse_preferences(bad)
+            evaluation_preference_sweep.parse_preferences(bad)
 
 
 def test_policy_labels_one_per_seed(tmp_path):
@@ -242,18 +244,18 @@ def test_policy_labels_one_per_seed(tmp_path):
         files.append(tmp_path / seed / "mocc.safetensors")
         files[-1].write_bytes(b"x")  # only the names matter here
     (tmp_path / "bbr.safetensors").write_bytes(b"x")
-    es = ps.policy_entries(",".join(map(str, files + [tmp_path / "bbr.safetensors"])))
+    es = evaluation_preference_sweep.policy_entries(",".join(map(str, files + [tmp_path / "bbr.safetensors"])))
     assert [e.label for e in es] == ["mocc@s0", "mocc@s1", "mocc@s2", f"bbr@{tmp_path.name}"]
     (tmp_path / "other" / "s0").mkdir(parents=True)
     twin = tmp_path / "other" / "s0" / "mocc.safetensors"
     twin.write_bytes(b"x")
-    assert [e.label for e in ps.policy_entries(f"{files[0]},{twin}")] == ["mocc@s0", "mocc@s0#2"]
-    assert [e.label for e in ps.policy_entries(str(files[0]))] == ["mocc"]
+    assert [e.label for e in evaluation_preference_sweep.policy_entries(f"{files[0]},{twin}")] == ["mocc@s0", "mocc@s0#2"]
+    assert [e.label for e in evaluation_preference_sweep.policy_entries(str(files[0]))] == ["mocc"]
     assert [e.name for e in es] == [f"policy:{f}" for f in files + [tmp_path / "bbr.safetensors"]]
     with pytest.raises(ValueError, match="given twice"):
-        ps.policy_entries(f"{files[0]},{files[0]}")
+        evaluation_preference_sweep.policy_entries(f"{files[0]},{files[0]}")
     with pytest.raises(ValueError, match="does not exist"):
-        ps.policy_entries(str(tmp_path / "nope.safetensors"))
+        evaluation_preference_sweep.policy_entries(str(tmp_path / "nope.safetensors"))
 
 
 def test_preference_variants_of_a_scenario(tmp_path):
@@ -265,32 +267,32 @@ def test_preference_variants_of_a_scenario(tmp_path):
                          "flows": [{"rtt_ms": 20.0, "controller": f"policy:{pol}", "preference": [0.2, 0.8, 0.0],
                                     "preference_changes": [{"at_s": 5.0, "preference": [1, 0, 0]}]},
                                    {"rtt_ms": 40.0, "start_s": 2.0, "controller": "cubic"}]})
-    v = ps.preference_scenario(sc, str(pol), (0.7, 0.3, 0.0))
+    v = evaluation_preference_sweep.preference_scenario(sc, str(pol), (0.7, 0.3, 0.0))
     assert v.name == "two@0.7,0.3,0.0"
     assert [(f.controller, f.preference, f.preference_changes) for f in v.flows] == [
         (f"policy:{pol}", (0.7, 0.3, 0.0), ())] * 2
     assert [(f.rtt_ms, f.start_s) for f in v.flows] == [(20.0, 0.0), (40.0, 2.0)]
-    b = ps.without_preferences(sc)
+    b = evaluation_preference_sweep.without_preferences(sc)
     assert b.name == "two" and [(f.preference, f.preference_changes) for f in b.flows] == [(None, ())] * 2
 
 
 def test_table_and_plots_from_records(tmp_path):
     recs = sweep_records("s0") + sweep_records("s1", baselines=False)
-    md = ps.table_markdown(recs)
+    md = evaluation_preference_sweep.table_markdown(recs)
     assert md.count("| controller |") == 3  # 9 links, three per table
     row = [ln for ln in md.splitlines() if ln.startswith("| s1 (0.9/0.1/0) |")][0]
     # mocc/12mbps, first table: thr 12 (0.5 + 0.45 * 0.9) = 10.86, q 1 + 36 = 37.0, loss 0.00
     assert row.split(" | ")[1:4] == ["10.86", "37.0", "0.00"]
     assert [ln.split(" |")[0] for ln in md.splitlines()[4:7]] == ["| bbr", "| cubic", "| copa"]
     meta = {"command": "test"}
-    out = ps.write_outputs(recs, str(tmp_path), meta)
+    out = evaluation_preference_sweep.write_outputs(recs, str(tmp_path), meta)
     names = sorted(os.path.relpath(f, tmp_path) for f in out["files"])
     assert names == sorted(["sweep.json", "bars.md", "table.md"]
                            + [f"plots/frontier_{ln}.{e}" for ln in ["all"] + [n.replace('/', '_') for n in SUITES["mocc"]]
                               for e in ("png", "pdf", "svg")])
     for f in out["files"]:
         assert os.path.getsize(f) > 0
-    back, meta2 = ps.load_sweep(str(tmp_path))
+    back, meta2 = evaluation_preference_sweep.load_sweep(str(tmp_path))
     assert meta2 == meta and len(back) == len(recs)
     assert bars.as_json(bars.check("mocc", back)) == json.load(open(tmp_path / "sweep.json"))["bars"]["verdicts"]
 
@@ -298,9 +300,9 @@ def test_table_and_plots_from_records(tmp_path):
 def test_load_sweep_rejects_other_files(tmp_path):
     (tmp_path / "r.json").write_text(json.dumps({"results": [{"scenario": "a", "controller": "b"}]}))
     with pytest.raises(ValueError, match=r"results\[0\] lacks scenario/controller/preference"):
-        ps.load_sweep(str(tmp_path / "r.json"))
+        evaluation_preference_sweep.load_sweep(str(tmp_path / "r.json"))
     with pytest.raises(ValueError, match="cannot read"):
-        ps.load_sweep(str(tmp_path / "nope.json"))
+        evaluation_preference_sweep.load_sweep(str(tmp_path / "nope.json"))
 
 
 # ----------------------------------------------------------------------------- end to end

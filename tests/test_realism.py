@@ -16,7 +16,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxcc import envs, metrics, scenarios, senders
+from jaxcc import envs, scenarios, senders
+from jaxcc.evaluation import metrics
 from jaxcc.envs import base
 from jaxcc.sim import core, links, realism, runner
 
@@ -103,19 +104,19 @@ def test_cross_traffic_schedule_and_results_field():
     """Cross traffic 0 → 4 Mbit/s at 10 s next to a fixed 5 Mbit/s flow on 10 Mbit/s: no
     overload (9 < 10), so nothing is dropped; the queue holds one packet's worth of delay; the
     results' cross_mbps is the mean carried, 4 · 10/20 = 2 Mbit/s, and the flow keeps 5."""
-    from jaxcc import evaluate
+    from jaxcc.evaluation import runs as evaluation_runs
 
     sc = _scenario({"bandwidth_mbps": 10, "buffer_bytes": BUF, "cross_traffic": [[0, 0], [10, 4]]},
                    [{"rtt_ms": 40, "controller": "fixed:5"}])
-    rep = evaluate.run_evaluation([sc], evaluate.controller_entries(None), progress=False, keep_series=False)
+    rep = evaluation_runs.run_evaluation([sc], evaluation_runs.controller_entries(None), progress=False, keep_series=False)
     rec = rep["results"][0]
     np.testing.assert_allclose(rec["cross_mbps"], 2.0, rtol=1e-3)
     # Goodput by ACK time: the first ACK comes one RTT + one MSS of serialisation in.
     np.testing.assert_allclose(rec["throughput_mbps"], 5.0 * (20.0 - RTT - SER) / 20.0, rtol=1e-3)
     assert rec["loss"] == 0.0
-    plain = evaluate.run_evaluation([_scenario({"bandwidth_mbps": 10, "buffer_bytes": BUF},
+    plain = evaluation_runs.run_evaluation([_scenario({"bandwidth_mbps": 10, "buffer_bytes": BUF},
                                                [{"rtt_ms": 40, "controller": "fixed:5"}])],
-                                    evaluate.controller_entries(None), progress=False, keep_series=False)
+                                    evaluation_runs.controller_entries(None), progress=False, keep_series=False)
     assert "cross_mbps" not in plain["results"][0]  # records without cross traffic are unchanged
 
 
@@ -362,15 +363,15 @@ def test_spec_rejects_bad_realism(field, value, msg):
 
 
 def test_spec_round_trip_and_randomness():
-    from jaxcc import evaluate
+    from jaxcc.evaluation import runs as evaluation_runs
 
     link = {"bandwidth_mbps": 10, "buffer_bytes": BUF, "loss": 0.0, "jitter_ms": 4.0, "ack_agg_ms": 8.0, "rtt_noise_ms": 1.0,
             "cross_traffic": [[0.0, 3.0], [5.0, 0.0]]}
     sc = _scenario(link, FLOW2)
     assert sc.to_dict()["link"] == link
     assert scenarios.parse_scenario(sc.to_dict()) == sc
-    assert evaluate._is_random(sc)  # per-tick draws: seeds matter
-    assert not evaluate._is_random(_scenario({"bandwidth_mbps": 10, "buffer_bytes": BUF, "ack_agg_ms": 8.0,
+    assert evaluation_runs._is_random(sc)  # per-tick draws: seeds matter
+    assert not evaluation_runs._is_random(_scenario({"bandwidth_mbps": 10, "buffer_bytes": BUF, "ack_agg_ms": 8.0,
                                               "cross_traffic": [[0, 3]]}, FLOW2))
 
 
@@ -436,7 +437,7 @@ def test_env_realism_p_each_and_validation():
 
 
 def test_configs_realism_on_in_the_defaults_off_in_the_papers_setup():
-    from jaxcc.configs_path import load_config
+    from jaxcc.training.configs import load_config
 
     for name in ("pareto_paper", "aurora_paper", "eagle_paper"):
         c = load_config(name)

@@ -16,10 +16,10 @@ import os
 import numpy as np
 import pytest
 
-from jaxcc import evaluate as ev
-from jaxcc import metrics, policyfile, scenarios, senders
+from jaxcc.evaluation import runs as evaluation_runs
+from jaxcc import policyfile, scenarios, senders
+from jaxcc.evaluation import metrics
 from jaxcc.senders import common
-from jaxcc.sim import controller as ctl
 from jaxcc.sim import runner
 
 MBPS = 125_000.0
@@ -48,7 +48,7 @@ def test_reclaim_after_departures_oracle_at_once_fixed_never():
     (0.09 s x the old share + 0.41 s x 50) / 0.5 s >= 0.95 of 50 (0.955 at 30 s): 0.5 s each time.
     fixed:12.5: the rest keep 37.5, 25, 12.5 Mbit/s = 75, 50, 25 % < 80 %: never."""
     dep = scenarios.get_scenario("pareto/depart4")
-    recs = ev.run_evaluation([dep], ev.controller_entries("oracle,fixed:12.5"), progress=False,
+    recs = evaluation_runs.run_evaluation([dep], evaluation_runs.controller_entries("oracle,fixed:12.5"), progress=False,
                              keep_series=False)["results"]
     by = {r["controller"]: r for r in recs}
     assert by["oracle"]["depart_at_s"] == [30.0, 40.0, 50.0] and by["oracle"]["reclaim_s"] == [0.5, 0.5, 0.5]
@@ -75,7 +75,7 @@ def test_time_to_share_after_a_step_and_from_a_start():
     assert metrics.time_to_share(tr_step, 10.0, frac=0.9, t_end=10.9) == math.inf  # only whole bins count
     assert metrics.time_to_share(tr_flat, 0.0) == 1.0
     assert metrics.time_to_share(tr_flat, 0.0, frac=0.95) == math.inf
-    rm = ev.recovery_metrics(tr_step, step)
+    rm = evaluation_runs.recovery_metrics(tr_step, step)
     assert rm["step_up_at_s"] == [10.0] and rm["step_ramp_s"] == [1.0] and rm["depart_at_s"] == []
 
 
@@ -88,7 +88,7 @@ def test_fair_share_of_two_constant_flows():
     (tr,) = _traces([sc])
     fr = metrics.fair_share_fractions(tr, metrics.jain_window(float(tr.time[-1])))
     assert fr == pytest.approx([0.4, 1.2], rel=1e-4)
-    assert ev.recovery_metrics(tr, sc)["min_fair_share"] == pytest.approx(0.4, rel=1e-4)
+    assert evaluation_runs.recovery_metrics(tr, sc)["min_fair_share"] == pytest.approx(0.4, rel=1e-4)
 
 
 def test_recovery_events_come_from_the_scenario():
@@ -97,7 +97,7 @@ def test_recovery_events_come_from_the_scenario():
                        sent=np.zeros((2400, 1)), acked=np.zeros((2400, 1)), lost=np.zeros((2400, 1)),
                        admitted=np.zeros((2400, 1)), owd=np.zeros((2400, 1)), qdelay=np.zeros(2400),
                        capacity=np.full(2400, 10 * MBPS))
-    rm = ev.recovery_metrics(tr, dyn)
+    rm = evaluation_runs.recovery_metrics(tr, dyn)
     assert rm["step_up_at_s"] == [5.0, 15.0, 25.0] and rm["step_ramp_s"] == [math.inf] * 3  # nothing ACKed
     assert rm["ramp_s"] == math.inf and rm["depart_at_s"] == [] and math.isnan(rm["min_fair_share"])
 
@@ -165,11 +165,9 @@ def test_start_rate_replaces_only_the_rate_of_every_feature_sets_start(tmp_path)
 def test_eagle_hold_keeps_the_start_rate_and_its_own_window(tmp_path):
     """Eagle's first decision ("hold", x1.0) on the start rate: the rate stays 2 Mbit/s (not the
     paper's 0.3) and the window is the one Eagle computes, as without the start rate."""
-    from jaxcc.sim.controller import INIT_RATE
     pol = _hold_policy(tmp_path, "eagle_v1")
     ctrl, cparam = senders.policy_controller(pol)
-    cp = cparam.copy()
-    cp[INIT_RATE] = 2.0 * MBPS
+    cp = cparam._replace(sender=cparam.sender._replace(init_rate=np.float32(2.0 * MBPS)))
     s_own, s_init = ctrl.init(cparam), ctrl.init(cp)
     assert float(s_init.own.rate[0]) == pytest.approx(2.0 * MBPS)
     assert float(s_own.own.rate[0]) == pytest.approx(0.3 * MBPS)
@@ -180,8 +178,6 @@ def test_runner_refuses_a_start_rate_for_a_baseline():
     sc = scenarios.get_scenario("robust/start1pct")  # its placeholder controller is bbr
     with pytest.raises(ValueError, match=r"flows\[0\]\.init_rate_mbps: only a learned sender \(policy:FILE\)"):
         runner.build_batches([runner.Item(sc, 0)], resolve=senders.resolve)
-    # the start-rate slot is its own: after the baselines' slots, before a policy's preference ones
-    assert 0 < ctl.INIT_RATE < ctl.PREFERENCE < ctl.PREFERENCE_CHANGES < ctl.CPARAM_DIM
 
 
 def _synthetic(goodput_mbps, dt=0.0125, cap_mbps=50.0):

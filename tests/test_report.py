@@ -556,7 +556,7 @@ def test_sim2real_compare_report_reproduces_the_shipped_comparison(tmp_path, cap
     shipped, (sim_json, emu_json) = split_comparison(tmp_path)
     out = tmp_path / "report"
     args = ["--compare", sim_json, emu_json, f"--out={out}", "--report"]
-    assert sim2real.main(args) == 0
+    assert sim2real.run_cli(["sim2real", *args]) == 0
     text, doc = parse(out / "report.html")
     check_common(text, doc, "python -m jaxcc.sim2real " + " ".join(args), out, hidden=[tmp_path])
     with open(sim_json, encoding="utf-8") as fh:
@@ -643,7 +643,7 @@ def test_sim2real_full_run_report(tmp_path, monkeypatch, capsys):
 
     monkeypatch.setattr(sim2real.subprocess, "run", fake_run)
     out = tmp_path / "s2r"
-    assert sim2real.main(["--controller=bbr", "--scenario=pareto/fixed50", f"--out={out}", "--report"]) == 0
+    assert sim2real.run_cli(["sim2real", "--controller=bbr", "--scenario=pareto/fixed50", f"--out={out}", "--report"]) == 0
     assert len(calls) == 2
     text, doc = parse(out / "report.html")
     assert str(tmp_path) not in text
@@ -658,9 +658,9 @@ def test_sim2real_full_run_report(tmp_path, monkeypatch, capsys):
 
 def test_sim2real_compare_report_needs_out(tmp_path, capsys):
     _, (sim_json, emu_json) = split_comparison(tmp_path)
-    assert sim2real.main(["--compare", sim_json, emu_json, "--report"]) == 2
+    assert sim2real.run_cli(["sim2real", "--compare", sim_json, emu_json, "--report"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err == "sim2real: --report with --compare needs --out=DIR (the folder for report.html)"
+    assert err == "error: --report with --compare needs --out=DIR (the folder for report.html)"
     assert not os.path.exists("report.html")
 
 
@@ -699,7 +699,7 @@ def test_emulate_report_wiring(tmp_path, monkeypatch, capsys):
     real_plots = results.make_plots
     monkeypatch.setattr(results, "make_plots", lambda recs, out: made.extend(real_plots(recs, out)) or list(made))
     args = ["--scenario=emu/fixed12", "--controller=bbr,fixed:5", f"--out={tmp_path}", "--report"]
-    assert emulate.main(args) == 0
+    assert emulate.run_cli(["emulate", *args]) == 0
     assert f"wrote {tmp_path / 'report.html'}" in capsys.readouterr().out
     with open(tmp_path / "results.json", encoding="utf-8") as fh:
         res = json.load(fh)

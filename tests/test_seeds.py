@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from jaxcc import seeds
+from jaxcc.evaluation import seeds as evaluation_seeds
 
 
 def _rec(scenario, controller, **kw):
@@ -22,7 +22,7 @@ def _run(util, q, reclaim):
 def test_median_records_by_hand():
     runs = [_run(0.80, 50.0, [1.0, None, 2.0]), _run(0.90, 40.0, [1.0, 1.0, None]),
             _run(0.86, 44.0, [3.0, 1.0, None]), _run(0.84, 60.0, [1.0, 2.0, 2.0])]
-    med = {(r["scenario"], r["controller"]): r for r in seeds.median_records(runs)}
+    med = {(r["scenario"], r["controller"]): r for r in evaluation_seeds.median_records(runs)}
     f = med[("pareto/fixed50", "P")]
     assert f["utilization"] == pytest.approx(0.85) and f["p95_qdelay_ms"] == pytest.approx(47.0)
     assert f["per_flow"] == [{"x": 1}]  # kept from the first run
@@ -33,7 +33,7 @@ def test_median_records_by_hand():
 def test_table_counts_seeds_and_judges_the_median(tmp_path):
     runs = [_run(0.80, 50.0, [1.0] * 3), _run(0.90, 40.0, [1.0] * 3), _run(0.86, 44.0, [1.0] * 3),
             _run(0.84, 60.0, [1.0] * 3)]
-    text, js = seeds.table(runs, ["s0", "s1", "s2", "s3"], "P", "pareto")
+    text, js = evaluation_seeds.table(runs, ["s0", "s1", "s2", "s3"], "P", "pareto")
     rows = {v["bar"]: v for v in js["median"]}
     assert rows["fixed50 util >= 0.85"]["met"] and rows["fixed50 util >= 0.85"]["value"] == "0.850"
     assert not rows["fixed50 p95 queueing <= 45 ms"]["met"]  # median 47.0 ms
@@ -41,7 +41,7 @@ def test_table_counts_seeds_and_judges_the_median(tmp_path):
     assert line.endswith("| 2 of 4 |")  # 0.90 and 0.86 meet it
     assert [s[0]["met"] for s in js["per_seed"]] == [False, True, True, False]
     with pytest.raises(ValueError, match="--controller: 'Q' is not in s0"):
-        seeds.table(runs, ["s0", "s1", "s2", "s3"], "Q", "pareto")
+        evaluation_seeds.table(runs, ["s0", "s1", "s2", "s3"], "Q", "pareto")
 
 
 def test_cli_reads_result_dirs_and_reports_bad_input(tmp_path):

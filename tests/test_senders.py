@@ -23,7 +23,7 @@ import pytest
 from jaxcc import parity_vectors, policyfile, senders
 from jaxcc.envs import mi as mi_lib
 from jaxcc.senders import common, eagle_v1
-from jaxcc.sim.controller import CPARAM_DIM
+from jaxcc.sim.controller import ControllerParams
 
 VECTORS = pathlib.Path(__file__).parent / "vectors"
 SETS = ("aurora_v1", "pareto_v1", "pareto_v2", "eagle_v1", "mocc_v1", "deepcc_v1")
@@ -131,9 +131,11 @@ def test_goal_conditioned_sets_refuse_a_policy_that_does_not_fit(name, field):
 def test_resolve_names_every_simulator_controller(tmp_path):
     for name in ("bbr", "cubic", "copa", "oracle"):
         ctrl, cp = senders.resolve(name)
-        assert ctrl.name == name and cp.shape == (CPARAM_DIM,) and not cp.any()
+        assert ctrl.name == name and jax.tree.all(jax.tree.map(np.array_equal, cp, ControllerParams.zeros()))
     ctrl, cp = senders.resolve("fixed:12.5")
-    assert ctrl.name == "fixed" and cp[0] == np.float32(12.5)
+    assert ctrl.name == "fixed" and cp.fixed.mbps == np.float32(12.5)
+    rest = cp._replace(fixed=cp.fixed._replace(mbps=np.zeros((), np.float32)))  # nothing else is set
+    assert jax.tree.all(jax.tree.map(np.array_equal, rest, ControllerParams.zeros()))
     with pytest.raises(ValueError, match="only in emulation"):
         senders.resolve("kernel:cubic")
     with pytest.raises(ValueError, match="does not exist"):
@@ -145,18 +147,19 @@ def test_policy_file_runs_every_feature_set_in_the_simulator(tmp_path):
     --random=SET`` writes them, in one evaluation: the wiring end to end (file → sender →
     runner → metrics), each flow sending with a finite delay.  What each sender decides is held
     to the C++ twin's parity vectors by the tests above."""
-    from jaxcc import evaluate, scenarios
+    from jaxcc import scenarios
+    from jaxcc.evaluation import runs as evaluation_runs
 
     paths = []
     for name in SETS:
         path = str(tmp_path / f"{name}.safetensors")
-        assert policyfile.main(["--random", name, "--seed", "3", "--out", path]) == 0
+        assert policyfile.run_cli(["policyfile", "--random", name, "--seed", "3", "--out", path]) == 0
         assert policyfile.load(path)[0]["features"]["name"] == name
         paths.append(path)
     sc = scenarios.parse_scenario({"name": "smoke", "duration_s": 3.0,
                                    "link": {"bandwidth_mbps": 12, "buffer_bytes": 150_000, "loss": 0.0},
                                    "flows": [{"rtt_ms": 40.0, "controller": "bbr"}]})
-    rep = evaluate.run_evaluation([sc], evaluate.controller_entries([f"policy:{p}" for p in paths]),
+    rep = evaluation_runs.run_evaluation([sc], evaluation_runs.controller_entries([f"policy:{p}" for p in paths]),
                                   progress=False, keep_series=False)
     got = {os.path.basename(r["controller"]).split(".")[0]: r for r in rep["results"]}
     assert sorted(got) == sorted(SETS)
@@ -173,7 +176,7 @@ _SENDERS = "import jaxcc.senders as s; [s.resolve(n) for n in ('bbr', 'cubic', '
 @pytest.mark.parametrize("code,allowed", [
     (_RUNNER, ("jaxcc.sim", "jaxcc.units")),
     (_SENDERS, ("jaxcc.sim", "jaxcc.units", "jaxcc.params", "jaxcc.envs", "jaxcc.senders", "jaxcc.policyfile",
-                "jaxcc.controllers", "jaxcc.baselines")),
+                "jaxcc.controllers", "jaxcc.baselines", "jaxcc.cli")),
 ])
 def test_layers_import_nothing_above_them(code, allowed):
     """The runner reaches no controller (its caller passes ``resolve``); the senders and every

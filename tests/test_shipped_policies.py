@@ -2,7 +2,7 @@
 
 A regression guard for the files themselves: replacing a shipped policy with a worse one (or
 changing the environment code it runs on, e.g. Eagle's BDP window) fails here.  Each check is
-a bar (jaxcc.bars) that the README reports as met, against the in-simulator baseline it names.
+a bar (jaxcc.evaluation.bars) that the README reports as met, against the in-simulator baseline it names.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import os
 
 import pytest
 
-from jaxcc import bars
-from jaxcc import evaluate as ev
+from jaxcc.evaluation import bars
+from jaxcc.evaluation import runs as ev
 from jaxcc import scenarios
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -65,7 +65,7 @@ def test_eagle_scores_what_its_readme_says():
         assert abs(r["throughput_mbps"] - thr) <= 0.05 and abs(r["p95_owd_ms"] - p95) <= 1.0, (name, r)
 
 
-# The robust bars for Eagle (``jaxcc.bars.eagle`` [4], [5]): the start at 1 % is met
+# The robust bars for Eagle (``jaxcc.evaluation.bars.eagle`` [4], [5]): the start at 1 % is met
 # (3.0 s); after the 5 -> 50 Mbit/s jump the policy holds ≈ 5 Mbit/s (no probing from a flat
 # state, checkpoints/eagle/README.md), on all four seeds.
 EAGLE_STEP_MISSED = pytest.mark.xfail(
@@ -85,7 +85,7 @@ def test_eagle_robust_bars(bar):
 
 
 # checkpoints/pareto/README.md: the shipped Pareto-Fair v2 (seed 0 of the default command) on every
-# Pareto bar (jaxcc.bars "pareto" and "pareto-links"), one evaluation for all of them.  The bars it
+# Pareto bar (jaxcc.evaluation.bars "pareto" and "pareto-links"), one evaluation for all of them.  The bars it
 # misses are strict expected failures naming the link and the number; when a retrained file meets
 # one, its mark must go.
 PARETO_SUITES = ("pareto", "pareto-fair", "robust", "pareto-links")
@@ -144,7 +144,7 @@ def test_aurora_keeps_the_lossy_link_full_where_cubic_does_not():
     assert by[("aurora/fig2", "cubic")]["utilization"] <= 0.5
 
 
-# The robust Aurora bars (``jaxcc.bars.aurora``): the start at 1 % and the 5 -> 50 Mbit/s step
+# The robust Aurora bars (``jaxcc.evaluation.bars.aurora``): the start at 1 % and the 5 -> 50 Mbit/s step
 # are met (2.5 s and 2.0 s); the loss on Fig. 2's 10-packet queue (0.07 BDP) is not (38.1 % vs
 # CUBIC's 1.00 %, on all four seeds; checkpoints/aurora/README.md, "Why Fig. 2 is still missed").
 AURORA_FIG2_BAR_MISSED = pytest.mark.xfail(
@@ -174,7 +174,7 @@ MOCC_PREFS = ((1.0, 0.0, 0.0), (0.5, 0.0, 0.5), (0.2, 0.2, 0.6))
 def test_mocc_scores_what_its_readme_says():
     import json
 
-    from jaxcc import preference_sweep as ps
+    from jaxcc.evaluation import preference_sweep as ps
 
     pol = os.path.join(REPO, "checkpoints", "mocc", "mocc.safetensors")
     with open(os.path.join(REPO, "checkpoints", "mocc", "eval_sim.json")) as f:
@@ -203,7 +203,7 @@ def test_deepcc_scores_what_its_tcr_results_say():
 
     import numpy as np
 
-    from jaxcc import tcr
+    from jaxcc.evaluation import tcr
 
     with open(os.path.join(REPO, "checkpoints", "deepcc", "tcr", "results.json")) as f:
         shipped = json.load(f)

@@ -262,7 +262,7 @@ def _compiled_run(mbps: float, ticks_per_rtt: int = links.DEFAULT_TICKS_PER_RTT)
     (batch,) = runner.build_batches([runner.Item(sc)], resolve=senders.resolve, ticks_per_rtt=ticks_per_rtt)
     run = jax.jit(jax.vmap(runner.make_run(batch.controllers, batch.num_ticks, batch.ring_len)))
     lowered = run.lower(jax.tree.map(jnp.asarray, batch.params), jnp.asarray(batch.ctrl_ids),
-                        jnp.asarray(batch.cparams))
+                        jax.tree.map(jnp.asarray, batch.cparams))
     cost = lowered.compile().cost_analysis()
     cost = cost[0] if isinstance(cost, (list, tuple)) else cost
     return {"ticks": batch.num_ticks, "ring": batch.ring_len, "program": lowered.as_text(),

@@ -22,6 +22,9 @@ import numpy as np
 import pytest
 import yaml
 
+from jaxcc.training import sweep as training_sweep
+from jaxcc.training import sweep_file
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ATOL, RTOL = 1e-5, 1e-4
 
@@ -44,7 +47,7 @@ def _train(*args, env=None, cwd=REPO, timeout=600):
 
 
 def _final_state(workdir):
-    from jaxcc import checkpointing
+    from jaxcc.training import checkpointing
 
     ck = os.path.join(workdir, "checkpoints")
     last = max(int(s) for s in os.listdir(ck) if s.isdigit())
@@ -58,7 +61,6 @@ def _leaves(tree):
 
 
 def _assert_member_equals_run(stacked, m, single, what):
-    from jaxcc import sweep
 
     a, b = _leaves(stacked), _leaves(single)
     assert set(a) == set(b), what
@@ -66,7 +68,7 @@ def _assert_member_equals_run(stacked, m, single, what):
     for k, y in b.items():
         if a[k].shape == y.shape == (1,):  # a zero-size leaf (checkpointing stores a 1-element stand-in)
             continue
-        shared = k.startswith("['counters']") and any(f"['{c}']" in k for c in sweep.SHARED_COUNTERS)
+        shared = k.startswith("['counters']") and any(f"['{c}']" in k for c in training_sweep.SHARED_COUNTERS)
         x = a[k] if shared else a[k][m]
         assert x.shape == y.shape and x.dtype == y.dtype, f"{what} {k}"
         if k.startswith(("['env']", "['buffer']")):
@@ -98,17 +100,16 @@ def _write(path, text):
 
 @pytest.fixture(scope="module")
 def pareto_cfg():
-    from jaxcc.configs_path import load_config, resolve_config_path
+    from jaxcc.training.configs import load_config, resolve_config_path
 
     return load_config(resolve_config_path("pareto_smoke"))
 
 
 def _err(tmp_path, text, cfg):
-    from jaxcc import sweep
 
     p = _write(tmp_path / "s.yaml", text)
-    with pytest.raises(sweep.SweepError) as e:
-        sweep.load_sweep(p, cfg, "pareto_smoke")
+    with pytest.raises(sweep_file.SweepError) as e:
+        sweep_file.load_sweep(p, cfg, "pareto_smoke")
     msg = str(e.value)
     assert "\n" not in msg and msg.startswith(p), msg
     return msg
@@ -137,38 +138,36 @@ def test_malformed_and_wrong_files_are_refused_in_one_line(tmp_path, pareto_cfg)
 
 
 def test_members_and_grid_expand(tmp_path, pareto_cfg):
-    from jaxcc import sweep
 
     p = _write(tmp_path / "g.yaml", "name: g\nmembers:\n  - {td3.lr_actor: 1e-4}\n  - {config.td3.lr_actor: 1.0e-3}\n"
                                     "parameters:\n  config.seed: {values: [3, 4]}\n")
-    s = sweep.load_sweep(p, pareto_cfg, "pareto_smoke")
+    s = sweep_file.load_sweep(p, pareto_cfg, "pareto_smoke")
     assert s.keys == ["td3.lr_actor", "seed"] and s.group == "pareto_smoke-g" and s.metric == "val_best"
     assert s.members == [{"td3.lr_actor": 1e-4, "seed": 3}, {"td3.lr_actor": 1e-4, "seed": 4},
                          {"td3.lr_actor": 1e-3, "seed": 3}, {"td3.lr_actor": 1e-3, "seed": 4}]
-    c = sweep.member_config(pareto_cfg, s, 3)
+    c = sweep_file.member_config(pareto_cfg, s, 3)
     assert (c.seed, c.td3.lr_actor, c.wandb.group) == (4, 1e-3, "pareto_smoke-g")
     assert pareto_cfg.seed == 0 and pareto_cfg.td3.lr_actor == 3e-4  # the base is untouched
 
 
 def test_uri_workdir_is_refused_in_one_line_without_a_local_directory(tmp_path, pareto_cfg, monkeypatch):
-    from jaxcc import sweep
 
     monkeypatch.chdir(tmp_path)
-    s = sweep.load_sweep(_write(tmp_path / "s.yaml", "members: [{seed: 0}, {seed: 1}]\n"), pareto_cfg, "pareto_smoke")
-    with pytest.raises(sweep.SweepError) as e:
-        sweep.run_sweep(pareto_cfg, s, "memory://sweeps/x", log=False, progress=False)
+    s = sweep_file.load_sweep(_write(tmp_path / "s.yaml", "members: [{seed: 0}, {seed: 1}]\n"), pareto_cfg, "pareto_smoke")
+    with pytest.raises(sweep_file.SweepError) as e:
+        training_sweep.run_sweep(pareto_cfg, s, "memory://sweeps/x", log=False, progress=False)
     assert "\n" not in str(e.value) and "--workdir=memory://sweeps/x: a sweep's workdir must be a local path" in str(e.value)
     assert not (tmp_path / "memory:").exists()
 
 
 def test_every_algorithm_declares_what_it_can_sweep():
-    from jaxcc import agents, sweep
-    from jaxcc.configs_path import load_config, resolve_config_path
+    from jaxcc import agents
+    from jaxcc.training.configs import load_config, resolve_config_path
 
     for algo in agents.list_algos():
-        table = sweep.sweepable(algo)
+        table = sweep_file.sweepable(algo)
         assert "seed" in table, algo
-    assert set(sweep.sweepable("aurora_ppo")) == {"seed", "ppo.lr", "ppo.clip_eps", "ppo.ent_coef", "ppo.vf_coef",
+    assert set(sweep_file.sweepable("aurora_ppo")) == {"seed", "ppo.lr", "ppo.clip_eps", "ppo.ent_coef", "ppo.vf_coef",
                                                     "ppo.gamma", "ppo.gae_lambda", "ppo.reward_scale"}
     # every declared leaf exists in the state with the shape of a scalar
     import jax
@@ -176,7 +175,7 @@ def test_every_algorithm_declares_what_it_can_sweep():
     for name in ("pareto_smoke", "aurora_smoke"):
         cfg = load_config(resolve_config_path(name))
         tmpl = agents.make_train(cfg).template(0)
-        for key, path in sweep.sweepable(str(cfg.algo)).items():
+        for key, path in sweep_file.sweepable(str(cfg.algo)).items():
             leaf = tmpl
             for p in path:
                 leaf = leaf[p]
@@ -320,8 +319,9 @@ def _first_values(spec: dict) -> dict:
 def test_wandb_sweep_file_is_well_formed():
     spec = yaml.safe_load(open(os.path.join(REPO, "launch", "sweep_pareto.yaml")))
     assert spec["method"] in ("grid", "random", "bayes") and spec["metric"]["name"] == "val_best"
-    from jaxcc import sweep, train
-    from jaxcc.configs_path import load_config, resolve_config_path
+    from jaxcc import train
+    from jaxcc.training import configs as training_configs
+    from jaxcc.training.configs import load_config, resolve_config_path
 
     cmd = _agent_command(os.path.join(REPO, "launch", "sweep_pareto.yaml"), _first_values(spec))
     # the interpreter is $JAXCC_PYTHON's (the agent's ${interpreter} is always PATH's `python`)
@@ -330,10 +330,10 @@ def test_wandb_sweep_file_is_well_formed():
                            timeout=30)
     assert shown.returncode == 0 and shown.stdout.split() == ["-m", "jaxcc.train", *cmd[5:]], shown
     cfg_name = train.config_arg(cmd)
-    keys = train.all_keys(load_config(resolve_config_path(cfg_name)))
+    keys = training_configs.all_keys(load_config(resolve_config_path(cfg_name)))
     assert train.unknown_override(cmd, keys) is None
     # every parameter it varies is a state leaf: the agent's runs share one compiled program
-    table = sweep.sweepable("pareto_td3")
+    table = sweep_file.sweepable("pareto_td3")
     assert all(k.removeprefix("config.") in table for k in spec["parameters"]), sorted(spec["parameters"])
 
 

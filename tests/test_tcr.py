@@ -1,4 +1,4 @@
-"""DeepCC's target completion ratio (``jaxcc.tcr``, ``jaxcc.metrics.tcr_met``, bar set ``deepcc``).
+"""DeepCC's target completion ratio (``jaxcc.tcr``, ``jaxcc.evaluation.metrics.tcr_met``, bar set ``deepcc``).
 
 Every expected value here is computed by hand from the link (capacities, buffer, window) or from
 the sampled targets and a fixed-rate sender's known steady state, never from the code under test.
@@ -12,7 +12,10 @@ import os
 import numpy as np
 import pytest
 
-from jaxcc import bars, metrics, scenarios, tcr
+from jaxcc import scenarios, tcr
+from jaxcc.evaluation import tcr as evaluation_tcr
+from jaxcc.evaluation import bars
+from jaxcc.evaluation import metrics
 from jaxcc.sim import links
 from jaxcc.sim.trace import SHIPPED_TRACES
 
@@ -38,12 +41,12 @@ def test_deepcc_cellular_is_the_papers_link():
     assert sc.link.buffer_bytes == 140 * 1500
     assert [f.rtt_ms for f in sc.flows] == [200.0] and sc.duration_s == 60.0 and sc.link.loss == 0.0
     # window: 10 tuning intervals of 4 x 200 ms = 8 s, to the end (60 s)
-    assert tcr.measurement_window(sc) == pytest.approx((8.0, 60.0))
+    assert evaluation_tcr.measurement_window(sc) == pytest.approx((8.0, 60.0))
     # mean capacity by hand from the trace lines: one 1500-byte opportunity per line; the 10-ms
     # bins align with 8 s and 60 s, so it is the lines stamped in [8000, 60000) ms
     ts = np.array([int(x) for x in open(sc.link.trace)])
     hand = np.count_nonzero((ts >= 8000) & (ts < 60000)) * 1500 / 52.0 / MBPS
-    r = tcr.link_ranges(sc, seed=0)
+    r = evaluation_tcr.link_ranges(sc, seed=0)
     assert r["mean_capacity_mbps"] == pytest.approx(hand, rel=1e-12)
     assert r["max_delay_ms"] == pytest.approx(140 * 1500 / (hand * MBPS) * 1e3, rel=1e-12)
     assert r["max_loss"] == 0.10
@@ -57,28 +60,28 @@ def test_target_ranges_on_a_hand_computed_link(tmp_path):
     # (4 x 1 s + 12 x 4 s) / 5 s = 10.4 Mbit/s; 130 kB at 10.4 Mbit/s = 100 ms.
     sc = scenarios.load_scenario(_spec(tmp_path, {"schedule": [[0, 4], [2, 12]], "buffer_bytes": 130_000},
                                        rtt_ms=25.0, duration=6.0))
-    r = tcr.link_ranges(sc, seed=0)
+    r = evaluation_tcr.link_ranges(sc, seed=0)
     assert r["window_s"] == pytest.approx([1.0, 6.0])
     assert r["mean_capacity_mbps"] == pytest.approx(10.4, rel=1e-12)
     assert r["max_throughput_mbps"] == pytest.approx(10.4, rel=1e-12)
     assert r["max_delay_ms"] == pytest.approx(100.0, rel=1e-12)
-    t = tcr.link_targets(sc.name, r, 4000, seed=7)
+    t = evaluation_tcr.link_targets(sc.name, r, 4000, seed=7)
     assert t.shape == (4000, 3)
     for col, hi in ((0, 10.4), (1, 100.0), (2, 0.10)):
         assert t[:, col].min() >= 0 and t[:, col].max() <= hi
         assert t[:, col].max() > 0.99 * hi and t[:, col].min() < 0.01 * hi  # spans the range
         assert t[:, col].mean() == pytest.approx(hi / 2, rel=0.05)  # uniform
     # fixed by the link and the seed alone: the same again, another seed or link name differs
-    assert np.array_equal(t, tcr.link_targets(sc.name, r, 4000, seed=7))
-    assert not np.allclose(t, tcr.link_targets(sc.name, r, 4000, seed=8))
-    assert not np.allclose(t, tcr.link_targets("other", r, 4000, seed=7))
+    assert np.array_equal(t, evaluation_tcr.link_targets(sc.name, r, 4000, seed=7))
+    assert not np.allclose(t, evaluation_tcr.link_targets(sc.name, r, 4000, seed=8))
+    assert not np.allclose(t, evaluation_tcr.link_targets("other", r, 4000, seed=7))
 
 
 def test_window_is_capped_at_half_the_run(tmp_path):
     # 100 ms RTT: 40 RTTs = 4 s > half of 6 s -> window 3-6 s, all at 12 Mbit/s
     sc = scenarios.load_scenario(_spec(tmp_path, {"schedule": [[0, 4], [2, 12]], "buffer_bytes": 150_000},
                                        rtt_ms=100.0, duration=6.0))
-    r = tcr.link_ranges(sc, seed=0)
+    r = evaluation_tcr.link_ranges(sc, seed=0)
     assert r["window_s"] == pytest.approx([3.0, 6.0])
     assert r["mean_capacity_mbps"] == pytest.approx(12.0, rel=1e-12)
     assert r["max_delay_ms"] == pytest.approx(100.0, rel=1e-12)  # 150 kB at 12 Mbit/s
@@ -88,9 +91,9 @@ def test_mean_capacity_of_a_looping_schedule_by_hand():
     a, b = 3.0, 7.0  # a on [0, 1), b on [1, 2), repeating every 2 s
     s = links.Schedule(np.array([0.0, 1.0]), np.array([a, b]), period=2.0)
     # [1.5, 4.5]: b x 0.5 + a x 1 + b x 1 + a x 0.5 = 1.5 (a + b) over 3 s
-    assert tcr.mean_capacity(s, (1.5, 4.5)) == pytest.approx((a + b) / 2)
-    assert tcr.mean_capacity(s, (0.0, 0.5)) == pytest.approx(a)
-    assert tcr.served_bytes(s, 5.0) == pytest.approx(2 * (a + b) + a)
+    assert evaluation_tcr.mean_capacity(s, (1.5, 4.5)) == pytest.approx((a + b) / 2)
+    assert evaluation_tcr.mean_capacity(s, (0.0, 0.5)) == pytest.approx(a)
+    assert evaluation_tcr.served_bytes(s, 5.0) == pytest.approx(2 * (a + b) + a)
 
 
 # ----------------------------------------------------------------------------- the met criterion
@@ -132,7 +135,7 @@ def test_fixed_rate_senders_end_to_end(tmp_path, capsys):
     assert link["mean_capacity_mbps"] == pytest.approx(10.0) and link["max_delay_ms"] == pytest.approx(80.0)
     targets = np.array(link["targets"])
     assert targets.shape == (60, 3)
-    assert np.array_equal(targets, tcr.link_targets("s", tcr.link_ranges(
+    assert np.array_equal(targets, evaluation_tcr.link_targets("s", evaluation_tcr.link_ranges(
         scenarios.load_scenario(spec), 3), 60, 3))  # the link's own targets
     rows = {r["controller"]: r for r in doc["tcr"]}
     assert list(rows) == ["fixed:5", "fixed:9", "fixed:11", "bbr"]
@@ -170,9 +173,9 @@ def test_tuned_policy_runs_one_lane_per_target_in_one_batch(tmp_path, monkeypatc
 
     pol = tmp_path / "dcc.safetensors"
     policyfile.save(pol, *policyfile.make_feature_policy("deepcc_v1", 0))
-    (e,) = tcr.controller_entries(f"policy:{pol}")
+    (e,) = evaluation_tcr.controller_entries(f"policy:{pol}")
     assert e.tuned and e.label == "dcc"
-    assert not tcr.controller_entries("bbr")[0].tuned
+    assert not evaluation_tcr.controller_entries("bbr")[0].tuned
 
     calls = []
     real = runner.run_batch
@@ -184,7 +187,7 @@ def test_tuned_policy_runs_one_lane_per_target_in_one_batch(tmp_path, monkeypatc
     monkeypatch.setattr(runner, "run_batch", spy)
     sc = scenarios.load_scenario(_spec(tmp_path, {"bandwidth_mbps": 4, "buffer_bytes": 60_000}, rtt_ms=40.0,
                                        duration=2.0))
-    rep = tcr.run_tcr([sc], [e], n_targets=5, seed=1, progress=False)
+    rep = evaluation_tcr.run_tcr([sc], [e], n_targets=5, seed=1, progress=False)
     assert calls == [5]
     (row,) = rep["tcr"]
     targets = np.array(rep["links"][0]["targets"])
@@ -284,7 +287,7 @@ def test_a_flows_own_objective_is_dropped_for_the_untuned_runs(tmp_path):
     p.write_text(json.dumps({"name": "pref", "duration_s": 2.0, "link": {"bandwidth_mbps": 4, "buffer_bytes": 60_000},
                              "flows": [{"rtt_ms": 40.0, "controller": "bbr", "preference": [1, 0, 0]}]}))
     sc = scenarios.load_scenario(str(p))
-    assert tcr.untuned(sc, "bbr").flows[0].preference is None
-    rep = tcr.run_tcr([sc], tcr.controller_entries("bbr,fixed:2"), n_targets=3, seed=0, progress=False)
+    assert evaluation_tcr.untuned(sc, "bbr").flows[0].preference is None
+    rep = evaluation_tcr.run_tcr([sc], evaluation_tcr.controller_entries("bbr,fixed:2"), n_targets=3, seed=0, progress=False)
     assert [r["controller"] for r in rep["tcr"]] == ["bbr", "fixed:2"]
     assert rep["tcr"][1]["measured"]["throughput_mbps"] == pytest.approx(2.0, rel=1e-4)

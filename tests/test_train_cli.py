@@ -9,6 +9,9 @@ import numpy as np
 import pytest
 
 from jaxcc import train
+from jaxcc.training import loop
+from jaxcc.training import configs as training_configs
+from jaxcc.training import runlog
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -31,23 +34,23 @@ def test_unknown_key_lists_valid_keys(tmp_path):
 
 
 def test_config_name_and_path_resolve():
-    p = train.resolve_config_path("pareto_staged")
+    p = training_configs.resolve_config_path("pareto_staged")
     assert p.endswith(os.path.join("configs", "pareto_staged.py"))
-    assert train.resolve_config_path(p) == p
-    assert "pareto_smoke" in train.list_configs()
+    assert training_configs.resolve_config_path(p) == p
+    assert "pareto_smoke" in training_configs.list_configs()
 
 
 def test_wandb_mode(monkeypatch, tmp_path):
     monkeypatch.delenv("WANDB_API_KEY", raising=False)
     monkeypatch.setenv("NETRC", str(tmp_path / "none"))
     monkeypatch.delenv("WANDB_MODE", raising=False)
-    assert train.resolve_wandb_mode("auto") == "offline"
-    assert train.resolve_wandb_mode("online") == "offline"  # no credentials: never wait on the network
-    assert train.resolve_wandb_mode("disabled") == "disabled"
+    assert runlog.resolve_wandb_mode("auto") == "offline"
+    assert runlog.resolve_wandb_mode("online") == "offline"  # no credentials: never wait on the network
+    assert runlog.resolve_wandb_mode("disabled") == "disabled"
     monkeypatch.setenv("WANDB_API_KEY", "x" * 40)
-    assert train.resolve_wandb_mode("auto") == "online"
+    assert runlog.resolve_wandb_mode("auto") == "online"
     monkeypatch.setenv("WANDB_MODE", "offline")
-    assert train.resolve_wandb_mode("auto") == "offline"
+    assert runlog.resolve_wandb_mode("auto") == "offline"
 
 
 def test_metric_rows_leave_out_optional_metrics_without_a_value():
@@ -55,10 +58,10 @@ def test_metric_rows_leave_out_optional_metrics_without_a_value():
     import math
 
     nan = float("nan")
-    row = train._row({"reward": np.array([1.0, 2.0]), "val_score": np.array([nan, nan]),
+    row = runlog.metrics_row({"reward": np.array([1.0, 2.0]), "val_score": np.array([nan, nan]),
                       "val_best": np.array([0.25, 0.25])})
     assert row == {"reward": 1.5, "val_best": 0.25}
-    row = train._row({"reward": np.array([nan, 1.0])}, i=0)  # only the optional ones are dropped
+    row = runlog.metrics_row({"reward": np.array([nan, 1.0])}, i=0)  # only the optional ones are dropped
     assert math.isnan(row["reward"])
 
 
@@ -101,7 +104,7 @@ def test_run_ends_with_policies_and_the_evaluate_command(tmp_path):
     for label in labels[:2]:  # the last stage exported nothing: not listed
         open(os.path.join(workdir, "stages", label + ".safetensors"), "wb").close()
     summary = {"workdir": workdir, "resumed": False, "final_update": 12, "wall_s": 89.4,
-               **train.stage_outputs(workdir, labels)}
+               **loop.stage_outputs(workdir, labels)}
     assert list(summary["stages"]) == labels and list(summary["policies"]) == labels[:2]
     text = train.next_steps(summary, "pareto_td3", "pareto_smoke")
     lines = text.splitlines()
@@ -134,15 +137,15 @@ def test_progress_bar_keeps_the_last_finite_return():
     """A chunk in which no episode ended (Pareto's Fair stage) shows the last finite return, never
     ``nan``; nothing before the first one."""
     nan = float("nan")
-    post, last = train.progress_postfix({"episode_return": nan, "reward": 0.5, "critic_loss": 2.0})
+    post, last = runlog.progress_postfix({"episode_return": nan, "reward": 0.5, "critic_loss": 2.0})
     assert post == {"rew": "0.5", "closs": "2"} and last is None
-    post, last = train.progress_postfix({"episode_return": -12.345, "reward": 1.0, "expert_share": 0.125}, last)
+    post, last = runlog.progress_postfix({"episode_return": -12.345, "reward": 1.0, "expert_share": 0.125}, last)
     assert post == {"ret": "-12.3", "rew": "1", "expert": "0.125"} and last == -12.345
-    post, last = train.progress_postfix({"episode_return": nan, "reward": 2.0}, last)  # NaN after a finite value
+    post, last = runlog.progress_postfix({"episode_return": nan, "reward": 2.0}, last)  # NaN after a finite value
     assert post == {"ret": "-12.3", "rew": "2"} and last == -12.345
-    post, last = train.progress_postfix({"reward": 3.0, "ep_count": 0.0}, last)  # no return in the row at all
+    post, last = runlog.progress_postfix({"reward": 3.0, "ep_count": 0.0}, last)  # no return in the row at all
     assert post == {"ret": "-12.3", "rew": "3"} and last == -12.345
-    post, last = train.progress_postfix({"episode_return": 7.0}, last)
+    post, last = runlog.progress_postfix({"episode_return": 7.0}, last)
     assert post == {"ret": "7"} and last == 7.0
 
 
@@ -151,10 +154,10 @@ def test_a_chunk_without_an_ended_episode_logs_no_return():
     import json
 
     z = np.zeros(2)
-    row = train._row({"reward": np.array([1.0, 3.0]), "ep_count": z, "ep_return_sum": z})
+    row = runlog.metrics_row({"reward": np.array([1.0, 3.0]), "ep_count": z, "ep_return_sum": z})
     assert row == {"reward": 2.0, "ep_count": 0.0}
     json.dumps(row, allow_nan=False)
-    row = train._row({"ep_count": np.array([1.0, 3.0]), "ep_return_sum": np.array([10.0, 30.0])})
+    row = runlog.metrics_row({"ep_count": np.array([1.0, 3.0]), "ep_return_sum": np.array([10.0, 30.0])})
     assert row == {"episode_return": 10.0, "ep_count": 4.0}
 
 
@@ -172,7 +175,7 @@ def test_a_finished_run_says_so_in_one_line_and_trains_nothing(tmp_path):
     same after a real training: the next test (full tier)."""
     import shutil
 
-    from jaxcc import checkpointing
+    from jaxcc.training import checkpointing
 
     wd = str(tmp_path / "run")
     ck = checkpointing.RunCheckpoints(wd)
@@ -238,7 +241,7 @@ def test_the_suggested_evaluate_command_runs_without_a_warning(tmp_path):
     shutil.copy(os.path.join(REPO, "checkpoints", "pareto", "pareto_fair.safetensors"),
                 os.path.join(wd, "stages", "Pareto-Fair.safetensors"))
     labels = ["Pareto-Bootstrap", "Pareto-Advance", "Pareto-Fair"]
-    summary = {"workdir": wd, "resumed": False, "final_update": 12, "wall_s": 1.0, **train.stage_outputs(wd, labels)}
+    summary = {"workdir": wd, "resumed": False, "final_update": 12, "wall_s": 1.0, **loop.stage_outputs(wd, labels)}
     cmd = shlex.split(train.next_steps(summary, "pareto_td3", "pareto_smoke").splitlines()[-1])
     assert cmd[:3] == ["python3", "-m", "jaxcc.evaluate"]
     # 15 s: pareto/shared8's last flow starts at 14 s (a shorter run refuses it)
@@ -274,9 +277,9 @@ def test_help_lists_the_configs_and_flags():
 def test_check_finite_names_the_first_bad_update_and_quantity():
     """The divergence guard (a whole training that hits a NaN: tests/test_train_resume.py, full tier)."""
     state = {"agent": {"w": np.ones(3, np.float32)}}
-    train.check_finite({"critic_loss": np.array([1.0, 2.0]), "params_finite": np.array([True, True])}, state, 10, "advance")
-    with pytest.raises(train.TrainingDiverged, match=r"non-finite critic_loss \(nan\) at update 11 \(stage advance\)"):
-        train.check_finite({"critic_loss": np.array([1.0, np.nan, np.inf])}, state, 10, "advance")
+    loop.check_finite({"critic_loss": np.array([1.0, 2.0]), "params_finite": np.array([True, True])}, state, 10, "advance")
+    with pytest.raises(loop.TrainingDiverged, match=r"non-finite critic_loss \(nan\) at update 11 \(stage advance\)"):
+        loop.check_finite({"critic_loss": np.array([1.0, np.nan, np.inf])}, state, 10, "advance")
     bad = {"agent": {"w": np.array([1.0, np.inf], np.float32), "b": np.zeros(2, np.float32)}}
-    with pytest.raises(train.TrainingDiverged, match=r"non-finite parameters \['w'\] at update 7 \(stage fair\)"):
-        train.check_finite({"loss": np.array([0.5]), "params_finite": np.array([False])}, bad, 7, "fair")
+    with pytest.raises(loop.TrainingDiverged, match=r"non-finite parameters \['w'\] at update 7 \(stage fair\)"):
+        loop.check_finite({"loss": np.array([0.5]), "params_finite": np.array([False])}, bad, 7, "fair")

@@ -11,7 +11,7 @@ import jax
 import numpy as np
 import pytest
 
-from jaxcc import checkpointing
+from jaxcc.training import checkpointing
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -103,7 +103,7 @@ def test_a_checkpoint_of_another_state_tree_is_one_line_naming_the_leaves(tmp_pa
     before orbax's many-line dump, naming the leaves only on each side."""
     import jax.numpy as jnp
 
-    from jaxcc import checkpointing
+    from jaxcc.training import checkpointing
 
     saved = {"agent": {"w": jnp.ones((2, 3))}, "counters": {"update": jnp.int32(4)}}
     checkpointing.save_stage(str(tmp_path / "s"), saved, {"stage": 0})

@@ -51,7 +51,7 @@ SPLIT_CONFIGS = ("aurora_smoke", "eagle_smoke", "pareto_smoke", "mocc_smoke", "d
 SPLIT_SCRIPT = r"""
 import json, re, sys, jax
 from jaxcc import agents, train
-from jaxcc.configs_path import load_config
+from jaxcc.training.configs import load_config
 
 # The result shapes of every all-reduce of a compiled HLO module, dims sorted (a gradient of a
 # [a, b] kernel may come out of XLA's dot as [b, a]).

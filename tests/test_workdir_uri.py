@@ -140,7 +140,8 @@ def _local_entries(root):
 
 @pytest.mark.full
 def test_gs_workdir_trains_resumes_and_stays_off_the_local_disk(tmp_path, gcs):
-    from jaxcc import checkpointing, policyfile
+    from jaxcc import policyfile
+    from jaxcc.training import checkpointing
 
     cwd = tmp_path / "cwd"
     cwd.mkdir()

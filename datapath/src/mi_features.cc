@@ -224,7 +224,7 @@ class ParetoV2Features : public ParetoFeatures {
 
 
 // Python twin: jaxcc/senders/eagle_v1.py, over jaxcc/envs/eagle.py `EagleEnv.observe`
-// (features) and `EagleEnv.apply_action` / `cwnd_for` (window), from the Eagle paper (INFOCOM 2020, /work/shared/seeds/003_1b0ba895724da0d2.txt),
+// (features) and `EagleEnv.apply_action` / `cwnd_for` (window), from the Eagle paper (INFOCOM 2020),
 // §III-B:
 //   "States": per step (3 RTTs, "Each time step lasts for three RTTs"), the last four stacked:
 //     0. delay flag: the flow has experienced delay (queuing delay >= delay_thresh_ms) before;
@@ -342,7 +342,7 @@ class EagleFeatures : public FeatureFn {
 
 // Python twin: jaxcc/senders/mocc_v1.py, over jaxcc/envs/mocc.py `MoccEnv.observe` (features)
 // and `MoccEnv.apply_action` (window): MOCC
-// (IWQoS 2021, /work/shared/seeds/002_d7dc697112d5ee48.txt) §IV-A state
+// (IWQoS 2021) §IV-A state
 // [Delay, ACK rate, sending rate, cwnd], normalised as the environment does:
 //   0. MI mean RTT / timeout, timeout = max(timeout_min_s, timeout_rtts x min RTT) (the min RTT
 //      when the MI had no sample);
@@ -449,8 +449,7 @@ class MoccFeatures : public FeatureFn {
 };
 
 // Python twin: jaxcc/senders/deepcc_v1.py, over jaxcc/envs/deepcc.py `DeepccEnv.observe` and
-// `action_to_rate`: DeepCC (IEEE/ACM ToN 2022,
-// /work/shared/seeds/004_056c79b7ea61caf6.txt) §IV-B state s_t and eq. 1 measurement m_t:
+// `action_to_rate`: DeepCC (IEEE/ACM ToN 2022) §IV-B state s_t and eq. 1 measurement m_t:
 //   0. s1 last action u in [0, 1] (the log-scale rate position, below);
 //   1. s2 EWMA RTT / min RTT (1 before any sample);
 //   2. s3 sending rate / throughput_max (the largest delivery rate so far, this MI included),

@@ -1,25 +1,27 @@
 // jaxcc-sender: paces a UDP flow with a learned policy, a fixed rate or a BBR-like controller.
 //
 // Three threads, none of which waits for another (Pareto §V-A):
-//   pacer     sends packets at the current rate/cwnd (atomics), records each send in a ring;
+//   pacer     sends packets at the current rate/cwnd (atomics), records each send in a ring
+//             (src/pacer.h);
 //   ACK       receives ACKs, runs loss detection, accumulates monitor-interval statistics,
-//             drives BBR per ACK;
+//             drives BBR per ACK (src/ack_thread.h);
 //   decision  at the end of every monitor interval computes features, runs the policy and
-//             publishes the new rate/cwnd, and writes the per-MI log.
+//             publishes the new rate/cwnd, and writes the per-MI log (src/decision_loop.h).
+// With --control-stdin a fourth thread reads goal changes for the decision thread. This file
+// parses the options, loads the policy, opens the socket, starts the threads with their
+// shared state and writes the summary.
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <poll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
-#include <cerrno>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -29,13 +31,14 @@
 #include <thread>
 #include <vector>
 
+#include "ack_thread.h"
 #include "args.h"
 #include "bbr.h"
 #include "clock.h"
+#include "decision_loop.h"
 #include "goal_tuning.h"
 #include "learner_link.h"
 #include "mi_features.h"
-#include "loss_detector.h"
 #include "monitor.h"
 #include "pacer.h"
 #include "policy.h"
@@ -178,237 +181,6 @@ struct Config {
   size_t record_queue = 8192;
   double learner_timeout_s = 5;
 };
-
-// A goal change received on the control input, waiting for the next decision.
-struct GoalControl {
-  std::mutex mu;
-  std::atomic<bool> pending{false};
-  std::vector<float> goal;  // guarded by mu (a preference/goal line)
-  bool is_target = false;   // guarded by mu: a target line (GoalTuner), `target` holds it
-  GoalTuner::Vec target{};
-  double received_s = 0;    // seconds since the start of sending (the --log clock)
-  int line = 0;             // control input line number (1-based)
-};
-
-// Reads control lines from fd 0 until stop or EOF; see --control-stdin. `why_not` is the reason
-// this sender cannot take a preference or goal ("" if it can), `why_not_target` a target.
-// Never blocks longer than 50 ms.
-void ControlThread(std::atomic<bool>* stop, GoalControl* gc, std::string why_not, std::string why_not_target,
-                   uint64_t t0) {
-  std::string buf;
-  char chunk[4096];
-  int line_no = 0;
-  constexpr size_t kMaxLine = 4096;
-  auto handle = [&](const std::string& line) {
-    ++line_no;
-    const ControlLine c = ParseControlLine(line);
-    if (c.kind == ControlLine::kNothing) return;
-    const bool is_target = c.kind == ControlLine::kTarget;
-    std::string err = c.kind == ControlLine::kError ? c.error : (is_target ? why_not_target : why_not);
-    if (!err.empty()) {
-      std::cerr << "jaxcc-sender: control line " << line_no << " ignored: " << err << "\n";
-      return;
-    }
-    const double t = (MonoNs() - t0) * 1e-9;
-    {
-      std::lock_guard<std::mutex> lk(gc->mu);
-      gc->is_target = is_target;
-      if (is_target) {
-        gc->target = c.target;
-      } else {
-        gc->goal.assign(c.preference.begin(), c.preference.end());
-      }
-      gc->received_s = t;
-      gc->line = line_no;
-      gc->pending.store(true);
-    }
-    const auto& v = is_target ? c.target : c.preference;
-    std::cerr << "jaxcc-sender: control line " << line_no << ": "
-              << (is_target ? "target " : c.kind == ControlLine::kGoal ? "goal " : "preference ") << v[0] << ","
-              << v[1] << "," << v[2] << " received at t=" << t << " s\n";
-  };
-  bool skipping = false;  // inside an over-long line, already reported: drop up to its newline
-  while (!stop->load()) {
-    pollfd pfd{0, POLLIN, 0};
-    const int r = poll(&pfd, 1, 50);
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) break;
-    if (r == 0) continue;
-    const ssize_t n = read(0, chunk, sizeof(chunk));
-    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-    if (n <= 0) break;  // EOF or error: no more changes, the run goes on
-    for (ssize_t i = 0; i < n; ++i) {
-      const char ch = chunk[i];
-      if (ch == '\n') {
-        if (!skipping) handle(buf);
-        skipping = false;
-        buf.clear();
-      } else if (!skipping) {
-        buf.push_back(ch);
-        if (buf.size() > kMaxLine) {
-          std::cerr << "jaxcc-sender: control line " << ++line_no << " ignored: longer than " << kMaxLine
-                    << " bytes\n";
-          skipping = true;
-          buf.clear();
-        }
-      }
-    }
-  }
-  if (!buf.empty() && !skipping && !stop->load()) handle(buf);  // a last line without a newline
-}
-
-// The shortest decimal that reads back as the same float (0.6f -> "0.6", not 0.600000024).
-std::string ShortFloat(float x) {
-  char buf[32];
-  for (int prec = 6; prec <= 9; ++prec) {
-    std::snprintf(buf, sizeof(buf), "%.*g", prec, static_cast<double>(x));
-    if (std::strtof(buf, nullptr) == x) break;
-  }
-  return buf;
-}
-
-std::string JoinGoal(const std::vector<float>& g) {
-  std::string s;
-  for (size_t i = 0; i < g.size(); ++i) s += (i ? ";" : "") + ShortFloat(g[i]);
-  return s;
-}
-
-nlohmann::json GoalJson(const std::vector<float>& g) {
-  nlohmann::json a = nlohmann::json::array();
-  for (float x : g) a.push_back(std::strtod(ShortFloat(x).c_str(), nullptr));
-  return a;
-}
-
-struct AckSide {
-  std::mutex mu;           // guards `mi`, `mi_start_ns` and `bbr_drives` (shared with the decision thread)
-  // The ACK thread publishes BBR's rate/cwnd only while set: always for --controller=bbr; for a
-  // policy with --learner --fallback=bbr while the learner is gone (BBR is fed all along).
-  bool bbr_drives = true;
-  MonitorStats mi;
-  uint64_t mi_start_ns = 0;  // CLOCK_MONOTONIC start of the MI being accumulated
-  std::atomic<double> min_rtt{0};
-  // Owned by the ACK thread until it is joined.
-  std::vector<float> rtt_ms, owd_ms;
-  uint64_t acked_pkts = 0, lost_pkts = 0, late_pkts = 0;
-  double late_bytes = 0;
-  ParseCounters parse;
-  uint64_t foreign_flow = 0;
-  uint64_t dup_acks = 0, late_acks = 0, unknown_acks = 0;
-  uint64_t outstanding_at_end = 0;
-};
-
-void AckThread(int fd, const Config& cfg, FlowShared* sh, AckSide* as, BbrController* bbr,
-               std::atomic<bool>* ack_stop) {
-  LossDetector det(static_cast<uint64_t>(cfg.min_timeout_ms * 1e6));
-  uint64_t registered = 0;
-  constexpr int kBatch = 64;
-  std::vector<uint8_t> bufs(kBatch * 2048);
-  std::vector<mmsghdr> msgs(kBatch);
-  std::vector<iovec> iovs(kBatch);
-  double delivered = 0;
-  auto sync = [&]() {
-    const uint64_t sc = sh->sent_count.load(std::memory_order_acquire);
-    for (; registered < sc; ++registered) {
-      const SendRecord& r = sh->ring[registered & sh->mask];
-      det.OnSent(registered, r.send_mono_ns, r.bytes);
-    }
-  };
-  while (!ack_stop->load(std::memory_order_relaxed)) {
-    pollfd pfd{fd, POLLIN, 0};
-    poll(&pfd, 1, 1);
-    for (int i = 0; i < kBatch; ++i) {
-      iovs[i].iov_base = bufs.data() + i * 2048;
-      iovs[i].iov_len = 2048;
-      std::memset(&msgs[i], 0, sizeof(mmsghdr));
-      msgs[i].msg_hdr.msg_iov = &iovs[i];
-      msgs[i].msg_hdr.msg_iovlen = 1;
-    }
-    const int n = recvmmsg(fd, msgs.data(), kBatch, MSG_DONTWAIT, nullptr);
-    const uint64_t now = MonoNs();
-    sync();
-    // One lock per batch (not per ACK): the decision thread only takes it to swap MIs.
-    std::unique_lock<std::mutex> lk(as->mu);
-    MonitorStats& mi = as->mi;
-    const double t_in_mi = now > as->mi_start_ns ? (now - as->mi_start_ns) * 1e-9 : 0.0;
-    for (int i = 0; i < n; ++i) {
-      AckPacket ack;
-      const uint8_t* b = bufs.data() + i * 2048;
-      // A datagram longer than the buffer is truncated; its length then fails ParseAck.
-      const size_t len = (msgs[i].msg_hdr.msg_flags & MSG_TRUNC) ? 0 : msgs[i].msg_len;
-      ParseResult pr = ParseAck(b, len, &ack);
-      as->parse.Add(pr);
-      if (pr != ParseResult::kOk) continue;
-      if (ack.flow_id != cfg.flow_id) {
-        ++as->foreign_flow;
-        continue;
-      }
-      if (ack.seq >= registered) {
-        // The pacer publishes sent_count just after sendmmsg returns; on loopback the ACK
-        // can win that race by a few microseconds. Wait briefly rather than drop it.
-        for (int k = 0; k < 1000 && ack.seq >= registered; ++k) {
-          std::this_thread::yield();
-          sync();
-        }
-      }
-      if (ack.seq < registered && registered - ack.seq > sh->mask) {  // record overwritten
-        ++as->unknown_acks;
-        continue;
-      }
-      const SendRecord rec = ack.seq < registered ? sh->ring[ack.seq & sh->mask] : SendRecord{};
-      const uint64_t rtt_ns = now > rec.send_mono_ns ? now - rec.send_mono_ns : 0;
-      det.OnAck(ack.seq, now, rtt_ns, [&](const LossDetector::Event& ev) {
-        if (ev.kind == LossDetector::Event::kAcked) {
-          const double rtt = rtt_ns * 1e-9;
-          delivered += ev.bytes;
-          mi.AddSample(ev.bytes, rtt, t_in_mi);  // mi.py mi_add_sample, per packet
-          ++as->acked_pkts;
-          sh->acked_bytes.fetch_add(ev.bytes, std::memory_order_relaxed);
-          sh->delivered_bytes.store(delivered, std::memory_order_release);
-          sh->delivered_time_ns.store(now, std::memory_order_relaxed);
-          as->rtt_ms.push_back(static_cast<float>(rtt * 1e3));
-          const double owd = (static_cast<double>(ack.recv_ts_ns) - static_cast<double>(ack.echo_send_ts_ns)) * 1e-6;
-          as->owd_ms.push_back(static_cast<float>(owd));
-          const double mr = as->min_rtt.load(std::memory_order_relaxed);
-          if (mr == 0 || rtt < mr) as->min_rtt.store(rtt, std::memory_order_relaxed);
-          if (bbr) {
-            RateSample rs;
-            rs.now_ns = now;
-            rs.rtt_s = rtt;
-            rs.delivered = delivered;
-            rs.prior_delivered = rec.delivered_at_send;
-            rs.prior_time_ns = rec.delivered_time_ns ? rec.delivered_time_ns : rec.send_mono_ns;
-            rs.send_ns = rec.send_mono_ns;
-            rs.inflight = sh->inflight();
-            bbr->OnAck(rs);
-          }
-        } else if (ev.kind == LossDetector::Event::kLost) {
-          mi.lost += ev.bytes;
-          ++as->lost_pkts;
-          sh->lost_bytes.fetch_add(ev.bytes, std::memory_order_relaxed);
-          if (bbr) bbr->OnLoss(ev.bytes, sh->inflight(), now);
-        } else {  // kLate: declared lost, then its ACK came (a stall or deep reordering)
-          ++as->late_pkts;
-          as->late_bytes += ev.bytes;
-        }
-      });
-    }
-    det.OnTimer(now, [&](const LossDetector::Event& ev) {
-      mi.lost += ev.bytes;
-      ++as->lost_pkts;
-      sh->lost_bytes.fetch_add(ev.bytes, std::memory_order_relaxed);
-      if (bbr) bbr->OnLoss(ev.bytes, sh->inflight(), now);
-    });
-    if (bbr && as->bbr_drives) {
-      sh->rate_bps.store(bbr->pacing_rate(), std::memory_order_relaxed);
-      sh->cwnd_bytes.store(bbr->cwnd(), std::memory_order_relaxed);
-    }
-    lk.unlock();
-  }
-  as->dup_acks = det.duplicate_acks();
-  as->late_acks = det.late_acks();
-  as->unknown_acks += det.unknown_acks();
-  as->outstanding_at_end = det.outstanding_packets();
-}
 
 std::vector<float> ParseGoal(const std::string& s) {
   std::vector<float> g;
@@ -560,6 +332,16 @@ int Main(int argc, char** argv) {
       cfg.mi_rtts = 1;
     }
   }
+  // The decision side (src/decision_loop.h) owns the policy from here on; the decision thread
+  // may swap in a newer one from the learner, so read it through loop.policy().
+  DecisionOptions dopt;
+  dopt.mi_rtts = cfg.mi_rtts;
+  dopt.min_mi_ms = cfg.min_mi_ms;
+  dopt.initial_mi_ms = cfg.initial_mi_ms;
+  dopt.goal = cfg.goal;
+  dopt.target_given = cfg.target_given;
+  dopt.target = cfg.target;
+  DecisionLoop loop(std::move(policy), std::move(features), dopt);
   std::ofstream log;
   if (!cfg.log_path.empty()) {
     log.open(cfg.log_path);
@@ -569,9 +351,7 @@ int Main(int argc, char** argv) {
     }
     // Every number round-trips (17 significant digits), so a run can be replayed exactly
     // through the Python sender (tests/test_pareto_v2_features.py).
-    log.precision(17);
-    log << "t_s,mi_s,rate_mbps,cwnd_bytes,sent_mbps,throughput_mbps,loss,rtt_mean_ms,rtt_min_ms,rtt_max_ms,"
-           "min_rtt_ms,action,decision_us,goal,weight_version\n";
+    WriteDecisionLogHeader(log);
   }
 
   int fd = socket(AF_INET, SOCK_DGRAM, 0);
@@ -612,43 +392,17 @@ int Main(int argc, char** argv) {
         bbr = std::make_unique<BbrController>(static_cast<double>(cfg.packet_size), rate0, cfg.flow_id + 1);
         as.bbr_drives = false;
       }
-      double cwnd0 = policy->action().type == ActionType::kCwndTable ? 10.0 * cfg.packet_size : 1e30;
-      double paper_rate = rate0;
-      features->SetRttGuess(cfg.rtt_hint_ms * 1e-3);
-      features->Start(&paper_rate, &cwnd0);
-      if (!cfg.init_mbps_given) rate0 = paper_rate;
-      sh->cwnd_bytes = cwnd0;
+      // The paper's start, then the first decision on the empty history (the environments act
+      // once at reset, before any feedback): the first packets already go at the policy's
+      // chosen rate/cwnd.
+      const FirstDecision first = loop.Start(rate0, cfg.init_mbps_given, cfg.packet_size, cfg.rtt_hint_ms * 1e-3);
+      rate0 = first.rate;
+      sh->cwnd_bytes = first.cwnd;
       break;
     }
   }
   sh->rate_bps = rate0;
-  // The first decision, on the empty history (the environments act once at reset, before
-  // any feedback): the first packets already go at the policy's chosen rate/cwnd.
-  std::vector<float> window;
-  double initial_action = std::nan("");
-  if (policy) {
-    const std::vector<float> empty = features->Empty();
-    for (int t = 0; t < policy->history(); ++t) window.insert(window.end(), empty.begin(), empty.end());
-    const PolicyOutput& out = policy->Apply(window.data(), cfg.goal.empty() ? nullptr : cfg.goal.data());
-    double r = rate0, c = sh->cwnd_bytes.load();
-    Decide(*policy, features.get(), out, RunningStats(), rate0, c, features->rtt_guess(), &r, &c);
-    sh->rate_bps = r;
-    sh->cwnd_bytes = c;
-    initial_action = out.index >= 0 ? out.index : (out.values.empty() ? 0.0 : out.values[0]);
-  }
-  const std::vector<float> initial_goal = cfg.goal;
-  // DeepCC online goal tuning (--target, control line `target`): the tuner, the interval's
-  // measurement sum (features 4..6, eq. 1's m, as DeepccFeatures computes them) and the flow's
-  // max delivery rate (DeepccFeatures' thr_max: the max over MIs of the MI's delivery rate).
-  std::unique_ptr<GoalTuner> tuner;
-  if (policy && cfg.target_given)
-    tuner = std::make_unique<GoalTuner>(cfg.target, GoalTuner::Vec{cfg.goal[0], cfg.goal[1], cfg.goal[2]});
-  const int tune_every = GoalTuner::IntervalDecisions(cfg.mi_rtts);
-  GoalTuner::Vec tune_acc{};
-  int tune_n = 0, tuning_steps = 0;
-  double thr_max = 0;
-  const bool keep_rtts = features && features->NeedsRttSamples();
-  as.mi.keep_rtts = keep_rtts;
+  as.mi.keep_rtts = loop.keep_rtts();
 
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
@@ -658,26 +412,29 @@ int Main(int argc, char** argv) {
   const uint64_t t0 = MonoNs();
   const uint64_t t_end = t0 + static_cast<uint64_t>(cfg.duration * 1e9);
   as.mi_start_ns = t0;
+  // The policy from the file (the decision thread may swap in the learner's once it runs).
+  const Policy* file_policy = loop.policy();
   // Online fine-tuning (--learner): the link's I/O thread connects, streams and validates.
   std::unique_ptr<LearnerLink> link;
-  if (!cfg.learner.empty() && !policy) {
+  if (!cfg.learner.empty() && !file_policy) {
     std::cerr << "jaxcc-sender: no policy in force (fell back to bbr): --learner ignored\n";
   } else if (!cfg.learner.empty()) {
     LinkOptions lo;
     lo.address = cfg.learner;
     lo.queue = cfg.record_queue;
     lo.timeout_s = cfg.learner_timeout_s;
-    lo.obs_dim = policy->obs_dim();
-    lo.running_spec = policy->spec_json();
+    lo.obs_dim = file_policy->obs_dim();
+    lo.running_spec = file_policy->spec_json();
     lo.t0_ns = t0;
-    lo.hello = {{"flow_id", cfg.flow_id}, {"feature_set", policy->feature_name()}, {"history", policy->history()},
-                {"obs_dim", policy->obs_dim()}, {"mi_rtts", policy->mi_rtts()},
+    lo.hello = {{"flow_id", cfg.flow_id}, {"feature_set", file_policy->feature_name()},
+                {"history", file_policy->history()}, {"obs_dim", file_policy->obs_dim()},
+                {"mi_rtts", file_policy->mi_rtts()},
                 {"policy_sha256", Sha256File(cfg.policy_path)}, {"fallback", cfg.fallback == "bbr" ? "bbr" : "keep"}};
     link = std::make_unique<LearnerLink>(lo);
     link->Start();
   }
   std::atomic<bool> ack_stop{false};
-  std::thread ack_thr(AckThread, fd, std::cref(cfg), sh.get(), &as, bbr.get(), &ack_stop);
+  std::thread ack_thr(AckThread, fd, cfg.flow_id, cfg.min_timeout_ms, sh.get(), &as, bbr.get(), &ack_stop);
 
   // Runtime goal changes (--control-stdin): read by their own thread, applied by the decision
   // thread at its next decision.
@@ -688,51 +445,41 @@ int Main(int argc, char** argv) {
     const std::string not_policy = "the controller is " + cfg.controller +
                                    (fallback_reason.empty() ? "" : " (fell back to bbr)") +
                                    ", not a policy with a preference input";
-    std::string why_not = policy ? PreferenceMismatch(*policy) : not_policy;
-    std::string why_not_target = policy ? TargetMismatch(*policy) : not_policy;
-    control_thr = std::thread(ControlThread, &control_stop, &gc, why_not, why_not_target, t0);
+    std::string why_not = file_policy ? PreferenceMismatch(*file_policy) : not_policy;
+    std::string why_not_target = file_policy ? TargetMismatch(*file_policy) : not_policy;
+    control_thr = std::thread(ReadControlInput, 0, &control_stop, &gc, why_not, why_not_target, t0, nullptr);
   }
-  nlohmann::json goal_changes = nlohmann::json::array();
 
-  // Decision thread.
+  // Decision thread: waits for the end of each MI, takes the MI's statistics from the ACK
+  // thread and hands them to the decision loop.
+  DecisionIo dio;
+  dio.flow = sh.get();
+  dio.min_rtt = &as.min_rtt;
+  if (bbr) {  // with --learner --fallback=bbr, BBR paces while the learner is gone
+    dio.ack_mu = &as.mu;
+    dio.bbr_drives = &as.bbr_drives;
+  }
+  dio.link = link.get();
+  dio.goal_control = &gc;
+  dio.log = log.is_open() ? &log : nullptr;
+  dio.t0_ns = t0;
+  loop.Attach(dio);
   std::atomic<bool> decision_stop{false};
-  uint64_t decisions = 0;
-  double decision_us_sum = 0, decision_us_max = 0;
-  // --learner: MI rows (the records' seq), the policy version in force, BBR fallback decisions,
-  // the largest wall time between two consecutive decisions and the MIs' total length.
-  uint64_t mi_rows = 0, weight_version = 0, fallback_decisions = 0;
-  double max_gap_s = 0, mi_sum_s = 0;
   std::thread dec_thr([&]() {
-    std::vector<double> rec(link ? proto::kRecordHead + policy->obs_dim() : 0);
-    bool in_fallback = false;
-    double saved_cwnd = 0;
-    uint64_t prev_decision_ns = 0;
-    // `window` holds the history padding (spec.features.empty) as in the environment's reset.
-    std::vector<float> feat(policy ? policy->obs_dim() : 0);
-    RunningStats run;
-    uint64_t mi_start;
     {
       std::lock_guard<std::mutex> lk(as.mu);
-      mi_start = as.mi_start_ns = MonoNs();
+      as.mi_start_ns = MonoNs();
+      loop.BeginInterval(as.mi_start_ns);
     }
-    uint64_t sent_prev = 0;
     while (!decision_stop.load()) {
-      // The MI is mi_rtts x min RTT (at least --min-mi-ms), fixed when it starts. Before the
-      // first RTT sample, look every millisecond: the MI ends mi_rtts x that first sample
-      // after its start, as the environments' first MI does, or after --initial-mi-ms.
-      bool known = false;
-      uint64_t due = 0;
+      // Before the first RTT sample, look every millisecond (the MI then ends mi_rtts x that
+      // sample after its start, as the environments' first MI does); then every 50 ms, so a
+      // stop request is seen in time.
       while (!decision_stop.load()) {
-        const double mr = as.min_rtt.load();
-        if (!known) {
-          known = mr > 0;
-          const double mi_s = std::max(known ? cfg.mi_rtts * mr : cfg.initial_mi_ms * 1e-3, cfg.min_mi_ms * 1e-3);
-          due = mi_start + static_cast<uint64_t>(mi_s * 1e9);
-        }
+        const uint64_t due = loop.IntervalEnd(as.min_rtt.load());
         const uint64_t t = MonoNs();
         if (t >= due) break;
-        // Sleep in slices so a stop request is seen within 50 ms.
-        SleepUntilMono(std::min(due, t + (known ? 50'000'000 : 1'000'000)));
+        SleepUntilMono(std::min(due, t + (loop.interval_end_fixed() ? 50'000'000 : 1'000'000)));
       }
       if (decision_stop.load()) break;
       const uint64_t now = MonoNs();
@@ -741,139 +488,10 @@ int Main(int argc, char** argv) {
         std::lock_guard<std::mutex> lk(as.mu);
         mi = std::move(as.mi);
         as.mi = MonitorStats();
-        as.mi.keep_rtts = keep_rtts;
+        as.mi.keep_rtts = loop.keep_rtts();
         as.mi_start_ns = now;
       }
-      const uint64_t sent_now = sh->sent_bytes.load();
-      mi.sent = static_cast<double>(sent_now - sent_prev);
-      sent_prev = sent_now;
-      mi.duration = (now - mi_start) * 1e-9;
-      mi.active = mi.duration;
-      run.Update(mi);
-      if (prev_decision_ns) max_gap_s = std::max(max_gap_s, (now - prev_decision_ns) * 1e-9);
-      prev_decision_ns = now;
-      mi_sum_s += mi.duration;
-      // Learner gone with --fallback=bbr: BBR (fed by the ACK thread all along) paces until a
-      // frame from the learner arrives; then the policy resumes from the rate in force.
-      if (link && bbr) {
-        const bool fb = link->gone();
-        if (fb != in_fallback) {
-          std::lock_guard<std::mutex> lk(as.mu);  // the ACK thread publishes BBR's outputs under it
-          as.bbr_drives = fb;
-          if (fb) {
-            saved_cwnd = sh->cwnd_bytes.load();
-          } else {
-            sh->cwnd_bytes.store(saved_cwnd);
-          }
-          in_fallback = fb;
-          std::cerr << "jaxcc-sender: " << (fb ? "learner gone: bbr paces" : "learner back: the policy resumes")
-                    << " from decision " << mi_rows << " (t=" << (now - t0) * 1e-9 << " s)\n";
-        }
-      }
-      const double rate = sh->rate_bps.load(), cwnd = sh->cwnd_bytes.load();
-      double action = std::nan("");
-      double dec_us = 0;
-      double new_rate = rate;
-      if (policy && gc.pending.load()) {  // a new goal from the control input: this decision uses it
-        std::lock_guard<std::mutex> lk(gc.mu);
-        gc.pending.store(false);
-        const double applied_s = (now - t0) * 1e-9;
-        nlohmann::json ch = {{"line", gc.line}, {"received_s", gc.received_s}, {"applied_s", applied_s},
-                             {"decision", decisions}};
-        if (gc.is_target) {  // tuning (re)starts from the goal in force; a running tuner keeps its history
-          if (tuner) {
-            tuner->set_target(gc.target);
-          } else {
-            tuner = std::make_unique<GoalTuner>(gc.target, GoalTuner::Vec{cfg.goal[0], cfg.goal[1], cfg.goal[2]});
-            tune_acc = {};
-            tune_n = 0;
-          }
-          const std::vector<float> tv(gc.target.begin(), gc.target.end());
-          ch["target"] = GoalJson(tv);
-          std::cerr << "jaxcc-sender: target " << JoinGoal(tv)
-                    << " applied at decision " << decisions << " (t=" << applied_s << " s)\n";
-        } else {  // a fixed goal: tuning stops
-          cfg.goal = gc.goal;
-          tuner.reset();
-          ch["goal"] = GoalJson(cfg.goal);
-          std::cerr << "jaxcc-sender: goal " << JoinGoal(cfg.goal) << " applied at decision " << decisions
-                    << " (t=" << applied_s << " s)\n";
-        }
-        goal_changes.push_back(ch);
-      }
-      if (policy) {
-        const uint64_t d0 = MonoNs();
-        if (link) {  // between two decisions: a validated newer policy from the learner
-          std::unique_ptr<Policy> np;
-          uint64_t v = 0;
-          if (link->TakeWeights(&np, &v, mi_rows, (now - t0) * 1e-9)) {
-            policy.swap(np);  // the old one is freed here, off the pacing and ACK paths
-            weight_version = v;
-            std::cerr << "jaxcc-sender: weights version " << v << " applied at decision " << mi_rows
-                      << " (t=" << (now - t0) * 1e-9 << " s)\n";
-          }
-        }
-        features->Compute(mi, run, feat.data());
-        thr_max = std::max(thr_max, mi.DeliveryRate());
-        if (tuner) {  // §IV-C: a tuning step every tune_every decisions on their mean measurement
-          for (int i = 0; i < GoalTuner::kDim; ++i) tune_acc[i] += feat[4 + i];
-          if (++tune_n >= tune_every) {
-            GoalTuner::Vec mean;
-            for (int i = 0; i < GoalTuner::kDim; ++i) mean[i] = tune_acc[i] / static_cast<float>(tune_n);
-            tuner->Step(mean, static_cast<float>(thr_max), static_cast<float>(run.KnownMinRtt(features->rtt_guess())));
-            cfg.goal.assign(tuner->goal().begin(), tuner->goal().end());
-            tune_acc = {};
-            tune_n = 0;
-            ++tuning_steps;
-          }
-        }
-        // Slide the window: drop the oldest step, append the newest (oldest first).
-        const int D = policy->obs_dim();
-        std::memmove(window.data(), window.data() + D, sizeof(float) * (window.size() - D));
-        std::memcpy(window.data() + window.size() - D, feat.data(), sizeof(float) * D);
-        if (in_fallback) {
-          ++fallback_decisions;  // features and window stay current; BBR sets the rate
-        } else {
-          const PolicyOutput& out = policy->Apply(window.data(), cfg.goal.empty() ? nullptr : cfg.goal.data());
-          double new_cwnd = cwnd;
-          // A window action without a paper pacing rule is paced at twice window/RTT so the
-          // window, not the pacer, limits the flow while bursts are still smoothed.
-          const double srtt = mi.RttMean() > 0 ? mi.RttMean() : std::max(as.min_rtt.load(), 1e-3);
-          Decide(*policy, features.get(), out, run, rate, cwnd, srtt, &new_rate, &new_cwnd);
-          sh->rate_bps.store(new_rate);
-          sh->cwnd_bytes.store(new_cwnd);
-          action = out.index >= 0 ? out.index : (out.values.empty() ? 0.0 : out.values[0]);
-        }
-        if (link) {  // the decision's record: a memcpy into the bounded queue, never the socket
-          rec[0] = static_cast<double>(mi_rows);
-          rec[1] = (now - t0) * 1e-9;
-          rec[2] = static_cast<double>(weight_version);
-          rec[3] = action;
-          rec[4] = rate;
-          rec[5] = in_fallback ? sh->rate_bps.load() : new_rate;
-          rec[6] = run.KnownMinRtt(0.0);
-          MonitorSums(mi, &rec[7]);
-          rec[23] = static_cast<double>(link->records_dropped());
-          for (int i = 0; i < D; ++i) rec[proto::kRecordHead + i] = feat[i];
-          link->PushRecord(rec.data());
-        }
-        dec_us = (MonoNs() - d0) * 1e-3;
-        if (!in_fallback) {
-          ++decisions;
-          decision_us_sum += dec_us;
-          decision_us_max = std::max(decision_us_max, dec_us);
-        }
-      }
-      if (log.is_open()) {
-        log << (now - t0) * 1e-9 << "," << mi.duration << "," << rate * 8 / 1e6 << "," << (cwnd >= 1e29 ? -1 : cwnd)
-            << "," << mi.SendRate() * 8 / 1e6 << "," << mi.DeliveryRate() * 8 / 1e6 << "," << mi.LossRate() << ","
-            << mi.RttMean() * 1e3 << "," << (mi.HasRtt() ? mi.rtt_min * 1e3 : 0.0) << "," << mi.rtt_max * 1e3 << ","
-            << as.min_rtt.load() * 1e3
-            << "," << action << "," << dec_us << "," << (policy ? JoinGoal(cfg.goal) : std::string()) << ","
-            << weight_version << "\n";
-      }
-      ++mi_rows;
-      mi_start = now;
+      loop.CloseInterval(std::move(mi), now);
     }
   });
 
@@ -893,9 +511,10 @@ int Main(int argc, char** argv) {
   auto online_extra = [&]() {
     rusage ru{};
     getrusage(RUSAGE_SELF, &ru);
-    return nlohmann::json{{"fallback_decisions", fallback_decisions}, {"max_decision_gap_s", max_gap_s},
-                          {"mi_mean_s", mi_rows ? mi_sum_s / mi_rows : 0.0}, {"max_rss_kb", ru.ru_maxrss},
-                          {"decisions", mi_rows}};
+    const DecisionCounters& dc = loop.counters();
+    return nlohmann::json{{"fallback_decisions", dc.fallback_decisions}, {"max_decision_gap_s", dc.max_gap_s},
+                          {"mi_mean_s", dc.mi_rows ? dc.mi_sum_s / dc.mi_rows : 0.0}, {"max_rss_kb", ru.ru_maxrss},
+                          {"decisions", dc.mi_rows}};
   };
   if (link) link->Stop(online_extra());
   control_stop = true;
@@ -967,29 +586,7 @@ int Main(int argc, char** argv) {
   // driver relate its own clock (e.g. when it wrote a control line) to the log.
   s["start_mono_s"] = t0 * 1e-9;
   if (!fallback_reason.empty()) s["fallback_reason"] = fallback_reason;
-  if (policy) {
-    s["policy"] = {{"file", cfg.policy_path}, {"algorithm", policy->algorithm()},
-                   {"features", policy->feature_name()}, {"mi_rtts", policy->mi_rtts()}};
-    s["decisions"] = decisions;
-    s["initial_action"] = initial_action;
-    s["decision_us_mean"] = decisions ? decision_us_sum / decisions : 0.0;
-    s["decision_us_max"] = decision_us_max;
-    if (policy->goal_dim() > 0) s["goal"] = GoalJson(initial_goal);
-    if (cfg.preference_given) s["preference"] = GoalJson(initial_goal);
-    if (cfg.control_stdin) s["goal_changes"] = goal_changes;
-    if (cfg.target_given || tuning_steps > 0) {
-      if (cfg.target_given)
-        s["target"] = {{"throughput_mbps", GoalJson({cfg.target[0]})[0]}, {"delay_ms", GoalJson({cfg.target[1]})[0]},
-                       {"loss", GoalJson({cfg.target[2]})[0]}};
-      s["tuning_steps"] = tuning_steps;
-      s["tuning_interval_decisions"] = tune_every;
-      s["goal_final"] = GoalJson(cfg.goal);
-      // The tuner's own judgement (src/goal_tuning.h): steps whose 4-RTT interval met the whole
-      // target, and the first one (0: never) -- "how many tuning intervals it took".
-      s["tuning_met_steps"] = tuner ? tuner->met_steps() : 0;
-      s["tuning_first_met_step"] = tuner ? tuner->first_met_step() : 0;
-    }
-  }
+  loop.AddSummary(&s, cfg.policy_path, cfg.preference_given, cfg.control_stdin);
   if (link) {
     nlohmann::json o = link->Counters();
     const nlohmann::json extra = online_extra();

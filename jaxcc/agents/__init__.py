@@ -12,7 +12,7 @@ What an agent module provides:
 
 Every agent keeps its actor in the training state as ``state["agent"]["actor"]``, ``{layer:
 {tensor: array}}`` named after the policy file's layers, so one function turns any agent's
-state into the file's tensors (``pipeline.actor_tensors``); ``jaxcc.export.export_state`` writes
+state into the file's tensors (``pipeline.actor_tensors``); ``jaxcc.training.export.export_state`` writes
 them with ``trainer.actor_spec`` and the stage's label: the one export path for every algorithm.
 """
 

@@ -9,7 +9,7 @@ export, evaluation and the benchmark are the shared commands::
     python -m jaxcc.evaluate --suite=aurora-bw,aurora-loss \
         --controller=cubic,policy:checkpoints/aurora/aurora.safetensors --out=runs/aurora  # §4.1 sweeps
 
-From the paper (seeds/001: §2.2, §3.1, §3.3, §5, Table 1) and its code (PCC-RL
+From the paper (Aurora, ICML 2019: §2.2, §3.1, §3.3, §5, Table 1) and its code (PCC-RL
 ``stable_solve.py``: stable-baselines PPO1 with its defaults):
 
 * policy and value: separate MLPs 32 → 16 with tanh (§3.1; ``net_arch=[{"pi": [32, 16],
@@ -60,7 +60,7 @@ ALPHA = 0.025  # §3.1 "we use α = 0.025"
 LABEL = "Aurora"
 LOG_2PI = math.log(2.0 * math.pi)
 # The hyperparameters that are leaves of ``state["hp"]`` (float32; read by the update, never baked
-# into the compiled program), so ``jaxcc.sweep`` can vmap runs that differ in them: config key ->
+# into the compiled program), so ``jaxcc.training.sweep`` can vmap runs that differ in them: config key ->
 # path in the training state.  Everything else in ``config.ppo`` sets a shape or the program's
 # structure (num_steps, num_minibatches, update_epochs, hidden, max_grad_norm, clip_value,
 # action_clip: also the exported head) and is not sweepable.

@@ -1,8 +1,7 @@
 """DeepCC: multi-objective DDPG (Hu et al., IEEE/ACM ToN 2022, §IV-A/B, §V "Training").
 
-Paper: ``/work/shared/seeds/004_056c79b7ea61caf6.txt``.  Read top to bottom: networks (flax)
-→ the policy-file spec of the actor (exported exactly) → replay → the critic target (eq. 7) and
-the two losses (eq. 5, 6) → exploration → ``make_train``::
+Read top to bottom: networks (plain parameter dicts, as every agent's) → the policy-file spec
+of the actor (exported exactly) → replay → the critic target (eq. 7) and the two losses (eq. 5, 6) → exploration → ``make_train``::
 
     python -m jaxcc.train --config=deepcc --config.wandb.mode=offline
 
@@ -70,7 +69,7 @@ critic, then the actor, then the soft target update) once the buffer holds
 where some link finished (``jaxcc.envs.base.MultiFlowEnv.step`` draws a new link for every lane
 on every step and selects; drawing 6000 Poisson slots per lane costs ~50× the step itself).
 
-Libraries: flax (linen) for the networks, optax (Adam, gradient clipping, ``incremental_update``
+Libraries: optax (Adam, gradient clipping, ``incremental_update``
 for the soft target update).  The replay is a plain ring of arrays (``jaxcc.agents.replay``,
 shared with MOCC): no jittable buffer is installed (flashbax is not).
 """
@@ -80,7 +79,6 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable
 
-import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -99,78 +97,95 @@ M_DIM = 3  # m¹..m³ (features 4..6)
 # ----------------------------------------------------------------------------- networks
 
 
-class Extract(nn.Module):
+# flax.linen's Dense/Conv default (LeCun normal kernels, zero biases): the initialisation these
+# networks were first written with, kept for their plain parameter dicts.
+_LECUN = jax.nn.initializers.lecun_normal()
+EXTRACT_LAYERS = ("s_conv",) + tuple(f"m_fc{i}" for i in (1, 2, 3)) + tuple(f"g_fc{i}" for i in (1, 2, 3))
+
+
+def _dense_init(key, n_in: int, n_out: int) -> dict:
+    return {"kernel": _LECUN(key, (n_in, n_out), jnp.float32), "bias": jnp.zeros((n_out,), jnp.float32)}
+
+
+def _dense(p: dict, x):
+    return x @ p["kernel"] + p["bias"]
+
+
+def _conv1d(p: dict, x):
+    """A VALID 1-D convolution over the window axis of ``x [..., T, C]`` (kernel ``[K, C, F]``)."""
+    lead = x.shape[:-2]
+    y = jax.lax.conv_general_dilated(x.reshape((-1,) + x.shape[-2:]), p["kernel"], (1,), "VALID",
+                                     dimension_numbers=("NWC", "WIO", "NWC"))
+    return (y + p["bias"]).reshape(lead + y.shape[-2:])
+
+
+def extract_init(key, goal_dim: int, conv_filters: int = 32, kernel: int = 3, branch: int = 64) -> dict:
+    """The three feature extractors' layers (``EXTRACT_LAYERS``, the policy file's names)."""
+    ks = jax.random.split(key, 7)
+    return {"s_conv": {"kernel": _LECUN(ks[0], (kernel, S_DIM, conv_filters), jnp.float32),
+                       "bias": jnp.zeros((conv_filters,), jnp.float32)},
+            "m_fc1": _dense_init(ks[1], M_DIM, branch), "m_fc2": _dense_init(ks[2], branch, branch),
+            "m_fc3": _dense_init(ks[3], branch, branch),
+            "g_fc1": _dense_init(ks[4], goal_dim, branch), "g_fc2": _dense_init(ks[5], branch, branch),
+            "g_fc3": _dense_init(ks[6], branch, branch)}
+
+
+def extract(p: dict, obs, goal):
     """The three feature extractors of §V: state history → Conv1D, measurement → 3 dense,
-    goal → 3 dense; returns their concatenation.  Layer names are the policy file's."""
-
-    conv_filters: int = 32
-    kernel: int = 3
-    branch: int = 64
-
-    @nn.compact
-    def __call__(self, obs, goal):
-        # obs [..., T, D]; goal [..., G]
-        s = obs[..., :, 0:S_DIM]
-        xs = nn.relu(nn.Conv(self.conv_filters, (self.kernel,), padding="VALID", name="s_conv")(s))
-        xs = xs.reshape(xs.shape[:-2] + (-1,))
-        xm = obs[..., -1, S_DIM:S_DIM + M_DIM]
-        for i in range(3):
-            xm = nn.relu(nn.Dense(self.branch, name=f"m_fc{i + 1}")(xm))
-        xg = goal
-        for i in range(3):
-            xg = nn.relu(nn.Dense(self.branch, name=f"g_fc{i + 1}")(xg))
-        return xs, xm, xg
+    goal → 3 dense; returns (xs, xm, xg).  ``obs [..., T, D]``, ``goal [..., G]``."""
+    xs = jax.nn.relu(_conv1d(p["s_conv"], obs[..., :, 0:S_DIM]))
+    xs = xs.reshape(xs.shape[:-2] + (-1,))
+    xm = obs[..., -1, S_DIM:S_DIM + M_DIM]
+    for i in (1, 2, 3):
+        xm = jax.nn.relu(_dense(p[f"m_fc{i}"], xm))
+    xg = goal
+    for i in (1, 2, 3):
+        xg = jax.nn.relu(_dense(p[f"g_fc{i}"], xg))
+    return xs, xm, xg
 
 
-class Actor(nn.Module):
-    """μ(s, m, g) → u ∈ [0, 1]; also returns the pre-tanh output z (the policy file's net output)."""
-
-    conv_filters: int = 32
-    kernel: int = 3
-    branch: int = 64
-    hidden: int = 64
-
-    @nn.compact
-    def __call__(self, obs, goal):
-        xs, xm, xg = Extract(self.conv_filters, self.kernel, self.branch, name="extract")(obs, goal)
-        x = jnp.concatenate([xs, xm, xg, goal], axis=-1)
-        x = nn.relu(nn.Dense(self.hidden, name="fc1")(x))
-        z = nn.Dense(1, name="out")(jnp.concatenate([x, goal], axis=-1))[..., 0]
-        return 0.5 * (jnp.tanh(z) + 1.0), z
+def _merged(history: int, conv_filters: int, kernel: int, branch: int) -> int:
+    """Width of the extractors' concatenation: the flattened convolution, m's and g's branches."""
+    return (history - kernel + 1) * conv_filters + branch + branch
 
 
-class Critic(nn.Module):
-    """Q(s, g, a): the actor's extractors, the action through three dense layers, merged with g,
-    one hidden layer with g again, linear output."""
-
-    conv_filters: int = 32
-    kernel: int = 3
-    branch: int = 64
-    hidden: int = 64
-
-    @nn.compact
-    def __call__(self, obs, goal, action):
-        xs, xm, xg = Extract(self.conv_filters, self.kernel, self.branch, name="extract")(obs, goal)
-        xa = action[..., None]
-        for i in range(3):
-            xa = nn.relu(nn.Dense(self.branch, name=f"a_fc{i + 1}")(xa))
-        x = jnp.concatenate([xs, xm, xg, xa, goal], axis=-1)
-        x = nn.relu(nn.Dense(self.hidden, name="fc1")(x))
-        return nn.Dense(1, name="q")(jnp.concatenate([x, goal], axis=-1))[..., 0]
+def init_actor(key, history: int, goal_dim: int, conv_filters: int = 32, kernel: int = 3, branch: int = 64,
+               hidden: int = 64) -> dict:
+    """μ's layers, named as in the policy file (``actor_spec``)."""
+    k_e, k_1, k_o = jax.random.split(key, 3)
+    m = _merged(history, conv_filters, kernel, branch)
+    return {**extract_init(k_e, goal_dim, conv_filters, kernel, branch),
+            "fc1": _dense_init(k_1, m + goal_dim, hidden), "out": _dense_init(k_o, hidden + goal_dim, 1)}
 
 
-def actor_layers(params: dict) -> dict:
-    """Flax actor params (``{"extract": {...}, "fc1": ..., "out": ...}``) → ``{layer: {tensor}}``
-    with the policy file's layer names (the extractors' layers are lifted to the top level)."""
-    p = dict(params)
-    inner = p.pop("extract")
-    return {**{k: dict(v) for k, v in inner.items()}, **{k: dict(v) for k, v in p.items()}}
+def actor_apply(layers: dict, obs, goal):
+    """μ(s, m, g) → (u ∈ [0, 1], the pre-tanh output z, the policy file's net output)."""
+    xs, xm, xg = extract(layers, obs, goal)
+    x = jax.nn.relu(_dense(layers["fc1"], jnp.concatenate([xs, xm, xg, goal], axis=-1)))
+    z = _dense(layers["out"], jnp.concatenate([x, goal], axis=-1))[..., 0]
+    return 0.5 * (jnp.tanh(z) + 1.0), z
 
 
-def flax_actor_params(layers: dict) -> dict:
-    """The inverse of ``actor_layers``."""
-    ext = ("s_conv",) + tuple(f"m_fc{i}" for i in (1, 2, 3)) + tuple(f"g_fc{i}" for i in (1, 2, 3))
-    return {"extract": {k: layers[k] for k in ext}, **{k: v for k, v in layers.items() if k not in ext}}
+def init_critic(key, history: int, goal_dim: int, conv_filters: int = 32, kernel: int = 3, branch: int = 64,
+                hidden: int = 64) -> dict:
+    """Q's layers: its own extractors, the action branch ``a_fc1..3``, ``fc1`` and ``q``."""
+    ks = jax.random.split(key, 6)
+    m = _merged(history, conv_filters, kernel, branch)
+    return {**extract_init(ks[0], goal_dim, conv_filters, kernel, branch),
+            "a_fc1": _dense_init(ks[1], 1, branch), "a_fc2": _dense_init(ks[2], branch, branch),
+            "a_fc3": _dense_init(ks[3], branch, branch),
+            "fc1": _dense_init(ks[4], m + branch + goal_dim, hidden), "q": _dense_init(ks[5], hidden + goal_dim, 1)}
+
+
+def critic_apply(params: dict, obs, goal, action):
+    """Q(s, g, a): the actor's extractors (its own weights), the action through three dense
+    layers, merged with g, one hidden layer with g again, linear output."""
+    xs, xm, xg = extract(params, obs, goal)
+    xa = action[..., None]
+    for i in (1, 2, 3):
+        xa = jax.nn.relu(_dense(params[f"a_fc{i}"], xa))
+    x = jax.nn.relu(_dense(params["fc1"], jnp.concatenate([xs, xm, xg, xa, goal], axis=-1)))
+    return _dense(params["q"], jnp.concatenate([x, goal], axis=-1))[..., 0]
 
 
 def actor_spec(history: int, obs_dim: int, goal_dim: int, *, features: dict, mi_rtts: float, conv_filters: int = 32,
@@ -341,13 +356,6 @@ def make_train(config, mesh=None) -> Trainer:
     feats = features_block(config, ep)
     arch = dict(conv_filters=int(c.conv_filters), kernel=int(c.kernel), branch=int(c.branch), hidden=int(c.hidden))
     spec = actor_spec(T, D, G, features=feats, mi_rtts=float(env.config.mi_rtts), **arch)
-    actor_net, critic_net = Actor(**arch), Critic(**arch)
-
-    def actor_apply(layers, obs, goal):
-        return actor_net.apply({"params": flax_actor_params(layers)}, obs, goal)
-
-    def critic_apply(params, obs, goal, u):
-        return critic_net.apply({"params": params}, obs, goal, u)
 
     clip = optax.clip_by_global_norm(float(c.max_grad_norm))
     tx_a = optax.chain(clip, optax.adam(float(c.actor_lr)))
@@ -367,11 +375,10 @@ def make_train(config, mesh=None) -> Trainer:
     def init(key):
         key = jnp.asarray(key)
         k_a, k_c, k_e, k_r = jax.random.split(key, 4)
-        o1, g1 = jnp.zeros((T, D)), jnp.zeros((G,))
-        actor = actor_layers(actor_net.init(k_a, o1, g1)["params"])
+        actor = init_actor(k_a, T, G, **arch)
         # the output bias starts the actor at u = init_u (below every training link's capacity)
         actor["out"]["bias"] = jnp.full_like(actor["out"]["bias"], jnp.arctanh(2.0 * float(c.init_u) - 1.0))
-        critic = critic_net.init(k_c, o1, g1, jnp.zeros(()))["params"]
+        critic = init_critic(k_c, T, G, **arch)
         obs, st = b_reset(jax.random.split(k_e, E))
         return pipeline.strong({
             "agent": {"actor": actor, "critic": critic, "actor_target": actor, "critic_target": critic,
@@ -507,7 +514,6 @@ def goal_probe(env, ep, actor_apply, actor, goals, key, n_links: int, policy=Non
     ``policy(state, obs, goal) -> u [1]`` replaces the actor (e.g. a fixed fraction of capacity).
     """
     goals = jnp.asarray(goals, jnp.float32)
-    n_g = goals.shape[0]
     keys = jax.random.split(key, n_links)
     steps = int(env.config.max_steps)
 

@@ -8,7 +8,7 @@ Training, export and evaluation are the shared commands::
     python -m jaxcc.evaluate --suite=eagle --controller=bbr,cubic,policy:checkpoints/eagle/eagle.safetensors \
         --out=runs/eagle   # §V: 10 Mbit/s, 100 ms at 1, 2, 4 BDP buffers and the Verizon LTE trace
 
-From the paper (seeds/003, §IV-B to §IV-D):
+From the paper (Eagle, INFOCOM 2020, §IV-B to §IV-D):
 
 * a 2-layer LSTM with 64 hidden units (§IV-B "Neural Network Model") over a state that is "a
   summary of the past four observation steps" (§IV-B "States"): the LSTMs run over the 4-step

@@ -1,6 +1,6 @@
 """MOCC: envelope multi-objective Q-learning over preferences (Ma et al., IWQoS 2021).
 
-Paper: ``seeds/002`` §IV-D (eq. 5–12) and Algorithm 2; the envelope operator is Yang, Sun and
+Paper: MOCC (IWQoS 2021) §IV-D (eq. 5–12) and Algorithm 2; the envelope operator is Yang, Sun and
 Narasimhan (NeurIPS 2019, the paper's [16]), whose algorithm §IV-D restates.  Read top to
 bottom: network (a policy-file spec, so export is exact) → replay → the envelope target and
 loss → acting → ``make_train``::

@@ -39,7 +39,7 @@ class Trainer:
 
 # ----------------------------------------------------------------------------- devices
 
-DATA_AXIS = "data"  # the 1-D device mesh's one axis (``jaxcc.train.make_mesh``)
+DATA_AXIS = "data"  # the 1-D device mesh's one axis (``jaxcc.training.mesh.make_mesh``)
 
 
 def mesh_size(mesh) -> int:
@@ -89,7 +89,7 @@ def make_mesh(devices=None):
 
 def state_shardings(state, mesh):
     """The lane subtrees (``LANE_KEYS``) split over 'data' on their leading axis; everything else
-    replicated (``jaxcc.sweep`` shifts these one axis right for its member axis).
+    replicated (``jaxcc.training.sweep`` shifts these one axis right for its member axis).
 
     Every leaf under a lane key must have one common lane count, a multiple of the device count:
     anything else is a one-line ``ValueError`` (a leaf replicated by accident would silently

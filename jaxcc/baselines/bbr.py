@@ -62,7 +62,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from jaxcc.sim.controller import Action, Controller, TickObs
+from jaxcc.sim.controller import Action, Controller, ControllerParams, TickObs
 from jaxcc.units import MSS
 
 
@@ -261,7 +261,7 @@ def _random_cycle_start(now, bw, seed):
     """bbr_reset_probe_bw_mode's first phase: CYCLE_LEN − 1 − rand(7), then advanced once.
 
     The "random" number hashes the time and the bandwidth estimate at which the flow enters
-    PROBE_BW (and ``cparam[0]`` as a seed), so runs are deterministic while flows that start at
+    PROBE_BW (and ``BBRParams.seed``), so runs are deterministic while flows that start at
     different times get different phases.
     """
     bits = (jax.lax.bitcast_convert_type(jnp.float32(now), jnp.uint32)
@@ -274,10 +274,10 @@ def _random_cycle_start(now, bw, seed):
 # ----------------------------------------------------------------------------- controller
 
 
-def bbr_init(cparam: jax.Array) -> BBRState:
+def bbr_init(cp: ControllerParams) -> BBRState:
     """bbr_init: STARTUP, initial window, and a pacing rate from a nominal 1 ms RTT.
 
-    ``cparam[0]`` seeds the random choice of the first PROBE_BW phase (0 by default).
+    ``cp.bbr.seed`` seeds the random choice of the first PROBE_BW phase (0 by default).
     """
     f = jnp.float32
     z = jnp.zeros((), jnp.float32)
@@ -311,7 +311,7 @@ def bbr_init(cparam: jax.Array) -> BBRState:
     )
 
 
-def bbr_act(s: BBRState, cparam: jax.Array) -> Action:
+def bbr_act(s: BBRState, cp: ControllerParams) -> Action:
     return Action(rate=bbr_rate(s), cwnd=bbr_cwnd(s))
 
 
@@ -321,7 +321,7 @@ def _save_cwnd(s: BBRState) -> jax.Array:
     return jnp.where(keep_max, jnp.maximum(s.prior_cwnd, s.cwnd), s.cwnd)
 
 
-def bbr_update(s: BBRState, obs: TickObs, cparam: jax.Array) -> BBRState:
+def bbr_update(s: BBRState, obs: TickObs, cp: ControllerParams) -> BBRState:
     """bbr_main for one tick of feedback: update the model, then set pacing rate and cwnd."""
     now = obs.now
     acked, lost = obs.acked, obs.lost
@@ -397,7 +397,7 @@ def bbr_update(s: BBRState, obs: TickObs, cparam: jax.Array) -> BBRState:
     mode = jnp.where((mode == STARTUP) & full_bw_reached, DRAIN, mode)
     bdp1 = _inflight(s._replace(min_rtt=min_rtt), bw, 1.0, mode, cycle_idx, s.pacing_rate)
     to_probe_bw = (mode == DRAIN) & (obs.inflight <= bdp1)
-    first_phase = _random_cycle_start(now, bw, cparam[0])
+    first_phase = _random_cycle_start(now, bw, cp.bbr.seed)
     mode = jnp.where(to_probe_bw, PROBE_BW, mode)
     cycle_idx = jnp.where(to_probe_bw, first_phase, cycle_idx)
     cycle_stamp = jnp.where(to_probe_bw, now, cycle_stamp)

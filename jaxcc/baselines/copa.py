@@ -111,7 +111,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from jaxcc.sim.controller import Action, Controller, TickObs
+from jaxcc.sim.controller import Action, Controller, ControllerParams, TickObs
 from jaxcc.sim.core import BIG
 from jaxcc.units import MSS
 
@@ -159,7 +159,7 @@ class CopaState(NamedTuple):
     ss_exit_time: jax.Array  # s: when slow start ended (-1 while in it; diagnostics)
 
 
-def copa_init(cparam: jax.Array) -> CopaState:
+def copa_init(cp: ControllerParams) -> CopaState:
     f = jnp.float32
     return CopaState(
         cwnd=f(INIT_CWND), srtt=f(0.0),
@@ -215,11 +215,11 @@ def copa_pacing_rate(s: CopaState) -> jax.Array:
     return jnp.where(have, PACING_GAIN * s.cwnd / jnp.maximum(s.rtt_standing, 1e-6), BIG)
 
 
-def copa_act(s: CopaState, cparam: jax.Array) -> Action:
+def copa_act(s: CopaState, cp: ControllerParams) -> Action:
     return Action(rate=copa_pacing_rate(s), cwnd=s.cwnd)
 
 
-def copa_update(s: CopaState, obs: TickObs, cparam: jax.Array) -> CopaState:
+def copa_update(s: CopaState, obs: TickObs, cp: ControllerParams) -> CopaState:
     now, acked, lost = obs.now, obs.acked, obs.lost
     rtt = obs.rtt_mean
     have = (acked > 0) & (rtt > 0)

@@ -11,7 +11,7 @@ event, centred on the window ``W_max`` where that event happened (RFC 9438 eq. 1
 RFC 8312's form.  Around it:
 
 * slow start (``cwnd += acked``) from 10 packets until the first loss sets ``ssthresh``.
-  Optionally (``cparam[0] = 1``; off for the plain ``cubic`` name) HyStart's delay detector
+  Optionally (``CubicParams.hystart = 1``; off for the plain ``cubic`` name) HyStart's delay detector
   (Linux ``hystart_update``, on by default in Linux) leaves slow start with ``ssthresh = cwnd``
   when the RTT of a round's first ACKs exceeds the minimum by ``clamp(min_rtt/8, 4 ms, 16 ms)``
   (the ACK-train detector needs per-packet ACK spacing and is left out).  It is off by default
@@ -49,7 +49,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxcc.baselines import recovery
-from jaxcc.sim.controller import Action, Controller, TickObs
+from jaxcc.sim.controller import Action, Controller, ControllerParams, TickObs
 from jaxcc.sim.core import BIG
 from jaxcc.units import MSS
 
@@ -115,7 +115,7 @@ def cubic_k(w_max: jax.Array, cwnd_epoch: jax.Array) -> jax.Array:
     return jnp.cbrt(jnp.maximum(w_max - cwnd_epoch, 0.0) / (C_CUBIC * MSS))
 
 
-def cubic_init(cparam: jax.Array) -> CubicState:
+def cubic_init(cp: ControllerParams) -> CubicState:
     f = jnp.float32
     return CubicState(
         cwnd=f(INIT_CWND), ssthresh=f(BIG), w_max=f(0.0), epoch_start=f(-1.0), k=f(0.0), origin=f(0.0),
@@ -130,11 +130,11 @@ def cubic_pacing_rate(s: CubicState) -> jax.Array:
     return jnp.where(s.srtt > 0, ratio * s.cwnd / jnp.maximum(s.srtt, 1e-6), BIG)
 
 
-def cubic_act(s: CubicState, cparam: jax.Array) -> Action:
+def cubic_act(s: CubicState, cp: ControllerParams) -> Action:
     return Action(rate=cubic_pacing_rate(s), cwnd=s.cwnd)
 
 
-def cubic_update(s: CubicState, obs: TickObs, cparam: jax.Array) -> CubicState:
+def cubic_update(s: CubicState, obs: TickObs, cp: ControllerParams) -> CubicState:
     now, acked, lost = obs.now, obs.acked, obs.lost
     got_ack = acked > 0
     rtt = obs.rtt_mean
@@ -158,7 +158,7 @@ def cubic_update(s: CubicState, obs: TickObs, cparam: jax.Array) -> CubicState:
     hs_rtt = jnp.where(sample_it, jnp.minimum(hs_rtt, rtt), hs_rtt)
     hs_n = hs_n + sample_it.astype(jnp.int32)
     thresh = jnp.clip(min_rtt / 8.0, HYSTART_DELAY_MIN_S, HYSTART_DELAY_MAX_S)
-    hystart_exit = ((cparam[0] > 0.5) & in_ss & (s.cwnd >= HYSTART_LOW_WINDOW) & (hs_n >= HYSTART_TICKS) & (min_rtt < NO_RTT)
+    hystart_exit = ((cp.cubic.hystart > 0.5) & in_ss & (s.cwnd >= HYSTART_LOW_WINDOW) & (hs_n >= HYSTART_TICKS) & (min_rtt < NO_RTT)
                     & (hs_rtt >= min_rtt + thresh))
     ssthresh_hs = jnp.where(hystart_exit, s.cwnd, s.ssthresh)
 

@@ -37,7 +37,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxcc.baselines import recovery
-from jaxcc.sim.controller import Action, Controller, TickObs
+from jaxcc.sim.controller import Action, Controller, ControllerParams, TickObs
 from jaxcc.sim.core import BIG
 from jaxcc.units import MSS
 
@@ -60,18 +60,18 @@ class RenoState(NamedTuple):
     loss_events: jax.Array  # int32: multiplicative decreases so far (tests/diagnostics)
 
 
-def reno_init(cparam: jax.Array) -> RenoState:
+def reno_init(cp: ControllerParams) -> RenoState:
     f = jnp.float32
     return RenoState(cwnd=f(INIT_CWND), ssthresh=f(BIG), in_recovery=jnp.bool_(False), recovery_left=f(0.0),
                      lost_acc=f(0.0), loss_events=jnp.int32(0))
 
 
-def reno_act(s: RenoState, cparam: jax.Array) -> Action:
+def reno_act(s: RenoState, cp: ControllerParams) -> Action:
     """Window-limited, unpaced (see the module docstring)."""
     return Action(rate=jnp.full_like(s.cwnd, BIG), cwnd=s.cwnd)
 
 
-def reno_update(s: RenoState, obs: TickObs, cparam: jax.Array) -> RenoState:
+def reno_update(s: RenoState, obs: TickObs, cp: ControllerParams) -> RenoState:
     acked, lost = obs.acked, obs.lost
 
     # --- recovery bookkeeping: one decrease per window of losses (RFC 6582) --------------

@@ -10,34 +10,34 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
-from jaxcc.sim.controller import Controller, TickObs, rate_only
+from jaxcc.sim.controller import Controller, ControllerParams, TickObs, rate_only
 from jaxcc.units import MBPS
 
 
-def _fixed_init(cparam):
+def _fixed_init(cp: ControllerParams):
     return jnp.zeros((), jnp.float32)
 
 
-def _fixed_act(state, cparam):
-    return rate_only(cparam[0] * MBPS)
+def _fixed_act(state, cp: ControllerParams):
+    return rate_only(cp.fixed.mbps * MBPS)
 
 
-def _fixed_update(state, obs: TickObs, cparam):
+def _fixed_update(state, obs: TickObs, cp: ControllerParams):
     return state
 
 
 FIXED = Controller("fixed", _fixed_init, _fixed_act, _fixed_update)
 
 
-def _oracle_init(cparam):
+def _oracle_init(cp: ControllerParams):
     return jnp.zeros((), jnp.float32)  # the share to send next tick (0 until the first tick ends)
 
 
-def _oracle_act(share, cparam):
+def _oracle_act(share, cp: ControllerParams):
     return rate_only(share)
 
 
-def _oracle_update(share, obs: TickObs, cparam):
+def _oracle_update(share, obs: TickObs, cp: ControllerParams):
     return obs.capacity / jnp.maximum(obs.n_active, 1).astype(obs.capacity.dtype)
 
 

@@ -7,7 +7,7 @@ Topology (one set per run; names carry a unique prefix so parallel runs never co
                                      nfq_delay, jaxcc.emulation.delay), then egress db: tbf
                                      bottleneck (rate + bytes)
 
-Why it is built this way (see ../shared/EMULATION.md for the measurements):
+Why it is built this way (see docs/emulation.md for the measurements):
 
 * The bottleneck sits in a *router* namespace. Shaping on the sender's own interface pushes
   back on its socket (EAGAIN) instead of dropping, which hides loss.

@@ -22,7 +22,7 @@ The record has the contract's fields (``jaxcc.emulation.results.make_record``,
 ``jain_window_s``), ``ankh`` (None, as ``make_record``; ``results.fill_ankh`` fills it across
 controllers) and ``per_flow``.  Because ns-3 sees every packet, the link's delays are exact
 percentiles over all data packets of all flows (the simulator's byte-weighted definition in
-``jaxcc.metrics.link_metrics``), not the flows' volume-weighted mean the netns harness uses.
+``jaxcc.evaluation.metrics.link_metrics``), not the flows' volume-weighted mean the netns harness uses.
 Definitions (``datapath/ns3/dumbbell.cc`` has the details):
 
 * throughput: bytes delivered to the receiving application during the flow's active time seen
@@ -34,7 +34,7 @@ Definitions (``datapath/ns3/dumbbell.cc`` has the details):
   propagation, the bottleneck queue and serialisation (1500*8/C at the bottleneck); queueing
   delay: the bottleneck queue's sojourn only (the simulator's ``qdelay``).
 * loss: (drop-tail drops + random losses) / data packets sent, retransmissions included.
-* Jain: ``jaxcc.metrics.jain_window`` (last 20 s) and ``jain_of_active``, each flow's goodput
+* Jain: ``jaxcc.evaluation.metrics.jain_window`` (last 20 s) and ``jain_of_active``, each flow's goodput
   there from its 0.5 s delivery bins.
 
 Known limits of ns-3.37, measured here by ``datapath/ns3/limits.sh`` (50 Mbit/s, 440 kB; means of
@@ -61,7 +61,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from jaxcc import metrics, units
+from jaxcc import units
+from jaxcc.evaluation import metrics
 from jaxcc.emulation.host import EmulationError
 from jaxcc.scenarios import REALISM_FIELDS, Scenario
 from jaxcc.units import PACKET_BYTES

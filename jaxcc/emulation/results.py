@@ -3,7 +3,7 @@
 A record (one per scenario x controller) has the simulator's fields (``jaxcc.evaluate``):
 throughput, utilization, p95 one-way and queueing delay, loss, Jain's index and Ankh's number,
 with per-flow detail and what only emulation has (idle RTT, the rate changes' lateness, the
-delay tool's health). Jain's index is ``jaxcc.metrics``'s one definition: over the last
+delay tool's health). Jain's index is ``jaxcc.evaluation.metrics``'s one definition: over the last
 ``metrics.JAIN_LAST_S`` (20) seconds of a multi-flow run, among the flows active for at least a
 quarter of that window, each flow's goodput there from its time series; 1.0 for a single flow.
 """
@@ -19,7 +19,7 @@ import re
 from pathlib import Path
 from typing import Any, Iterable
 
-from jaxcc import metrics
+from jaxcc.evaluation import metrics
 from jaxcc.emulation.spec import mean_capacity_mbps
 
 
@@ -100,7 +100,7 @@ def collect_flow(fl: Any) -> dict[str, Any]:
                 out[k] = v
         out["receiver_throughput_mbps"] = rcv.get("throughput_mbps")
         out["sender_summary"], out["receiver_summary"] = snd, rcv
-    # The simulator's definition (jaxcc.metrics): queueing delay = one-way delay minus the
+    # The simulator's definition (jaxcc.evaluation.metrics): queueing delay = one-way delay minus the
     # flow's one-way propagation delay (half its configured RTT). The datapath's own figure
     # (OWD minus the flow's *minimum* OWD) under-reads a flow that starts into a standing queue
     # (pareto/shared3, fixed:40: the third flow's minimum OWD is 109 ms, its figure 6 ms for
@@ -124,7 +124,7 @@ def owd_series(samples: Iterable[tuple[float, float]], bin_s: float = OWD_BIN_S,
     """Per-bin mean one-way delay of ``samples`` [(t_s, owd_ms), ...] (t from the flow's
     start): for each bin k that has samples, the point ((k+0.5)*bin_s, their mean), over the
     samples with k*bin_s <= t < (k+1)*bin_s; a bin without any is left out, not zero. The
-    point's t is the bin's centre, as the simulator's ``jaxcc.metrics.time_series`` places its
+    point's t is the bin's centre, as the simulator's ``jaxcc.evaluation.metrics.time_series`` places its
     bins (the figures draw both alike). More than ``max_points`` bins are merged in runs of
     neighbours (each merged point the sample-count-weighted mean, at the centre of the bins it
     merges)."""
@@ -316,7 +316,7 @@ def make_record(name: str, duration_s: float, controllers: list[str], flows: lis
             return sum(x for _, x in vals) / len(vals)
         return sum(v * x for v, x in vals) / w
 
-    # The link's loss is the simulator's (jaxcc.metrics.link_metrics): all flows' drops over
+    # The link's loss is the simulator's (jaxcc.evaluation.metrics.link_metrics): all flows' drops over
     # all flows' sent packets, i.e. per-flow loss weighted by packets sent. Weighting it by
     # delivered volume under-reads it where flows lose unequally (pareto/shared2, fixed:40:
     # flows at 60% and 13% loss gave 28.4% against 37.2% pooled). Without every flow's sent
@@ -342,7 +342,7 @@ def make_record(name: str, duration_s: float, controllers: list[str], flows: lis
 
 
 def fill_ankh(records: list[dict[str, Any]]) -> None:
-    """Ankh's number (jaxcc.metrics.ankh, Pareto eq. 10) for records of ONE scenario: its
+    """Ankh's number (jaxcc.evaluation.metrics.ankh, Pareto eq. 10) for records of ONE scenario: its
     delay term is relative to the largest p95 one-way delay among the schemes compared."""
     d = [r["p95_owd_ms"] for r in records if r.get("p95_owd_ms") is not None]
     d_max = max(d) if d else 0.0
@@ -363,7 +363,7 @@ def write_results(out: Path, records: list[dict[str, Any]], meta: dict[str, Any]
 
 
 RESULTS_META = {"jain": f"over the last {metrics.JAIN_LAST_S:g} s of multi-flow scenarios "
-                        "(jaxcc.metrics.jain_window), each flow's goodput there"}
+                        "(jaxcc.evaluation.metrics.jain_window), each flow's goodput there"}
 
 
 def make_plots(records: list[dict[str, Any]], out_dir: Path) -> list[str]:

@@ -36,14 +36,13 @@ Definitions (rows j = 0, 1, ... of the log; x_j the signal in row j):
 """
 from __future__ import annotations
 
-import argparse
 import csv
 import json
 import math
 import statistics
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 SIGNALS = {"cwnd": "cwnd_bytes", "rate": "rate_mbps", "throughput": "throughput_mbps", "rtt": "rtt_mean_ms"}
 BAND = 0.1
@@ -160,30 +159,52 @@ def summary_line(res: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m jaxcc.emulation.settle", description=__doc__.split("\n")[0])
-    ap.add_argument("flow_dir", help="a jaxcc.emulate flow folder (sender.csv, sender.json)")
-    ap.add_argument("--signal", default="auto", help=f"auto or one of {sorted(SIGNALS)}")
-    ap.add_argument("--band", type=float, default=BAND, help="relative half-width of the band (0.1: +-10%%)")
-    ap.add_argument("--tail-s", type=float, default=TAIL_S, help="seconds at a segment's end that set its level")
-    ap.add_argument("--smooth", type=int, default=1, help="trailing mean over this many decisions (1: none)")
-    ap.add_argument("--window-s", type=float, default=None,
-                    help="only the first WINDOW_S seconds after each change (default: up to the next change)")
-    a = ap.parse_args(argv)
-    if not (0 < a.band < 1) or not (a.tail_s > 0 and math.isfinite(a.tail_s)) or a.smooth < 1 or \
-            (a.window_s is not None and not (a.window_s > 0 and math.isfinite(a.window_s))):
-        print("settle: --band must be in (0, 1), --tail-s and --window-s > 0 and --smooth >= 1", file=sys.stderr)
-        return 2
+def define_flags(fv):
+    """The command's flags on ``fv`` (each also under its dashed name: ``--tail-s``)."""
+    from absl import flags
+
+    from jaxcc.cli import dashed_aliases
+
+    flags.DEFINE_string("signal", "auto", f"auto or one of {sorted(SIGNALS)}", flag_values=fv)
+    flags.DEFINE_float("band", BAND, "relative half-width of the band (0.1: +-10%), in (0, 1)", flag_values=fv)
+    flags.DEFINE_float("tail_s", TAIL_S, "seconds at a segment's end that set its level (> 0)", flag_values=fv)
+    flags.DEFINE_integer("smooth", 1, "trailing mean over this many decisions (1: none)", flag_values=fv)
+    flags.DEFINE_float("window_s", None, "only the first WINDOW_S seconds after each change (default: up to the "
+                       "next change)", flag_values=fv)
+    return dashed_aliases(fv)
+
+
+def main(fv, argv: Sequence[str] = (), positional: Sequence[str] = ()) -> int:
+    """Analyse the flow folder ``positional[0]`` with parsed flags ``fv`` (``define_flags``): the
+    result as JSON on stdout, its summary line on stderr."""
+    (flow_dir,) = positional
+    if not 0 < fv.band < 1:
+        raise ValueError(f"--band={fv.band}: must be in (0, 1)")
+    if not (fv.tail_s > 0 and math.isfinite(fv.tail_s)):
+        raise ValueError(f"--tail-s={fv.tail_s}: must be > 0")
+    if fv.smooth < 1:
+        raise ValueError(f"--smooth={fv.smooth}: must be >= 1")
+    if fv.window_s is not None and not (fv.window_s > 0 and math.isfinite(fv.window_s)):
+        raise ValueError(f"--window-s={fv.window_s}: must be > 0")
     try:
-        res = analyse_run_dir(a.flow_dir, signal=a.signal, band=a.band, tail_s=a.tail_s, smooth=a.smooth,
-                              window_s=a.window_s)
-    except (OSError, ValueError, KeyError) as e:
-        print(f"settle: {e}", file=sys.stderr)
-        return 2
+        res = analyse_run_dir(flow_dir, signal=fv.signal, band=fv.band, tail_s=fv.tail_s, smooth=fv.smooth,
+                              window_s=fv.window_s)
+    except OSError as e:
+        raise ValueError(f"{flow_dir}: cannot read {e.filename or 'the flow folder'} ({e.strerror or e})") from e
+    except KeyError as e:
+        raise ValueError(f"{flow_dir}: missing field {e.args[0]!r}" if e.args else f"{flow_dir}: {e}") from e
     print(json.dumps(res, indent=1))
     print(summary_line(res), file=sys.stderr)
     return 0
 
 
+def run_cli(argv: Sequence[str]) -> int:
+    """Parse ``argv`` (program name first: FLOW_DIR and flags in any order) into fresh flags and
+    run; errors print one line, exit 2."""
+    from jaxcc.cli import run_absl_cli
+
+    return run_absl_cli(argv, __doc__, define_flags, main, "--smooth=5", uses_jax=False, positional=("FLOW_DIR",))
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_cli(sys.argv))

@@ -1,6 +1,6 @@
 """Aurora (Jay et al., ICML 2019): a PPO rate controller over a history of MI statistics.
 
-Paper: /work/shared/seeds/001_ba2ea6f4db356dce.txt.  Reference gym: github.com/PCCproject/PCC-RL
+Paper: Aurora: A Deep Reinforcement Learning Perspective on Internet Congestion Control (Jay et al., ICML 2019).  Reference gym: github.com/PCCproject/PCC-RL
 (``network_sim.py``), whose units this module follows.
 
 * Observation (§2 "States are bounded histories of network statistics", §3.3 history length):

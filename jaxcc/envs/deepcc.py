@@ -1,6 +1,6 @@
 """DeepCC (IEEE/ACM ToN 2022): goal-conditioned multi-objective rate control.
 
-Paper: /work/shared/seeds/004_056c79b7ea61caf6.txt, §IV-A (measurement eq. 1, goal eq. 2,
+Paper: DeepCC: Bridging the Gap Between Congestion Control and Applications via Multiobjective Optimization (Hu et al., IEEE/ACM ToN 2022), §IV-A (measurement eq. 1, goal eq. 2,
 reward eq. 3), §IV-B (state, action), §V (implementation: decision interval ½ min RTT,
 16 past states, 60 s episodes, Wi-Fi-like Poisson training link).
 

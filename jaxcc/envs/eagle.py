@@ -1,6 +1,6 @@
 """Eagle (INFOCOM 2020): discrete rate control learned with the cross-entropy method.
 
-Paper: /work/shared/seeds/003_1b0ba895724da0d2.txt, §III-B ("Eagle": actions, states, reward
+Paper: Eagle: Refining Congestion Control by Learning from the Experts (Emara et al., INFOCOM 2020), §III-B ("Eagle": actions, states, reward
 eq. 7, Algorithm 1, eq. 8) and §IV-D (training environment).
 
 * Actions (§III-B "Actions"), index → rate multiplier:

@@ -1,6 +1,6 @@
 """Pareto (TNSE 2022): TD3 + LSTM rate control with phase rewards and staged training.
 
-Paper: /work/shared/seeds/000_cf449386ba6f7c1a.txt, §III ("Formulating congestion control as an
+Paper: Pareto: Fair Congestion Control With Online Reinforcement Learning (IEEE TNSE 2022), §III ("Formulating congestion control as an
 RL task"), Algorithm 1 (reward), §IV / Algorithm 2 (stages), §V-A (training environments).
 
 * Action (§III "Action space"): S_t = S_{t−1}·(1 + a_t), a_t ∈ [−0.7, 2].

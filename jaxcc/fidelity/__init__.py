@@ -11,7 +11,7 @@ around or above the link's capacity).  Each case is a ``jaxcc.scenarios.Scenario
 side runs the same spec:
 
 * the simulator: all cases of one controller in one compiled batch (``simulate``, through
-  ``jaxcc.sim.runner.build_batches`` / ``run_batch`` and ``jaxcc.metrics.evaluate_trace``, as
+  ``jaxcc.sim.runner.build_batches`` / ``run_batch`` and ``jaxcc.evaluation.metrics.evaluate_trace``, as
   ``jaxcc.evaluate`` does; shorter cases are padded to the longest one's tick count and cut back
   to their own length, so one compile serves every case);
 * the reference: ``kernel`` runs the Linux kernel's TCP (``kernel:cubic``, ``kernel:reno``,
@@ -23,7 +23,7 @@ The comparison is on link level (``link_view``, one formula for both sides, from
 entries: throughput in IP bytes, delay weighted by delivered volume, loss by sent volume), against the
 fidelity tolerances (``TOLERANCES``): link throughput within 5%, p95 one-way delay within 15% or
 5 ms, loss within 1 percentage point, Jain's index within 0.05 (only with two or more flows;
-over the last 20 s, ``jaxcc.metrics.jain_window``).  Known limitations (``KNOWN_LIMITATIONS``)
+over the last 20 s, ``jaxcc.evaluation.metrics.jain_window``).  Known limitations (``KNOWN_LIMITATIONS``)
 are narrow parameter regions decided from a case's parameters only, each with the metrics it
 explains; they are counted and together may cover at most ``MAX_LIMITED_FRACTION`` of the cases.
 An emulated run that the emulator's own delay self-check marks invalid is re-run once and, if
@@ -59,7 +59,7 @@ from jaxcc.fidelity.cases import (BANDWIDTH_MBPS, BUFFER_BDP, CONTROLLERS, DELAY
                                   case_from_params, cubic_reno_friendly_window_pkts, cubic_window_is_large,
                                   draw_cases, draw_params, duration_for, limitations_for, ns3_credible,
                                   per_flow_window_pkts, sim_controller)
-from jaxcc.fidelity.cli import main, parse_args, write_pass_rate_table
+from jaxcc.fidelity.cli import define_flags, main, run_cli, write_pass_rate_table
 from jaxcc.fidelity.compare import (check_metric, compare_case, ip_factor, limitation_counts,
                                     limited_fraction, link_view, pass_rates, short_of_target)
 from jaxcc.fidelity.runs import (KERNEL_NAMES, delay_valid, lateness, reference_controller, run_reference,
@@ -80,5 +80,5 @@ __all__ = [
     "short_of_target", "KERNEL_NAMES", "delay_valid", "lateness", "reference_controller",
     "run_reference", "run_sweep", "simulate", "against_record", "describe", "format_cases",
     "format_pass_rates", "markdown_pass_rates", "misses", "per_run_misses", "record_misses",
-    "write_record", "fmt_metric", "main", "parse_args", "write_pass_rate_table",
+    "write_record", "fmt_metric", "define_flags", "main", "run_cli", "write_pass_rate_table",
 ]

@@ -17,7 +17,7 @@ from typing import Sequence
 
 import numpy as np
 
-from jaxcc import metrics
+from jaxcc.evaluation import metrics
 from jaxcc.fidelity.cases import (Case, KNOWN_LIMITATIONS, Limitation, PASS_RATE_TARGET, TOLERANCES,
                                   draw_cases, sim_controller)
 from jaxcc.fidelity.compare import compare_case, limitation_counts, limited_fraction, pass_rates

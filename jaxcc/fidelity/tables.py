@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Sequence
 
 
-from jaxcc import metrics
+from jaxcc.evaluation import metrics
 from jaxcc.fidelity.cases import METRICS, PASS_RATE_TARGET, TOLERANCES
 from jaxcc.fidelity.compare import check_metric
 

@@ -9,7 +9,7 @@
    optimizer states and the segmented prioritized replay with its stage segments, priorities
    and cursors.
 2. Grows the buffer by an online segment and freezes the old ones (Algorithm 4 line 1,
-   ``jaxcc.agents.pareto.online``); ``--buffers=local`` (the paper's choice, §IV) keeps one
+   ``jaxcc.online.pareto``); ``--buffers=local`` (the paper's choice, §IV) keeps one
    agent and buffer per sender, ``--buffers=shared`` one for all.
 3. Listens for senders (``jaxcc.online.experience``, protocol 1; ``--learner``, default a
    unix socket in ``--out``), exports the starting policy to ``OUT/policy_v0.safetensors`` and
@@ -22,14 +22,14 @@
    link-wide training terms ``--reward=local`` (the default) keeps the utilization term as the
    sender estimates it — 1 while it sees a queue, else its delivery rate over its largest one
    of the last ``--max-rate-window-s`` — and ``--reward=alg1`` keeps neither, the paper's
-   Algorithm 1 alone; ``jaxcc.agents.pareto.online`` says why), runs jitted TD3 steps at the learner's own pace
+   Algorithm 1 alone; ``jaxcc.online.pareto`` says why), runs jitted TD3 steps at the learner's own pace
    (``--updates-per-s`` caps them, and the loop sleeps ``--yield-ms`` between batches so a
    learner sharing a small CPU with the senders leaves them room to pace; ``--replay-ratio``
    caps the gradient steps per online transition, 1 by default: offline training takes about
    one step per 30 new transitions), and pushes the actor every ``--push-every`` gradient steps as a
    versioned policy file.  The online learning rates are ``--lr-scale`` (0.1) times the
    offline ones, and the actor's loss holds it toward the offline actor (``--anchor``, 10;
-   ``jaxcc.agents.pareto.online``, variant ``anchor``; ``--anchor=0 --reward=alg1 --lr-scale=1``
+   ``jaxcc.online.pareto``, variant ``anchor``; ``--anchor=0 --reward=alg1 --lr-scale=1``
    is Algorithm 4 as the paper gives it).  Why these defaults, with every run measured
    (without the anchor the old links are forgotten: after 3 minutes on an LTE trace the fixed
    12 Mbit/s link's Ankh's number rose 16–174% in every variant tried):
@@ -52,7 +52,7 @@
 queue dropped), ``max_decision_gap_s`` (the senders' own measure from their BYE counters; else
 the largest gap between consecutive records' times), ``old_env_before`` / ``old_env_after``
 (the starting and final actors in the simulator on ``--old-envs``, the forgetting check,
-``jaxcc.evaluate.run_evaluation``: one evaluation with both actors, so Ankh's numbers share one
+``jaxcc.evaluation.runs.run_evaluation``: one evaluation with both actors, so Ankh's numbers share one
 d_max), ``grad_steps``, ``records``, ``transitions``, ``records_per_s``, the per-flow learner
 view and a 1-s timeline; ``OUT/online.png`` plots throughput, RTT and the weight version over
 time (from the records).  ``--emulator=flood`` is the learner's benchmark: ``--replicas`` (3)
@@ -67,15 +67,15 @@ Modules: ``restore`` (the offline state, policy blobs), ``tracks`` (records -> t
 records, the listening server), ``network`` (where fine-tuning runs: netns, Mahimahi or the
 simulator, started beside the learner), ``simnet`` (the simulator behind the protocol),
 ``checks`` (forgetting check, first/last minute), ``cli``.  The algorithm's own online stage
-(Algorithm 4's buffer and TD3 steps) is ``jaxcc.agents.pareto.online``.
+(Algorithm 4's buffer and TD3 steps) is ``jaxcc.online.pareto``.
 """
 
 from __future__ import annotations
 
-from jaxcc.online.cli import DEFAULT_OLD_ENVS, EMULATORS, build_parser, main, run
+from jaxcc.online.cli import DEFAULT_OLD_ENVS, EMULATORS, define_flags, main, run, run_cli
 from jaxcc.online.learner import REWARDS, Learner
 from jaxcc.online.restore import policy_blob, restore_offline, write_atomic
 from jaxcc.online.tracks import FlowTrack
 
-__all__ = ["DEFAULT_OLD_ENVS", "EMULATORS", "REWARDS", "FlowTrack", "Learner", "build_parser", "main", "policy_blob",
-           "restore_offline", "run", "write_atomic"]
+__all__ = ["DEFAULT_OLD_ENVS", "EMULATORS", "REWARDS", "FlowTrack", "Learner", "define_flags", "main", "policy_blob",
+           "restore_offline", "run", "run_cli", "write_atomic"]

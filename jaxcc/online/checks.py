@@ -13,14 +13,14 @@ from __future__ import annotations
 def old_env_check(before: str, after: str, names: list[str]) -> tuple[dict, dict]:
     """The start and end actors in the simulator on ``names`` (one ``run_evaluation`` for both, so
     their Ankh's numbers share d_max).  Returns (before, after): ``{scenario: record}``."""
-    from jaxcc import evaluate
+    from jaxcc.evaluation import runs
 
     if not names:
         return {}, {}
-    scs, _ = evaluate.resolve_scenarios(scenario=",".join(names))
-    entries = [evaluate.ControllerEntry("before", f"policy:{before}"),
-               evaluate.ControllerEntry("after", f"policy:{after}")]
-    rep = evaluate.run_evaluation(scs, entries, progress=False, keep_series=False)
+    scs, _ = runs.resolve_scenarios(scenario=",".join(names))
+    entries = [runs.ControllerEntry("before", f"policy:{before}"),
+               runs.ControllerEntry("after", f"policy:{after}")]
+    rep = runs.run_evaluation(scs, entries, progress=False, keep_series=False)
     keys = ("throughput_mbps", "utilization", "p95_owd_ms", "loss", "jain", "ankh", "ankh_d_max_ms")
     out = {"before": {}, "after": {}}
     for r in rep["results"]:
@@ -30,7 +30,7 @@ def old_env_check(before: str, after: str, names: list[str]) -> tuple[dict, dict
 
 def ankh_pair(first: dict, last: dict) -> None:
     """Adds ``ankh`` to both windows with d_max the larger of their p95 delays (Pareto eq. 10)."""
-    from jaxcc import metrics
+    from jaxcc.evaluation import metrics
 
     try:
         d_max = max(float(first["p95_owd_ms"]), float(last["p95_owd_ms"]))

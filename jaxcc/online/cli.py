@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import os
 import sys
 import tempfile
 import time
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 from jaxcc.online.checks import ankh_pair, old_env_check, plot
@@ -39,54 +38,67 @@ def policy_flow_count(sc) -> int:
     return n or len(sc.flows)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m jaxcc.online", description=__doc__.split("\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--checkpoint", required=True, help="jaxcc.train workdir, stages/<Label> or checkpoints/<n>")
-    p.add_argument("--scenario", help="a named scenario (jaxcc.scenarios)")
-    p.add_argument("--scenario-file", help="a scenario JSON file")
-    p.add_argument("--emulator", required=True, choices=EMULATORS)
-    p.add_argument("--minutes", required=True, type=float, help="how long the network runs (minutes, > 0)")
-    p.add_argument("--out", required=True, help="output directory (results.json, online.png, online_ckpt/)")
-    p.add_argument("--learner", help="address to listen on: unix:/abs/path or tcp:HOST:PORT (default OUT/learner.sock)")
-    p.add_argument("--buffers", default="local", choices=("local", "shared"),
-                   help="local: one agent+buffer per sender (the paper's); shared: one for all")
-    p.add_argument("--replicas", type=int, default=0, help="local buffers: how many (0: the scenario's policy flows)")
-    p.add_argument("--online-segment", type=int, default=0, help="online buffer segment size (0: the largest stage's)")
-    p.add_argument("--grad-steps", type=int, default=0, help="TD3 steps per learn batch (0: config td3.grad_steps)")
-    p.add_argument("--push-every", type=int, default=64, help="push weights every N gradient steps")
-    p.add_argument("--updates-per-s", type=float, default=40.0, help="cap on gradient steps per second")
-    p.add_argument("--replay-ratio", type=float, default=1.0,
-                   help="at most this many gradient steps per online transition (0: no cap)")
-    p.add_argument("--lr-scale", type=float, default=0.1,
-                   help="online learning rates = this × the offline ones (a fresh online stage; --hp wins)")
-    p.add_argument("--reward", default="local", choices=REWARDS,
-                   help="online reward: local = Algorithm 1 + Pareto-Fair v2's utilization term as the sender "
-                        "estimates it (jaxcc.agents.pareto.online.local_util); alg1 = Algorithm 1 alone (the paper's)")
-    p.add_argument("--max-rate-window-s", type=float, default=10.0,
-                   help="--reward=local: the window of the flow's largest delivery rate (s)")
-    p.add_argument("--new-priority", default="config", choices=("config", "max", "one"),
-                   help="priority of a new online transition: the offline config's rule, the largest seen, or 1 "
-                        "(the paper's initial value)")
-    p.add_argument("--anchor", type=float, default=10.0,
-                   help="variant anchor (ours): weight of ((actor - offline actor) / half-range)^2 in the actor's loss "
-                        "(0: Algorithm 4 as the paper gives it; the default 10 was chosen on eagle/lte with "
-                        "pareto/link12 and pareto/dyn10-20 as the old links, checkpoints/pareto/online/README.md)")
-    p.add_argument("--critic-warmup", type=int, default=0,
-                   help="online gradient steps that train the critics only (the actor's learning rate 0)")
-    p.add_argument("--hp", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a TD3 hyperparameter online, e.g. --hp=lr_actor=1e-4 (repeatable)")
-    p.add_argument("--min-online", type=int, default=-1, help="online transitions before learning (-1: batch size)")
-    p.add_argument("--checkpoint-every-s", type=float, default=30.0)
-    p.add_argument("--yield-ms", type=float, default=5.0, help="sleep after every learn batch (ms)")
-    p.add_argument("--fallback", default="keep", choices=("keep", "bbr"))
-    p.add_argument("--learner-timeout-s", type=float, default=5.0)
-    p.add_argument("--sender-arg", action="append", default=[], help="extra sender argument (repeatable)")
-    p.add_argument("--old-envs", default=DEFAULT_OLD_ENVS, help="scenarios for the forgetting check ('' for none)")
-    p.add_argument("--prefix", default="onl", help="netns name prefix")
-    p.add_argument("--speed", type=float, default=1.0, help="sim: simulated seconds per wall second (0: unpaced)")
-    p.add_argument("--seed", type=int, default=0)
-    return p
+def define_flags(fv):
+    """The command's flags on ``fv`` (each also under its dashed name: ``--scenario-file``)."""
+    from absl import flags
+
+    from jaxcc.cli import dashed_aliases
+
+    def string(name, default, help):
+        flags.DEFINE_string(name, default, help, flag_values=fv)
+
+    def integer(name, default, help):
+        flags.DEFINE_integer(name, default, help, flag_values=fv)
+
+    def number(name, default, help):
+        flags.DEFINE_float(name, default, help, flag_values=fv)
+
+    def enum(name, default, choices, help):
+        flags.DEFINE_enum(name, default, list(choices), help, flag_values=fv)
+
+    string("checkpoint", None, "jaxcc.train workdir, stages/<Label> or checkpoints/<n>")
+    string("scenario", None, "a named scenario (jaxcc.scenarios)")
+    string("scenario_file", None, "a scenario JSON file")
+    enum("emulator", None, EMULATORS, "where the network runs")
+    number("minutes", None, "how long the network runs (minutes, > 0)")
+    string("out", None, "output directory (results.json, online.png, online_ckpt/)")
+    string("learner", None, "address to listen on: unix:/abs/path or tcp:HOST:PORT (default OUT/learner.sock)")
+    enum("buffers", "local", ("local", "shared"),
+         "local: one agent+buffer per sender (the paper's); shared: one for all")
+    integer("replicas", 0, "local buffers: how many (0: the scenario's policy flows)")
+    integer("online_segment", 0, "online buffer segment size (0: the largest stage's)")
+    integer("grad_steps", 0, "TD3 steps per learn batch (0: config td3.grad_steps)")
+    integer("push_every", 64, "push weights every N gradient steps")
+    number("updates_per_s", 40.0, "cap on gradient steps per second")
+    number("replay_ratio", 1.0, "at most this many gradient steps per online transition (0: no cap)")
+    number("lr_scale", 0.1, "online learning rates = this × the offline ones (a fresh online stage; --hp wins)")
+    enum("reward", "local", REWARDS,
+         "online reward: local = Algorithm 1 + Pareto-Fair v2's utilization term as the sender estimates it "
+         "(jaxcc.online.pareto.local_util); alg1 = Algorithm 1 alone (the paper's)")
+    number("max_rate_window_s", 10.0, "--reward=local: the window of the flow's largest delivery rate (s)")
+    enum("new_priority", "config", ("config", "max", "one"),
+         "priority of a new online transition: the offline config's rule, the largest seen, or 1 (the paper's "
+         "initial value)")
+    number("anchor", 10.0,
+           "variant anchor (ours): weight of ((actor - offline actor) / half-range)^2 in the actor's loss (0: "
+           "Algorithm 4 as the paper gives it; the default 10 was chosen on eagle/lte with pareto/link12 and "
+           "pareto/dyn10-20 as the old links, checkpoints/pareto/online/README.md)")
+    integer("critic_warmup", 0, "online gradient steps that train the critics only (the actor's learning rate 0)")
+    flags.DEFINE_multi_string("hp", [], "KEY=VALUE: override a TD3 hyperparameter online, e.g. --hp=lr_actor=1e-4 "
+                              "(repeatable)", flag_values=fv)
+    integer("min_online", -1, "online transitions before learning (-1: batch size)")
+    number("checkpoint_every_s", 30.0, "seconds between checkpoints of the online state")
+    number("yield_ms", 5.0, "sleep after every learn batch (ms)")
+    enum("fallback", "keep", ("keep", "bbr"), "what a sender runs while the learner is gone")
+    number("learner_timeout_s", 5.0, "seconds without the learner before a sender falls back")
+    flags.DEFINE_multi_string("sender_arg", [], "extra sender argument (repeatable)", flag_values=fv)
+    string("old_envs", DEFAULT_OLD_ENVS, "scenarios for the forgetting check ('' for none)")
+    string("prefix", "onl", "netns name prefix")
+    number("speed", 1.0, "sim: simulated seconds per wall second (0: unpaced)")
+    integer("seed", 0, "the learner's seed")
+    for name in ("checkpoint", "emulator", "minutes", "out"):
+        flags.mark_flag_as_required(name, flag_values=fv)
+    return dashed_aliases(fv)
 
 
 def _check_args(a) -> None:
@@ -127,7 +139,8 @@ def _parse_hp(items: list[str]) -> dict:
 
 
 def run(a, log=print) -> dict:
-    """The whole command (parsed ``a``); returns the results dict it also writes."""
+    """The whole command (``a``: the parsed flags of ``define_flags``); returns the results dict it
+    also writes."""
     from jaxcc.online import experience
 
     _check_args(a)
@@ -279,17 +292,28 @@ def _json_default(o):
     return str(o)
 
 
-def main(argv: list[str] | None = None) -> int:
-    os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
-    a = build_parser().parse_args(argv)
+def main(fv, argv: Sequence[str] = ()) -> int:
+    """Run the command with parsed flags ``fv`` (``define_flags``); returns the exit status."""
     from jaxcc.emulation.host import EmulationError
 
     try:
-        res = run(a, log=lambda s: print(s, file=sys.stderr))
-    except (ValueError, EmulationError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        res = run(fv, log=lambda s: print(s, file=sys.stderr))
+    except EmulationError as e:
+        raise ValueError(str(e)) from e
     print(json.dumps({k: res[k] for k in ("first_minute", "last_minute", "updates_applied", "weights_rejected",
                                           "records_dropped", "max_decision_gap_s")}, default=_json_default))
-    print(f"[jaxcc.online] {os.path.join(os.path.abspath(a.out), 'results.json')}")
+    print(f"[jaxcc.online] {os.path.join(os.path.abspath(fv.out), 'results.json')}")
     return 0
+
+
+def run_cli(argv: Sequence[str]) -> int:
+    """Parse ``argv`` (program name first) into fresh flags and run; errors print one line, exit 2."""
+    os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
+    from jaxcc import online
+    from jaxcc.cli import run_absl_cli
+
+    return run_absl_cli(argv, online.__doc__, define_flags, main, "--checkpoint=DIR --emulator=sim")
+
+
+if __name__ == "__main__":
+    sys.exit(run_cli(sys.argv))

@@ -26,7 +26,7 @@ type  name         dir   payload
 
 RECORD's 16 MI sums are ``jaxcc.envs.mi.MIStats``'s fields in declaration order (``MI_FIELDS``),
 so the learner rebuilds the monitor interval the sender measured (``fixed[MI_COLS]``) and
-computes the reward with the simulator's own functions (``jaxcc.agents.pareto.online``).
+computes the reward with the simulator's own functions (``jaxcc.online.pareto``).
 
 Events of ``Server`` (``drain``): ``(kind, conn id, payload)`` with kind ``hello`` (dict),
 ``record`` ((fixed [24], features [D])), ``ack`` (dict), ``bye`` (dict) or ``closed`` (the
@@ -40,9 +40,10 @@ import json
 import os
 import socket
 import struct
+import sys
 import threading
 import time
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -483,31 +484,54 @@ def flood(address: str, *, flows: int, seconds: float, feature_set: str, history
     return {"flows": flows, "records_sent": sum(sent), "wall_s": wall, "sent_per_s": sum(sent) / wall}
 
 
-def main(argv: list[str] | None = None) -> int:
-    import argparse
+FLOOD_DOC = """``python -m jaxcc.online.experience``: the learner benchmark's flooding senders (``flood``).
 
-    ap = argparse.ArgumentParser(prog="python -m jaxcc.online.experience",
-                                 description="the learner benchmark's flooding senders (see flood())")
-    ap.add_argument("--learner", required=True)
-    ap.add_argument("--flows", type=int, default=3)
-    ap.add_argument("--seconds", type=float, required=True)
-    ap.add_argument("--policy", required=True, help="the policy file whose window shape the records have")
-    ap.add_argument("--out", required=True, help="JSON file for the counts")
-    a = ap.parse_args(argv)
+    python -m jaxcc.online.experience --learner=unix:/abs/path --flows=3 --seconds=S --policy=FILE --out=FILE.json
+"""
+
+
+def define_flags(fv):
+    from absl import flags
+
+    flags.DEFINE_string("learner", None, "the learner's address: unix:/abs/path or tcp:HOST:PORT", flag_values=fv)
+    flags.DEFINE_integer("flows", 3, "flooding senders (one connection each)", flag_values=fv)
+    flags.DEFINE_float("seconds", None, "how long they flood (s)", flag_values=fv)
+    flags.DEFINE_string("policy", None, "the policy file whose window shape the records have", flag_values=fv)
+    flags.DEFINE_string("out", None, "JSON file for the counts", flag_values=fv)
+    for name in ("learner", "seconds", "policy", "out"):
+        flags.mark_flag_as_required(name, flag_values=fv)
+    return fv
+
+
+def main(fv, argv: Sequence[str] = ()) -> int:
+    """Flood with parsed flags ``fv`` (``define_flags``); writes the counts to ``--out``."""
     import hashlib
 
     from jaxcc import policyfile
 
-    spec, _ = policyfile.load(a.policy)
+    try:
+        spec, _ = policyfile.load(fv.policy)
+        blob = open(fv.policy, "rb").read()
+    except OSError as e:
+        raise ValueError(f"--policy: cannot read {fv.policy!r} ({e.strerror or e})") from e
     fe = spec["features"]
-    blob = open(a.policy, "rb").read()
-    res = flood(a.learner, flows=a.flows, seconds=a.seconds, feature_set=str(fe.get("name")),
-                history=int(fe["history"]), obs_dim=int(fe["obs_dim"]), mi_rtts=float(spec.get("mi_rtts", 2.0)),
-                policy_sha256=hashlib.sha256(blob).hexdigest())
-    with open(a.out, "w") as f:
+    try:
+        res = flood(fv.learner, flows=fv.flows, seconds=fv.seconds, feature_set=str(fe.get("name")),
+                    history=int(fe["history"]), obs_dim=int(fe["obs_dim"]), mi_rtts=float(spec.get("mi_rtts", 2.0)),
+                    policy_sha256=hashlib.sha256(blob).hexdigest())
+    except OSError as e:  # no learner there, or it went away
+        raise ValueError(f"--learner={fv.learner}: {e}") from e
+    with open(fv.out, "w") as f:
         json.dump(res, f, indent=1)
     return 0
 
 
+def run_cli(argv: Sequence[str]) -> int:
+    """Parse ``argv`` (program name first) into fresh flags and run; errors print one line, exit 2."""
+    from jaxcc.cli import run_absl_cli
+
+    return run_absl_cli(argv, FLOOD_DOC, define_flags, main, "--learner=ADDR --seconds=S", uses_jax=False)
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    sys.exit(run_cli(sys.argv))

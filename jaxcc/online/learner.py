@@ -14,7 +14,7 @@ from jaxcc.online.restore import policy_blob, restore_offline, write_atomic
 from jaxcc.online.tracks import FlowTrack
 
 
-REWARDS = ("local", "alg1")  # jaxcc.agents.pareto.online.record_reward
+REWARDS = ("local", "alg1")  # jaxcc.online.pareto.record_reward
 
 
 # ----------------------------------------------------------------------------- the learner
@@ -33,7 +33,7 @@ class Learner:
         import jax.numpy as jnp
         import orbax.checkpoint as ocp
 
-        from jaxcc.agents.pareto import online as alg
+        from jaxcc.online import pareto as alg
         from jaxcc.agents.pareto import env_adapter
 
         if buffers not in ("local", "shared"):

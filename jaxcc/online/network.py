@@ -22,7 +22,7 @@ the simulator, its policy senders streaming to a learner, started without blocki
 
 The scenario lasts ``minutes`` (``spec.with_duration``: flows that ran to its end run to the new
 end). ``window_record`` is the usual record over a time window (seconds since the scenario's
-start) from the per-flow logs: the simulator's per-tick trace (``jaxcc.metrics``' definitions)
+start) from the per-flow logs: the simulator's per-tick trace (``jaxcc.evaluation.metrics``' definitions)
 or, in emulation, each jaxcc flow's per-packet receiver log (goodput of the bytes received in the
 window, byte-weighted p95 one-way delay, loss from the sequence numbers sent in it; the packets'
 clock is put on the scenario's by the run's start, or under Mahimahi by the flow's first packet)
@@ -41,11 +41,12 @@ import sys
 import signal
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
-from jaxcc import metrics, units
+from jaxcc import units
+from jaxcc.evaluation import metrics
 from jaxcc.emulation import results
 from jaxcc.emulation import spec as emu_spec
 from jaxcc.emulation.host import EmulationError
@@ -333,31 +334,54 @@ def _raise_on_term(signum, frame):
     raise KeyboardInterrupt(f"signal {signum}")
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``python -m jaxcc.online.network``: one netns run for ``start("netns")``."""
-    import argparse
+NETNS_DOC = """``python -m jaxcc.online.network``: one netns run for ``start("netns")`` (its child process).
 
-    ap = argparse.ArgumentParser(prog="python -m jaxcc.online.network", description=main.__doc__)
-    ap.add_argument("--scenario-file", required=True)
-    ap.add_argument("--policy", required=True)
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--sender-arg", action="append", default=[], help="one jaxcc-sender argument (repeatable)")
-    ap.add_argument("--prefix", default=None)
-    ap.add_argument("--verbose", action="store_true")
-    a = ap.parse_args(argv)
+    python -m jaxcc.online.network --scenario-file=F --policy=FILE --out=DIR [--sender-arg=ARG ...] [--prefix=P]
+
+An emulation error is one line and exit status 2; SIGINT, SIGTERM or SIGHUP remove the link and
+exit with status 130.
+"""
+
+
+def define_flags(fv):
+    from absl import flags
+
+    from jaxcc.cli import dashed_aliases
+
+    flags.DEFINE_string("scenario_file", None, "the scenario JSON file (start() writes OUT/scenario.json)",
+                        flag_values=fv)
+    flags.DEFINE_string("policy", None, "the policy file every policy flow runs", flag_values=fv)
+    flags.DEFINE_string("out", None, "output folder (run.json, results.json, the flows' logs)", flag_values=fv)
+    flags.DEFINE_multi_string("sender_arg", [], "one jaxcc-sender argument (repeatable)", flag_values=fv)
+    flags.DEFINE_string("prefix", None, "netns name prefix", flag_values=fv)
+    flags.DEFINE_bool("verbose", False, "log the harness's commands", flag_values=fv)
+    for name in ("scenario_file", "policy", "out"):
+        flags.mark_flag_as_required(name, flag_values=fv)
+    return dashed_aliases(fv)
+
+
+def main(fv, argv: Sequence[str] = ()) -> int:
+    """One netns run with parsed flags ``fv`` (``define_flags``); returns the exit status."""
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):   # the link is removed on the way out
         signal.signal(sig, _raise_on_term)
     try:
-        sc = emu_spec.load(path=a.scenario_file)
-        run_netns(sc, os.path.abspath(a.policy), Path(a.out), a.sender_arg, a.prefix, a.verbose)
+        sc = emu_spec.load(path=fv.scenario_file)
+        run_netns(sc, os.path.abspath(fv.policy), Path(fv.out), fv.sender_arg, fv.prefix, fv.verbose)
     except EmulationError as e:
-        print(f"jaxcc.online.network: {e}", file=sys.stderr)
-        return 2
+        raise ValueError(str(e)) from e
     except KeyboardInterrupt:
         print("jaxcc.online.network: interrupted; cleaned up", file=sys.stderr)
         return 130
     return 0
 
 
+def run_cli(argv: Sequence[str]) -> int:
+    """Parse ``argv`` (program name first) into fresh flags and run; errors print one line, exit 2."""
+    from jaxcc.cli import run_absl_cli
+
+    return run_absl_cli(argv, NETNS_DOC, define_flags, main, "--scenario-file=F --policy=FILE --out=DIR",
+                        uses_jax=False)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_cli(sys.argv))

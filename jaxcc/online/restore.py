@@ -40,7 +40,8 @@ def restore_offline(ckpt: str) -> dict:
     """
     import ml_collections
 
-    from jaxcc import agents, checkpointing
+    from jaxcc import agents
+    from jaxcc.training import checkpointing
 
     ckpt = os.path.abspath(ckpt)
     if not os.path.isdir(ckpt):

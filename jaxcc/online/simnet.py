@@ -33,7 +33,6 @@ gone (the in-sender BBR fallback is the C++ sender's).
 """
 from __future__ import annotations
 
-import argparse
 import collections
 import dataclasses
 import hashlib
@@ -47,13 +46,14 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxcc import metrics, policyfile
+from jaxcc import policyfile
+from jaxcc.evaluation import metrics
 from jaxcc.envs import mi as mi_lib
 from jaxcc.online.experience import (BYE, HELLO, MAX_LEN, MI_FIELDS, PING, PROTO, WEIGHTS, WEIGHTS_ACK,
                                      json_frame, record)
@@ -381,7 +381,7 @@ class SimNet:
         self.batch = batch
         self.params = jax.tree.map(lambda x: jnp.asarray(x[0]), batch.params)
         self.ctrl_ids = jnp.asarray(batch.ctrl_ids[0])
-        self.cparams = jnp.asarray(batch.cparams[0])
+        self.cparams = jax.tree.map(lambda x: jnp.asarray(x[0]), batch.cparams)
         self.num_flows = len(flows)
         self.policy_flows = [i for i, c in enumerate(batch.ctrl_ids[0][:self.num_flows]) if c == self.pi]
         self.F = batch.ctrl_ids.shape[1]
@@ -448,7 +448,7 @@ class SimNet:
 
     def run(self, stop=None) -> dict[str, Any]:
         """Runs to the scenario's end (or ``stop()`` true); returns the run result
-        (``trace``: the per-tick arrays for ``jaxcc.metrics.Trace``; ``online``: per policy
+        (``trace``: the per-tick arrays for ``jaxcc.evaluation.metrics.Trace``; ``online``: per policy
         flow the sender's counters, as ``jaxcc-sender --summary``'s ``online`` object)."""
         num_ticks = self.batch.num_ticks
         carry = self._init(self.params, self.ctrl_ids, self.cparams,
@@ -532,7 +532,7 @@ class SimNet:
 
 
 def trace_of(run: dict[str, Any]) -> metrics.Trace:
-    """The ``jaxcc.metrics.Trace`` of a SimNet run result (its ``trace`` arrays or file)."""
+    """The ``jaxcc.evaluation.metrics.Trace`` of a SimNet run result (its ``trace`` arrays or file)."""
     tr = run["trace"]
     if isinstance(tr, (str, os.PathLike)):
         with np.load(tr) as z:
@@ -554,39 +554,58 @@ def save_run(run: dict[str, Any], out: Path) -> Path:
     return out / "simnet.json"
 
 
-def main(argv: list[str] | None = None) -> int:
+def define_flags(fv):
+    """The command's flags on ``fv`` (each also under its dashed name: ``--scenario-file``)."""
+    from absl import flags
+
+    from jaxcc.cli import dashed_aliases
+
+    flags.DEFINE_string("scenario", None, "named scenario (jaxcc.scenarios or emu/*)", flag_values=fv)
+    flags.DEFINE_string("scenario_file", None, "scenario JSON file (instead of --scenario)", flag_values=fv)
+    flags.DEFINE_string("policy", None, "policy file (pareto_v1 / pareto_v2) the senders start with", flag_values=fv)
+    flags.DEFINE_string("learner", None, "unix:/abs/path or tcp:HOST:PORT (default: no streaming)", flag_values=fv)
+    flags.DEFINE_float("speed", 1.0, "simulated seconds per wall second (0: unpaced)", flag_values=fv)
+    flags.DEFINE_float("duration_s", None, "override the scenario's duration", flag_values=fv)
+    flags.DEFINE_integer("record_queue", 8192, "records a flow queues while the learner is slow", flag_values=fv)
+    flags.DEFINE_float("learner_timeout_s", 5.0, "seconds without the learner before it counts as gone",
+                       flag_values=fv)
+    flags.DEFINE_string("fallback", "keep", "what runs while the learner is gone (only keep here)", flag_values=fv)
+    flags.DEFINE_integer("chunk_ticks", None, "simulator ticks per step between protocol work (default: one "
+                         "monitor interval)", flag_values=fv)
+    flags.DEFINE_integer("seed", 0, "the simulator's link seed", flag_values=fv)
+    flags.DEFINE_string("out", None, "output folder (simnet.json, trace.npz)", flag_values=fv)
+    for name in ("policy", "out"):
+        flags.mark_flag_as_required(name, flag_values=fv)
+    return dashed_aliases(fv)
+
+
+def main(fv, argv: Sequence[str] = ()) -> int:
+    """One simulated run with parsed flags ``fv`` (``define_flags``); prints simnet.json's path."""
     from jaxcc.emulation import spec as emu_spec
     from jaxcc.emulation.host import EmulationError
 
-    ap = argparse.ArgumentParser(prog="python -m jaxcc.online.simnet", description=__doc__.split("\n")[0])
-    g = ap.add_mutually_exclusive_group(required=True)
-    g.add_argument("--scenario", help="named scenario (jaxcc.scenarios or emu/*)")
-    g.add_argument("--scenario-file", help="scenario JSON file")
-    ap.add_argument("--policy", required=True, help="policy file (pareto_v1 / pareto_v2) the senders start with")
-    ap.add_argument("--learner", default=None, help="unix:/abs/path or tcp:HOST:PORT (default: no streaming)")
-    ap.add_argument("--speed", type=float, default=1.0, help="simulated seconds per wall second (0: unpaced)")
-    ap.add_argument("--duration-s", type=float, default=None, help="override the scenario's duration")
-    ap.add_argument("--record-queue", type=int, default=8192)
-    ap.add_argument("--learner-timeout-s", type=float, default=5.0)
-    ap.add_argument("--fallback", default="keep")
-    ap.add_argument("--chunk-ticks", type=int, default=None)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--out", required=True)
-    a = ap.parse_args(argv)
+    if (fv.scenario is None) == (fv.scenario_file is None):
+        raise ValueError("give exactly one of --scenario, --scenario-file")
     try:
-        sc = emu_spec.load(path=a.scenario_file) if a.scenario_file else emu_spec.load(name=a.scenario)
-        if a.duration_s is not None:
-            sc = emu_spec.with_duration(sc, a.duration_s)
-        net = SimNet(sc, a.policy, a.learner, speed=a.speed, chunk_ticks=a.chunk_ticks,
-                     record_queue=a.record_queue, learner_timeout_s=a.learner_timeout_s, fallback=a.fallback,
-                     seed=a.seed)
-    except (ValueError, OSError, EmulationError) as e:
-        print(f"simnet: {e}", file=sys.stderr)
-        return 2
-    path = save_run(net.run(), Path(a.out))
+        sc = emu_spec.load(path=fv.scenario_file) if fv.scenario_file else emu_spec.load(name=fv.scenario)
+        if fv.duration_s is not None:
+            sc = emu_spec.with_duration(sc, fv.duration_s)
+        net = SimNet(sc, fv.policy, fv.learner, speed=fv.speed, chunk_ticks=fv.chunk_ticks,
+                     record_queue=fv.record_queue, learner_timeout_s=fv.learner_timeout_s, fallback=fv.fallback,
+                     seed=fv.seed)
+    except (OSError, EmulationError) as e:
+        raise ValueError(str(e)) from e
+    path = save_run(net.run(), Path(fv.out))
     print(path)
     return 0
 
 
+def run_cli(argv: Sequence[str]) -> int:
+    """Parse ``argv`` (program name first) into fresh flags and run; errors print one line, exit 2."""
+    from jaxcc.cli import run_absl_cli
+
+    return run_absl_cli(argv, __doc__, define_flags, main, "--scenario=NAME --policy=FILE --out=DIR")
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_cli(sys.argv))

@@ -26,11 +26,11 @@ DeepCC's sender runs, MOCC's preference switch), ``goal_tuning`` (DeepCC's goal 
 
 from __future__ import annotations
 
-from jaxcc.parity_vectors.cli import main
+from jaxcc.parity_vectors.cli import run_cli
 from jaxcc.parity_vectors.common import MOCC_POLICY_MARKER, ONE_HOT_GOALS, event_mi
 from jaxcc.parity_vectors.goal_tuning import GOAL_TUNING_VECTORS, goal_tuning_cases, write_goal_tuning_vectors
 from jaxcc.parity_vectors.papers import MOCC_SWITCH_MI, nearest_rank_p95
 from jaxcc.parity_vectors.vectors import write_vectors
 
 __all__ = ["GOAL_TUNING_VECTORS", "MOCC_POLICY_MARKER", "MOCC_SWITCH_MI", "ONE_HOT_GOALS", "event_mi", "goal_tuning_cases",
-           "main", "nearest_rank_p95", "write_goal_tuning_vectors", "write_vectors"]
+           "nearest_rank_p95", "run_cli", "write_goal_tuning_vectors", "write_vectors"]

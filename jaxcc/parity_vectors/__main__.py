@@ -2,7 +2,7 @@
 
 import sys
 
-from jaxcc.parity_vectors.cli import main
+from jaxcc.parity_vectors.cli import run_cli
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_cli(sys.argv))

@@ -1,30 +1,52 @@
-"""``python -m jaxcc.parity_vectors --out=tests/vectors``."""
+"""``python -m jaxcc.parity_vectors --out=tests/vectors``: the shared C++/Python parity vectors in
+tests/vectors (one command writes them all).
+
+    python -m jaxcc.parity_vectors --out tests/vectors
+    python -m jaxcc.parity_vectors --out tests/vectors --mocc-policy=checkpoints/mocc/mocc.safetensors
+"""
 
 from __future__ import annotations
 
-import argparse
 import os
+import sys
+from typing import Sequence
 
-
+from jaxcc.cli import run_absl_cli
 from jaxcc.parity_vectors.vectors import write_vectors
 from jaxcc.policyfile import load
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m jaxcc.parity_vectors",
-                                description="The shared C++/Python parity vectors in tests/vectors (one command writes them all).")
-    p.add_argument("--out", metavar="DIR", required=True, help="write the vectors into DIR (the repository's: tests/vectors)")
-    p.add_argument("--seed", type=int, default=0, help="the one seed everything is drawn from (committed: 0)")
-    p.add_argument("--mocc-policy", metavar="FILE", default=None,
-                   help="a MOCC policy file (the trained one: checkpoints/mocc/mocc.safetensors) for features_mocc_v1 "
-                        "and mocc_preference_switch instead of a random policy")
-    a = p.parse_args(argv)
-    if a.mocc_policy is not None:
-        if not os.path.isfile(a.mocc_policy):
-            p.error(f"--mocc-policy: {a.mocc_policy!r} does not exist")
-        spec, _ = load(a.mocc_policy)
+def define_flags(fv):
+    from absl import flags
+
+    flags.DEFINE_string("out", None, "write the vectors into this folder (the repository's: tests/vectors)",
+                        flag_values=fv)
+    flags.DEFINE_integer("seed", 0, "the one seed everything is drawn from (committed: 0)", flag_values=fv)
+    flags.DEFINE_string("mocc_policy", None, "a MOCC policy file (the trained one: checkpoints/mocc/mocc.safetensors) "
+                        "for features_mocc_v1 and mocc_preference_switch instead of a random policy", flag_values=fv)
+    flags.DEFINE_alias("mocc-policy", "mocc_policy", flag_values=fv)
+    flags.mark_flag_as_required("out", flag_values=fv)
+    return fv
+
+
+def main(fv, argv: Sequence[str] = ()) -> int:
+    """Write the vectors with parsed flags ``fv`` (``define_flags``); prints every file written."""
+    if fv.mocc_policy is not None:
+        if not os.path.isfile(fv.mocc_policy):
+            raise ValueError(f"--mocc-policy: {fv.mocc_policy!r} does not exist")
+        spec, _ = load(fv.mocc_policy)
         if spec["features"]["name"] != "mocc_v1":
-            p.error(f"--mocc-policy: {a.mocc_policy!r} is a {spec['features']['name']} policy, expected mocc_v1")
-    for path in write_vectors(a.out, seed=a.seed, mocc_policy=a.mocc_policy):
+            raise ValueError(f"--mocc-policy: {fv.mocc_policy!r} is a {spec['features']['name']} policy, "
+                             "expected mocc_v1")
+    for path in write_vectors(fv.out, seed=fv.seed, mocc_policy=fv.mocc_policy):
         print(path)
     return 0
+
+
+def run_cli(argv: Sequence[str]) -> int:
+    """Parse ``argv`` (program name first) into fresh flags and run; errors print one line, exit 2."""
+    return run_absl_cli(argv, __doc__, define_flags, main, "--out=tests/vectors")
+
+
+if __name__ == "__main__":
+    sys.exit(run_cli(sys.argv))

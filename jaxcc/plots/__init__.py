@@ -52,7 +52,7 @@ import matplotlib
 
 matplotlib.use("Agg")  # before pyplot is imported anywhere: figures need no display
 
-from jaxcc.plots.cli import main  # noqa: E402
+from jaxcc.plots.cli import run_cli  # noqa: E402
 from jaxcc.plots.looks import (DOUBLE_W, DPI, FLOW_COLORS, FORMATS, LEGEND_WRAP, LOG_SPAN, PALETTE, RC,  # noqa: E402
                                SINGLE_W, THR_HEADROOM, Style, annotate_inside, delay_axis, display_name,
                                round_floor, save, slug, style, styles_for, throughput_top)
@@ -64,7 +64,7 @@ from jaxcc.plots.timeseries import (EMU_BIN_S, emulation_panels, evaluation_pane
 from jaxcc.plots.training import read_metrics, training_curve  # noqa: E402
 
 __all__ = [
-    "main", "DOUBLE_W", "DPI", "FLOW_COLORS", "FORMATS", "LEGEND_WRAP", "LOG_SPAN", "PALETTE", "RC", "SINGLE_W",
+    "run_cli", "DOUBLE_W", "DPI", "FLOW_COLORS", "FORMATS", "LEGEND_WRAP", "LOG_SPAN", "PALETTE", "RC", "SINGLE_W",
     "THR_HEADROOM", "Style", "annotate_inside", "delay_axis", "display_name", "round_floor", "save", "slug", "style",
     "styles_for", "throughput_top", "declutter", "frontier_figure", "frontier_panel", "tcr_figure", "figures",
     "figures_from_file", "write_all", "scatter_figure", "scatter_points", "sim2real_figure", "sim2real_figures",

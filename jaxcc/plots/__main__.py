@@ -1,6 +1,8 @@
 """``python -m jaxcc.plots`` (``jaxcc.plots.cli``)."""
 
-from jaxcc.plots.cli import main
+import sys
+
+from jaxcc.plots.cli import run_cli
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    sys.exit(run_cli(sys.argv))

@@ -109,7 +109,7 @@ def sim2real_figure(scenario: str, sim_records: Sequence[dict], emu_records: Seq
                     looks: dict[str, Style] | None = None):
     """The simulator and the emulation of one scenario on one throughput/p95-delay scatter
     (``sim2real_<scenario>``): per controller the simulator's record (``throughput_mbps``,
-    ``p95_owd_ms``: the seeds' mean, the values ``jaxcc.sim2real.compare`` compares) as a hollow
+    ``p95_owd_ms``: the seeds' mean, the values ``jaxcc.evaluation.sim2real.compare`` compares) as a hollow
     marker, the emulated run as a filled one of the same look, joined by a thin line, so the gap
     ``jaxcc.sim2real`` tabulates is seen as a segment.  Controllers on one side only are drawn
     alone.  Axes as ``scatter_figure``'s (shared floors and log rule over both sides' points).

@@ -2,7 +2,7 @@
 
 import sys
 
-from jaxcc.policyfile.cli import main
+from jaxcc.policyfile.cli import run_cli
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_cli(sys.argv))

@@ -66,7 +66,7 @@ def record_tables(rep: Report, records: Sequence[dict], *, prefix: str = "", hea
 
 
 def bars_rows(bars: dict | None) -> list[dict]:
-    """``{"set", "verdicts": {policy: [{"bar", "value", "met"}]}}`` (``jaxcc.bars.as_json``) as rows."""
+    """``{"set", "verdicts": {policy: [{"bar", "value", "met"}]}}`` (``jaxcc.evaluation.bars.as_json``) as rows."""
     if not isinstance(bars, dict):
         return []
     return [{"policy": pol, "bar": v.get("bar"), "value": v.get("value"), "met": v.get("met")}

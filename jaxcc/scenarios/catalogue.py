@@ -200,7 +200,7 @@ SUITES: dict[str, tuple[str, ...]] = {
     # robust training's fairness links (shared8, rtt30-120, jitter4); the departures: pareto/depart4
     "pareto-fair": ("pareto/shared8", "pareto/rtt30-120", "pareto/jitter4"),
     "robust": ("robust/start1pct", "robust/step5-50"),
-    # The two fixed links of the robust emulation bars (jaxcc.bars "pareto-links").
+    # The two fixed links of the robust emulation bars (jaxcc.evaluation.bars "pareto-links").
     "pareto-links": ("pareto/fixed50", "pareto/link12"),
     "pareto-fig5": ("pareto/fixed50", "pareto/dyn10-20", "pareto/dyn10-30", "pareto/shared4", "pareto/shared5", "pareto/lte"),
     "eagle": ("eagle/10mbps-bdp1", "eagle/10mbps-bdp2", "eagle/10mbps-bdp4", "eagle/lte"),

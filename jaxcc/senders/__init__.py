@@ -1,6 +1,6 @@
 """Simulator senders: every controller name the simulator runs, and exported policies.
 
-``resolve(name) -> (Controller, cparam)`` turns a controller name (``jaxcc.controllers``: bbr,
+``resolve(name) -> (Controller, ControllerParams)`` turns a controller name (``jaxcc.controllers``: bbr,
 cubic, reno, copa, oracle, fixed:MBPS, policy:FILE) into the in-simulator controller and its per-flow
 parameter vector; the runner (``jaxcc.sim.runner.build_batches``) takes it from its caller.
 
@@ -17,7 +17,7 @@ a policy meets in a scenario the features, network and action rules it was train
     deepcc_v1  DeepCC (goal-conditioned): an absolute rate in [0, bound]
 
 A scenario flow's ``preference`` / ``preference_changes`` reach a preference-conditioned policy
-(``mocc_v1``) through its cparam (``jaxcc.sim.controller.PREFERENCE``); ``preference_refusals``
+(``mocc_v1``) through its ``SenderParams.preference`` (``jaxcc.sim.controller``); ``preference_refusals``
 names the flows whose controller takes none, and those whose ``goal`` / ``target`` (DeepCC's
 fixed goal and online-tuning target, ``jaxcc.sim.controller.TARGET``) reach no ``deepcc_v1`` policy.
 
@@ -31,11 +31,9 @@ from __future__ import annotations
 import importlib
 import os
 
-import numpy as np
-
 from jaxcc import policyfile
 from jaxcc.controllers import parse_controller
-from jaxcc.sim.controller import CPARAM_DIM, Controller
+from jaxcc.sim.controller import Controller, ControllerParams, refusal
 
 # Feature set (a policy file's ``features.name``) -> its sender module, imported when a policy
 # needs it (a baselines-only evaluation loads no environment or network code).
@@ -48,7 +46,7 @@ def feature_set(name: str):
     return importlib.import_module(FEATURE_SETS[name])
 
 
-def policy_controller(path: str) -> tuple[Controller, np.ndarray]:
+def policy_controller(path: str) -> tuple[Controller, ControllerParams]:
     """A simulator controller that runs the exported policy ``path``, named ``policy:ABSPATH``.
 
     Raises:
@@ -60,7 +58,7 @@ def policy_controller(path: str) -> tuple[Controller, np.ndarray]:
         raise ValueError(f"policy {path!r}: feature set {fname!r} has no simulator sender "
                          f"(supported: {', '.join(sorted(FEATURE_SETS))})")
     ctrl = feature_set(fname).controller(f"policy:{os.path.abspath(path)}", spec, tensors)
-    return ctrl, np.zeros((CPARAM_DIM,), np.float32)
+    return ctrl, ControllerParams.zeros()
 
 
 def preference_refusals(scenario) -> list[str]:
@@ -79,47 +77,41 @@ def preference_refusals(scenario) -> list[str]:
             ctrls[name] = resolve(name)[0] if parse_controller(name).kind == "policy" else None
         return ctrls[name]
 
-    for i, field in scenario.preference_flows():
+    for i, field in list(scenario.preference_flows()) + list(getattr(scenario, "goal_flows", lambda: [])()):
         name = scenario.flows[i].controller
-        if ctrl(name) is None or not ctrl(name).takes_preference:
-            out.append(f"{scenario.name}.flows[{i}].{field}: only a preference-conditioned policy (policy:FILE of a "
-                       f"MOCC policy, goal_dim 3) takes a preference; {name!r} does not (drop the field or use one)")
-    for i, field in getattr(scenario, "goal_flows", lambda: [])():
-        name = scenario.flows[i].controller
-        if ctrl(name) is None or not ctrl(name).takes_target:
-            out.append(f"{scenario.name}.flows[{i}].{field}: only a goal-tuned policy (policy:FILE of a DeepCC "
-                       f"policy, features deepcc_v1, goal_dim 3) takes a goal or target; {name!r} does not "
-                       f"(drop the field or use one)")
+        why = refusal(ctrl(name), name, field)
+        if why is not None:
+            out.append(f"{scenario.name}.flows[{i}].{field}: {why} (drop the field or use one)")
     return out
 
 
-def resolve(name: str) -> tuple[Controller, np.ndarray]:
-    """The in-simulator ``Controller`` of a controller name and its cparam ``[CPARAM_DIM]``.
+def resolve(name: str) -> tuple[Controller, ControllerParams]:
+    """The in-simulator ``Controller`` of a controller name and its ``ControllerParams`` (one flow's).
 
     Raises:
       ValueError: the name is not valid, or names a controller that runs only in emulation.
     """
     spec = parse_controller(name, allow_kernel=False)
-    cparam = np.zeros((CPARAM_DIM,), np.float32)
+    cp = ControllerParams.zeros()
     if spec.kind == "fixed":
         from jaxcc.baselines.simple import FIXED
-        cparam[0] = spec.fixed_mbps
-        return FIXED, cparam
+        cp.fixed.mbps[...] = spec.fixed_mbps
+        return FIXED, cp
     if spec.kind == "oracle":
         from jaxcc.baselines.simple import ORACLE
-        return ORACLE, cparam
+        return ORACLE, cp
     if spec.kind == "bbr":
         from jaxcc.baselines.bbr import BBR
-        return BBR, cparam
+        return BBR, cp
     if spec.kind == "cubic":
         from jaxcc.baselines.cubic import CUBIC
-        return CUBIC, cparam
+        return CUBIC, cp
     if spec.kind == "reno":
         from jaxcc.baselines.reno import RENO
-        return RENO, cparam
+        return RENO, cp
     if spec.kind == "copa":
         from jaxcc.baselines.copa import COPA
-        return COPA, cparam
+        return COPA, cp
     if spec.kind == "policy":
         return policy_controller(spec.arg)
     raise ValueError(f"controller {name!r} cannot run in the simulator")

@@ -26,7 +26,7 @@ taken on the empty window (the environments act once at reset, before any feedba
 ``init``, or, for a sender whose start needs the link's RTT (``needs_rtt_to_start``), at the end
 of the first tick, which reveals it.
 
-A start rate (``cparam[INIT_RATE] > 0``, a scenario flow's ``init_rate_mbps``) replaces the rate
+A start rate (``SenderParams.init_rate > 0``, a scenario flow's ``init_rate_mbps``) replaces the rate
 of every state ``start`` returns (``own.rate``, which every feature set's state has), so the
 first decision acts on it, as the environments act once on the start rate they draw and as
 ``jaxcc-sender --init-mbps`` does; a sender that decides at the end of the first tick sends at
@@ -34,13 +34,13 @@ it during that tick.  Everything else ``start`` sets (a window, the paper's memo
 
 A preference-conditioned sender (``Sender.preference``, its default preference: ``mocc_v1``)
 decides with the preference in force at the decision (``jaxcc.sim.controller.preference_at``):
-the flow's ``preference`` (``cparam[PREFERENCE:]``, a scenario flow's field), switched by its
+the flow's ``preference`` (``SenderParams.preference``, a scenario flow's field), switched by its
 ``preference_changes`` table at their times (the end of the first tick at or after ``at_s``,
 so the next decision uses it), else the sender's default.  The controller says so
 (``Controller.takes_preference``) and the runner refuses those fields for any other.
 
 A goal-tuned sender (``Sender.takes_target``: ``deepcc_v1``) also gets, at every decision, the
-flow's target slots (``cparam[TARGET:TARGET_ON + 1]``, a scenario flow's ``target``) and tunes its
+flow's target (``SenderParams.target`` and ``.target_on``, a scenario flow's ``target``) and tunes its
 goal toward them (``jaxcc.senders.goal_tuning``); ``Controller.takes_target`` says so.
 """
 
@@ -52,7 +52,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxcc.envs import mi as mi_lib
-from jaxcc.sim.controller import (INIT_RATE, PREFERENCE_DIM, TARGET, TARGET_ON, Action, Controller, TickObs,
+from jaxcc.sim.controller import (PREFERENCE_DIM, Action, Controller, ControllerParams, SenderParams, TickObs,
                                   preference_at)
 
 
@@ -68,7 +68,7 @@ class Sender(NamedTuple):
     # Such a sender's ``decide`` takes a fifth argument, the preference in force at the decision.
     preference: Any = None
     # A goal-tuned sender (``deepcc_v1``): its ``decide`` also takes ``target=`` the flow's
-    # cparam[TARGET:TARGET_ON + 1] (target (throughput_mbps, delay_ms, loss) and the on flag).
+    # ``[target (throughput_mbps, delay_ms, loss)..., target_on]`` (``SenderParams``).
     takes_target: bool = False
 
 
@@ -155,31 +155,31 @@ def make_controller(name: str, spec: dict, sender: Sender, default_empty=None) -
         raise ValueError(f"{name}: a preference-conditioned sender needs {PREFERENCE_DIM} weights, "
                          f"got {len(sender.preference)}")
 
-    def decide(own, hist, run, rtt0, cparam, now):
-        kw = {"target": cparam[TARGET:TARGET_ON + 1]} if sender.takes_target else {}
+    def decide(own, hist, run, rtt0, sp: SenderParams, now):
+        kw = {"target": jnp.concatenate([sp.target, sp.target_on[None]])} if sender.takes_target else {}
         if not takes_pref:
             return sender.decide(own, hist, run, rtt0, **kw)
-        return sender.decide(own, hist, run, rtt0, preference_at(cparam, now, sender.preference), **kw)
+        return sender.decide(own, hist, run, rtt0, preference_at(sp, now, sender.preference), **kw)
 
-    def first_decision(hist, rtt0, cparam, now):
-        return decide(start_at(sender.start(rtt0), cparam[INIT_RATE]), hist, mi_lib.running_zero(1), rtt0, cparam, now)
+    def first_decision(hist, rtt0, sp: SenderParams, now):
+        return decide(start_at(sender.start(rtt0), sp.init_rate), hist, mi_lib.running_zero(1), rtt0, sp, now)
 
-    def init(cparam):
+    def init(cp: ControllerParams):
         hist = empty_window(spec, default_empty)
         if sender.needs_rtt_to_start:
-            own, started = start_at(sender.start(None), cparam[INIT_RATE]), jnp.zeros((), bool)
+            own, started = start_at(sender.start(None), cp.sender.init_rate), jnp.zeros((), bool)
         else:  # before the first tick: the flow's preference (a change needs at_s > its start)
-            own, started = first_decision(hist, None, cparam, -jnp.inf), jnp.ones((), bool)
+            own, started = first_decision(hist, None, cp.sender, -jnp.inf), jnp.ones((), bool)
         return SenderState(own=own, hist=hist, tick=jnp.zeros((), jnp.int32), m=mi_lib.mi_zero(1),
                            run=mi_lib.running_zero(1), started=started)
 
-    def act(s: SenderState, cparam):
+    def act(s: SenderState, cp: ControllerParams):
         return sender.act(s.own)
 
-    def update(s: SenderState, obs: TickObs, cparam):
+    def update(s: SenderState, obs: TickObs, cp: ControllerParams):
         rtt0 = obs.dt * tpr  # the link's min propagation RTT (the env's fallback before a sample)
         if sender.needs_rtt_to_start:
-            own = jax.lax.cond(s.started, lambda: s.own, lambda: first_decision(s.hist, rtt0, cparam, obs.now))
+            own = jax.lax.cond(s.started, lambda: s.own, lambda: first_decision(s.hist, rtt0, cp.sender, obs.now))
             s = s._replace(own=own, started=jnp.ones((), bool))
         m = mi_lib.mi_add_tick(s.m, mi_tick(obs), obs.dt)
         n = s.tick + 1
@@ -192,7 +192,7 @@ def make_controller(name: str, spec: dict, sender: Sender, default_empty=None) -
             x, own = sender.observe(s.own, m, run, rtt0)
             own = keep(own, s.own)
             hist = jnp.where(on, push(s.hist, x), s.hist)
-            own = keep(decide(own, hist, run, rtt0, cparam, obs.now), own)
+            own = keep(decide(own, hist, run, rtt0, cp.sender, obs.now), own)
             return SenderState(own=own, hist=hist, tick=jnp.zeros((), jnp.int32), m=mi_lib.mi_zero(1), run=run,
                                started=s.started)
 

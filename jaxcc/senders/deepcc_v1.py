@@ -11,11 +11,11 @@ percentile of its at most 20 samples, as in training.
 
 Goal g (throughput, delay, loss weights): the policy's goal input, 1/3 each unless given
 (``controller(..., goal=)``) — what the datapath sender feeds without ``--goal``.  A flow's fixed
-``goal`` (scenario field; the PREFERENCE cparam slots, ``jaxcc.sim.controller.preference_at``)
+``goal`` (scenario field; ``SenderParams.preference``, ``jaxcc.sim.controller.preference_at``)
 replaces it.
 
 Online goal tuning (§IV-C; ``jaxcc.senders.goal_tuning``, whose docstring holds the readings):
-when the flow has a ``target`` (cparam TARGET slots, on flag set) the sender keeps a
+when the flow has a ``target`` (``SenderParams.target``, ``target_on`` set) the sender keeps a
 ``TunerState`` and an interval accumulator in ``Own``: every decision after an MI adds that MI's
 measurement m (eq. 1, ``DeepccEnv.observe``'s ``info["measurement"]``) to the accumulator;
 at every ``interval_decisions(mi_rtts)``-th (8 at ½ RTT: 4 RTT) the tuner steps on their mean

@@ -1,6 +1,6 @@
 """DeepCC's online goal tuning (IEEE/ACM ToN 2022, §IV-C, eq. 8–12), one flow, pure and jittable.
 
-Paper: /work/shared/seeds/004_056c79b7ea61caf6.txt, §IV-C "Online DeepCC Tuning" and §V
+Paper: DeepCC: Bridging the Gap Between Congestion Control and Applications via Multiobjective Optimization (Hu et al., IEEE/ACM ToN 2022), §IV-C "Online DeepCC Tuning" and §V
 ("goal tuning [is] triggered when ... the time since the last decision exceeds ... 4 RTT").
 The C++ twin is ``GoalTuner`` in ``datapath/src/goal_tuning.{h,cc}`` (float32, the same
 constants); ``tests/vectors/goal_tuning.txt`` (``python -m jaxcc.parity_vectors``) holds the

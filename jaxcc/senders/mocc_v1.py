@@ -12,7 +12,7 @@ Preference ω (throughput, delay, loss; ``jaxcc.envs.mocc.OBJECTIVES``): the pol
 and the weights of its Q-values (a ``q_values`` head with ``objectives`` 3: the action is
 argmax_a ω·Q(s, a, ω)).  A scenario flow's ``preference`` (and its ``preference_changes`` at
 their times) when given (``jaxcc.senders.common``: the controller reads them from the flow's
-cparam), else ``controller(..., goal=)``, else 1/3 each — what the datapath sender feeds without
+``SenderParams``), else ``controller(..., goal=)``, else 1/3 each — what the datapath sender feeds without
 ``--preference``.
 
 Start: a window of ``init_cwnd_pkts`` (10) packets, and the first decision on the empty window

@@ -2,12 +2,14 @@
 
 A controller is three pure functions over one flow, vmapped over flows by the runner:
 
-    cstate = init(cparam)                       # when the flow starts (and while it is idle)
-    action = act(cstate, cparam)                # what to send during the next tick
-    cstate = update(cstate, obs, cparam)        # after the tick, with its feedback
+    cstate = init(cp)                       # when the flow starts (and while it is idle)
+    action = act(cstate, cp)                # what to send during the next tick
+    cstate = update(cstate, obs, cp)        # after the tick, with its feedback
 
-``cparam`` is a small per-flow float vector (e.g. the rate of ``fixed:MBPS``; a learned
-sender's start rate in slot ``INIT_RATE``), so one compiled run serves every parameter value.  ``obs`` carries only what a real sender can measure — ACKed
+``cp`` is the flow's ``ControllerParams``: a typed pytree with one field per controller family
+(``fixed:MBPS``'s rate, BBR's seed, CUBIC's HyStart switch, a learned sender's start rate,
+preference, preference changes and target), so one compiled run serves every parameter value;
+``refusal`` is the one rule for which controller takes a preference or a goal.  ``obs`` carries only what a real sender can measure — ACKed
 and lost bytes and RTT samples that arrived during the tick, and its own sending — plus two
 *privileged* fields (``capacity``, ``n_active``) that only the ``oracle`` controller may read.
 """
@@ -18,27 +20,81 @@ from typing import Any, Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxcc.sim.core import BIG, TickOut
 
-# cparam[INIT_RATE]: a learned sender's start rate in bytes/s (a scenario flow's init_rate_mbps,
-# set by the runner; 0: the sender's own start).  Only jaxcc.senders reads it; the baselines use
-# cparam[0] and never this slot.
-INIT_RATE = 3
-# cparam[PREFERENCE:PREFERENCE + PREFERENCE_DIM]: a preference-conditioned policy's preference
-# (throughput, delay, loss) (a scenario flow's ``preference``; all 0: the policy's default).
-PREFERENCE, PREFERENCE_DIM = 4, 3
-# cparam[PREFERENCE_CHANGES:TARGET]: MAX_PREFERENCE_CHANGES rows (at_s, w_thr, w_delay, w_loss), at_s
-# increasing, seconds since the scenario began (a flow's ``preference_changes``); unused rows are
-# all 0 (a preference sums to 1, so a row of zero weights is no change).  A decision taken at a
-# tick ending at or after at_s uses that row.
-PREFERENCE_CHANGES, MAX_PREFERENCE_CHANGES = PREFERENCE + PREFERENCE_DIM, 8
-# cparam[TARGET:TARGET + TARGET_DIM]: a goal-tuned policy's application target (throughput_mbps,
-# delay_ms, loss) (a scenario flow's ``target``; DeepCC §IV-C); cparam[TARGET_ON] 1: tune the goal
-# online toward it (``jaxcc.senders.goal_tuning``), 0: no target (the fixed goal of PREFERENCE).
-TARGET, TARGET_DIM = PREFERENCE_CHANGES + MAX_PREFERENCE_CHANGES * (1 + PREFERENCE_DIM), 3
-TARGET_ON = TARGET + TARGET_DIM
-CPARAM_DIM = TARGET_ON + 1  # per-flow parameter vector
+# A preference is (throughput, delay, loss) weights; a flow's preference changes are at most
+# MAX_PREFERENCE_CHANGES rows (at_s, w_thr, w_delay, w_loss); a DeepCC target is
+# (throughput_mbps, delay_ms, loss).
+PREFERENCE_DIM, MAX_PREFERENCE_CHANGES, TARGET_DIM = 3, 8, 3
+
+
+class FixedParams(NamedTuple):
+    """``fixed:MBPS``'s parameters."""
+
+    mbps: jax.Array  # the sending rate (Mbit/s)
+
+
+class BBRParams(NamedTuple):
+    """BBR's parameters (``jaxcc.baselines.bbr``)."""
+
+    seed: jax.Array  # seeds the random choice of the first PROBE_BW phase (0 by default)
+
+
+class CubicParams(NamedTuple):
+    """CUBIC's parameters (``jaxcc.baselines.cubic``)."""
+
+    hystart: jax.Array  # > 0.5: HyStart's delay detector ends slow start (off for the plain ``cubic`` name)
+
+
+class SenderParams(NamedTuple):
+    """A learned sender's parameters (``jaxcc.senders``; the runner sets them from a scenario flow)."""
+
+    init_rate: jax.Array  # start rate, bytes/s (a flow's ``init_rate_mbps``; 0: the sender's own start)
+    # A preference-conditioned policy's preference [PREFERENCE_DIM] (a flow's ``preference``, or a
+    # goal-tuned policy's fixed ``goal``; all 0: the policy's default).
+    preference: jax.Array
+    # [MAX_PREFERENCE_CHANGES, 1 + PREFERENCE_DIM] rows (at_s, w_thr, w_delay, w_loss), at_s
+    # increasing, seconds since the scenario began (a flow's ``preference_changes``); unused rows are
+    # all 0 (a preference sums to 1, so a row of zero weights is no change).  A decision taken at a
+    # tick ending at or after at_s uses that row.
+    preference_changes: jax.Array
+    # A goal-tuned policy's application target [TARGET_DIM] (a flow's ``target``; DeepCC §IV-C) and
+    # target_on 1: tune the goal online toward it (``jaxcc.senders.goal_tuning``), 0: no target.
+    target: jax.Array
+    target_on: jax.Array
+
+
+class ControllerParams(NamedTuple):
+    """One flow's controller parameters, a field per controller family; each controller reads its
+    own (BBR ``.bbr``, a learned sender ``.sender``) and the others stay 0.  Leaves carry the
+    leading batch/flow axes of the run, so one compiled run serves every parameter value."""
+
+    fixed: FixedParams
+    bbr: BBRParams
+    cubic: CubicParams
+    sender: SenderParams
+
+    @classmethod
+    def zeros(cls, shape: tuple[int, ...] = ()) -> "ControllerParams":
+        """All-0 parameters (every controller's defaults) as float32 numpy arrays of leading ``shape``."""
+        z = lambda *tail: np.zeros(tuple(shape) + tail, np.float32)  # noqa: E731
+        return cls(fixed=FixedParams(mbps=z()), bbr=BBRParams(seed=z()), cubic=CubicParams(hystart=z()),
+                   sender=SenderParams(init_rate=z(), preference=z(PREFERENCE_DIM),
+                                       preference_changes=z(MAX_PREFERENCE_CHANGES, 1 + PREFERENCE_DIM),
+                                       target=z(TARGET_DIM), target_on=z()))
+
+
+def set_flow(rows: ControllerParams, j: int, flow: ControllerParams) -> None:
+    """Writes one flow's parameters ``flow`` into row ``j`` of the numpy parameters ``rows``."""
+    for r, x in zip(jax.tree.leaves(rows), jax.tree.leaves(flow)):
+        r[j] = x
+
+
+def stack(rows: "list[ControllerParams]") -> ControllerParams:
+    """Stacks numpy parameters along a new leading axis."""
+    return jax.tree.map(lambda *xs: np.stack(xs), *rows)
 
 
 class TickObs(NamedTuple):
@@ -75,17 +131,37 @@ class Controller(NamedTuple):
     init: Callable[[jax.Array], Any]
     act: Callable[[Any, jax.Array], Action]
     update: Callable[[Any, TickObs, jax.Array], Any]
-    takes_preference: bool = False  # reads cparam's PREFERENCE slots (a preference-conditioned policy)
-    takes_target: bool = False  # reads cparam's TARGET slots and tunes its goal (a goal-tuned policy: deepcc_v1)
+    takes_preference: bool = False  # reads SenderParams.preference(_changes) (a preference-conditioned policy)
+    takes_target: bool = False  # reads SenderParams.target and tunes its goal (a goal-tuned policy: deepcc_v1)
 
 
-def preference_at(cparam: jax.Array, now: jax.Array, default: jax.Array) -> jax.Array:
+PREFERENCE_FIELDS = ("preference", "preference_changes")
+GOAL_FIELDS = ("goal", "target")
+
+
+def refusal(ctrl: Controller | None, name: str, field: str) -> str | None:
+    """Why the controller ``ctrl`` (named ``name`` in the scenario; None: one that is not a
+    learned policy, which takes neither) cannot take a flow's ``field``
+    (``preference``, ``preference_changes``, ``goal`` or ``target``), or None when it can: the
+    one simulator rule, read by the runner and ``jaxcc.senders.preference_refusals``.  Only a
+    preference-conditioned policy (``takes_preference``) takes a preference; only a goal-tuned
+    policy (``takes_target``) takes a goal or a target."""
+    if field in PREFERENCE_FIELDS and (ctrl is None or not ctrl.takes_preference):
+        return (f"only a preference-conditioned policy (policy:FILE of a MOCC policy, goal_dim 3) takes a "
+                f"preference; {name!r} does not")
+    if field in GOAL_FIELDS and (ctrl is None or not ctrl.takes_target):
+        return (f"only a goal-tuned policy (policy:FILE of a DeepCC policy, features deepcc_v1, goal_dim 3) "
+                f"takes a goal or target; {name!r} does not")
+    return None
+
+
+def preference_at(sp: SenderParams, now: jax.Array, default: jax.Array) -> jax.Array:
     """The ``[PREFERENCE_DIM]`` preference in force at time ``now`` (s since the scenario began):
     the last row of the change table with at_s <= now, else the flow's preference, else
-    ``default`` (a cparam whose preference slots are all 0 has none).  jnp, jittable."""
-    base = cparam[PREFERENCE:PREFERENCE + PREFERENCE_DIM]
+    ``default`` (a flow whose preference is all 0 has none).  jnp, jittable."""
+    base = jnp.asarray(sp.preference)
     base = jnp.where(jnp.sum(base) > 0, base, jnp.asarray(default, base.dtype))
-    table = cparam[PREFERENCE_CHANGES:TARGET].reshape((MAX_PREFERENCE_CHANGES, 1 + PREFERENCE_DIM))
+    table = jnp.asarray(sp.preference_changes)
     used = jnp.sum(table[:, 1:], axis=1) > 0  # unused rows are all 0
     passed = jnp.sum(((now >= table[:, 0]) & used).astype(jnp.int32))  # at_s increase: the rows passed
     row = table[jnp.maximum(passed - 1, 0), 1:]

@@ -10,7 +10,7 @@ mixed links (a learned flow next to ``cubic``) cost one compile.  A flow's contr
 reset to ``init`` after every tick in which the flow was idle, so it starts fresh when it starts.
 
 The runner knows no controller names: ``build_batches`` takes a ``resolve`` callable from its
-caller (``jaxcc.senders.resolve``: name -> ``(Controller, cparam)``), and a scenario is anything
+caller (``jaxcc.senders.resolve``: name -> ``(Controller, ControllerParams)``), and a scenario is anything
 with the fields ``Scenario`` below lists (``jaxcc.scenarios.Scenario`` is one).  So nothing here
 imports above ``jaxcc.sim``.
 """
@@ -39,13 +39,13 @@ class FlowSpec(Protocol):
     stop_s: float
     controller: str  # a name ``resolve`` understands
     # optional ``init_rate_mbps`` (float | None): a learned sender's start rate, put in
-    # ``cparam[controller.INIT_RATE]``; only controllers named ``policy:*`` may take it
+    # ``SenderParams.init_rate``; only controllers named ``policy:*`` may take it
     # optional ``preference`` ([3] | None) and ``preference_changes`` (((at_s, [3]), ...)): a
-    # preference-conditioned policy's preference and its changes, put in cparam's PREFERENCE
-    # slots; only a controller with ``takes_preference`` may take them
-    # optional ``goal`` ([3] | None): a goal-tuned policy's fixed goal (PREFERENCE slots) and
-    # ``target`` ((throughput_mbps, delay_ms, loss) | None): its online-tuning target (TARGET
-    # slots, on flag); only a controller with ``takes_target`` may take them, never both
+    # preference-conditioned policy's preference and its changes (``SenderParams.preference``,
+    # ``.preference_changes``); ``controller.refusal`` says which controller may take them
+    # optional ``goal`` ([3] | None): a goal-tuned policy's fixed goal (``SenderParams.preference``)
+    # and ``target`` ((throughput_mbps, delay_ms, loss) | None): its online-tuning target
+    # (``.target``, ``.target_on``); ``controller.refusal`` says which may take them, never both
 
 
 class LinkSpec(Protocol):
@@ -84,7 +84,7 @@ class Batch:
     items: list[Item]
     params: core.LinkParams  # leaves [B, ...]
     ctrl_ids: np.ndarray  # [B, F] int32
-    cparams: np.ndarray  # [B, F, CPARAM_DIM]
+    cparams: ctl.ControllerParams  # numpy leaves [B, F, ...]
     controllers: tuple[ctl.Controller, ...]
     num_ticks: int
     ring_len: int
@@ -112,13 +112,13 @@ def build_batches(items: Sequence[Item], *, resolve: Resolve, ticks_per_rtt: int
 
     Args:
       items: the simulations.
-      resolve: a flow's controller name -> ``(Controller, cparam [CPARAM_DIM])``
+      resolve: a flow's controller name -> ``(Controller, ControllerParams)`` (one flow's)
         (``jaxcc.senders.resolve``), called once per distinct name; controllers are told apart
         by their ``name``.
       ticks_per_rtt: ticks per smallest flow RTT of each item.
       max_ring: cap on the feedback ring length.
     """
-    resolved: dict[str, tuple[ctl.Controller, np.ndarray]] = {}  # each name resolved once (policy files load once)
+    resolved: dict[str, tuple[ctl.Controller, ctl.ControllerParams]] = {}  # each name resolved once (policy files load once)
 
     def resolve_once(name: str):
         if name not in resolved:
@@ -149,69 +149,67 @@ def build_batches(items: Sequence[Item], *, resolve: Resolve, ticks_per_rtt: int
                 [fl.stop_s for fl in sc.flows], num_segments=k, num_flows=f, dt=dt,
                 realism=sc.link.realism(seed=it.seed)))  # REALISM
             row_ids = np.zeros((f,), np.int32)
-            row_cp = np.zeros((f, ctl.CPARAM_DIM), np.float32)
+            row_cp = ctl.ControllerParams.zeros((f,))
             for j, fl in enumerate(sc.flows):
                 ctrl, cparam = resolve_once(fl.controller)
                 if ctrl.name not in names:
                     names.append(ctrl.name)
                     ctrls.append(ctrl)
                 row_ids[j] = names.index(ctrl.name)
-                row_cp[j] = cparam
+                ctl.set_flow(row_cp, j, cparam)
                 init_mbps = getattr(fl, "init_rate_mbps", None)
                 if init_mbps is not None:
                     if not ctrl.name.startswith("policy:"):
                         raise ValueError(f"flows[{j}].init_rate_mbps: only a learned sender (policy:FILE) takes a "
                                          f"start rate; {fl.controller!r} starts from its own initial window/rate")
-                    row_cp[j, ctl.INIT_RATE] = float(init_mbps) * units.MBPS
-                _put_preference(row_cp[j], fl, ctrl, j)
-                _put_target(row_cp[j], fl, ctrl, j)
+                    row_cp.sender.init_rate[j] = float(init_mbps) * units.MBPS
+                _put_preference(row_cp.sender, fl, ctrl, j)
+                _put_target(row_cp.sender, fl, ctrl, j)
             ids.append(row_ids)
             cps.append(row_cp)
         batches.append(Batch(
             items=[g[0] for g in group], params=links.stack_links(params), ctrl_ids=np.stack(ids),
-            cparams=np.stack(cps), controllers=tuple(ctrls), num_ticks=ticks, ring_len=ring,
+            cparams=ctl.stack(cps), controllers=tuple(ctrls), num_ticks=ticks, ring_len=ring,
             schedules=[g[1] for g in group], num_real_flows=[len(g[2]) for g in group]))
     return batches
 
 
-def _put_preference(cp: np.ndarray, fl: FlowSpec, ctrl: ctl.Controller, j: int) -> None:
-    """Writes a flow's ``preference`` and ``preference_changes`` into its cparam row ``cp``."""
+def _put_preference(sp: ctl.SenderParams, fl: FlowSpec, ctrl: ctl.Controller, j: int) -> None:
+    """Writes flow ``j``'s ``preference`` and ``preference_changes`` into row ``j`` of ``sp``."""
     pref = getattr(fl, "preference", None)
     changes = tuple(getattr(fl, "preference_changes", None) or ())
     if pref is None and not changes:
         return
     field = "preference" if pref is not None else "preference_changes"
-    if not ctrl.takes_preference:
-        raise ValueError(f"flows[{j}].{field}: only a preference-conditioned policy (policy:FILE of a MOCC "
-                         f"policy, goal_dim 3) takes a preference; {fl.controller!r} does not")
+    why = ctl.refusal(ctrl, fl.controller, field)
+    if why is not None:
+        raise ValueError(f"flows[{j}].{field}: {why}")
     if len(changes) > ctl.MAX_PREFERENCE_CHANGES:
         raise ValueError(f"flows[{j}].preference_changes: at most {ctl.MAX_PREFERENCE_CHANGES} changes "
                          f"in the simulator, got {len(changes)}")
     if pref is not None:
-        cp[ctl.PREFERENCE:ctl.PREFERENCE + ctl.PREFERENCE_DIM] = np.asarray(pref, np.float32)
-    width = 1 + ctl.PREFERENCE_DIM
+        sp.preference[j] = np.asarray(pref, np.float32)
     for k, (at_s, w) in enumerate(changes):
-        row = ctl.PREFERENCE_CHANGES + k * width
-        cp[row] = float(at_s)
-        cp[row + 1:row + width] = np.asarray(w, np.float32)
+        sp.preference_changes[j, k, 0] = float(at_s)
+        sp.preference_changes[j, k, 1:] = np.asarray(w, np.float32)
 
 
-def _put_target(cp: np.ndarray, fl: FlowSpec, ctrl: ctl.Controller, j: int) -> None:
-    """Writes a flow's fixed ``goal`` (PREFERENCE slots) or its ``target`` (TARGET slots, on flag)."""
+def _put_target(sp: ctl.SenderParams, fl: FlowSpec, ctrl: ctl.Controller, j: int) -> None:
+    """Writes flow ``j``'s fixed ``goal`` (``preference``) or its ``target`` (and ``target_on``) into ``sp``."""
     goal, target = getattr(fl, "goal", None), getattr(fl, "target", None)
     if goal is None and target is None:
         return
     field = "goal" if goal is not None else "target"
-    if not ctrl.takes_target:
-        raise ValueError(f"flows[{j}].{field}: only a goal-tuned policy (policy:FILE of a DeepCC policy, features "
-                         f"deepcc_v1, goal_dim 3) takes a goal or target; {fl.controller!r} does not")
+    why = ctl.refusal(ctrl, fl.controller, field)
+    if why is not None:
+        raise ValueError(f"flows[{j}].{field}: {why}")
     if goal is not None and target is not None:
         raise ValueError(f"flows[{j}].target: give a goal (fixed) or a target (tuned), not both")
     if goal is not None:
-        cp[ctl.PREFERENCE:ctl.PREFERENCE + ctl.PREFERENCE_DIM] = np.asarray(goal, np.float32)
+        sp.preference[j] = np.asarray(goal, np.float32)
     else:
-        cp[ctl.TARGET:ctl.TARGET + ctl.TARGET_DIM] = np.asarray(target, np.float32)
-        cp[ctl.TARGET_ON] = 1.0
+        sp.target[j] = np.asarray(target, np.float32)
+        sp.target_on[j] = 1.0
 
 
 def _where_flow(mask: jax.Array, a, b):
@@ -226,7 +224,7 @@ def make_run(controllers: tuple[ctl.Controller, ...], num_ticks: int, ring_len: 
     for one link (``keep_states``: and the controllers' final states, one ``[F, ...]`` pytree per
     controller, each flow's in its own controller's entry); vmap it for a batch."""
 
-    def run(p: core.LinkParams, ctrl_ids: jax.Array, cparams: jax.Array):
+    def run(p: core.LinkParams, ctrl_ids: jax.Array, cparams: ctl.ControllerParams):
         inits = tuple(jax.vmap(c.init)(cparams) for c in controllers)
 
         def body(carry, _):
@@ -255,5 +253,6 @@ def run_batch(batch: Batch, keep_states: bool = False):
     """Simulate a batch; returns NumPy (final states, trajectories [B, T, ...], rates [B, T, F])
     (``keep_states``: and the controllers' final states, leaves ``[B, F, ...]``, ``make_run``)."""
     run = jax.jit(jax.vmap(make_run(batch.controllers, batch.num_ticks, batch.ring_len, keep_states)))
-    out = run(jax.tree.map(jnp.asarray, batch.params), jnp.asarray(batch.ctrl_ids), jnp.asarray(batch.cparams))
+    out = run(jax.tree.map(jnp.asarray, batch.params), jnp.asarray(batch.ctrl_ids),
+              jax.tree.map(jnp.asarray, batch.cparams))
     return jax.device_get(out)

@@ -4,7 +4,7 @@ They follow the same rules as the packet versions, applied once per tick to the 
 aggregated feedback, so that a fluid-vs-packet comparison tests the *network model*, not two
 different algorithms:
 
-* constant rate: ``jaxcc.baselines.simple.FIXED`` (``cparam[0]`` = Mbit/s), re-exported here;
+* constant rate: ``jaxcc.baselines.simple.FIXED`` (``ControllerParams.fixed.mbps``), re-exported here;
 * ``AIMD``: ``packet_sim.AIMD`` per tick;
 * ``BBR_LIKE``: ``packet_sim.BBRLike`` per tick.
 
@@ -56,16 +56,16 @@ class AimdState(NamedTuple):
     credit: jnp.ndarray  # lost bytes of a new episode so far (a loss event at >= MSS)
 
 
-def _aimd_init(cparam):
+def _aimd_init(cp):
     return AimdState(cwnd=_F(packet_sim.AIMD.IW), ssthresh=_F(BIG), last_cut=_F(-1e9),
                      latest_rtt=_F(0.0), credit=_F(0.0))
 
 
-def _aimd_act(s: AimdState, cparam):
+def _aimd_act(s: AimdState, cp):
     return Action(rate=_F(BIG), cwnd=s.cwnd)
 
 
-def _aimd_update(s: AimdState, obs: TickObs, cparam):
+def _aimd_update(s: AimdState, obs: TickObs, cp):
     t = obs.now - obs.dt  # when this tick's feedback arrived
     latest_rtt = jnp.where(obs.acked > 0, obs.rtt_mean, s.latest_rtt)
     slow_start = s.cwnd < s.ssthresh
@@ -105,14 +105,14 @@ class BbrState(NamedTuple):
     cycle: jnp.ndarray  # int32
 
 
-def _bbr_init(cparam):
+def _bbr_init(cp):
     i0 = jnp.zeros((), jnp.int32)
     return BbrState(mode=i0 + _STARTUP, min_rtt=_F(BIG), samples=jnp.zeros((packet_sim.BBRLike.BW_WINDOW,), _F),
                     next_sample=i0, btlbw=_F(0.0), phase_start=_F(-1.0), phase_acked=_F(0.0),
                     full_bw=_F(0.0), full_cnt=i0, cycle=i0)
 
 
-def _bbr_act(s: BbrState, cparam):
+def _bbr_act(s: BbrState, cp):
     known = s.btlbw > 0
     gain = jnp.where(s.mode == _STARTUP, packet_sim.BBRLike.HIGH_GAIN,
                      jnp.where(s.mode == _DRAIN, 1.0 / packet_sim.BBRLike.HIGH_GAIN, _GAINS[s.cycle]))
@@ -122,7 +122,7 @@ def _bbr_act(s: BbrState, cparam):
     return Action(rate=rate.astype(_F), cwnd=cwnd.astype(_F))
 
 
-def _bbr_update(s: BbrState, obs: TickObs, cparam):
+def _bbr_update(s: BbrState, obs: TickObs, cp):
     t = obs.now - obs.dt  # when this tick's feedback arrived
     has_ack = obs.acked > 0
     min_rtt = jnp.where(has_ack, jnp.minimum(s.min_rtt, obs.rtt_mean), s.min_rtt)

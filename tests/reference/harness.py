@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxcc import units
-from jaxcc.sim.controller import CPARAM_DIM
+from jaxcc.sim import controller as ctl
 from jaxcc.sim import links, runner
 
 from reference import fluid_senders, packet_sim
@@ -196,11 +196,11 @@ def fluid_inputs(cases: list[Case]):
                                       [(s - 0.5) * dt for s in c.stop_ticks],
                                       num_segments=1, num_flows=f_max, dt=dt))
         ring = max(ring, links.ring_len_for(sched, c.buffer, c.rtts, dt))
-        cp = np.zeros((f_max, CPARAM_DIM), np.float32)
+        cp = ctl.ControllerParams.zeros((f_max,))
         for i, r in enumerate(c.rates):
-            cp[i, 0] = r / MBPS
+            cp.fixed.mbps[i] = r / MBPS
         cps.append(cp)
-    return links.stack_links(params), np.stack(cps), num_ticks, ring
+    return links.stack_links(params), ctl.stack(cps), num_ticks, ring
 
 
 def run_fluid(cases: list[Case]) -> list[Metrics]:
@@ -210,8 +210,8 @@ def run_fluid(cases: list[Case]) -> list[Metrics]:
     params, cps, num_ticks, ring = fluid_inputs(cases)
     ctrl = _CONTROLLERS[senders.pop()]
     run = jax.jit(jax.vmap(runner.make_run((ctrl,), num_ticks, ring)))
-    ids = np.zeros(cps.shape[:2], np.int32)
-    sim, traj, _ = jax.device_get(run(jax.tree.map(jnp.asarray, params), jnp.asarray(ids), jnp.asarray(cps)))
+    ids = np.zeros(cps.fixed.mbps.shape[:2], np.int32)
+    sim, traj, _ = jax.device_get(run(jax.tree.map(jnp.asarray, params), jnp.asarray(ids), jax.tree.map(jnp.asarray, cps)))
     out = []
     for b, c in enumerate(cases):
         n = len(c.rtts)

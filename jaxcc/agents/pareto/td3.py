@@ -61,7 +61,7 @@ from jaxcc.params import all_finite
 STAGE_LABELS = {"bootstrap": "Pareto-Bootstrap", "advance": "Pareto-Advance", "fairness": "Pareto-Fair"}
 HP_KEYS = ("gamma", "tau", "lr_actor", "lr_critic", "policy_noise", "noise_clip", "expl_noise", "alpha",
            "beta0", "beta_inc", "prio_c", "prio_zeta", "expert_threshold", "reward_scale")
-# What ``jaxcc.sweep`` may vmap: config key -> path of its leaf in the training state.  The seed
+# What ``jaxcc.training.sweep`` may vmap: config key -> path of its leaf in the training state.  The seed
 # also seeds ``init``'s key; its leaf ``state["seed"]`` keys the snapshot selection's validation
 # links.  Every other key sets a shape or the program's structure.
 SWEEPABLE = {**{f"td3.{k}": ("hp", k) for k in HP_KEYS}, "seed": ("seed",)}
@@ -149,7 +149,7 @@ def td3_update(agent: dict, batch: dict, w: jax.Array, noise: jax.Array, hp: dic
 
     # eq. (5): deterministic policy gradient through Q1, every `policy_delay` steps.  With an
     # ``actor_anchor`` in ``agent`` (the online stage's variant ``anchor``, not the paper's:
-    # ``jaxcc.agents.pareto.online``) the loss adds ``anchor_w · ((π_θ(s) − π_anchor(s)) / HALF)²``.
+    # ``jaxcc.online.pareto``) the loss adds ``anchor_w · ((π_θ(s) − π_anchor(s)) / HALF)²``.
     def actor_loss(ap):
         a = actor_b(ap, batch["obs"])
         per = -critic_b(agent["critic1"], batch["obs"], a)

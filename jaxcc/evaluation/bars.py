@@ -29,7 +29,7 @@ from ``jaxcc.evaluate``'s records, measured there by ``recovery_metrics``):
 * the ``robust`` bars below.
 
 ``robust`` (robust training, every shipped policy; suite ``robust``; "reach" = a 0.5 s bin at
-≥ 80 % whose next 2 s hold it on average, ``jaxcc.metrics.time_to_share``, also for ``depart4``
+≥ 80 % whose next 2 s hold it on average, ``jaxcc.evaluation.metrics.time_to_share``, also for ``depart4``
 above):
 
 * ``robust/start1pct`` (50 Mbit/s, started at 0.5 Mbit/s): ≥ 80 % utilization within 10 s of the

@@ -12,7 +12,7 @@ import glob
 import importlib.util
 import os
 
-_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CONFIG_DIRS = (os.path.join(os.getcwd(), "configs"), os.path.join(_REPO, "configs"))
 
 
@@ -55,3 +55,19 @@ def load_config(name: str):
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod.get_config(arg) if sep else mod.get_config()
+
+
+def config_name(path: str) -> str:
+    """A config's name: ``configs/NAME.py[:ARG]`` -> ``NAME``."""
+    return os.path.splitext(os.path.basename(path.partition(":")[0]))[0]
+
+
+def all_keys(cfg, prefix: str = "") -> list[str]:
+    """Every leaf key of a config, dotted (``agent.lr``)."""
+    out = []
+    for k, v in cfg.items():
+        if hasattr(v, "items"):
+            out += all_keys(v, f"{prefix}{k}.")
+        else:
+            out.append(prefix + k)
+    return out
