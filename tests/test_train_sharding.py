@@ -30,13 +30,13 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 SCRIPT = r"""
 import json, sys, importlib.util, numpy as np, jax
-from jaxcc import train
+from jaxcc.training import loop
 spec = importlib.util.spec_from_file_location("s", "configs/pareto_smoke.py"); m = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(m)
 c = m.get_config()
 out = sys.argv[1]
-train.train(c, out + "/run", progress=False, log=True, stop_after_chunks=2)
-from jaxcc import checkpointing
+loop.train(c, out + "/run", progress=False, log=True, stop_after_chunks=2)
+from jaxcc.training import checkpointing
 import os
 ck = out + "/run/checkpoints"; last = max(int(d) for d in os.listdir(ck) if d.isdigit())
 st = checkpointing.restore_untyped(f"{ck}/{last}/state")
@@ -50,8 +50,9 @@ SPLIT_CONFIGS = ("aurora_smoke", "eagle_smoke", "pareto_smoke", "mocc_smoke", "d
 
 SPLIT_SCRIPT = r"""
 import json, re, sys, jax
-from jaxcc import agents, train
+from jaxcc import agents
 from jaxcc.training.configs import load_config
+from jaxcc.training.mesh import make_mesh, state_shardings
 
 # The result shapes of every all-reduce of a compiled HLO module, dims sorted (a gradient of a
 # [a, b] kernel may come out of XLA's dot as [b, a]).
@@ -72,12 +73,12 @@ for name in sys.argv[1].split(","):
     if int(c.num_envs) % jax.device_count():
         with c.unlocked():
             c.num_envs = jax.device_count()
-    mesh = train.make_mesh()
+    mesh = make_mesh()
     tr = agents.make_train(c, mesh=mesh)
     key = jax.random.PRNGKey(0)
-    sh0 = train.state_shardings(jax.eval_shape(tr.init, key), mesh)
+    sh0 = state_shardings(jax.eval_shape(tr.init, key), mesh)
     state = jax.jit(tr.init, out_shardings=sh0)(key)
-    sh = train.state_shardings(state, mesh)
+    sh = state_shardings(state, mesh)
     comp = jax.jit(tr.run_chunk, static_argnums=1, out_shardings=(sh, None)).lower(state, 0).compile()
     state, _ = comp(state)
     lanes = []
