@@ -7,7 +7,7 @@ import os
 import pytest
 
 from jaxcc.evaluation import bars
-from jaxcc.scenarios import SUITES
+from jaxcc.scenarios import SUITES, get_suite
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIG5 = ("pareto/fixed50", "pareto/dyn10-20", "pareto/dyn10-30", "pareto/shared4", "pareto/shared5", "pareto/lte")
@@ -217,3 +217,28 @@ def test_pareto_links_bars_on_both_fixed_links_at_their_thresholds():
     assert [v.met for v in bars.check("pareto-links", bad)["P"]] == [True] * 3 + [False] * 3
     missing = bars.check("pareto-links", ok[:1])["P"]
     assert [v.value for v in missing[3:]] == ["not evaluated (needs pareto/link12)"] * 3
+
+
+def test_outage_suite_links_go_dark_and_come_back():
+    """Each outage link: full rate, near zero for the outage, full rate again; the return is the
+    schedule's only step up, 20 s before the end; a 1-BDP buffer at 40 ms."""
+    for sc in get_suite("outage"):
+        mbps, secs = (float(x) for x in sc.name.removeprefix("outage/").removesuffix("s").split("mbps-"))
+        assert sc.link.schedule == ((0.0, mbps), (10.0, 0.01), (10.0 + secs, mbps))
+        assert sc.duration_s == 10.0 + secs + 20.0
+        assert sc.link.buffer_bytes == pytest.approx(mbps * 125_000 * 0.040)
+        assert [f.rtt_ms for f in sc.flows] == [40.0]
+    assert len(SUITES["outage"]) == 5
+
+
+@pytest.mark.parametrize("loss, back, met", [(0.03, [3.0], [True, True]), (0.0301, [2.0], [False, True]),
+                                             (0.0, [3.01], [True, False]), (0.0, [float("inf")], [True, False]),
+                                             (0.0, [], [True, False])])
+def test_outage_bars_judge_loss_and_the_return(loss, back, met):
+    recs = [rec(name, "P", loss=loss, step_ramp_s=back) for name in SUITES["outage"]]
+    v = bars.check("outage", recs)["P"]
+    assert len(v) == 2 * len(SUITES["outage"])
+    assert _met(v) == met * len(SUITES["outage"])
+    assert v[0].bar == "outage/20mbps-1s: loss <= 3%" and v[1].bar == "outage/20mbps-1s: >= 80% util within 3 s of the return"
+    missing = bars.check("outage", recs[1:])["P"]
+    assert not missing[0].met and "needs outage/20mbps-1s" in missing[0].value

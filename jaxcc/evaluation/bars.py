@@ -36,6 +36,11 @@ above):
   start (``ramp_s`` ≤ 10);
 * ``robust/step5-50`` (5 → 50 Mbit/s at 10 s): ≥ 80 % within 5 s of the step (``step_ramp_s`` ≤ 5).
 
+``outage`` (every family; suite ``outage``: 10, 20 and 50 Mbit/s links dark for 1-8 s, then back):
+on each link the loss over the run ≤ 3 % and ≥ 80 % of the capacity within 3 s of the link's
+return (``step_ramp_s`` of the return ≤ 3).  BBR and CUBIC stop sending when no ACK comes back
+(their windows fill); a rate-based policy that keeps its rate loses what it sends into the dark.
+
 ``aurora`` (robust training): on ``aurora/fig2`` (30 Mbit/s, 1 % random loss, 10-packet queue) the
 policy's loss below in-sim CUBIC's (needs ``cubic``); and the ``robust`` bars.
 
@@ -210,6 +215,32 @@ def robust(records: Sequence[dict], controller: str) -> list[Verdict]:
     else:
         x = t["step_ramp_s"][0]
         out.append(Verdict(bar, _secs(x), _within(x, 5.0)))
+    return out
+
+
+OUTAGE_MAX_LOSS, OUTAGE_RETURN_S = 0.03, 3.0
+
+
+def outage(records: Sequence[dict], controller: str) -> list[Verdict]:
+    """The outage bars for ``controller`` on every link of the ``outage`` suite (module docstring):
+    loss over the run ≤ 3 % and ≥ 80 % of the capacity within 3 s of the link's return."""
+    by = _index(records)
+    out = []
+    for scen in SUITES["outage"]:
+        r = by.get((scen, controller))
+        bar_loss, bar_back = f"{scen}: loss <= 3%", f"{scen}: >= 80% util within 3 s of the return"
+        if r is None:
+            out += [Verdict(bar_loss, f"{NOT_EVALUATED} (needs {scen})", False),
+                    Verdict(bar_back, f"{NOT_EVALUATED} (needs {scen})", False)]
+            continue
+        loss = r.get("loss")
+        out.append(Verdict(bar_loss, NOT_MEASURED if loss is None else f"{100 * loss:.2f}%",
+                           loss is not None and loss <= OUTAGE_MAX_LOSS))
+        back = r.get("step_ramp_s") or []
+        if not back:
+            out.append(Verdict(bar_back, NOT_MEASURED, False))
+        else:
+            out.append(Verdict(bar_back, _secs(back[-1]), _within(back[-1], OUTAGE_RETURN_S)))
     return out
 
 
@@ -453,7 +484,7 @@ def deepcc(records: Sequence[dict], controller: str) -> list[Verdict]:
 
 
 BAR_SETS = {"pareto": pareto, "robust": robust, "aurora": aurora, "eagle": eagle, "pareto-links": pareto_links,
-            "mocc": mocc, "deepcc": deepcc}
+            "mocc": mocc, "deepcc": deepcc, "outage": outage}
 BASELINE_LABELS = ("bbr", "cubic", "reno", "copa", "oracle")
 
 

@@ -110,6 +110,27 @@ def _robust() -> dict[str, Callable[[], Scenario]]:
     }
 
 
+# outage/*: a link that goes dark for a few seconds, as cellular links do (handovers, tunnels):
+# the capacity drops to OUTAGE_MBPS (near zero: what the buffer holds waits, what arrives is
+# dropped) at OUTAGE_AT_S and comes back OUTAGE_S later; the run goes on OUTAGE_AFTER_S after the
+# return.  40 ms RTT, a 1-BDP buffer.  The return is a capacity step up, so ``step_ramp_s``
+# (``jaxcc.evaluation.runs.recovery_metrics``) measures how long the flow takes to carry >= 80 %
+# of the capacity again.  (rate Mbit/s, outage s) per scenario: OUTAGE_LINKS.
+OUTAGE_RTT_MS, OUTAGE_MBPS, OUTAGE_AT_S, OUTAGE_AFTER_S = 40.0, 0.01, 10.0, 20.0
+OUTAGE_LINKS = ((20, 1), (20, 3), (20, 8), (10, 3), (50, 3))
+
+
+def _outage() -> dict[str, Callable[[], Scenario]]:
+    out = {}
+    for mbps, secs in OUTAGE_LINKS:
+        name = f"outage/{mbps}mbps-{secs}s"
+        d = OUTAGE_AT_S + secs + OUTAGE_AFTER_S
+        link = {"schedule": [[0, mbps], [OUTAGE_AT_S, OUTAGE_MBPS], [OUTAGE_AT_S + secs, mbps]],
+                "buffer_bytes": mbps * units.MBPS * OUTAGE_RTT_MS / 1e3}
+        out[name] = (lambda name=name, d=d, link=link: _spec(name, d, link, _flows(1, OUTAGE_RTT_MS, d)))
+    return out
+
+
 def _aurora() -> dict[str, Callable[[], Scenario]]:
     # §4.1: "30 Mbps capacity, 30 ms of latency, a 1000-packet queue, and 0% random loss".  Mininet
     # link latency is one-way, so the RTT is 60 ms.  The paper runs 2 minutes; 30 s is enough for a
@@ -191,7 +212,7 @@ def _eagle() -> dict[str, Callable[[], Scenario]]:
 
 
 _REGISTRY: dict[str, Callable[[], Scenario]] = {**_pareto(), **_aurora(), **_mocc(), **_deepcc(), **_eagle(),
-                                                **_robust()}
+                                                **_robust(), **_outage()}
 
 SUITES: dict[str, tuple[str, ...]] = {
     "pareto": ("pareto/fixed50", "pareto/dyn10-20", "pareto/dyn10-30", "pareto/shared2", "pareto/shared3",
@@ -200,6 +221,8 @@ SUITES: dict[str, tuple[str, ...]] = {
     # robust training's fairness links (shared8, rtt30-120, jitter4); the departures: pareto/depart4
     "pareto-fair": ("pareto/shared8", "pareto/rtt30-120", "pareto/jitter4"),
     "robust": ("robust/start1pct", "robust/step5-50"),
+    # Links that go dark for 1-8 s (OUTAGE_LINKS); the bar set ``outage`` judges them.
+    "outage": tuple(f"outage/{mbps}mbps-{secs}s" for mbps, secs in OUTAGE_LINKS),
     # The two fixed links of the robust emulation bars (jaxcc.evaluation.bars "pareto-links").
     "pareto-links": ("pareto/fixed50", "pareto/link12"),
     "pareto-fig5": ("pareto/fixed50", "pareto/dyn10-20", "pareto/dyn10-30", "pareto/shared4", "pareto/shared5", "pareto/lte"),
