@@ -177,7 +177,7 @@ def test_missing_scenarios_or_bbr_are_unmet_with_the_reason():
 
 @pytest.mark.parametrize("name, bad", [("nope", "nope"), ("pareto,nope", "nope"), ("", "")])
 def test_unknown_bar_set_names_the_valid_ones(name, bad):
-    with pytest.raises(ValueError, match=f"unknown bar set '{bad}'; expected one of aurora, deepcc, eagle, mocc, pareto, pareto-links, robust"):
+    with pytest.raises(ValueError, match=f"unknown bar set '{bad}'; expected one of aurora, deepcc, eagle, mocc, outage, pareto, pareto-links, robust"):
         bars.check(name, [])
 
 

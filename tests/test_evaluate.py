@@ -170,7 +170,7 @@ def test_cli_own_controllers_mixed_link(tmp_path):
     (["--suite=pareto", "--bogus=1"], "Unknown command line flag 'bogus'"),
     (["--suite=pareto", "stray"], "unexpected arguments"),
     (["--scenario=pareto/fixed50", "--checkpoint=/nonexistent-jaxcc-run"], "no stage checkpoints"),
-    (["--scenario=pareto/fixed50", "--bars=nope"], "unknown bar set 'nope'; expected one of aurora, deepcc, eagle, mocc, pareto, pareto-links, robust"),
+    (["--scenario=pareto/fixed50", "--bars=nope"], "unknown bar set 'nope'; expected one of aurora, deepcc, eagle, mocc, outage, pareto, pareto-links, robust"),
     (["--scenario=pareto/fixed50", "--bars=pareto,nope"], "unknown bar set 'nope'; expected one of"),
     (["--scenario=pareto/fixed50", "--duration=-5"], "--duration must be > 0 seconds"),
 ])
