@@ -129,3 +129,25 @@ def test_tbf_rate_counts_only_backlogged_intervals_away_from_rate_changes():
     # too little backlogged time: not checked
     r = netns.tbf_rate_error(samples(rates[:3], [100_000] * 4), [(0.0, 12.0)], t0=100.0, min_backlog_bytes=1)
     assert r["rel_err"] is None and "not checked" in r["note"]
+
+
+def test_tbf_rate_leaves_out_a_segment_too_small_to_count():
+    """An outage segment (0.01 Mbit/s for 3 s) carries ~3 frames: tbf's whole frames put its count
+    ~14 % off the rate (2 frames in the 2.8 s judged), which says nothing about tbf's timers.  A
+    flow that keeps a backlog only in the dark (MOCC's small queue) gave a run judged on that
+    segment alone; the segment is left out (not checked), and backlogged 12 Mbit/s segments are
+    judged as before."""
+    frame = netns.PACKET_BYTES + netns.ETH_HEADER
+    on = [FRAME_BYTES_PER_S_12] * 10
+    dark = [0.0] * 9 + [2 * frame / 0.1] + [0.0] * 20  # 3 s: two frames leave, at 1 s
+    sched = [(0.0, 12.0), (1.0, 0.01), (4.0, 12.0)]
+    only_dark = [0] * 11 + [100_000] * 30 + [0] * 10  # a backlog only during the outage
+    s = samples(on + dark + on, only_dark)
+    old = netns.tbf_rate_error(s, sched, t0=100.0, min_backlog_bytes=10_000, min_segment_frames=0)
+    assert old["intervals"] == 28 and old["rel_err"] == pytest.approx(2 / (0.01e6 * netns.TBF_SCALE / 8 * 2.8 / frame) - 1)
+    assert old["rel_err"] < -0.1
+    r = netns.tbf_rate_error(s, sched, t0=100.0, min_backlog_bytes=10_000)
+    assert r["rel_err"] is None and r["unjudged_seconds"] == pytest.approx(2.8) and "not checked" in r["note"]
+    # backlogged throughout: the two 12 Mbit/s segments are judged (on the rate), the dark one is not
+    r = netns.tbf_rate_error(samples(on + dark + on, [100_000] * 51), sched, t0=100.0, min_backlog_bytes=10_000)
+    assert abs(r["rel_err"]) < 1e-6 and r["intervals"] == 9 + 9 and r["unjudged_seconds"] == pytest.approx(2.8)

@@ -43,6 +43,9 @@ from jaxcc.units import PACKET_BYTES
 PREFIX_BASE = "jxe"           # every namespace / veth of this harness starts with it
 ETH_HEADER = 14               # bytes tbf counts on top of the IP packet on a veth
 TBF_SCALE = (PACKET_BYTES + ETH_HEADER) / PACKET_BYTES
+# tbf_rate_error judges a schedule segment only if it should carry at least this many frames
+# while backlogged: whole frames then quantize its count by at most 2 %, the rate bound.
+MIN_JUDGED_FRAMES = 50
 # tbf bucket depth in seconds of the current rate (at least two full frames). A deeper bucket
 # sends small bursts back to back; a shallow one loses capacity whenever tbf's timer fires
 # late (tokens beyond the bucket are thrown away), which happens on busy, shared machines.
@@ -285,7 +288,8 @@ class TbfSampler(threading.Thread):
 
 def tbf_rate_error(samples: list[tuple[float, int, int, int, int]],
                    sched: list[tuple[float, float]], t0: float, min_backlog_bytes: int,
-                   guard_s: float = 0.05, min_seconds: float = 0.5) -> dict[str, object]:
+                   guard_s: float = 0.05, min_seconds: float = 0.5,
+                   min_segment_frames: int = MIN_JUDGED_FRAMES) -> dict[str, object]:
     """tbf's dequeue rate against the configured schedule while it had a backlog.
 
     While tbf holds packets it must send at exactly its configured rate (a late timer on a
@@ -294,23 +298,28 @@ def tbf_rate_error(samples: list[tuple[float, int, int, int, int]],
     contains no scheduled rate change, the bytes dequeued are compared with the schedule's
     rate (IP Mbit/s, times TBF_SCALE for the frames tbf counts) over the interval; rel_err is
     sum(measured) / sum(expected) - 1 over those intervals (None below min_seconds of them).
+    A schedule segment whose intervals should carry fewer than ``min_segment_frames`` frames in
+    all is left out (``unjudged_seconds``): tbf sends whole frames, so its count there is off by
+    up to a frame, more than the bound allows (an outage's 0.01 Mbit/s is one frame per 1.2 s).
     sched: (t_s from t0, Mbit/s); t0: the run's CLOCK_MONOTONIC start.
     """
     changes = [t0 + t for t, _ in sched[1:]]
-    got = want = secs = 0.0
-    per = []
+    by_segment: dict[int, list[tuple[float, float, float]]] = {}  # segment -> [(got, expected, seconds)]
     for (ta, ba, _, _, qa), (tb, bb, _, _, qb) in zip(samples, samples[1:]):
         if qa < min_backlog_bytes or qb < min_backlog_bytes or tb <= ta:
             continue
         if any(ta - guard_s <= c <= tb + guard_s for c in changes):
             continue
-        rate = next((r for t, r in reversed(sched) if t0 + t <= ta), sched[0][1])
-        expect = max(rate, MIN_RATE_MBPS) * 1e6 * TBF_SCALE / 8 * (tb - ta)
-        got += bb - ba
-        want += expect
-        secs += tb - ta
-        per.append((bb - ba) / expect - 1)
-    out: dict[str, object] = {"seconds": secs, "intervals": len(per),
+        seg = max(i for i, (t, _) in enumerate(sched) if i == 0 or t0 + t <= ta)
+        expect = max(sched[seg][1], MIN_RATE_MBPS) * 1e6 * TBF_SCALE / 8 * (tb - ta)
+        by_segment.setdefault(seg, []).append((bb - ba, expect, tb - ta))
+    frame = PACKET_BYTES + ETH_HEADER
+    judged = [iv for ivs in by_segment.values() if sum(e for _, e, _ in ivs) >= min_segment_frames * frame
+              for iv in ivs]
+    unjudged_s = sum(d for ivs in by_segment.values() for _, _, d in ivs) - sum(d for _, _, d in judged)
+    got, want, secs = (sum(x[k] for x in judged) for k in range(3))
+    per = [g / e - 1 for g, e, _ in judged]
+    out: dict[str, object] = {"seconds": secs, "intervals": len(per), "unjudged_seconds": unjudged_s,
                               "min_backlog_bytes": min_backlog_bytes, "samples": len(samples)}
     if secs < min_seconds or want <= 0:
         out["rel_err"] = None
