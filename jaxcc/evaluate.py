@@ -4,8 +4,10 @@
     python -m jaxcc.evaluate --scenario=pareto/fixed50,pareto/shared2 --controller=bbr --out=runs/x --report
                                                     # + runs/x/report.html: every table and figure (jaxcc.report)
     python -m jaxcc.evaluate --scenario-file=my_link.json --out=runs/y     # the flows' own controllers
-    python -m jaxcc.evaluate --checkpoint=RUN --controller=bbr,cubic --suite=pareto,pareto-fair,robust         --bars=pareto --baseline_start=own --out=runs/z   # every Pareto bar (jaxcc/evaluation/bars.py)
-    python -m jaxcc.evaluate --suite=aurora-bw,aurora-loss --duration=120         --controller=cubic,policy:checkpoints/aurora/aurora.safetensors --out=runs/aurora   # Aurora §4.1, 2 min
+    python -m jaxcc.evaluate --checkpoint=RUN --controller=bbr,cubic --suite=pareto,pareto-fair,robust \\
+        --bars=pareto --baseline_start=own --out=runs/z   # every Pareto bar (jaxcc/evaluation/bars.py)
+    python -m jaxcc.evaluate --suite=aurora-bw,aurora-loss --duration=120 \\
+        --controller=cubic,policy:checkpoints/aurora/aurora.safetensors --out=runs/aurora   # Aurora §4.1, 2 min
 
 The code: ``jaxcc.evaluation.runs`` (the runs, their records and ``results.json``'s contract).
 """

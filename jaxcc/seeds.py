@@ -1,6 +1,7 @@
 """Quality as a distribution: one policy's bars over several training seeds, and the median.
 
-    python -m jaxcc.seeds --results=runs/ev-s0,runs/ev-s1,runs/ev-s2,runs/ev-s3 --controller=Pareto-Fair         --bars=pareto --out=runs/seeds.md
+    python -m jaxcc.seeds --results=runs/ev-s0,runs/ev-s1,runs/ev-s2,runs/ev-s3 --controller=Pareto-Fair \\
+        --bars=pareto --out=runs/seeds.md
 
 What it measures and how: ``jaxcc.evaluation.seeds``.
 """

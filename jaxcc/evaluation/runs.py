@@ -64,7 +64,8 @@ import numpy as np
 
 from jaxcc.controllers import parse_controller
 from jaxcc.evaluation import metrics
-from jaxcc.scenarios import SUITES, Scenario, get_scenario, get_suite, init_rate_refusal, list_scenarios, load_scenario, parse_scenario
+from jaxcc.scenarios import (SUITES, Scenario, get_scenario, get_suite, init_rate_refusal, list_scenarios, load_scenario,
+                             parse_scenario)
 
 
 OWN = "own"  # label of runs that keep each flow's own controller

@@ -1,6 +1,7 @@
 """Quality as a distribution: one policy's bars over several training seeds, and the median.
 
-    python -m jaxcc.seeds --results=runs/ev-s0,runs/ev-s1,runs/ev-s2,runs/ev-s3 --controller=Pareto-Fair         --bars=pareto --out=runs/seeds.md
+    python -m jaxcc.seeds --results=runs/ev-s0,runs/ev-s1,runs/ev-s2,runs/ev-s3 --controller=Pareto-Fair \\
+        --bars=pareto --out=runs/seeds.md
 
 Each ``--results`` entry is the ``--out`` directory (or its ``results.json``) of one
 ``jaxcc.evaluate`` run of one training seed, all on the same scenarios and baselines.  The output
