@@ -6,7 +6,6 @@ checkpoint, and an end-to-end run over the simulator backend (``--emulator=sim``
 import json
 import math
 import os
-import socket
 import struct
 import subprocess
 import sys

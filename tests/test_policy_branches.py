@@ -3,7 +3,6 @@
 against numpy, and the validation errors.  ``datapath/tests/policy_test.cc`` checks the same
 network and the same errors in C++."""
 
-import copy
 import functools
 import math
 

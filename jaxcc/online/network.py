@@ -286,7 +286,7 @@ def _emu_window(run: dict[str, Any], t0: float, t1: float) -> dict[str, Any]:
             byts = 0.0
             for iv in cj.get("intervals", []):
                 s = iv.get("sum", {})
-                a, b = start + s.get("start", 0.0), start + s.get("end", 0.0)
+                b = start + s.get("end", 0.0)
                 if b <= t0 or b > t1:
                     continue
                 nb = s.get("bytes", 0.0)
