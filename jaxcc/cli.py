@@ -4,8 +4,9 @@ A command defines its flags on a fresh ``absl.flags.FlagValues`` (``define(fv) -
 commands can run in one process (the tests do) without sharing flag state; ``run_absl_cli``
 parses ``argv`` into them and calls ``run(fv, argv[1:])``.  ``--help`` prints the command's
 docstring and its flags.  Every error a user can cause — an unknown or malformed flag, a stray
-argument, a ``ValueError`` raised by the command (a file, field or range it refuses) — is one
-line on stderr, ``error: ...``, and exit status 2.
+argument, a ``ValueError`` raised by the command (a file, field or range it refuses) or one of
+the command's own ``user_errors`` (an emulation precondition) — is one line on stderr,
+``error: ...``, and exit status 2.
 
 A command with positional arguments names them (``positional=("FLOW_DIR",)``): exactly those
 are then taken from what the flags leave (absl parses flags before, between and after them) and
@@ -41,13 +42,15 @@ def dashed_aliases(fv):
 
 
 def run_absl_cli(argv: Sequence[str], doc: str, define: Callable, run: Callable, example: str, *,
-                 uses_jax: bool = True, positional: Sequence[str] = ()) -> int:
+                 uses_jax: bool = True, positional: Sequence[str] = (),
+                 user_errors: tuple[type[Exception], ...] = ()) -> int:
     """One absl command: parse ``argv`` (program name first) into fresh flags from ``define``,
     then ``run(flags, argv[1:])``; ``--help`` prints ``doc`` and the flags, and every error is one
     line with exit status 2 (``example``: what a flag looks like, for stray arguments).
     ``uses_jax``: turn JAX's compilation cache on before ``run`` (``jaxcc.jax_cache``).
     ``positional``: the names of the positional arguments the command requires, in order; then
-    ``run(flags, argv[1:], values)`` with their values (a list as long as ``positional``)."""
+    ``run(flags, argv[1:], values)`` with their values (a list as long as ``positional``).
+    ``user_errors``: exception types besides ``ValueError`` that are the user's to mend."""
     from absl import flags
 
     argv = list(argv)
@@ -74,5 +77,5 @@ def run_absl_cli(argv: Sequence[str], doc: str, define: Callable, run: Callable,
         if positional:
             return run(fv, argv[1:], list(rest[1:]))
         return run(fv, argv[1:])
-    except ValueError as e:
+    except (ValueError, *user_errors) as e:
         return error(e)

@@ -44,7 +44,6 @@ from pathlib import Path
 from typing import Sequence
 
 from jaxcc.cli import dashed_aliases, run_absl_cli
-from jaxcc.cli import error as cli_error
 from jaxcc.emulation import mahimahi, netns, results, runner, settle, spec
 from jaxcc.emulation.host import EmulationError, check_requirements
 
@@ -232,17 +231,10 @@ def main(fv, argv: Sequence[str] = ()) -> int:
         return 130
 
 
-def _run(fv, argv: Sequence[str]) -> int:
-    try:
-        return main(fv, argv)
-    except EmulationError as e:
-        return cli_error(e)
-
-
 def run_cli(argv: Sequence[str]) -> int:
     """Parse ``argv`` (program name first) into fresh flags and run; errors are one line, exit 2."""
-    return run_absl_cli(argv, __doc__, define_flags, _run, "--scenario=emu/fixed12 --controller=bbr",
-                        uses_jax=False)
+    return run_absl_cli(argv, __doc__, define_flags, main, "--scenario=emu/fixed12 --controller=bbr",
+                        uses_jax=False, user_errors=(EmulationError,))
 
 
 if __name__ == "__main__":

@@ -294,12 +294,7 @@ def _json_default(o):
 
 def main(fv, argv: Sequence[str] = ()) -> int:
     """Run the command with parsed flags ``fv`` (``define_flags``); returns the exit status."""
-    from jaxcc.emulation.host import EmulationError
-
-    try:
-        res = run(fv, log=lambda s: print(s, file=sys.stderr))
-    except EmulationError as e:
-        raise ValueError(str(e)) from e
+    res = run(fv, log=lambda s: print(s, file=sys.stderr))
     print(json.dumps({k: res[k] for k in ("first_minute", "last_minute", "updates_applied", "weights_rejected",
                                           "records_dropped", "max_decision_gap_s")}, default=_json_default))
     print(f"[jaxcc.online] {os.path.join(os.path.abspath(fv.out), 'results.json')}")
@@ -311,8 +306,10 @@ def run_cli(argv: Sequence[str]) -> int:
     os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
     from jaxcc import online
     from jaxcc.cli import run_absl_cli
+    from jaxcc.emulation.host import EmulationError
 
-    return run_absl_cli(argv, online.__doc__, define_flags, main, "--checkpoint=DIR --emulator=sim")
+    return run_absl_cli(argv, online.__doc__, define_flags, main, "--checkpoint=DIR --emulator=sim",
+                        user_errors=(EmulationError,))
 
 
 if __name__ == "__main__":

@@ -367,8 +367,6 @@ def main(fv, argv: Sequence[str] = ()) -> int:
     try:
         sc = emu_spec.load(path=fv.scenario_file)
         run_netns(sc, os.path.abspath(fv.policy), Path(fv.out), fv.sender_arg, fv.prefix, fv.verbose)
-    except EmulationError as e:
-        raise ValueError(str(e)) from e
     except KeyboardInterrupt:
         print("jaxcc.online.network: interrupted; cleaned up", file=sys.stderr)
         return 130
@@ -380,7 +378,7 @@ def run_cli(argv: Sequence[str]) -> int:
     from jaxcc.cli import run_absl_cli
 
     return run_absl_cli(argv, NETNS_DOC, define_flags, main, "--scenario-file=F --policy=FILE --out=DIR",
-                        uses_jax=False)
+                        uses_jax=False, user_errors=(EmulationError,))
 
 
 if __name__ == "__main__":
