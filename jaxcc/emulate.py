@@ -130,8 +130,8 @@ def define_flags(fv):
     flags.DEFINE_string("out", "emulate_out", "output folder", flag_values=fv)
     flags.DEFINE_string("duration", None, "run every scenario for SECONDS (> 0) instead of its own length (flows "
                         "that ran to the end still do; as python -m jaxcc.evaluate --duration)", flag_values=fv)
-    flags.DEFINE_float("trace_bin_ms", 100.0, "bin width when converting a Mahimahi trace to a tbf rate schedule",
-                       flag_values=fv)
+    flags.DEFINE_float("trace_bin_ms", None, "bin width of a Mahimahi trace's tbf rate schedule (default: the "
+                       "scenario's trace_bin_ms, the simulator's binning of the same trace)", flag_values=fv)
     flags.DEFINE_bool("no_ping", False, "skip the idle-RTT ping", flag_values=fv)
     flags.DEFINE_integer("nice", -10, "nice value for senders/receivers (0: leave as is)", flag_values=fv)
     flags.DEFINE_float("tbf_burst_ms", 1.0, "tbf bucket depth in ms of the current rate (min two frames)",
@@ -185,7 +185,8 @@ def main(fv, argv: Sequence[str] = ()) -> int:
         spec.validate_controller(fv.controller)
         sc = with_duration(spec.load(path=scenario_file[0]) if scenario_file else spec.load(name=scenario[0]),
                            duration_s)
-        print(mahimahi.plan(sc, fv.controller, Path(fv.mahimahi_plan), fv.trace_bin_ms / 1000.0))
+        print(mahimahi.plan(sc, fv.controller, Path(fv.mahimahi_plan),
+                            None if fv.trace_bin_ms is None else fv.trace_bin_ms / 1000.0))
         return 0
     signal.signal(signal.SIGINT, _raise_on_term)   # also when started with SIGINT ignored
     signal.signal(signal.SIGTERM, _raise_on_term)
@@ -205,7 +206,8 @@ def main(fv, argv: Sequence[str] = ()) -> int:
             spec.validate_controller(c)
         check_requirements()
         out = Path(fv.out)
-        records = runner.run_experiments(specs, ctrls, out, trace_bin_s=fv.trace_bin_ms / 1000.0,
+        bin_s = None if fv.trace_bin_ms is None else fv.trace_bin_ms / 1000.0
+        records = runner.run_experiments(specs, ctrls, out, trace_bin_s=bin_s,
                                          ping=not fv.no_ping, verbose=fv.verbose, prefix=fv.prefix,
                                          nice=fv.nice)
         figures = [] if fv.no_plots else results.make_plots(records, out)

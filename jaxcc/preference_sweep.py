@@ -16,6 +16,7 @@ import time
 from typing import Sequence
 
 from jaxcc.cli import run_absl_cli
+from jaxcc.controllers import policy_file
 from jaxcc.evaluation import bars
 from jaxcc.evaluation.preference_sweep import DEFAULT_BASELINES, load_sweep, parse_preferences, policy_entries, run_sweep, table_markdown, write_outputs
 from jaxcc.evaluation.runs import resolve_scenarios, with_duration
@@ -57,7 +58,7 @@ def main(fv, argv: Sequence[str] = ()) -> int:
         meta = {"command": "python -m jaxcc.preference_sweep " + shlex.join(list(argv)), "source": source,
                 "scenarios": [sc.name for sc in scenarios], "preferences": [list(p) for p in prefs],
                 "objectives": ["throughput", "delay", "loss"], "baselines": baselines,
-                "policies": {e.label: e.name[len("policy:"):] for e in policies},
+                "policies": {e.label: policy_file(e.name) for e in policies},
                 "ticks_per_rtt": fv.ticks_per_rtt or "simulator default",
                 "duration_s": fv.duration or "each scenario's own", "wall_s": round(time.time() - t0, 1),
                 "wall_s_by_part": rep["wall_s"], "skipped": rep["skipped"]}

@@ -1,9 +1,9 @@
-"""The emulated link's tbf rate schedule is the same as before the emulation package reused
-jaxcc.scenarios and jaxcc.sim.trace for the emulation schedule: for every named scenario and
-the harness's own emu/* links, ``jaxcc.emulation.spec.rate_schedule`` equals, value for value,
-what the old ``jaxcc/emulate.py`` (its own spec parser, trace reader and binning; copied below as
-the reference, from commit d6f8728) computed.  The trace scenarios use the traces shipped in
-``jaxcc/traces``, so every named scenario is compared.
+"""The emulated link's tbf rate schedule.  For every named scenario and the harness's own emu/*
+links without a trace, ``jaxcc.emulation.spec.rate_schedule`` equals, value for value, what the
+old ``jaxcc/emulate.py`` (its own spec parser and binning; copied below as the reference, from
+commit d6f8728) computed.  A trace link is the simulator's own schedule of the trace
+(``jaxcc.sim.links.from_trace`` at the scenario's ``trace_bin_ms``), so a trace's outage is the
+same in both; the trace scenarios use the traces shipped in ``jaxcc/traces``.
 """
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import pytest
 
 from jaxcc import scenarios
 from jaxcc.emulation import spec as emu_spec
+from jaxcc.sim import links
 
 MSS = 1500
 MIN_RATE_MBPS = 0.01
@@ -88,6 +89,8 @@ def _old_mean(sched, t0, t1):
 # Robust training's simulator-only links (jitter; a flow's start rate): the emulation refuses them.
 SIM_ONLY = {"pareto/jitter4": "link.jitter_ms", "robust/start1pct": "flows[0].init_rate_mbps"}
 NAMES = [n for n in scenarios.list_scenarios() if n not in SIM_ONLY] + sorted(emu_spec.BUILTIN_SCENARIOS)
+TRACED = [n for n in NAMES if emu_spec.load(name=n).link.trace is not None]
+UNTRACED = [n for n in NAMES if n not in TRACED]
 
 
 @pytest.mark.parametrize("name", sorted(SIM_ONLY))
@@ -99,7 +102,7 @@ def test_simulator_only_named_scenarios_are_refused(name):
 
 
 @pytest.mark.parametrize("bin_ms", [100.0, 50.0, 10.0])
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", UNTRACED)
 def test_rate_schedule_is_the_old_one(name, bin_ms):
     sc = emu_spec.load(name=name)
     new = emu_spec.rate_schedule(sc, bin_ms / 1000.0)
@@ -107,8 +110,43 @@ def test_rate_schedule_is_the_old_one(name, bin_ms):
     assert new == old      # exact: the same tbf rates at the same times
 
 
+@pytest.mark.parametrize("bin_ms", [None, 50.0])
+@pytest.mark.parametrize("name", TRACED)
+def test_trace_schedule_is_the_simulators(name, bin_ms):
+    """Each tbf step is the simulator's capacity over that bin (floored at tbf's minimum), at the
+    scenario's own bin by default; a step starts wherever the simulator's capacity changes."""
+    sc = emu_spec.load(name=name)
+    got = emu_spec.rate_schedule(sc, None if bin_ms is None else bin_ms / 1000.0)
+    sim = links.from_trace(sc.link.trace, sc.link.trace_bin_ms if bin_ms is None else bin_ms)
+    starts = [t for t in sim.times if t < sc.duration_s]
+    want, prev = [], None
+    for t in starts:
+        r = max(float(sim.rate_at(t)) * 8 / 1e6, MIN_RATE_MBPS)
+        if r != prev:
+            want.append((float(t), r))
+            prev = r
+    assert got == want
+
+
+def test_trace_outage_is_the_same_in_both(tmp_path):
+    """A trace that goes dark for 2 s (one opportunity per ms, none from 1 s to 3 s; its last
+    stamp, 5000, is time 0 of the next lap): the simulator's capacity is 0 there and the tbf
+    schedule sits at its floor over exactly those bins."""
+    p = tmp_path / "gap.trace"
+    p.write_text("\n".join(str(t) for t in list(range(1, 1000)) + list(range(3000, 5001))) + "\n")
+    sc = emu_spec.as_scenario({"name": "gap", "duration_s": 5.0,
+                               "link": {"trace": str(p), "trace_bin_ms": 100, "buffer_bytes": 60000},
+                               "flows": [{"rtt_ms": 40.0, "controller": "bbr"}]})
+    sched = emu_spec.rate_schedule(sc)
+    dark = [(t, r) for t, r in sched if r == MIN_RATE_MBPS]
+    assert dark == [(pytest.approx(1.0), MIN_RATE_MBPS)]
+    nxt = sched[sched.index(dark[0]) + 1]
+    assert nxt[0] == pytest.approx(3.0) and nxt[1] == pytest.approx(12.0)
+    sim = sc.link.capacity()
+    assert float(sim.rate_at(2.0)) == 0.0 and float(sim.rate_at(3.05)) == pytest.approx(12.0 * 1e6 / 8)
+
+
 def test_trace_scenarios_are_compared():
     """The comparison covers the trace links: at least two named scenarios use a trace."""
-    traced = [n for n in NAMES if emu_spec.load(name=n).link.trace is not None]
-    assert {"pareto/lte", "eagle/lte"} <= set(traced)
-    assert all(len(emu_spec.rate_schedule(emu_spec.load(name=n))) > 10 for n in traced)
+    assert {"pareto/lte", "eagle/lte"} <= set(TRACED)
+    assert all(len(emu_spec.rate_schedule(emu_spec.load(name=n))) > 10 for n in TRACED)

@@ -95,11 +95,13 @@ def test_link_view_by_hand():
 
 
 def test_reference_goodput_is_counted_in_ip_bytes():
-    # iperf3 reports TCP payload (1448 of a 1500-byte packet), udp_probe UDP payload (1472).
+    # iperf3 reports TCP payload (1448 of a 1500-byte packet), udp_probe UDP payload (1472);
+    # jaxcc-sender counts IP bytes itself.
     case = _case()
     assert F.link_view(_rec([(14.48, 50.0, 0.0, "iperf3")]), case)["throughput_mbps"] == pytest.approx(15.0)
     assert F.link_view(_rec([(14.72, 50.0, 0.0, "probe")]), case)["throughput_mbps"] == pytest.approx(15.0)
     assert F.link_view(_rec([(15.0, 50.0, 0.0, "sim")]), case)["throughput_mbps"] == pytest.approx(15.0)
+    assert F.link_view(_rec([(15.0, 50.0, 0.0, "jaxcc")]), case)["throughput_mbps"] == pytest.approx(15.0)
     assert F.ip_factor({"impl": "iperf3", "mss_bytes": 1460}) == pytest.approx(1512 / 1460)
 
 

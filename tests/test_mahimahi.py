@@ -170,9 +170,9 @@ def test_mahimahi_fixed_rate_over_capacity(shared_dir):
     rec, f = _run_mahimahi(shared_dir, "mm_fixed15", "fixed:15", T)
     assert 40.0 <= f["min_rtt_ms"] <= 50.0      # (scheduling delays on a loaded host)
     assert f["p50_rtt_ms"] == pytest.approx(290.0, abs=15.0)
-    # mm-link delivers 1504 bytes per opportunity; goodput over the sending time, with the
-    # full queue (0.25 s) draining after the stop
-    assert f["throughput_mbps"] == pytest.approx(12 * 1472 / 1500 * (T + 0.25) / T, rel=0.04)
+    # mm-link delivers one 1500-byte IP packet per opportunity (1504 bytes); the sender counts
+    # IP bytes over the sending time, with the full queue (0.25 s) draining after the stop
+    assert f["throughput_mbps"] == pytest.approx(12 * (T + 0.25) / T, rel=0.04)
     assert f["loss"] == pytest.approx(1 - (12 * T + 0.375 * 8) / (15 * T), abs=0.03)
     assert (shared_dir / "mm_fixed15" / "mm" / "uplink.log").stat().st_size > 0
 
@@ -183,7 +183,7 @@ def test_mahimahi_random_loss(shared_dir):
     rec, f = _run_mahimahi(shared_dir, "mm_loss10", "fixed:6", 3.0, loss=0.1)
     assert f["loss"] == pytest.approx(0.1, abs=0.03)
     assert f["p50_rtt_ms"] == pytest.approx(42.0, abs=5.0)
-    assert f["throughput_mbps"] == pytest.approx(6 * 1472 / 1500 * 0.9, rel=0.05)
+    assert f["throughput_mbps"] == pytest.approx(6 * 0.9, rel=0.05)  # IP bytes
 
 
 # ----------------------------------------------------------------------------- plan / collect / merge
@@ -363,8 +363,8 @@ def test_controller_list_runs_each_into_one_results_file(shared_dir, fake_mm):
     recs = json.loads((out / "results.json").read_text())["results"]
     assert [x["controller"] for x in recs] == ["bbr", "fixed:6"]
     assert all(x["emulator"] == "mahimahi" and x["throughput_mbps"] > 1.0 for x in recs), recs
-    # (no shaping behind the stand-ins: the fixed rate is what the sender sent)
-    assert recs[1]["throughput_mbps"] == pytest.approx(6 * 1472 / 1500, rel=0.1)
+    # (no shaping behind the stand-ins: the fixed rate is what the sender sent, in IP bytes)
+    assert recs[1]["throughput_mbps"] == pytest.approx(6.0, rel=0.1)
 
 
 @_apply(needs_fake + needs_datapath)

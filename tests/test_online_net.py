@@ -215,7 +215,9 @@ def test_sim_records_match_the_senders_own(tmp_path):
 def test_sim_weight_swap_rejects_bad_blobs_and_changes_actions(tmp_path):
     """A corrupted and a mis-shaped blob are rejected (ACK ok=false, counted, the policy in force
     keeps deciding); a good one is swapped in between two decisions: from the decision its ACK
-    names on, every record carries its version and its action (a constant head: hand-computed)."""
+    names on, every record carries its version and its action (a constant head: hand-computed).
+    The raw policy: the constant head raises the rate every MI, which the deployed sender's
+    safety monitor would soon hand to BBR."""
     spec, tensors = policyfile.load(POLICY)
     good = dict(tensors)
     good["out.kernel"] = np.zeros_like(tensors["out.kernel"])
@@ -243,7 +245,7 @@ def test_sim_weight_swap_rejects_bad_blobs_and_changes_actions(tmp_path):
     sock = str(tmp_path / "l.sock")
     stub = StubLearner(sock, on_record=answer)
     sc = es.with_duration(es.load(name="pareto/fixed50"), 8.0)
-    net = simnet.SimNet(sc, POLICY, f"unix:{sock}", speed=4.0)
+    net = simnet.SimNet(sc, POLICY, f"unix:{sock}", speed=4.0, raw_policy=True)
     net.run()
     stub.close()
     conn = stub.conns[0]

@@ -205,3 +205,25 @@ def test_a_spike_that_falls_back_does_not_count_and_a_short_dip_does_not_spoil()
     assert metrics.time_to_share(tr, 0.0, hold_s=0.5) == 2.0  # without the hold the spike would count
     with pytest.raises(ValueError, match="hold_s >= bin_s"):
         metrics.time_to_share(tr, 0.0, hold_s=0.25)
+
+
+def test_emulated_step_recovery_by_hand():
+    """An emulated run's ``step_ramp_s`` (``jaxcc.emulation.results.step_recovery``) in the
+    simulator's bins: a 10 Mbit/s link dark from 2 s to 4 s (tbf's floor), one flow whose
+    per-MI log (100 ms MIs) carries 9.5 Mbit/s, nothing in the dark, 4 Mbit/s for the first
+    second after the return, then 9.5 again.  80 % of 10 is first met and held from 5.0 s: the
+    bin (5.0, 5.5] ends 1.5 s after the return."""
+    from jaxcc.emulation import results as emu_results
+
+    sched = [(0.0, 10.0), (2.0, 0.01), (4.0, 10.0)]
+    series = []
+    for k in range(1, 81):  # MIs ending at 0.1 .. 8.0 s
+        t = k * 0.1
+        series.append((t, 0.0 if 2.0 < t <= 4.0 else 4.0 if 4.0 < t <= 5.0 else 9.5))
+    flows = [{"flow": 0, "start_s": 0.0, "stop_s": 8.0, "series": series}]
+    out = emu_results.step_recovery(flows, sched, [(0.0, 10.0), (2.0, 0.01), (4.0, 10.0)], 8.0)
+    assert out["step_up_at_s"] == [4.0]
+    assert out["step_ramp_s"] == [pytest.approx(1.5)]
+    # A flow without a per-MI log: no figure rather than a wrong one.
+    assert emu_results.step_recovery([{"flow": 0, "start_s": 0.0, "stop_s": 8.0}], sched, sched, 8.0)[
+        "step_ramp_s"] == [None]

@@ -43,7 +43,7 @@ nlohmann::json GoalJson(const std::vector<float>& g) {
 void WriteDecisionLogHeader(std::ostream& log) {
   log.precision(17);
   log << "t_s,mi_s,rate_mbps,cwnd_bytes,sent_mbps,throughput_mbps,loss,rtt_mean_ms,rtt_min_ms,rtt_max_ms,"
-         "min_rtt_ms,action,decision_us,goal,weight_version\n";
+         "min_rtt_ms,action,decision_us,goal,weight_version,control\n";
 }
 
 void ReadControlInput(int fd, const std::atomic<bool>* stop, GoalControl* gc, const std::string& why_not,
@@ -138,6 +138,8 @@ DecisionLoop::DecisionLoop(std::unique_ptr<Policy> policy, std::unique_ptr<Featu
         throw std::invalid_argument("DecisionLoop: goal tuning needs a goal of 3 values");
       tuner_ = std::make_unique<GoalTuner>(opt_.target, GoalTuner::Vec{goal_[0], goal_[1], goal_[2]});
     }
+    if (opt_.safety)
+      monitor_ = std::make_unique<SafetyMonitor>(MisFor(kEnterRtts, opt_.mi_rtts), MisFor(kExitRtts, opt_.mi_rtts));
   }
   tune_every_ = GoalTuner::IntervalDecisions(opt_.mi_rtts);
 }
@@ -160,6 +162,9 @@ FirstDecision DecisionLoop::Start(double init_rate, bool init_rate_given, size_t
 
 void DecisionLoop::Attach(const DecisionIo& io) {
   if (!io.flow || !io.min_rtt) throw std::invalid_argument("DecisionLoop: DecisionIo needs flow and min_rtt");
+  if (monitor_ && (!io.ack_mu || !io.bbr_drives))
+    throw std::invalid_argument(
+        "DecisionLoop: a policy's safety monitor needs the ACK thread's BBR (ack_mu, bbr_drives)");
   io_ = io;
   rec_.assign(io_.link && policy_ ? proto::kRecordHead + policy_->obs_dim() : 0, 0.0);
 }
@@ -193,7 +198,10 @@ void DecisionLoop::CloseInterval(MonitorStats mi, uint64_t now_ns) {
   if (prev_decision_ns_) c.max_gap_s = std::max(c.max_gap_s, (now_ns - prev_decision_ns_) * 1e-9);
   prev_decision_ns_ = now_ns;
   c.mi_sum_s += mi.duration;
-  if (io_.link && io_.bbr_drives) HandOverToBbr(now_ns);
+  // The safety net engages once the path has answered (src/safety.h).
+  answered_ = run_.min_rtt < kBig * 0.5;
+  if (monitor_) monitor_->Step(mi.acked, mi.lost, mi.n_samples, mi.duration, answered_);
+  if (io_.bbr_drives && (monitor_ || io_.link)) HandOverToBbr(now_ns);
   // What was in force during the MI (the --log row and the learner record show it).
   const double rate = sh->rate_bps.load(), cwnd = sh->cwnd_bytes.load();
   double action = std::nan("");
@@ -206,17 +214,19 @@ void DecisionLoop::CloseInterval(MonitorStats mi, uint64_t now_ns) {
              << mi.SendRate() * 8 / 1e6 << "," << mi.DeliveryRate() * 8 / 1e6 << "," << mi.LossRate() << ","
              << mi.RttMean() * 1e3 << "," << (mi.HasRtt() ? mi.rtt_min * 1e3 : 0.0) << "," << mi.rtt_max * 1e3 << ","
              << io_.min_rtt->load() * 1e3 << "," << action << "," << dec_us << ","
-             << (policy_ ? JoinGoal(goal_) : std::string()) << "," << c.weight_version << "\n";
+             << (policy_ ? JoinGoal(goal_) : std::string()) << "," << c.weight_version << "," << control_ << "\n";
   }
   ++c.mi_rows;
   BeginInterval(now_ns);
 }
 
-// Learner gone with --fallback=bbr: BBR (fed by the ACK thread all along) paces until a frame
-// from the learner arrives; then the policy resumes from the rate in force. The window the
-// policy set is kept aside meanwhile and put back when it resumes.
+// BBR (fed by the ACK thread all along) paces while the safety monitor says so and, with
+// --learner --fallback=bbr, while the learner is gone; then the policy resumes from the rate in
+// force. The window the policy set is kept aside meanwhile and put back when it resumes.
 void DecisionLoop::HandOverToBbr(uint64_t now_ns) {
-  const bool fb = io_.link->gone();
+  const bool gone = io_.link && io_.link->gone();
+  const bool unsafe = monitor_ && monitor_->fallback();
+  const bool fb = gone || unsafe;
   if (fb == in_fallback_) return;
   std::lock_guard<std::mutex> lk(*io_.ack_mu);  // the ACK thread publishes BBR's outputs under it
   *io_.bbr_drives = fb;
@@ -226,8 +236,15 @@ void DecisionLoop::HandOverToBbr(uint64_t now_ns) {
     io_.flow->cwnd_bytes.store(saved_cwnd_);
   }
   in_fallback_ = fb;
-  err() << "jaxcc-sender: " << (fb ? "learner gone: bbr paces" : "learner back: the policy resumes")
-        << " from decision " << counters_.mi_rows << " (t=" << Ts(now_ns) << " s)\n";
+  const char* why = fb ? (unsafe ? "safety monitor: out of the envelope" : "learner gone")
+                      : (by_monitor_ ? "safety monitor: link recovered" : "learner back");
+  by_monitor_ = fb && unsafe;
+  if (monitor_) {
+    safety_events_.push_back(
+        {{"t_s", Ts(now_ns)}, {"to", fb ? "bbr" : "policy"}, {"why", why}, {"decision", counters_.mi_rows}});
+  }
+  err() << "jaxcc-sender: " << why << ": " << (fb ? "bbr paces" : "the policy resumes") << " from decision "
+        << counters_.mi_rows << " (t=" << Ts(now_ns) << " s)\n";
 }
 
 void DecisionLoop::ApplyGoalChange(uint64_t now_ns) {
@@ -293,6 +310,7 @@ void DecisionLoop::PolicyDecision(const MonitorStats& mi, uint64_t now_ns, doubl
   std::memmove(window_.data(), window_.data() + D, sizeof(float) * (window_.size() - D));
   std::memcpy(window_.data() + window_.size() - D, feat_.data(), sizeof(float) * D);
   double new_rate = rate;
+  control_ = in_fallback_ ? "bbr" : "policy";
   if (in_fallback_) {
     ++c.fallback_decisions;  // features and window stay current; BBR sets the rate
   } else {
@@ -302,6 +320,13 @@ void DecisionLoop::PolicyDecision(const MonitorStats& mi, uint64_t now_ns, doubl
     // window, not the pacer, limits the flow while bursts are still smoothed.
     const double srtt = mi.RttMean() > 0 ? mi.RttMean() : std::max(io_.min_rtt->load(), 1e-3);
     jaxcc::Decide(*policy_, features_.get(), out, run_, rate, cwnd, srtt, &new_rate, &new_cwnd);
+    if (monitor_ && answered_ && NoFeedback(mi)) {  // no increase without feedback
+      if (new_rate > rate || new_cwnd > cwnd) {
+        ++c.guarded_decisions;
+        control_ = "guard";
+      }
+      Guard(true, rate, cwnd, &new_rate, &new_cwnd);
+    }
     io_.flow->rate_bps.store(new_rate);
     io_.flow->cwnd_bytes.store(new_cwnd);
     *action = ActionOf(out);
@@ -341,6 +366,12 @@ void DecisionLoop::AddSummary(nlohmann::json* s, const std::string& policy_file,
   if (policy_->goal_dim() > 0) j["goal"] = GoalJson(initial_goal_);
   if (preference_given) j["preference"] = GoalJson(initial_goal_);
   if (control_stdin) j["goal_changes"] = goal_changes_;
+  j["safety"] = {{"enabled", monitor_ != nullptr}};
+  if (monitor_) {
+    j["safety"].update({{"enter_mis", monitor_->enter_mis()}, {"exit_mis", monitor_->exit_mis()},
+                        {"fallbacks", monitor_->entries()}, {"fallback_mis", monitor_->fallback_mis()},
+                        {"guarded_decisions", c.guarded_decisions}, {"events", safety_events_}});
+  }
   if (opt_.target_given || c.tuning_steps > 0) {
     if (opt_.target_given)
       j["target"] = {{"throughput_mbps", GoalJson({opt_.target[0]})[0]}, {"delay_ms", GoalJson({opt_.target[1]})[0]},

@@ -9,10 +9,11 @@
 //   IntervalEnd    when the MI in progress ends (mi_rtts x min RTT, at least --min-mi-ms; before
 //                  the first RTT sample --initial-mi-ms);
 //   CloseInterval  one finished MI: its send/duration figures, the running statistics, the
-//                  learner's BBR handover and weights, a pending goal change from the control
+//                  safety monitor (src/safety.h) and the learner's BBR handover (who paces),
+//                  the learner's weights, a pending goal change from the control
 //                  input, the features, DeepCC goal tuning, the history window, the policy and
-//                  Decide (new rate/cwnd published to the pacer), the learner record and the
-//                  --log row;
+//                  Decide (new rate/cwnd published to the pacer; the safety guard on an MI
+//                  without feedback), the learner record and the --log row;
 //   AddSummary     the policy's part of the --summary JSON.
 // Without a policy (fixed:MBPS, bbr) CloseInterval only measures and writes the --log row.
 // ReadControlInput is the reader of --control-stdin whose changes CloseInterval applies.
@@ -32,6 +33,7 @@
 #include "mi_features.h"
 #include "monitor.h"
 #include "policy.h"
+#include "safety.h"
 
 namespace jaxcc {
 
@@ -78,14 +80,18 @@ struct DecisionOptions {
   std::vector<float> goal;
   bool target_given = false;   // DeepCC online goal tuning from the start (--target)
   GoalTuner::Vec target{};
+  // A policy's safety net (src/safety.h): the guard and the monitor that hands the pacing to
+  // BBR (DecisionIo::bbr_drives). Off: the raw policy (--raw-policy).
+  bool safety = true;
 };
 
 // What CloseInterval reads and writes outside the loop; owned by the caller, null = absent.
 struct DecisionIo {
   FlowShared* flow = nullptr;                     // required: rate/cwnd in force, sent_bytes
   const std::atomic<double>* min_rtt = nullptr;   // required: the ACK thread's min RTT (s, 0 = none)
-  // With `link`: the ACK thread's lock and its flag "BBR publishes rate/cwnd". Set (policy with
-  // --learner --fallback=bbr) the loop hands the pacing to BBR while the learner is gone.
+  // The ACK thread's lock and its flag "BBR publishes rate/cwnd" (BBR fed by every ACK). Set,
+  // the loop hands the pacing to BBR while the safety monitor says so and, with `link`
+  // (--learner --fallback=bbr), while the learner is gone. Required for a policy with safety.
   std::mutex* ack_mu = nullptr;
   bool* bbr_drives = nullptr;
   LearnerLink* link = nullptr;         // --learner: records out, weights in
@@ -108,7 +114,8 @@ struct DecisionCounters {
   double decision_us_sum = 0, decision_us_max = 0;
   uint64_t mi_rows = 0;               // closed MIs = --log rows (the learner records' seq)
   uint64_t weight_version = 0;        // policy version in force: 0 = the file, then the learner's
-  uint64_t fallback_decisions = 0;    // MIs closed while BBR paced (learner gone)
+  uint64_t fallback_decisions = 0;    // MIs closed while BBR paced (monitor or learner gone)
+  uint64_t guarded_decisions = 0;     // decisions the guard held at or below the rate in force
   double max_gap_s = 0;               // longest time between two consecutive CloseInterval calls
   double mi_sum_s = 0;                // total length of the closed MIs
   int tuning_steps = 0;               // DeepCC goal-tuning steps
@@ -150,6 +157,8 @@ class DecisionLoop {
   const std::vector<float>& goal() const { return goal_; }    // the goal in force
   const GoalTuner* tuner() const { return tuner_.get(); }     // null: no goal tuning
   int tune_every() const { return tune_every_; }              // decisions per tuning step
+  const SafetyMonitor* monitor() const { return monitor_.get(); }  // null: no safety net
+  bool bbr_paces() const { return in_fallback_; }
   const std::vector<float>& window() const { return window_; } // oldest step first
   const DecisionCounters& counters() const { return counters_; }
   // Applied control-input changes: {line, received_s, applied_s, decision, goal | target}.
@@ -159,14 +168,15 @@ class DecisionLoop {
   // decisions, initial_action, decision_us_mean/max, goal (the starting goal, goal_dim > 0),
   // preference (when preference_given), goal_changes (when control_stdin) and, with a target
   // or after a tuning step, target, tuning_steps, tuning_interval_decisions, goal_final,
-  // tuning_met_steps and tuning_first_met_step. Nothing without a policy.
+  // tuning_met_steps and tuning_first_met_step; `safety` {enabled and, when on, enter_mis,
+  // exit_mis, fallbacks, fallback_mis, guarded_decisions, events}. Nothing without a policy.
   void AddSummary(nlohmann::json* s, const std::string& policy_file, bool preference_given,
                   bool control_stdin) const;
 
  private:
   std::ostream& err() const;
   double Ts(uint64_t ns) const { return (ns - io_.t0_ns) * 1e-9; }
-  void HandOverToBbr(uint64_t now_ns);      // --learner --fallback=bbr: who paces
+  void HandOverToBbr(uint64_t now_ns);      // the monitor, or the learner gone: who paces
   void ApplyGoalChange(uint64_t now_ns);    // a pending control-input change
   // The policy's part of CloseInterval; returns the action and the decision time (us).
   void PolicyDecision(const MonitorStats& mi, uint64_t now_ns, double rate, double cwnd, double* action,
@@ -198,7 +208,12 @@ class DecisionLoop {
   uint64_t sent_prev_ = 0;
   uint64_t prev_decision_ns_ = 0;
   bool in_fallback_ = false;
+  bool by_monitor_ = false;  // the monitor (not the learner) handed the pacing to BBR
+  bool answered_ = false;    // the flow has had an RTT sample (the safety net is engaged)
   double saved_cwnd_ = 0;
+  std::unique_ptr<SafetyMonitor> monitor_;
+  const char* control_ = "";  // the --log `control` of this MI's decision: policy, guard or bbr
+  nlohmann::json safety_events_ = nlohmann::json::array();  // {t_s, to: bbr|policy, why, decision}
   DecisionCounters counters_;
   nlohmann::json goal_changes_ = nlohmann::json::array();
 };

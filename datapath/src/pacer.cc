@@ -31,7 +31,9 @@ uint64_t Pacer::Run(uint64_t end_mono_ns) {
     sp.sched_priority = 1;
     got_realtime_ = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp) == 0;
   }
-  const double pkt = static_cast<double>(opt_.packet_size);
+  // Paced, windowed and counted in wire (IP) bytes: payload + IP/UDP headers (src/protocol.h).
+  const size_t wire = WireBytes(opt_.packet_size);
+  const double pkt = static_cast<double>(wire);
   std::vector<mmsghdr> msgs(opt_.max_batch);
   std::vector<iovec> iovs(opt_.max_batch);
   uint64_t next = MonoNs();  // when the next packet is due
@@ -95,7 +97,7 @@ uint64_t Pacer::Run(uint64_t end_mono_ns) {
       r.send_mono_ns = now;
       r.delivered_at_send = delivered;
       r.delivered_time_ns = delivered_t;
-      r.bytes = static_cast<uint32_t>(opt_.packet_size);
+      r.bytes = static_cast<uint32_t>(wire);
     }
     int sent = sendmmsg(fd_, msgs.data(), static_cast<unsigned>(n), 0);
     if (sent <= 0) {
@@ -108,7 +110,7 @@ uint64_t Pacer::Run(uint64_t end_mono_ns) {
       continue;
     }
     sh_->sent_count.store(seq0 + sent, std::memory_order_release);
-    sh_->sent_bytes.fetch_add(static_cast<uint64_t>(sent) * opt_.packet_size, std::memory_order_relaxed);
+    sh_->sent_bytes.fetch_add(static_cast<uint64_t>(sent) * wire, std::memory_order_relaxed);
     sent_total += sent;
     next += static_cast<uint64_t>(interval * sent);
   }

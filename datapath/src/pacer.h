@@ -25,6 +25,7 @@ struct FlowShared {
   explicit FlowShared(size_t ring_pow2 = 1u << 20) : ring(ring_pow2), mask(ring_pow2 - 1) {}
 
   // Controller outputs (written by the ACK or decision thread, read by the pacer).
+  // Every byte count here is of wire (IP) bytes: UDP payload + kIpUdpHeaderBytes (protocol.h).
   std::atomic<double> rate_bps{125000.0};  // bytes/s
   std::atomic<double> cwnd_bytes{1e30};    // bytes; "unlimited" for pure rate control
 

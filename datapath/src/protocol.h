@@ -23,6 +23,11 @@ constexpr size_t kMaxDatagram = 65507;  // largest UDP/IPv4 payload
 // UDP payload that fills a 1500-byte Ethernet MTU (1500 - 20 IP - 8 UDP); the default
 // packet size, so one datagram is one link-layer frame and never fragments.
 constexpr size_t kDefaultPacketSize = 1472;
+// IPv4 (20 bytes, no options) + UDP (8) headers: every byte count of the sender and receiver
+// is of wire (IP) bytes, a datagram's payload plus these, as the simulator counts a packet
+// (1472 + 28 = its 1500-byte MSS) and as the emulated link's tbf rate is set.
+constexpr size_t kIpUdpHeaderBytes = 28;
+inline size_t WireBytes(size_t payload) { return payload + kIpUdpHeaderBytes; }
 
 struct DataPacket {
   uint32_t flow_id = 0;

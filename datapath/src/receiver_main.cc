@@ -34,7 +34,8 @@ Options:
   --duration=S      stop after S seconds (default 0: run until SIGINT/SIGTERM)
   --log=FILE        per-packet CSV: flow,seq,size,send_ts_ns,recv_ts_ns,owd_ms,dup
   --summary=FILE    JSON summary (stdout when absent): per flow and overall
-                    throughput_mbps (received bytes over first..last arrival), p50/p95_owd_ms,
+                    throughput_mbps (received IP bytes, payload + 28 per datagram, over
+                    first..last arrival; goodput_mbps the payload), p50/p95_owd_ms,
                     p95_qdelay_ms (OWD minus the flow's minimum OWD), loss (1 - distinct
                     packets / (highest seq - lowest seq + 1)), duplicates, garbage counters
   --help            this text
@@ -82,11 +83,15 @@ struct FlowRecv {
   }
 };
 
+// `bytes`: UDP payload of `packets` distinct datagrams; throughput_mbps counts their IP bytes
+// (payload + kIpUdpHeaderBytes each) as the sender and the simulator do, goodput_mbps payload.
 nlohmann::json Summarize(const std::vector<float>& owd, double bytes, double first_ns, double last_ns,
                          uint64_t packets, uint64_t expected) {
   nlohmann::json j;
   const double dur = (last_ns - first_ns) * 1e-9;
-  j["throughput_mbps"] = dur > 0 ? bytes * 8 / dur / 1e6 : 0.0;
+  const double wire = bytes + static_cast<double>(packets) * kIpUdpHeaderBytes;
+  j["throughput_mbps"] = dur > 0 ? wire * 8 / dur / 1e6 : 0.0;
+  j["goodput_mbps"] = dur > 0 ? bytes * 8 / dur / 1e6 : 0.0;
   j["loss"] = expected > 0 ? 1.0 - static_cast<double>(packets) / static_cast<double>(expected) : 0.0;
   if (!owd.empty()) {
     std::vector<double> d(owd.begin(), owd.end());

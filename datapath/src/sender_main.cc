@@ -60,7 +60,12 @@ Controllers (--controller):
                   interval (spec.mi_rtts x min RTT) from the features named in the file
                   (aurora_v1, pareto_v1, pareto_v2, eagle_v1, mocc_v1, deepcc_v1; others
                   exit 2). As in the environments, the first decision is taken on the empty
-                  history before the first packet
+                  history before the first packet. Deployed with a safety net unless
+                  --raw-policy (src/safety.h; jaxcc/senders/safety.py is its simulator twin):
+                  a decision on an MI with neither an ACK nor an RTT sample may not raise the
+                  rate or window, and a runtime monitor hands the pacing to the in-sender BBR
+                  (fed by every ACK) after 3 RTTs of MIs without ACKs or with >= 50% loss,
+                  and back to the policy after 3 RTTs of MIs with ACKs and < 20% loss
   fixed:MBPS      constant pacing rate, no window
   bbr             BBR-like controller (startup/drain/probe-bw/probe-rtt)
 
@@ -76,13 +81,18 @@ Options:
                        and cwnd_bytes are what was in force during the MI, action is the
                        decision after it, goal the goal that decision used, its values joined
                        by ';', empty without a goal; weight_version the policy version that
-                       took the decision: 0 = the file, then the learner's; --learner)
-  --summary=FILE       JSON summary: throughput_mbps (goodput: acked bytes over the sending
-                       time), p50/p95_owd_ms (receiver time minus send time, from ACKs),
+                       took the decision: 0 = the file, then the learner's; --learner;
+                       control who took it: policy, guard (the policy, held by the safety
+                       guard) or bbr (the in-sender BBR paced; empty without a policy)
+  --summary=FILE       JSON summary: throughput_mbps (acked IP bytes over the sending time;
+                       goodput_mbps the same in payload bytes), p50/p95_owd_ms (receiver time minus send time, from ACKs),
                        p95_qdelay_ms (OWD minus the flow's minimum OWD), p50/p95_rtt_ms,
                        loss (lost / (acked + lost) packets), sent, acked, lost, counters
   --flow-id=N          flow id carried in every packet (default 0)
-  --packet-size=B      UDP payload bytes, 32..65507 (default 1472 = one 1500-byte frame)
+  --packet-size=B      UDP payload bytes, 32..65507 (default 1472 = one 1500-byte IP packet).
+                       Rates, windows and byte counts (--log, the summary, --init-mbps,
+                       fixed:MBPS) are of wire (IP) bytes, payload + 28 header bytes, as the
+                       simulator and the emulated link count them; goodput_mbps is payload
   --init-mbps=X        starting rate for policy and bbr controllers (default 1; a policy starts
                        where the simulator's sender for its feature set does unless this is
                        given: aurora_v1 10 packets per RTT (--rtt-hint-ms), pareto_v1/v2 the env's
@@ -121,6 +131,9 @@ Options:
   --min-timeout-ms=X   floor of the loss-detection timeout max(2*srtt, X) (default 20)
   --realtime           run the pacing thread at SCHED_FIFO priority 1 (needs CAP_SYS_NICE;
                        ignored without it): steadier pacing on a busy host
+  --raw-policy         run the policy without its safety net (no guard, no monitor); the
+                       summary's "safety" says which ran, with the monitor's fallbacks,
+                       fallback_mis, guarded_decisions and events {t_s, to, why, decision}
   --fallback=keep|bbr  bbr: if the policy file is rejected, log why and run BBR instead of
                        exiting 2 (the reason is kept in the summary as "fallback_reason"); with
                        --learner also while the learner is gone (below): the in-sender BBR
@@ -178,6 +191,7 @@ struct Config {
   std::string fallback;
   bool realtime = false;
   std::string learner;           // --learner address ("" = streaming off)
+  bool raw_policy = false;       // --raw-policy: no safety net
   size_t record_queue = 8192;
   double learner_timeout_s = 5;
 };
@@ -194,7 +208,7 @@ Config ParseConfig(int argc, char** argv) {
   Args a(argc, argv, {"controller", "dest", "port", "duration", "start-delay", "drain", "log", "summary",
                       "flow-id", "packet-size", "init-mbps", "mi-rtts", "min-mi-ms", "initial-mi-ms", "rtt-hint-ms", "goal",
                       "min-timeout-ms", "max-lag-ms", "fallback", "realtime", "preference", "control-stdin",
-                      "target", "learner", "record-queue", "learner-timeout-s", "help"});
+                      "target", "learner", "record-queue", "learner-timeout-s", "raw-policy", "help"});
   if (a.has("help")) {
     std::cout << kHelp;
     std::exit(0);
@@ -259,6 +273,9 @@ Config ParseConfig(int argc, char** argv) {
     c.target_given = true;
   }
   c.control_stdin = a.has("control-stdin");
+  c.raw_policy = a.has("raw-policy");
+  if (c.raw_policy && c.kind != Kind::kPolicy)
+    throw std::invalid_argument("--raw-policy needs a policy:FILE controller");
   c.fallback = a.str("fallback");
   c.realtime = a.has("realtime");
   if (!c.fallback.empty() && c.fallback != "bbr" && c.fallback != "keep")
@@ -341,6 +358,7 @@ int Main(int argc, char** argv) {
   dopt.goal = cfg.goal;
   dopt.target_given = cfg.target_given;
   dopt.target = cfg.target;
+  dopt.safety = !cfg.raw_policy;
   DecisionLoop loop(std::move(policy), std::move(features), dopt);
   std::ofstream log;
   if (!cfg.log_path.empty()) {
@@ -384,18 +402,21 @@ int Main(int argc, char** argv) {
       rate0 = cfg.fixed_mbps * kBytesPerMbit;
       break;
     case Kind::kBbr:
-      bbr = std::make_unique<BbrController>(static_cast<double>(cfg.packet_size), rate0, cfg.flow_id + 1);
+      bbr = std::make_unique<BbrController>(static_cast<double>(WireBytes(cfg.packet_size)), rate0, cfg.flow_id + 1);
       sh->cwnd_bytes = bbr->cwnd();
       break;
     case Kind::kPolicy: {
-      if (!cfg.learner.empty() && cfg.fallback == "bbr") {  // fed by every ACK, drives only as a fallback
-        bbr = std::make_unique<BbrController>(static_cast<double>(cfg.packet_size), rate0, cfg.flow_id + 1);
+      // Fed by every ACK, BBR drives only as a fallback: the safety monitor's and, with
+      // --learner --fallback=bbr, while the learner is gone.
+      if (!cfg.raw_policy || (!cfg.learner.empty() && cfg.fallback == "bbr")) {
+        bbr = std::make_unique<BbrController>(static_cast<double>(WireBytes(cfg.packet_size)), rate0, cfg.flow_id + 1);
         as.bbr_drives = false;
       }
       // The paper's start, then the first decision on the empty history (the environments act
       // once at reset, before any feedback): the first packets already go at the policy's
       // chosen rate/cwnd.
-      const FirstDecision first = loop.Start(rate0, cfg.init_mbps_given, cfg.packet_size, cfg.rtt_hint_ms * 1e-3);
+      const FirstDecision first = loop.Start(rate0, cfg.init_mbps_given, WireBytes(cfg.packet_size),
+                                                  cfg.rtt_hint_ms * 1e-3);
       rate0 = first.rate;
       sh->cwnd_bytes = first.cwnd;
       break;
@@ -455,7 +476,7 @@ int Main(int argc, char** argv) {
   DecisionIo dio;
   dio.flow = sh.get();
   dio.min_rtt = &as.min_rtt;
-  if (bbr) {  // with --learner --fallback=bbr, BBR paces while the learner is gone
+  if (bbr) {  // BBR paces while the safety monitor or a gone learner (--fallback=bbr) says so
     dio.ack_mu = &as.mu;
     dio.bbr_drives = &as.bbr_drives;
   }
@@ -549,6 +570,9 @@ int Main(int argc, char** argv) {
   s["spurious_losses"] = as.late_pkts;
   s["unresolved_at_end"] = as.outstanding_at_end;
   s["throughput_mbps"] = active_s > 0 ? delivered_bytes * 8 / active_s / 1e6 : 0.0;
+  // The same delivery in UDP payload bytes (what an application gets).
+  s["goodput_mbps"] = active_s > 0 ? delivered_bytes * cfg.packet_size / WireBytes(cfg.packet_size) * 8 / active_s / 1e6
+                                   : 0.0;
   s["send_rate_mbps"] = active_s > 0 ? sh->sent_bytes.load() * 8.0 / active_s / 1e6 : 0.0;
   const double resolved = static_cast<double>(as.acked_pkts + as.late_pkts + lost_final);
   s["loss"] = resolved > 0 ? lost_final / resolved : 0.0;

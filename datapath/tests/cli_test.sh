@@ -100,10 +100,25 @@ d = sys.argv[1]
 s = json.load(open(d + "/s3.json"))
 rows = list(csv.DictReader(open(d + "/s3.csv")))
 ok = s["decisions"] > 10 and s["throughput_mbps"] > 0.5 and len(rows) == s["decisions"] \
-    and all(r["action"] not in ("nan", "") for r in rows)
+    and all(r["action"] not in ("nan", "") for r in rows) and s["safety"]["enabled"] \
+    and all(r["control"] in ("policy", "guard") for r in rows)
 if not ok:
     print("FAIL: policy run", json.dumps(s)); sys.exit(1)
 PY
+# The same policy raw (--raw-policy): no safety net, said in the summary; a raw flag on a
+# controller that is not a policy is bad input.
+PORT=$((PORT + 1))
+"$RCV" --port=$PORT --bind=127.0.0.1 --duration=60 --summary="$T/r3raw.json" &
+RP=$!
+sleep 0.3
+"$SND" --controller=policy:"$VEC/features_pareto_v1.safetensors" --raw-policy --port=$PORT --duration=0.5 \
+  --init-mbps=5 --summary="$T/s3raw.json" || fail "raw policy sender exit $?"
+kill -TERM $RP 2>/dev/null; wait $RP
+"$PYBIN" -c "import json,sys; s=json.load(open('$T/s3raw.json'))
+sys.exit(0 if s['safety'] == {'enabled': False} and 'bbr' not in s else 1)" \
+  || fail "raw policy: $(cat "$T/s3raw.json")"
+"$SND" --controller=bbr --raw-policy --port=$PORT --duration=0.1 2>/dev/null
+[ $? -eq 2 ] || fail "--raw-policy with bbr must exit 2"
 # Pareto-Fair v2 (six features, rate x (1 + a) over [-0.3, 0.5]), Eagle (rate table + BDP window),
 # MOCC (window + preference goal) and DeepCC (absolute rate + goal) policies: run, decide every
 # MI, (Eagle, MOCC) drive a finite window, (Pareto-Fair v2) act inside the file's range.

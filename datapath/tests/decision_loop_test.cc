@@ -121,14 +121,14 @@ std::vector<std::string> Split(const std::string& s, char sep) {
   return out;
 }
 
-// The --log rows after the header, each split into its 15 columns.
+// The --log rows after the header, each split into its 16 columns.
 std::vector<std::vector<std::string>> Rows(const std::ostringstream& log) {
   std::vector<std::vector<std::string>> rows;
   const auto lines = Split(log.str(), '\n');
   for (size_t i = 1; i < lines.size(); ++i) {
     if (lines[i].empty()) continue;
     rows.push_back(Split(lines[i], ','));
-    EXPECT_EQ(rows.back().size(), 15u) << lines[i];
+    EXPECT_EQ(rows.back().size(), 16u) << lines[i];
   }
   return rows;
 }
@@ -140,16 +140,27 @@ void ExpectRel(double got, double want, const std::string& what = "") {
   EXPECT_NEAR(got, want, 1e-6 * std::fabs(want)) << what;
 }
 
-// One decision loop wired to a flow, a min-RTT cell, a control input, a log and an error stream.
+// Options of the raw policy (no safety net): the tests of the decision itself close MIs
+// without ACKs freely; those of the safety net (below) start from DecisionOptions{}.
+DecisionOptions Raw() {
+  DecisionOptions o;
+  o.safety = false;
+  return o;
+}
+
+// One decision loop wired to a flow, a min-RTT cell, the ACK thread's BBR flag, a control
+// input, a log and an error stream.
 struct Rig {
   FlowShared flow{16};
   std::atomic<double> min_rtt{0};
+  std::mutex ack_mu;
+  bool bbr_drives = false;
   jaxcc::GoalControl gc;
   std::ostringstream log, err;
   ScriptedFeatures* features = nullptr;  // owned by the loop
   std::unique_ptr<DecisionLoop> loop;
 
-  Rig(std::unique_ptr<Policy> policy, int feature_dim, std::vector<float> empty, DecisionOptions opt = {}) {
+  Rig(std::unique_ptr<Policy> policy, int feature_dim, std::vector<float> empty, DecisionOptions opt = Raw()) {
     std::unique_ptr<ScriptedFeatures> f;
     if (policy) {
       f = std::make_unique<ScriptedFeatures>(feature_dim, std::move(empty));
@@ -162,6 +173,8 @@ struct Rig {
     DecisionIo io;
     io.flow = &flow;
     io.min_rtt = &min_rtt;
+    io.ack_mu = &ack_mu;
+    io.bbr_drives = &bbr_drives;
     io.goal_control = &gc;
     io.log = &log;
     io.err = &err;
@@ -171,7 +184,7 @@ struct Rig {
   }
   // Publishes the first decision as jaxcc-sender does before the first packet.
   jaxcc::FirstDecision Start(double init_rate, bool given, double rtt_hint_s = 0.1) {
-    const jaxcc::FirstDecision d = loop->Start(init_rate, given, 1472, rtt_hint_s);
+    const jaxcc::FirstDecision d = loop->Start(init_rate, given, 1500, rtt_hint_s);  // wire bytes
     flow.rate_bps = d.rate;
     flow.cwnd_bytes = d.cwnd;
     return d;
@@ -188,14 +201,14 @@ TEST(DecisionLoop, LogHeaderIsTheDocumentedColumns) {
   jaxcc::WriteDecisionLogHeader(log);
   EXPECT_EQ(log.str(),
             "t_s,mi_s,rate_mbps,cwnd_bytes,sent_mbps,throughput_mbps,loss,rtt_mean_ms,rtt_min_ms,rtt_max_ms,"
-            "min_rtt_ms,action,decision_us,goal,weight_version\n");
+            "min_rtt_ms,action,decision_us,goal,weight_version,control\n");
   EXPECT_EQ(log.precision(), 17);
 }
 
 // The MI ends mi_rtts x min RTT after its start (at least min_mi_ms); before the first RTT
 // sample it ends initial_mi_ms after it, and the first sample fixes the end for the MI.
 TEST(DecisionLoop, IntervalEndFollowsTheFirstRttSample) {
-  DecisionOptions opt;
+  DecisionOptions opt = Raw();
   opt.mi_rtts = 2;
   opt.min_mi_ms = 5;
   opt.initial_mi_ms = 250;
@@ -343,20 +356,20 @@ TEST(DecisionLoop, RateIsClampedToTheActionBounds) {
 // 2 cwnd over the flow's min RTT (1 ms when none), not over the MI's (absent) mean RTT.
 TEST(DecisionLoop, IntervalWithoutAcksPacesTheWindowOnTheFlowMinRtt) {
   Rig r(WindowPolicy(), 1, {0.0f});
-  // Start: 10 x 1472 = 14720 B; empty feature 0 -> action 0: 11720 B at 2 x 11720 / 0.1 s.
+  // Start: 10 x 1500 = 15000 B; empty feature 0 -> action 0: 12000 B at 2 x 12000 / 0.1 s.
   const auto d = r.Start(1e6, true, 0.1);
-  EXPECT_EQ(d.cwnd, 11720.0);
-  EXPECT_NEAR(d.rate, 234400.0, 1e-6);
+  EXPECT_EQ(d.cwnd, 12000.0);
+  EXPECT_NEAR(d.rate, 240000.0, 1e-6);
   EXPECT_EQ(d.action, 0.0);
   r.Attach();
   r.min_rtt = 0.004;
   r.features->next = {1.0f};  // action 2: +3000 B
   r.Close(kT0 + 10 * kMs, 15000);
-  EXPECT_EQ(r.flow.cwnd_bytes.load(), 14720.0);
-  EXPECT_NEAR(r.flow.rate_bps.load(), 2 * 14720 / 0.004, 1e-3);
+  EXPECT_EQ(r.flow.cwnd_bytes.load(), 15000.0);
+  EXPECT_NEAR(r.flow.rate_bps.load(), 2 * 15000 / 0.004, 1e-3);
   auto rows = Rows(r.log);
   ASSERT_EQ(rows.size(), 1u);
-  EXPECT_EQ(rows[0][3], "11720");              // cwnd in force during the MI
+  EXPECT_EQ(rows[0][3], "12000");              // cwnd in force during the MI
   EXPECT_NEAR(Num(rows[0][4]), 12.0, 1e-9);    // 15000 B x 8 / 10 ms
   EXPECT_EQ(rows[0][5], "0");                  // throughput
   EXPECT_EQ(rows[0][6], "0");                  // loss
@@ -372,19 +385,19 @@ TEST(DecisionLoop, IntervalWithoutAcksPacesTheWindowOnTheFlowMinRtt) {
   r0.Attach();
   r0.features->next = {1.0f};
   r0.Close(kT0 + 10 * kMs, 0);
-  EXPECT_NEAR(r0.flow.rate_bps.load(), 2 * 14720 / 0.001, 1e-3);
+  EXPECT_NEAR(r0.flow.rate_bps.load(), 2 * 15000 / 0.001, 1e-3);
   // With ACKs the MI's mean RTT (25 ms) paces it.
   MonitorStats mi;
   mi.AddSample(1000, 0.025, 0.001);
   r.Close(kT0 + 20 * kMs, 0, mi);
-  EXPECT_EQ(r.flow.cwnd_bytes.load(), 17720.0);
-  EXPECT_NEAR(r.flow.rate_bps.load(), 2 * 17720 / 0.025, 1e-3);
+  EXPECT_EQ(r.flow.cwnd_bytes.load(), 18000.0);
+  EXPECT_NEAR(r.flow.rate_bps.load(), 2 * 18000 / 0.025, 1e-3);
 }
 
 // A goal from the control input is taken by the next decision (its --log row shows it) and
 // recorded in goal_changes with the decision count before it.
 TEST(DecisionLoop, PendingGoalChangeAppliesAtTheNextDecision) {
-  DecisionOptions opt;
+  DecisionOptions opt = Raw();
   opt.goal = {1.0f / 3, 1.0f / 3, 1.0f / 3};
   Rig r(GoalPolicy(1), 1, {0.0f}, opt);
   r.Start(1e6, true);  // a = 0
@@ -435,7 +448,7 @@ struct TuneMi {
 // the mean of those decisions' features 4..6, with the flow's max MI delivery rate and min RTT;
 // the step's decision already uses the new goal, and the next interval's mean starts afresh.
 TEST(DecisionLoop, GoalTuningStepsEveryFourRttsOnTheMeanMeasurement) {
-  DecisionOptions opt;
+  DecisionOptions opt = Raw();
   opt.mi_rtts = 1;
   opt.goal = {0.5f, 0.25f, 0.25f};
   opt.target_given = true;
@@ -501,7 +514,7 @@ TEST(DecisionLoop, GoalTuningStepsEveryFourRttsOnTheMeanMeasurement) {
 
 TEST(DecisionLoop, TuningIntervalIsFourRttsInDecisions) {
   for (auto [mi_rtts, want] : {std::pair<double, int>{1, 4}, {2, 2}, {0.5, 8}, {3, 2}, {8, 1}}) {
-    DecisionOptions opt;
+    DecisionOptions opt = Raw();
     opt.mi_rtts = mi_rtts;
     Rig r(nullptr, 0, {}, opt);
     EXPECT_EQ(r.loop->tune_every(), want) << "mi_rtts " << mi_rtts;
@@ -510,7 +523,7 @@ TEST(DecisionLoop, TuningIntervalIsFourRttsInDecisions) {
 
 // A target line starts tuning from the goal in force; a goal line then stops it.
 TEST(DecisionLoop, TargetLineStartsTuningAndGoalLineStopsIt) {
-  DecisionOptions opt;
+  DecisionOptions opt = Raw();
   opt.mi_rtts = 2;  // a step every 2 decisions
   opt.goal = {0.4f, 0.4f, 0.2f};
   Rig r(GoalPolicy(7), 7, std::vector<float>(7, 0.0f), opt);
@@ -641,6 +654,185 @@ TEST(DecisionLoop, RejectsAPolicyWithoutMatchingFeatures) {
   EXPECT_THROW({ DecisionLoop l(RatePolicy(), nullptr, {}); }, std::invalid_argument);
   EXPECT_THROW({ DecisionLoop l(RatePolicy(), std::make_unique<ScriptedFeatures>(2, std::vector<float>{0, 0}), {}); },
                std::invalid_argument);
+}
+
+// An MI with ACKs and an RTT sample (20 ms): what makes the path "answered".
+MonitorStats Answered() {
+  MonitorStats mi;
+  mi.AddSample(1000, 0.02, 0.001);
+  return mi;
+}
+
+// The guard: once the path has answered, a decision on an MI with neither an ACK nor an RTT
+// sample may lower the rate but not raise it; with feedback the same action raises it.
+TEST(DecisionLoop, NoIncreaseWithoutFeedback) {
+  Rig r(RatePolicy(), 1, {0.0f}, DecisionOptions{});
+  r.Start(1e6, true);  // a = 0
+  r.Attach();
+  uint64_t t = kT0;
+  r.Close(t += 10 * kMs, 5000, Answered());  // feature 0: a = 0
+  ExpectRel(r.flow.rate_bps.load(), 1e6);
+  r.features->next = {1.0f};  // window (0, 1): a = 1 -> x 1.5, held at 1e6
+  r.Close(t += 10 * kMs, 5000);
+  ExpectRel(r.flow.rate_bps.load(), 1e6);
+  r.features->next = {-1.0f};  // window (1, -1): a = -0.5 -> / 1.25 = 8e5, a decrease passes
+  r.Close(t += 10 * kMs, 5000);
+  ExpectRel(r.flow.rate_bps.load(), 8e5);
+  r.features->next = {1.0f};  // ACKs: window (-1, 1): a = 0.5 -> x 1.25 = 1e6
+  r.Close(t += 10 * kMs, 5000, Answered());
+  ExpectRel(r.flow.rate_bps.load(), 1e6);
+  const auto rows = Rows(r.log);
+  ASSERT_EQ(rows.size(), 4u);
+  const char* want[] = {"policy", "guard", "policy", "policy"};
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(rows[i][15], want[i]) << "row " << i;
+  json s = json::object();
+  r.loop->AddSummary(&s, "p.safetensors", false, false);
+  EXPECT_EQ(s["safety"]["enabled"], true);
+  EXPECT_EQ(s["safety"]["guarded_decisions"], 1);
+  EXPECT_EQ(s["safety"]["fallbacks"], 0);
+  EXPECT_FALSE(r.bbr_drives);
+}
+
+// Before the path's first answer (no RTT sample yet) neither the guard nor the monitor acts:
+// a first round trip without ACKs is the path's delay. Here 30 dark 10 ms MIs raise the rate.
+TEST(DecisionLoop, SafetyNetWaitsForTheFirstAnswer) {
+  Rig r(RatePolicy(), 1, {0.0f}, DecisionOptions{});
+  r.Start(1e6, true);
+  r.Attach();
+  r.features->next = {1.0f};  // a = 1, then 1.5: x 1.5, x 1.75 ... to the 40 Mbit/s bound
+  for (int i = 1; i <= 30; ++i) r.Close(kT0 + i * 10 * kMs, 5000);
+  EXPECT_NEAR(r.flow.rate_bps.load() * 8 / 1e6, 40.0, 1e-9);
+  EXPECT_FALSE(r.bbr_drives);
+  EXPECT_EQ(r.loop->monitor()->bad_run(), 0);
+  EXPECT_EQ(r.loop->counters().guarded_decisions, 0u);
+}
+
+// The raw policy (--raw-policy): a dark MI after ACKs raises the rate, no monitor.
+TEST(DecisionLoop, RawPolicyHasNoSafetyNet) {
+  Rig r(RatePolicy(), 1, {0.0f});
+  r.Start(1e6, true);
+  r.Attach();
+  r.Close(kT0 + 10 * kMs, 5000, Answered());
+  r.features->next = {1.0f};
+  for (int i = 2; i <= 6; ++i) r.Close(kT0 + i * 10 * kMs, 5000);
+  EXPECT_NEAR(r.flow.rate_bps.load() * 8 / 1e6, 40.0, 1e-9);  // raised to the action's bound
+  EXPECT_FALSE(r.bbr_drives);
+  EXPECT_EQ(r.loop->monitor(), nullptr);
+  json s = json::object();
+  r.loop->AddSummary(&s, "p.safetensors", false, false);
+  EXPECT_EQ(s["safety"], (json{{"enabled", false}}));
+}
+
+// The monitor (mi_rtts 1: 3 MIs each way, 100 ms MIs): after the path has answered, three
+// dark MIs hand the pacing to BBR, which the ACK thread then publishes; the policy observes but
+// does not decide; three MIs with ACKs and little loss hand it back, and the policy decides on
+// that MI from BBR's rate, its window the one it had set.
+TEST(DecisionLoop, MonitorHandsThePacingToBbrAndBack) {
+  Rig r(WindowPolicy(), 1, {0.0f}, DecisionOptions{});
+  EXPECT_EQ(r.loop->monitor()->enter_mis(), 3);
+  EXPECT_EQ(r.loop->monitor()->exit_mis(), 3);
+  r.Start(1e6, true, 0.1);  // 12000 B
+  r.Attach();
+  uint64_t t = kT0;
+  r.features->next = {-1.0f};  // action 0: -3000 B each MI
+  r.Close(t += 100 * kMs, 1000, Answered());  // 9000 B at 2 x 9000 / 20 ms
+  EXPECT_EQ(r.flow.cwnd_bytes.load(), 9000.0);
+  EXPECT_NEAR(r.flow.rate_bps.load(), 900000.0, 1e-6);
+  r.Close(t += 100 * kMs, 1000);  // dark: 6000 B, allowed; its pacing at 2 cwnd / 1 ms (no
+  r.Close(t += 100 * kMs, 1000);  // min RTT in the rig) would rise: held at 900000 B/s; 3000 B
+  EXPECT_EQ(r.flow.cwnd_bytes.load(), 3000.0);
+  EXPECT_NEAR(r.flow.rate_bps.load(), 900000.0, 1e-6);
+  EXPECT_FALSE(r.bbr_drives);
+  r.Close(t += 100 * kMs, 1000);  // the third dark MI: BBR paces from here, no decision taken
+  EXPECT_TRUE(r.bbr_drives);
+  EXPECT_TRUE(r.loop->bbr_paces());
+  EXPECT_EQ(r.flow.cwnd_bytes.load(), 3000.0);
+  r.flow.rate_bps = 3e6;  // what the ACK thread publishes for BBR
+  r.flow.cwnd_bytes = 60000;
+  MonitorStats lossy;  // loss 0.6: bad, keeps BBR pacing
+  lossy.AddSample(400, 0.02, 0.001);
+  lossy.lost = 600;
+  r.Close(t += 100 * kMs, 1000, lossy);
+  EXPECT_TRUE(r.bbr_drives);
+  MonitorStats ok;  // loss 0.1: good
+  ok.AddSample(900, 0.02, 0.001);
+  ok.lost = 100;
+  r.features->next = {1.0f};  // action 2: +3000 B
+  r.Close(t += 100 * kMs, 1000, ok);
+  r.Close(t += 100 * kMs, 1000, ok);
+  EXPECT_TRUE(r.bbr_drives);
+  EXPECT_EQ(r.flow.rate_bps.load(), 3e6);  // the policy has not decided
+  r.Close(t += 100 * kMs, 1000, ok);       // the third good MI: back to the policy
+  EXPECT_FALSE(r.bbr_drives);
+  EXPECT_EQ(r.flow.cwnd_bytes.load(), 6000.0);  // its window 3000 + 3000, paced at 2 cwnd / 20 ms
+  EXPECT_NEAR(r.flow.rate_bps.load(), 2 * 6000 / 0.02, 1e-3);
+  const auto rows = Rows(r.log);
+  ASSERT_EQ(rows.size(), 8u);
+  const char* want[] = {"policy", "guard", "guard", "bbr", "bbr", "bbr", "bbr", "policy"};
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(rows[i][15], want[i]) << "row " << i;
+  EXPECT_NEAR(Num(rows[7][2]), 24.0, 1e-9);  // BBR's 3e6 B/s in force during the last MI
+  EXPECT_NEAR(Num(rows[0][1]), 0.1, 1e-12);  // mi_s
+  json s = json::object();
+  r.loop->AddSummary(&s, "p.safetensors", false, false);
+  EXPECT_EQ(s["safety"]["fallbacks"], 1);
+  EXPECT_EQ(s["safety"]["fallback_mis"], 4);  // MIs 5-8 were paced by BBR
+  EXPECT_EQ(s["safety"]["guarded_decisions"], 2);
+  ASSERT_EQ(s["safety"]["events"].size(), 2u);
+  EXPECT_EQ(s["safety"]["events"][0]["to"], "bbr");
+  EXPECT_EQ(s["safety"]["events"][0]["decision"], 3);
+  EXPECT_EQ(s["safety"]["events"][1]["to"], "policy");
+  EXPECT_EQ(s["safety"]["events"][1]["why"], "safety monitor: link recovered");
+  EXPECT_NE(r.err.str().find("safety monitor: out of the envelope: bbr paces"), std::string::npos);
+}
+
+// A streak is broken by an MI that is not bad: two dark MIs, one with ACKs, two dark again
+// never reach three in a row. An Eagle-like MI of 3 RTTs (100 ms RTT) trips after one.
+TEST(DecisionLoop, MonitorCountsBadIntervalsInARow) {
+  Rig r(RatePolicy(), 1, {0.0f}, DecisionOptions{});
+  r.Start(1e6, true);
+  r.Attach();
+  uint64_t t = kT0;
+  r.Close(t += 100 * kMs, 1000, Answered());
+  for (int i = 0; i < 2; ++i) r.Close(t += 100 * kMs, 1000);
+  r.Close(t += 100 * kMs, 1000, Answered());
+  for (int i = 0; i < 2; ++i) r.Close(t += 100 * kMs, 1000);
+  EXPECT_FALSE(r.bbr_drives);
+  EXPECT_EQ(r.loop->monitor()->bad_run(), 2);
+  DecisionOptions three;
+  three.mi_rtts = 3;
+  Rig e(RatePolicy(), 1, {0.0f}, three);
+  EXPECT_EQ(e.loop->monitor()->enter_mis(), 1);
+  e.Start(1e6, true);
+  e.Attach();
+  e.Close(kT0 + 300 * kMs, 1000, Answered());
+  EXPECT_FALSE(e.bbr_drives);
+  e.Close(kT0 + 600 * kMs, 1000);
+  EXPECT_TRUE(e.bbr_drives);
+}
+
+// However many MIs, the streak must last 200 ms (Linux's minimum RTO) in all: 10 ms MIs (a
+// sub-millisecond path's MIs are floored by --min-mi-ms) hand over at the 20th, not the 3rd.
+TEST(DecisionLoop, MonitorWaitsTheMinimumRto) {
+  Rig r(RatePolicy(), 1, {0.0f}, DecisionOptions{});
+  r.Start(1e6, true);
+  r.Attach();
+  r.Close(kT0 + 10 * kMs, 1000, Answered());
+  for (int i = 2; i <= 20; ++i) r.Close(kT0 + i * 10 * kMs, 1000);
+  EXPECT_FALSE(r.bbr_drives);
+  EXPECT_NEAR(r.loop->monitor()->bad_s(), 0.19, 1e-9);
+  r.Close(kT0 + 210 * kMs, 1000);
+  EXPECT_TRUE(r.bbr_drives);
+}
+
+// A policy with the safety net needs the ACK thread's BBR to hand the pacing to.
+TEST(DecisionLoop, SafetyNeedsTheAckThreadsBbr) {
+  DecisionLoop loop(RatePolicy(), std::make_unique<ScriptedFeatures>(1, std::vector<float>{0.0f}), DecisionOptions{});
+  FlowShared flow{16};
+  std::atomic<double> min_rtt{0};
+  DecisionIo io;
+  io.flow = &flow;
+  io.min_rtt = &min_rtt;
+  EXPECT_THROW(loop.Attach(io), std::invalid_argument);
 }
 
 }  // namespace

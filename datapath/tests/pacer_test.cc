@@ -79,11 +79,24 @@ TEST(Pacer, RespectsCwnd) {
   Sink s;
   jaxcc::FlowShared sh(1 << 16);
   sh.rate_bps = 100e6;
-  sh.cwnd_bytes = 10 * 1472;  // nothing is ever acked: exactly 10 packets may go out
+  sh.cwnd_bytes = 10 * 1500;  // nothing is ever acked: exactly 10 packets (wire bytes) may go out
   jaxcc::PacerOptions o;
   jaxcc::Pacer p(s.tx, &sh, o);
   p.Run(jaxcc::MonoNs() + 100'000'000);
   EXPECT_EQ(sh.sent_count.load(), 10u);
+  EXPECT_EQ(sh.sent_bytes.load(), 10u * 1500);  // 1472-byte datagrams count 1500 IP bytes each
+}
+
+// One packet short of the window: 9 go out (a 1472-byte payload would have let 10 fit).
+TEST(Pacer, WindowCountsWireBytes) {
+  Sink s;
+  jaxcc::FlowShared sh(1 << 16);
+  sh.rate_bps = 100e6;
+  sh.cwnd_bytes = 10 * 1472 + 100;
+  jaxcc::PacerOptions o;
+  jaxcc::Pacer p(s.tx, &sh, o);
+  p.Run(jaxcc::MonoNs() + 100'000'000);
+  EXPECT_EQ(sh.sent_count.load(), 9u);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "policy.h"
+#include "safety.h"
 #include "test_util.h"
 
 namespace {
@@ -60,5 +61,51 @@ TEST_P(Vectors, MatchesPython) {
 
 INSTANTIATE_TEST_SUITE_P(Kinds, Vectors,
                          ::testing::Values("mlp", "lstm", "lstm2_discrete", "conv1d_goal", "q_values", "q_values_1obj"));
+
+// The safety net (src/safety.h) against jaxcc/senders/safety.py MI by MI (tests/vectors/safety.json):
+// the same thresholds, the same MIs per switch for each MI length, the same guarded rate and
+// window and the same monitor state after every MI.
+TEST(Vectors, SafetyNetMatchesPython) {
+  std::ifstream f(kDir + "/safety.json");
+  ASSERT_TRUE(f) << "missing vectors; run: python -m jaxcc.parity_vectors --out tests/vectors";
+  const json v = json::parse(f);
+  EXPECT_EQ(v["constants"]["loss_enter"].get<double>(), jaxcc::kLossEnter);
+  EXPECT_EQ(v["constants"]["loss_exit"].get<double>(), jaxcc::kLossExit);
+  EXPECT_EQ(v["constants"]["enter_rtts"].get<double>(), jaxcc::kEnterRtts);
+  EXPECT_EQ(v["constants"]["exit_rtts"].get<double>(), jaxcc::kExitRtts);
+  EXPECT_EQ(v["constants"]["min_enter_s"].get<double>(), jaxcc::kMinEnterS);
+  EXPECT_EQ(v["constants"]["time_slack_s"].get<double>(), jaxcc::kTimeSlackS);
+  ASSERT_EQ(v["cases"].size(), 4u);
+  for (const json& c : v["cases"]) {
+    const double mi_rtts = c["mi_rtts"].get<double>();
+    const int enter = jaxcc::MisFor(jaxcc::kEnterRtts, mi_rtts), leave = jaxcc::MisFor(jaxcc::kExitRtts, mi_rtts);
+    EXPECT_EQ(enter, c["enter_mis"].get<int>()) << mi_rtts;
+    EXPECT_EQ(leave, c["exit_mis"].get<int>()) << mi_rtts;
+    jaxcc::SafetyMonitor mon(enter, leave);
+    int i = 0;
+    for (const json& m : c["mis"]) {
+      const std::string tag = "mi_rtts " + std::to_string(mi_rtts) + " MI " + std::to_string(i++);
+      jaxcc::MonitorStats st;
+      st.acked = m["acked"].get<double>();
+      st.lost = m["lost"].get<double>();
+      st.n_samples = m["n_samples"].get<double>();
+      const bool answered = m["answered"].get<bool>();
+      const bool dark = jaxcc::NoFeedback(st) && answered;
+      EXPECT_EQ(dark, m["guarded"].get<bool>()) << tag;
+      double rate = m["rate_policy"].get<double>(), cwnd = m["cwnd_policy"].get<double>();
+      jaxcc::Guard(dark, m["rate_in"].get<double>(), m["cwnd_in"].get<double>(), &rate, &cwnd);
+      EXPECT_EQ(rate, m["rate"].get<double>()) << tag;
+      EXPECT_EQ(cwnd, m["cwnd"].get<double>()) << tag;
+      EXPECT_EQ(mon.Step(st.acked, st.lost, st.n_samples, m["duration"].get<double>(), answered),
+                m["fallback"].get<bool>())
+          << tag;
+      EXPECT_EQ(mon.bad_run(), m["bad_run"].get<int>()) << tag;
+      EXPECT_NEAR(mon.bad_s(), m["bad_s"].get<double>(), 1e-12) << tag;
+      EXPECT_EQ(mon.good_run(), m["good_run"].get<int>()) << tag;
+      EXPECT_EQ(mon.entries(), m["entries"].get<uint64_t>()) << tag;
+      EXPECT_EQ(mon.fallback_mis(), m["fallback_mis"].get<uint64_t>()) << tag;
+    }
+  }
+}
 
 }  // namespace

@@ -48,7 +48,7 @@ def write_trace(sched: list[tuple[float, float]], duration_s: float,
     Path(path).write_text("\n".join(map(str, lines)) + "\n")
 
 
-def plan(spec: Scenario, controller: str | None, out: Path, trace_bin_s: float = 0.1) -> Path:
+def plan(spec: Scenario, controller: str | None, out: Path, trace_bin_s: float | None = None) -> Path:
     """Writes out/plan.json + out/plan.sh (sourced by launch/mahimahi_run.sh) and a trace.
 
     ``controller`` is one controller (the script runs a list one controller at a time).

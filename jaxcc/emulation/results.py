@@ -265,6 +265,48 @@ def window_goodput_mbps(flow: dict[str, Any], window: tuple[float, float]) -> tu
     return (mbit / active if active > 0 else 0.0), active
 
 
+def time_to_share(per_flow: list[dict[str, Any]], sched, t0: float, t_end: float,
+                  frac: float = metrics.RAMP_FRACTION, bin_s: float = metrics.RAMP_BIN_S,
+                  hold_s: float = metrics.RAMP_HOLD_S) -> float | None:
+    """``jaxcc.evaluation.metrics.time_to_share`` on an emulated run: how long after ``t0`` the
+    flows together carry ``frac`` of the link's capacity (the tbf schedule ``sched``) and hold
+    it, in the same bins, hold and cut at ``t_end``.  The goodput is by ACK time from the flows'
+    ``series`` (the sender's per-MI log), as the simulator's.  ``inf`` when no bin qualifies;
+    None when a flow has no series."""
+    def share(lo: float, hi: float) -> float:
+        mbit = 0.0
+        for f in per_flow:
+            got = window_goodput_mbps(f, (lo, hi))
+            if got is None:
+                raise LookupError
+            mbit += got[0] * got[1]
+        return mbit / (hi - lo) / max(mean_capacity_mbps(sched, lo, hi), 1e-12)
+
+    try:
+        k = 0
+        while t0 + (k + 1) * bin_s <= t_end + 1e-9:
+            lo = t0 + k * bin_s
+            if share(lo, lo + bin_s) >= frac and share(lo, min(lo + hold_s, t_end)) >= frac:
+                return (k + 1) * bin_s
+            k += 1
+    except LookupError:
+        return None
+    return float("inf")
+
+
+def step_recovery(per_flow: list[dict[str, Any]], sched, steps: Iterable[tuple[float, float]],
+                  duration_s: float) -> dict[str, list]:
+    """``step_up_at_s`` / ``step_ramp_s`` of an emulated run, as the simulator's
+    ``jaxcc.evaluation.runs.recovery_metrics``: for each upward step of the scenario's
+    ``schedule`` link ``steps`` [(t_s, mbps), ...], how long after it the flows carry ≥ 80 % of
+    the capacity (judged until the next step)."""
+    steps = list(steps)
+    up = [(steps[i][0], steps[i + 1][0] if i + 1 < len(steps) else duration_s)
+          for i in range(1, len(steps)) if steps[i][1] > steps[i - 1][1]]
+    return {"step_up_at_s": [t for t, _ in up],
+            "step_ramp_s": [time_to_share(per_flow, sched, t, t_end) for t, t_end in up]}
+
+
 def jain(per_flow: list[dict[str, Any]], duration_s: float) -> tuple[float, str, list[float] | None]:
     """Jain's index of a run (metrics.jain_window / jain_of_active), its note and its window."""
     if len(per_flow) == 1:

@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from jaxcc.controllers import parse_controller
+from jaxcc.controllers import parse_controller, policy_file
 from jaxcc.emulation import delay, results, settle
 from jaxcc.emulation.delay import health_warnings
 from jaxcc.emulation.host import (DATAPATH_BUILD, TCP_PORT_BASE, TOOLS_BUILD, UDP_PORT_BASE,
@@ -86,7 +86,7 @@ class Runner:
     """Runs one scenario with one controller assignment on a fresh EmulatedLink."""
 
     def __init__(self, spec: Scenario, controllers: list[str], out_dir: Path,
-                 prefix: str | None = None, trace_bin_s: float = 0.1, ping: bool = True,
+                 prefix: str | None = None, trace_bin_s: float | None = None, ping: bool = True,
                  verbose: bool = False, lead_s: float = 0.5, impl: str = "auto",
                  nice: int | None = -10, delay_opts: delay.DelayOptions | None = None,
                  rt_receiver: int = 5, rt_sender: bool = True, sender_args: list[str] | None = None):
@@ -215,6 +215,8 @@ class Runner:
             "softnet_time_squeeze": softnet1["time_squeeze"] - softnet0["time_squeeze"]}
         rec = results.make_record(spec.name, dur, self.controllers, flows, sched, idle,
                                   link.schedule_log, delay_check=check)
+        if spec.link.schedule:  # recovery after each step up, as the simulator's records have it
+            rec.update(results.step_recovery(rec["per_flow"], sched, spec.link.schedule, dur))
         rec["delay_tool"] = stats
         rt = realtime_allowed()
         check["endpoints_realtime"] = {"receivers_fifo": self.rt_receiver if rt else 0,
@@ -263,7 +265,9 @@ class Runner:
         elif fl.kind == "jaxcc":
             # --rtt-hint-ms: the path RTT a policy assumes before its first sample, as the
             # simulator's policy senders know the link's (e.g. aurora_v1's 10-packet start).
-            cmd = [sender_binary(), f"--controller={fl.controller}", f"--dest={RCV_IP}",
+            path = policy_file(fl.controller)
+            ctrl = fl.controller if path is None else f"policy:{path}"
+            cmd = [sender_binary(), f"--controller={ctrl}", f"--dest={RCV_IP}",
                    f"--port={UDP_PORT_BASE + fl.index}", f"--duration={dur:.3f}",
                    f"--flow-id={fl.index}", "--drain=1.0", f"--rtt-hint-ms={fl.rtt_ms:g}",
                    f"--log={fl.dir / 'sender.csv'}", f"--summary={fl.dir / 'sender.json'}"]
@@ -277,8 +281,8 @@ class Runner:
                 cmd.append(f"--goal={preference_arg(fl.goal)}")
             if fl.target is not None:
                 cmd.append(f"--target={preference_arg(fl.target)}")
-            if fl.controller.startswith("policy:"):
-                cmd += self.sender_args
+            if path is not None:
+                cmd += self.sender_args + (["--raw-policy"] if fl.controller.strip().startswith("raw-") else [])
         else:
             rate = float(fl.controller.split(":", 1)[1])
             cmd = [TOOLS_BUILD / "udp_probe", "send", f"--dest={RCV_IP}",
@@ -363,7 +367,7 @@ def run_experiments(specs: list[Scenario], controllers: list[str | None], out: P
                   file=sys.stderr)
             rec = Runner(spec, flows_ctrl, sub, **kw).run()
             rec["duration_s"] = spec.duration_s
-            rec["capacity_schedule"] = rate_schedule(spec, kw.get("trace_bin_s", 0.1))
+            rec["capacity_schedule"] = rate_schedule(spec, kw.get("trace_bin_s"))
             records.append(rec)
             results.fill_ankh([r for r in records if r["scenario"] == spec.name])
             results.write_results(out, records)

@@ -23,9 +23,9 @@ import math
 from typing import Any
 
 from jaxcc import policyfile, scenarios
-from jaxcc.controllers import parse_controller
+from jaxcc.controllers import parse_controller, policy_file
 from jaxcc.emulation.host import EmulationError
-from jaxcc.sim import trace as sim_trace
+from jaxcc.sim import links
 from jaxcc.units import PACKET_BYTES
 
 MIN_RATE_MBPS = 0.01          # tbf cannot do 0; trace gaps get this
@@ -166,39 +166,55 @@ def assign_controllers(spec: scenarios.Scenario, controller: str | None) -> list
 
 # ----------------------------------------------------------------------------- rate schedules
 
-def rate_schedule(spec: scenarios.Scenario, trace_bin_s: float = 0.1) -> list[tuple[float, float]]:
+# Segments shorter than this are averaged per bin of it (see rate_schedule).
+SCHEDULE_BIN_S = 0.1
+
+
+def rate_schedule(spec: scenarios.Scenario, trace_bin_s: float | None = None) -> list[tuple[float, float]]:
     """The link's capacity as tbf steps [(t_s, mbps), ...] from t=0, merged where equal.
 
     Constant, step and random links come from ``LinkSpec.capacity`` (random forms drawn with
-    seed 0, as the evaluator's first seed, so every controller sees the same link); a trace
-    (``jaxcc.sim.trace.read_mahimahi``) is binned at ``trace_bin_s`` (default 100 ms, coarser
-    than the simulator's 10 ms, whatever the spec's ``trace_bin_ms``), counting each delivery
-    opportunity at its time in each lap as mm-link does (``trace_to_schedule``). Every
+    seed 0, as the evaluator's first seed, so every controller sees the same link).  A trace
+    is the simulator's own schedule (``LinkSpec.capacity``: ``jaxcc.sim.links.from_trace`` at
+    the scenario's ``trace_bin_ms``), so an outage in the trace looks the same in both;
+    ``trace_bin_s`` overrides the bin (``jaxcc.emulate --trace-bin-ms``).  Every
     ``tc qdisc change`` refills tbf's bucket, so very frequent changes would add up to one
-    bucket (>= 2 packets) of extra capacity per change: schedules with segments shorter than
-    a bin (Poisson's 10 ms slots) are averaged per bin. Rates below MIN_RATE_MBPS (tbf cannot
-    do 0) are raised to it.
+    bucket (>= 2 packets) of extra capacity per change: other schedules with segments shorter
+    than ``SCHEDULE_BIN_S`` (Poisson's 10 ms slots) are averaged per bin of it.  Rates below
+    MIN_RATE_MBPS (tbf cannot do 0) are raised to it.
 
     Raises:
       EmulationError: the trace file cannot be read.
     """
     link, duration_s = spec.link, spec.duration_s
     if link.trace is not None:
-        return trace_schedule(link.trace, duration_s, trace_bin_s)
+        bin_s = link.trace_bin_ms / 1000.0 if trace_bin_s is None else trace_bin_s
+        return trace_schedule(link.trace, duration_s, bin_s)
     cap = link.capacity(seed=0, duration_s=duration_s)
     sched = [(float(t), float(r) * 8 / 1e6) for t, r in zip(cap.times, cap.rates)]
     if link.random_steps is not None or link.poisson is not None:
         sched = [(t, r) for t, r in sched if t < duration_s]
-    return coarsen(sched, duration_s, trace_bin_s)
+    return coarsen(sched, duration_s, SCHEDULE_BIN_S if trace_bin_s is None else trace_bin_s)
 
 
 def trace_schedule(path: str, duration_s: float, bin_s: float) -> list[tuple[float, float]]:
-    """The tbf rate schedule (s, Mbit/s) of a Mahimahi trace file, binned at ``bin_s``."""
+    """The tbf rate schedule (s, Mbit/s) of a Mahimahi trace file binned at ``bin_s``: the
+    simulator's schedule of the trace (``jaxcc.sim.links.from_trace``), laps unrolled up to
+    ``duration_s``, floored at MIN_RATE_MBPS and merged where equal."""
     try:
-        stamps = sim_trace.read_mahimahi(path)
-    except ValueError as e:
+        cap = links.from_trace(path, bin_s * 1000.0)
+    except (OSError, ValueError) as e:
         raise EmulationError(str(e)) from e
-    return coarsen(trace_to_schedule(stamps.tolist(), duration_s, bin_s), duration_s, bin_s)
+    out: list[tuple[float, float]] = []
+    for lap in range(int(math.ceil(duration_s / cap.period))):
+        for t, r in zip(cap.times, cap.rates):
+            t = lap * cap.period + float(t)
+            if t >= duration_s:
+                break
+            r = max(float(r) * 8 / 1e6, MIN_RATE_MBPS)
+            if not out or abs(out[-1][1] - r) >= 1e-9:
+                out.append((t, r))
+    return out
 
 
 def coarsen(sched: list[tuple[float, float]], duration_s: float,
@@ -217,29 +233,6 @@ def coarsen(sched: list[tuple[float, float]], duration_s: float,
             continue
         out.append((t, r))
     return out
-
-
-def trace_to_schedule(ts_ms: list[int], duration_s: float,
-                      bin_s: float = 0.1) -> list[tuple[float, float]]:
-    """Bins delivery opportunities into a rate schedule; the trace loops at its last stamp.
-
-    Lap k delivers at k * period + stamp, as mm-link replays a trace, binned on absolute time
-    (the simulator's ``links.from_trace`` folds the last stamp onto time 0 of every lap and bins
-    within a lap; the emulation keeps its own binning, so its links stay as they were measured).
-    """
-    period_ms = max(ts_ms[-1], 1)
-    bin_ms = bin_s * 1000.0
-    n_bins = int(math.ceil(duration_s / bin_s))
-    counts = [0] * n_bins
-    loops = int(math.ceil(duration_s * 1000.0 / period_ms)) + 1
-    for k in range(loops):
-        base = k * period_ms
-        for t in ts_ms:
-            b = int((base + t) // bin_ms)
-            if b >= n_bins:
-                break
-            counts[b] += 1
-    return [(i * bin_s, c * PACKET_BYTES * 8 / bin_s / 1e6) for i, c in enumerate(counts)]
 
 
 def mean_capacity_mbps(sched: list[tuple[float, float]], t0: float, t1: float) -> float:
@@ -270,10 +263,10 @@ def preference_refusal(controller: str) -> str | None:
       EmulationError: the policy file cannot be read or is invalid (names the problem).
     """
     c = controller.strip()
-    if not c.startswith("policy:"):
+    if policy_file(c) is None:
         return f"{c} takes no preference (only a preference-conditioned policy:FILE does)"
     try:
-        pspec, _ = policyfile.load(c[len("policy:"):])
+        pspec, _ = policyfile.load(policy_file(c))
     except (OSError, ValueError) as e:
         raise EmulationError(f"{c}: {e}") from e
     if int(pspec.get("goal_dim", 0)) != 3:
@@ -314,7 +307,7 @@ def flow_preferences(spec: scenarios.Scenario, controllers: list[str]
             continue
         field = f"{spec.name}.flows[{i}].{'preference' if pref is not None else 'preference_changes'}"
         replaced = c.strip() != f.controller.strip()
-        if replaced and not c.strip().startswith("policy:"):
+        if replaced and policy_file(c) is None:
             out.append((None, ()))   # a baseline in place of the scenario's controller
             continue
         why = preference_refusal(c)
@@ -338,10 +331,10 @@ def goal_refusal(controller: str) -> str | None:
       EmulationError: the policy file cannot be read or is invalid (names the problem).
     """
     c = controller.strip()
-    if not c.startswith("policy:"):
+    if policy_file(c) is None:
         return f"{c} takes no goal or target (only a DeepCC policy:FILE, features deepcc_v1, does)"
     try:
-        pspec, _ = policyfile.load(c[len("policy:"):])
+        pspec, _ = policyfile.load(policy_file(c))
     except (OSError, ValueError) as e:
         raise EmulationError(f"{c}: {e}") from e
     name = (pspec.get("features") or {}).get("name")
@@ -367,7 +360,7 @@ def flow_goals(spec: scenarios.Scenario, controllers: list[str]
             out.append((None, None))
             continue
         field = f"{spec.name}.flows[{i}].{'goal' if goal is not None else 'target'}"
-        if c.strip() != f.controller.strip() and not c.strip().startswith("policy:"):
+        if c.strip() != f.controller.strip() and policy_file(c) is None:
             out.append((None, None))   # a baseline in place of the scenario's controller
             continue
         why = goal_refusal(c)

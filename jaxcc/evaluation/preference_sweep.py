@@ -52,6 +52,7 @@ from typing import Sequence
 
 import numpy as np
 
+from jaxcc.controllers import policy_file
 from jaxcc.evaluation import bars
 from jaxcc.evaluation import metrics
 from jaxcc.evaluation.runs import OWN, ControllerEntry, controller_entries, run_evaluation
@@ -212,7 +213,7 @@ def run_sweep(scenarios: Sequence[Scenario], policies: Sequence[ControllerEntry]
         for r in rep["results"]:
             records.append({**{k: v for k, v in r.items() if k not in _DROP}, "preference": None, "policy_file": None})
     for e in policies:
-        path = e.name[len("policy:"):]
+        path = policy_file(e.name)
         variants = [preference_scenario(sc, path, p) for sc in scenarios for p in prefs]
         t0 = time.time()
         rep = run_evaluation(variants, [ControllerEntry(OWN, None)], progress=progress, keep_series=False,

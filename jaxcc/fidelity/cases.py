@@ -49,8 +49,8 @@ TOLERANCES = {"throughput_mbps": f"within {THROUGHPUT_REL:.0%} (relative to the 
 
 # Bytes of the IP packet per byte of goodput a reference reports, by how its flow ran: the
 # simulator and the emulated link count 1500-byte IP packets; iperf3 reports TCP payload (the
-# MSS, 1448 with timestamps: 1500 - 20 IP - 32 TCP), udp_probe and jaxcc-sender UDP payload
-# (IP packet - 28).
+# MSS, 1448 with timestamps: 1500 - 20 IP - 32 TCP), udp_probe UDP payload (IP packet - 28);
+# jaxcc-sender counts IP bytes itself (its goodput_mbps is the payload figure).
 TCP_HEADERS = 52
 UDP_HEADERS = 28
 UDP_PROBE_PAYLOAD = 1472         # udp_probe's default --size

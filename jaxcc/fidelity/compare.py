@@ -25,10 +25,9 @@ def ip_factor(flow: dict) -> float:
         return (mss + TCP_HEADERS) / mss
     if impl == "probe":
         return (UDP_PROBE_PAYLOAD + UDP_HEADERS) / UDP_PROBE_PAYLOAD
-    if impl == "jaxcc":
-        size = (flow.get("sender_summary") or {}).get("packet_size") or PACKET_BYTES - UDP_HEADERS
-        return (size + UDP_HEADERS) / size
-    return 1.0   # the simulator; ns-3 counts 1500-byte packets itself (jaxcc.emulation.ns3)
+    # The simulator and jaxcc-sender count IP bytes themselves; ns-3 counts 1500-byte packets
+    # (jaxcc.emulation.ns3).
+    return 1.0
 
 
 def link_view(rec: dict, case: Case) -> dict:

@@ -53,6 +53,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxcc import policyfile
+from jaxcc.baselines import bbr
 from jaxcc.evaluation import metrics
 from jaxcc.envs import mi as mi_lib
 from jaxcc.online.experience import (BYE, HELLO, MAX_LEN, MI_FIELDS, PING, PROTO, WEIGHTS, WEIGHTS_ACK,
@@ -273,7 +274,7 @@ class FlowLink:
 
 # ----------------------------------------------------------------------------- the simulation
 
-def _chunk_fn(spec: dict, controllers: tuple, pi: int, n_ticks: int):
+def _chunk_fn(spec: dict, controllers: tuple, pi: int, n_ticks: int, safe: bool = True):
     """The jitted ``chunk(p, carry, ctrl_ids, cparams, tensors)`` → (carry, per-tick outputs):
     ``jaxcc.sim.runner.make_run``'s tick body with the policy controller rebuilt from traced
     tensors (``[F, ...]``, one set per flow), plus each tick's decision record per flow."""
@@ -281,7 +282,7 @@ def _chunk_fn(spec: dict, controllers: tuple, pi: int, n_ticks: int):
     T, D, mi_ticks = common.spec_window(spec)
 
     def pol(ten):
-        return common.make_controller("policy", spec, mod.sender(spec, ten))
+        return common.make_controller("policy", spec, mod.sender(spec, ten), safe=safe)
 
     def inits(cparams, tensors):
         out = []
@@ -320,9 +321,17 @@ def _chunk_fn(spec: dict, controllers: tuple, pi: int, n_ticks: int):
             m = jax.vmap(lambda s, o: mi_lib.mi_add_tick(s.m, common.mi_tick(o), o.dt))(old, obs)
             decided = is_pol & (old.tick + 1 >= mi_ticks) & (m.active[:, 0] > 0)
             action = jax.vmap(lambda h, ten: jnp.reshape(policyfile.apply(spec, ten, h), (-1,))[0])(upd.hist, tensors)
+            # As the datapath's record: while the safety monitor has BBR pace, no action (NaN) and
+            # BBR's rate in force before and after the MI's close.
+            def in_force(s):
+                own = jnp.reshape(s.own.rate, action.shape)
+                return own if s.mon is None else jnp.where(s.mon.fallback, jax.vmap(bbr.bbr_rate)(s.bbr), own)
+
+            if upd.mon is not None:
+                action = jnp.where(upd.mon.fallback, jnp.nan, action)
             min_rtt = jnp.where(upd.run.min_rtt[:, 0] < 0.5 * mi_lib.BIG, upd.run.min_rtt[:, 0], 0.0)
             mi = jnp.stack([getattr(m, f)[:, 0] for f in MI_FIELDS], axis=-1)
-            dec = (decided, action, old.own.rate, upd.own.rate, min_rtt, mi, upd.hist[:, -1])
+            dec = (decided, action, in_force(old), in_force(upd), min_rtt, mi, upd.hist[:, -1])
             new = tuple(sim_runner._where_flow(out.active, cs, i) for cs, i in zip(new, ini))
             return (sim, new), (out, jnp.where(out.active, rate, 0.0), dec)
 
@@ -349,11 +358,13 @@ class SimNet:
       learner: the learner's address, or None (no streaming: the policy runs as is).
       speed: simulated seconds per wall second (0: as fast as possible).
       chunk_ticks: ticks per jitted chunk (default: one monitor interval).
+      raw_policy: the senders without their safety net (``jaxcc-sender --raw-policy``;
+        ``jaxcc.senders.safety``), else as deployed, with it.
     """
 
     def __init__(self, scenario, policy_path: str, learner: str | None = None, *, speed: float = 1.0,
                  chunk_ticks: int | None = None, record_queue: int = 8192, learner_timeout_s: float = 5.0,
-                 fallback: str = "keep", seed: int = 0, log=None):
+                 fallback: str = "keep", seed: int = 0, log=None, raw_policy: bool = False):
         if fallback != "keep":
             raise ValueError(f"--fallback={fallback}: the simulator backend keeps the policy in force "
                              "(fallback=keep); the BBR fallback is jaxcc-sender's")
@@ -370,7 +381,7 @@ class SimNet:
         with open(self.policy_path, "rb") as f:
             self.policy_sha256 = hashlib.sha256(f.read()).hexdigest()
         self.log = log or (lambda msg: print(f"[simnet] {msg}", file=sys.stderr))
-        pol_name = f"policy:{self.policy_path}"
+        pol_name = f"{'raw-policy' if raw_policy else 'policy'}:{self.policy_path}"
         flows = [dataclasses.replace(f, controller=sim_controller(f.controller) if f.controller.startswith("kernel:")
                                      else pol_name) for f in scenario.flows]
         self.controllers = [f.controller for f in flows]
@@ -390,7 +401,8 @@ class SimNet:
         self.base_tensors = tensors
         T, D, mi_ticks = common.spec_window(self.spec)
         self.chunk_ticks = int(chunk_ticks or mi_ticks)
-        self._chunk, self._init, _ = _chunk_fn(self.spec, batch.controllers, self.pi, self.chunk_ticks)
+        self._chunk, self._init, _ = _chunk_fn(self.spec, batch.controllers, self.pi, self.chunk_ticks,
+                                               safe=not raw_policy)
         self.links: dict[int, FlowLink] = {}
         if learner is not None:
             for i in self.policy_flows:
@@ -573,6 +585,8 @@ def define_flags(fv):
     flags.DEFINE_integer("chunk_ticks", None, "simulator ticks per step between protocol work (default: one "
                          "monitor interval)", flag_values=fv)
     flags.DEFINE_integer("seed", 0, "the simulator's link seed", flag_values=fv)
+    flags.DEFINE_bool("raw_policy", False, "the senders without their safety net (jaxcc-sender --raw-policy)",
+                      flag_values=fv)
     flags.DEFINE_string("out", None, "output folder (simnet.json, trace.npz)", flag_values=fv)
     for name in ("policy", "out"):
         flags.mark_flag_as_required(name, flag_values=fv)
@@ -592,7 +606,7 @@ def main(fv, argv: Sequence[str] = ()) -> int:
             sc = emu_spec.with_duration(sc, fv.duration_s)
         net = SimNet(sc, fv.policy, fv.learner, speed=fv.speed, chunk_ticks=fv.chunk_ticks,
                      record_queue=fv.record_queue, learner_timeout_s=fv.learner_timeout_s, fallback=fv.fallback,
-                     seed=fv.seed)
+                     seed=fv.seed, raw_policy=fv.raw_policy)
     except (OSError, EmulationError) as e:
         raise ValueError(str(e)) from e
     path = save_run(net.run(), Path(fv.out))

@@ -16,6 +16,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib import ticker
 
+from jaxcc.controllers import policy_file
+
 
 
 SINGLE_W = 3.5  # in: one column of a two-column paper
@@ -62,11 +64,14 @@ class Style:
 
 
 def display_name(label: str) -> str:
-    """The name a legend shows: a ``policy:PATH`` controller by its file's stem, else the label."""
+    """The name a legend shows: a ``policy:PATH`` controller by its file's stem (``raw-policy:PATH``:
+    the stem and "(raw)"), else the label."""
     s = str(label)
-    if s.startswith("policy:"):
-        base = os.path.basename(s[len("policy:"):])
-        return base[: -len(".safetensors")] if base.endswith(".safetensors") else base
+    path = policy_file(s)
+    if path is not None:
+        base = os.path.basename(path)
+        stem = base[: -len(".safetensors")] if base.endswith(".safetensors") else base
+        return stem + (" (raw)" if s.strip().startswith("raw-") else "")
     return s
 
 

@@ -16,7 +16,8 @@ The spec (every command accepts it as ``--scenario-file``)::
 
 Extensions: ``"random_steps": {"low_mbps", "high_mbps", "every_s"}`` (a new uniform rate every
 ``every_s``; Aurora Fig. 7), ``"poisson": {"mean_mbps", "slot_ms"}`` (Wi-Fi-like, DeepCC §VI-A),
-``"trace_bin_ms"`` (default 10) for traces.  Random forms are drawn from the evaluation seed.
+``"trace_bin_ms"`` (default ``jaxcc.sim.trace.TRACE_BIN_MS``, 100: the finest the emulated link
+follows, so a trace is the same link in the simulator and in emulation) for traces.  Random forms are drawn from the evaluation seed.
 ``stop_s`` defaults to ``duration_s`` and ``start_s`` to 0.
 
 ``flows[i].init_rate_mbps`` (optional, ``INIT_RATE_MBPS_MIN``–``INIT_RATE_MBPS_MAX``, the
@@ -92,10 +93,10 @@ from typing import Any, Callable
 import numpy as np
 
 from jaxcc import units
-from jaxcc.controllers import parse_controller
+from jaxcc.controllers import parse_controller, policy_file, with_policy_file
 from jaxcc.sim import links
 from jaxcc.sim.controller import MAX_PREFERENCE_CHANGES
-from jaxcc.sim.trace import find_trace
+from jaxcc.sim.trace import TRACE_BIN_MS, find_trace
 from jaxcc.units import PACKET_BYTES
 
 KB = 1000  # the papers' buffer sizes (375 KB, 440 KB) are decimal kilobytes
@@ -139,7 +140,7 @@ class LinkSpec:
     bandwidth_mbps: float | None = None
     schedule: tuple[tuple[float, float], ...] | None = None
     trace: str | None = None
-    trace_bin_ms: float = 10.0
+    trace_bin_ms: float = TRACE_BIN_MS
     random_steps: dict | None = None
     poisson: dict | None = None
     jitter_ms: float = 0.0
@@ -228,7 +229,7 @@ class Scenario:
 
     def to_dict(self) -> dict:
         link = {k: v for k, v in dataclasses.asdict(self.link).items() if v is not None}
-        if link.get("trace_bin_ms") == 10.0:
+        if link.get("trace_bin_ms") == TRACE_BIN_MS:
             link.pop("trace_bin_ms")
         for k in ("jitter_ms", "ack_agg_ms", "rtt_noise_ms"):
             if link.get(k) == 0.0:
@@ -420,7 +421,7 @@ def parse_scenario(spec: dict, *, source: str = "scenario", base_dir: str | None
     elif "trace" in link:
         kw["trace"] = find_trace(link["trace"], os.getcwd() if base_dir is None else base_dir,
                                  field=f"{where}.trace")
-        kw["trace_bin_ms"] = _number(link, "trace_bin_ms", where, positive=True, default=10.0)
+        kw["trace_bin_ms"] = _number(link, "trace_bin_ms", where, positive=True, default=TRACE_BIN_MS)
     elif "random_steps" in link:
         rs = link["random_steps"]
         w = f"{where}.random_steps"
@@ -458,10 +459,9 @@ def parse_scenario(spec: dict, *, source: str = "scenario", base_dir: str | None
         if start >= duration:
             raise ValueError(f"{w}.start_s: must be < duration_s ({start} >= {duration})")
         ctrl = fl.get("controller", "bbr")
-        if base_dir is not None and isinstance(ctrl, str) and ctrl.strip().startswith("policy:"):
-            pol = ctrl.strip()[len("policy:"):]
-            if pol and not os.path.isabs(pol):
-                ctrl = "policy:" + os.path.normpath(os.path.join(base_dir, pol))
+        pol = policy_file(ctrl) if base_dir is not None and isinstance(ctrl, str) else None
+        if pol and not os.path.isabs(pol):
+            ctrl = with_policy_file(ctrl, os.path.normpath(os.path.join(base_dir, pol)))
         parse_controller(ctrl, field=f"{w}.controller", allow_kernel=allow_kernel)
         init_rate = None
         if "init_rate_mbps" in fl:

@@ -1,7 +1,7 @@
 """Simulator senders: every controller name the simulator runs, and exported policies.
 
 ``resolve(name) -> (Controller, ControllerParams)`` turns a controller name (``jaxcc.controllers``: bbr,
-cubic, reno, copa, oracle, fixed:MBPS, policy:FILE) into the in-simulator controller and its per-flow
+cubic, reno, copa, oracle, fixed:MBPS, policy:FILE, raw-policy:FILE) into the in-simulator controller and its per-flow
 parameter vector; the runner (``jaxcc.sim.runner.build_batches``) takes it from its caller.
 
 ``policy_controller(path)`` runs an exported policy file (``--controller=policy:FILE``): one
@@ -46,8 +46,10 @@ def feature_set(name: str):
     return importlib.import_module(FEATURE_SETS[name])
 
 
-def policy_controller(path: str) -> tuple[Controller, ControllerParams]:
-    """A simulator controller that runs the exported policy ``path``, named ``policy:ABSPATH``.
+def policy_controller(path: str, raw: bool = False) -> tuple[Controller, ControllerParams]:
+    """A simulator controller that runs the exported policy ``path``, named ``policy:ABSPATH``:
+    as deployed, with the sender's guard and monitor (``jaxcc.senders.safety``), or, ``raw``,
+    without them, named ``raw-policy:ABSPATH``.
 
     Raises:
       ValueError: the file is not a valid policy, or its feature set has no sender here.
@@ -57,7 +59,8 @@ def policy_controller(path: str) -> tuple[Controller, ControllerParams]:
     if fname not in FEATURE_SETS:
         raise ValueError(f"policy {path!r}: feature set {fname!r} has no simulator sender "
                          f"(supported: {', '.join(sorted(FEATURE_SETS))})")
-    ctrl = feature_set(fname).controller(f"policy:{os.path.abspath(path)}", spec, tensors)
+    name = f"{'raw-policy' if raw else 'policy'}:{os.path.abspath(path)}"
+    ctrl = feature_set(fname).controller(name, spec, tensors, safe=not raw)
     return ctrl, ControllerParams.zeros()
 
 
@@ -113,7 +116,7 @@ def resolve(name: str) -> tuple[Controller, ControllerParams]:
         from jaxcc.baselines.copa import COPA
         return COPA, cp
     if spec.kind == "policy":
-        return policy_controller(spec.arg)
+        return policy_controller(spec.arg, raw=spec.raw)
     raise ValueError(f"controller {name!r} cannot run in the simulator")
 
 

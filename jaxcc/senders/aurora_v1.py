@@ -57,7 +57,9 @@ def sender(spec: dict, tensors: dict) -> common.Sender:
     return common.Sender(start=start, decide=decide, observe=observe, act=act, needs_rtt_to_start=True)
 
 
-def controller(name: str, spec: dict, tensors: dict) -> Controller:
-    """The per-tick simulator ``Controller`` running the policy (``jaxcc.senders.common``)."""
-    return common.make_controller(name, spec, sender(spec, tensors), default_empty=aurora_env.EMPTY_FEATURES)
+def controller(name: str, spec: dict, tensors: dict, safe: bool = True) -> Controller:
+    """The per-tick simulator ``Controller`` running the policy (``jaxcc.senders.common``); ``safe``:
+    with the deployed sender's guard and monitor (``jaxcc.senders.safety``)."""
+    return common.make_controller(name, spec, sender(spec, tensors), default_empty=aurora_env.EMPTY_FEATURES,
+                                  safe=safe)
 

@@ -39,6 +39,14 @@ the flow's ``preference`` (``SenderParams.preference``, a scenario flow's field)
 so the next decision uses it), else the sender's default.  The controller says so
 (``Controller.takes_preference``) and the runner refuses those fields for any other.
 
+A deployed sender (``make_controller(..., safe=True)``, the default: a scenario's
+``policy:FILE``) carries the datapath's safety net (``jaxcc.senders.safety``, the twin of
+``datapath/src/safety.h``): an in-sender BBR fed by every tick, whose action replaces the
+policy's while the runtime monitor says so, and the guard on every decision taken on an MI
+without feedback.  At each MI boundary, as ``datapath/src/decision_loop.cc`` does: the monitor
+steps on the MI; handed back, the policy decides from BBR's rate; while BBR paces the MI is
+observed (features, window) but not decided on.  ``raw-policy:FILE`` is ``safe=False``.
+
 A goal-tuned sender (``Sender.takes_target``: ``deepcc_v1``) also gets, at every decision, the
 flow's target (``SenderParams.target`` and ``.target_on``, a scenario flow's ``target``) and tunes its
 goal toward them (``jaxcc.senders.goal_tuning``); ``Controller.takes_target`` says so.
@@ -51,7 +59,9 @@ from typing import Any, Callable, NamedTuple
 import jax
 import jax.numpy as jnp
 
+from jaxcc.baselines import bbr
 from jaxcc.envs import mi as mi_lib
+from jaxcc.senders import safety
 from jaxcc.sim.controller import (PREFERENCE_DIM, Action, Controller, ControllerParams, SenderParams, TickObs,
                                   preference_at)
 
@@ -81,6 +91,10 @@ class SenderState(NamedTuple):
     m: mi_lib.MIStats  # the current MI's statistics ([1] leaves)
     run: mi_lib.RunningStats  # statistics across MIs ([1] leaves)
     started: jax.Array  # the first decision was taken
+    # The safety net (``jaxcc.senders.safety``; None for a raw policy): the in-sender BBR, fed by
+    # every tick, and the runtime monitor that hands it the pacing.
+    bbr: Any = None
+    mon: Any = None
 
 
 class MITick(NamedTuple):
@@ -146,10 +160,22 @@ def start_at(own, rate0: jax.Array):
     return own._replace(rate=jnp.where(r > 0, r, own.rate))
 
 
-def make_controller(name: str, spec: dict, sender: Sender, default_empty=None) -> Controller:
-    """The per-tick ``Controller`` that runs ``sender`` (see the module docstring)."""
+def guarded(new, old, dark):
+    """The sender state ``new`` decided on an MI, its rate (and window, for a sender that has one)
+    no higher than ``old``'s, those in force, when ``dark`` (``jaxcc.senders.safety.guard``)."""
+    if not hasattr(old, "cwnd"):
+        return new._replace(rate=safety.guard(new.rate, new.rate, old.rate, old.rate, dark)[0])
+    rate, cwnd = safety.guard(new.rate, new.cwnd, old.rate, old.cwnd, dark)
+    return new._replace(rate=rate, cwnd=cwnd)
+
+
+def make_controller(name: str, spec: dict, sender: Sender, default_empty=None, safe: bool = True) -> Controller:
+    """The per-tick ``Controller`` that runs ``sender`` (see the module docstring); ``safe``: with
+    the deployed sender's guard and monitor (``jaxcc.senders.safety``), else the raw policy."""
     T, D, mi_ticks = spec_window(spec)
     tpr = ticks_per_rtt(spec)
+    enter_mis = safety.mis_for(safety.ENTER_RTTS, float(spec["mi_rtts"]))
+    exit_mis = safety.mis_for(safety.EXIT_RTTS, float(spec["mi_rtts"]))
     takes_pref = sender.preference is not None
     if takes_pref and len(sender.preference) != PREFERENCE_DIM:
         raise ValueError(f"{name}: a preference-conditioned sender needs {PREFERENCE_DIM} weights, "
@@ -170,17 +196,23 @@ def make_controller(name: str, spec: dict, sender: Sender, default_empty=None) -
             own, started = start_at(sender.start(None), cp.sender.init_rate), jnp.zeros((), bool)
         else:  # before the first tick: the flow's preference (a change needs at_s > its start)
             own, started = first_decision(hist, None, cp.sender, -jnp.inf), jnp.ones((), bool)
+        net = (bbr.bbr_init(cp), safety.monitor_zero()) if safe else (None, None)
         return SenderState(own=own, hist=hist, tick=jnp.zeros((), jnp.int32), m=mi_lib.mi_zero(1),
-                           run=mi_lib.running_zero(1), started=started)
+                           run=mi_lib.running_zero(1), started=started, bbr=net[0], mon=net[1])
 
     def act(s: SenderState, cp: ControllerParams):
-        return sender.act(s.own)
+        if not safe:
+            return sender.act(s.own)
+        mine, bbr_a = sender.act(s.own), bbr.bbr_act(s.bbr, cp)
+        return jax.tree.map(lambda b, p: jnp.where(s.mon.fallback, b, p), bbr_a, mine)
 
     def update(s: SenderState, obs: TickObs, cp: ControllerParams):
         rtt0 = obs.dt * tpr  # the link's min propagation RTT (the env's fallback before a sample)
         if sender.needs_rtt_to_start:
             own = jax.lax.cond(s.started, lambda: s.own, lambda: first_decision(s.hist, rtt0, cp.sender, obs.now))
             s = s._replace(own=own, started=jnp.ones((), bool))
+        if safe:  # the in-sender BBR is fed by every ACK, whoever paces
+            s = s._replace(bbr=bbr.bbr_update(s.bbr, obs, cp))
         m = mi_lib.mi_add_tick(s.m, mi_tick(obs), obs.dt)
         n = s.tick + 1
 
@@ -192,9 +224,24 @@ def make_controller(name: str, spec: dict, sender: Sender, default_empty=None) -
             x, own = sender.observe(s.own, m, run, rtt0)
             own = keep(own, s.own)
             hist = jnp.where(on, push(s.hist, x), s.hist)
-            own = keep(decide(own, hist, run, rtt0, cp.sender, obs.now), own)
+            if not safe:
+                own = keep(decide(own, hist, run, rtt0, cp.sender, obs.now), own)
+                mon = s.mon
+            else:  # as datapath/src/decision_loop.cc: the monitor first, then the guarded decision
+                answered = run.min_rtt[0] < 0.5 * mi_lib.BIG  # an RTT sample so far, this MI's included
+                mon = safety.monitor_step(s.mon, m.acked[0], m.lost[0], m.n_samples[0], m.duration[0], answered,
+                                          enter_mis, exit_mis)
+                mon = keep(mon, s.mon)
+                # Handed back: the policy decides from the rate BBR left in force, its window the
+                # one it had set (no decision was taken while BBR paced).
+                back = s.mon.fallback & ~mon.fallback
+                in_force = jnp.broadcast_to(bbr.bbr_rate(s.bbr).astype(own.rate.dtype), jnp.shape(own.rate))
+                own = own._replace(rate=jnp.where(back, in_force, own.rate))
+                new = guarded(decide(own, hist, run, rtt0, cp.sender, obs.now), own,
+                              safety.no_feedback(m.acked[0], m.n_samples[0]) & answered)
+                own = keep(jax.tree.map(lambda a, b: jnp.where(mon.fallback, b, a), new, own), own)
             return SenderState(own=own, hist=hist, tick=jnp.zeros((), jnp.int32), m=mi_lib.mi_zero(1), run=run,
-                               started=s.started)
+                               started=s.started, bbr=s.bbr, mon=mon)
 
         def inside(_):
             return s._replace(tick=n, m=m)

@@ -147,6 +147,7 @@ def sender(spec: dict, tensors: dict, goal=None) -> common.Sender:
                          takes_target=tunable)
 
 
-def controller(name: str, spec: dict, tensors: dict, goal=None) -> Controller:
-    """The per-tick simulator ``Controller`` running the policy (``jaxcc.senders.common``)."""
-    return common.make_controller(name, spec, sender(spec, tensors, goal))
+def controller(name: str, spec: dict, tensors: dict, goal=None, safe: bool = True) -> Controller:
+    """The per-tick simulator ``Controller`` running the policy (``jaxcc.senders.common``); ``safe``:
+    with the deployed sender's guard and monitor (``jaxcc.senders.safety``)."""
+    return common.make_controller(name, spec, sender(spec, tensors, goal), safe=safe)

@@ -74,6 +74,7 @@ def sender(spec: dict, tensors: dict, feature_set: str = NAME) -> common.Sender:
     return common.Sender(start=start, decide=decide, observe=observe, act=act)
 
 
-def controller(name: str, spec: dict, tensors: dict) -> Controller:
-    """The per-tick simulator ``Controller`` running the policy (``jaxcc.senders.common``)."""
-    return common.make_controller(name, spec, sender(spec, tensors))
+def controller(name: str, spec: dict, tensors: dict, safe: bool = True) -> Controller:
+    """The per-tick simulator ``Controller`` running the policy (``jaxcc.senders.common``); ``safe``:
+    with the deployed sender's guard and monitor (``jaxcc.senders.safety``)."""
+    return common.make_controller(name, spec, sender(spec, tensors), safe=safe)

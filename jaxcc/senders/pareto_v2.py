@@ -42,6 +42,7 @@ def sender(spec: dict, tensors: dict) -> common.Sender:
     return pareto_v1.sender(spec, tensors, feature_set=NAME)
 
 
-def controller(name: str, spec: dict, tensors: dict) -> Controller:
-    """The per-tick simulator ``Controller`` running the policy (``jaxcc.senders.common``)."""
-    return common.make_controller(name, spec, sender(spec, tensors))
+def controller(name: str, spec: dict, tensors: dict, safe: bool = True) -> Controller:
+    """The per-tick simulator ``Controller`` running the policy (``jaxcc.senders.common``); ``safe``:
+    with the deployed sender's guard and monitor (``jaxcc.senders.safety``)."""
+    return common.make_controller(name, spec, sender(spec, tensors), safe=safe)

@@ -29,7 +29,7 @@ import numpy as np
 
 from jaxcc.sim import realism as rz
 from jaxcc.sim.core import PAD, LinkParams
-from jaxcc.sim.trace import read_mahimahi
+from jaxcc.sim.trace import TRACE_BIN_MS, read_mahimahi
 from jaxcc.units import MBPS, MSS
 
 DEFAULT_TICKS_PER_RTT = 8
@@ -113,7 +113,7 @@ def alternating(low_mbps: float, high_mbps: float, every_s: float, duration_s: f
     return Schedule(times, rates)
 
 
-def from_trace(path: str, bin_ms: float = 10.0) -> Schedule:
+def from_trace(path: str, bin_ms: float = TRACE_BIN_MS) -> Schedule:
     """A Mahimahi trace as a looping schedule of ``bin_ms`` bins.
 
     Each line is one 1500-byte delivery opportunity at that millisecond; the file repeats with

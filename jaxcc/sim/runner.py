@@ -159,7 +159,7 @@ def build_batches(items: Sequence[Item], *, resolve: Resolve, ticks_per_rtt: int
                 ctl.set_flow(row_cp, j, cparam)
                 init_mbps = getattr(fl, "init_rate_mbps", None)
                 if init_mbps is not None:
-                    if not ctrl.name.startswith("policy:"):
+                    if not ctrl.name.startswith(("policy:", "raw-policy:")):
                         raise ValueError(f"flows[{j}].init_rate_mbps: only a learned sender (policy:FILE) takes a "
                                          f"start rate; {fl.controller!r} starts from its own initial window/rate")
                     row_cp.sender.init_rate[j] = float(init_mbps) * units.MBPS
