@@ -35,8 +35,11 @@ def test_policy_controller_matches_env_rollout(tmp_path):
 
     ctrl, cparam = senders.resolve(f"policy:{path}")
     assert ctrl.name == f"policy:{os.path.abspath(path)}" and jax.tree.all(jax.tree.map(np.array_equal, cparam, ControllerParams.zeros()))
+    # The environment runs the policy alone: so does raw-policy:FILE (policy:FILE adds the
+    # deployed sender's safety net, which hands this exploding policy's pacing to BBR).
+    assert senders.resolve(f"raw-policy:{path}")[0].name == f"raw-policy:{os.path.abspath(path)}"
     sc = scenarios.get_scenario("pareto/fixed50")
-    sc = dataclasses.replace(sc, duration_s=n * 0.18 + 0.01).with_controller(f"policy:{path}")
+    sc = dataclasses.replace(sc, duration_s=n * 0.18 + 0.01).with_controller(f"raw-policy:{path}")
     _, _, rates = runner.run_batch(runner.build_batches([runner.Item(sc)], resolve=senders.resolve)[0])
     mi_ticks = int(round(spec["mi_rtts"] * spec["features"]["ticks_per_rtt"]))
     sim_rates = rates[0, ::mi_ticks, 0][:n]
