@@ -183,7 +183,9 @@ def _free_udp_port() -> int:
 
 
 class Run:
-    """A receiver and a policy sender on loopback, the sender streaming to `sock`."""
+    """A receiver and a policy sender on loopback, the sender streaming to `sock`.  The raw policy
+    (--raw-policy): these constant-action policies raise the rate every MI until loopback drops
+    half of it, which the safety net would rightly hand to BBR; here the learner link is tested."""
 
     def __init__(self, tmp: Path, policy: Path, sock: Path, duration: float, *extra: str, name="run"):
         self.tmp, self.name = tmp, name
@@ -196,7 +198,7 @@ class Run:
         self.snd = subprocess.Popen(
             [str(SENDER), f"--controller=policy:{policy}", "--dest=127.0.0.1", f"--port={port}",
              f"--duration={duration}", f"--min-mi-ms={MI_MS}", "--init-mbps=5", f"--learner=unix:{sock}",
-             f"--log={self.log}", f"--summary={self.summary}", *extra],
+             f"--log={self.log}", f"--summary={self.summary}", "--raw-policy", *extra],
             stderr=open(self.stderr, "w"))
         self.t_start = time.monotonic()
 
