@@ -157,15 +157,16 @@ def pref_text(p: Sequence[float]) -> str:
     return "/".join(f"{v:g}" for v in p)
 
 
-def preference_scenario(sc: Scenario, policy_file: str, pref: Sequence[float]) -> Scenario:
-    """``sc`` with every flow driven by ``policy:policy_file`` at the fixed preference ``pref``
-    (a ``preference_changes`` of the spec dropped), renamed ``<name>@<w_thr,w_delay,w_loss>``
-    (scenario names are unique within one evaluation)."""
+def preference_scenario(sc: Scenario, policy_file: str, pref: Sequence[float], raw: bool = False) -> Scenario:
+    """``sc`` with every flow driven by ``policy:policy_file`` (``raw``: ``raw-policy:``, without
+    the sender's safety net) at the fixed preference ``pref`` (a ``preference_changes`` of the
+    spec dropped), renamed ``<name>@<w_thr,w_delay,w_loss>`` (scenario names are unique within
+    one evaluation)."""
     d = sc.to_dict()
     d["name"] = _variant_name(sc.name, pref)
     for f in d["flows"]:
         f.pop("preference_changes", None)
-        f["controller"] = f"policy:{policy_file}"
+        f["controller"] = f"{'raw-policy' if raw else 'policy'}:{policy_file}"
         f["preference"] = [float(v) for v in pref]
     return parse_scenario(d, source=sc.name, allow_kernel=False)
 
@@ -214,7 +215,8 @@ def run_sweep(scenarios: Sequence[Scenario], policies: Sequence[ControllerEntry]
             records.append({**{k: v for k, v in r.items() if k not in _DROP}, "preference": None, "policy_file": None})
     for e in policies:
         path = policy_file(e.name)
-        variants = [preference_scenario(sc, path, p) for sc in scenarios for p in prefs]
+        raw = e.name.strip().startswith("raw-policy:")
+        variants = [preference_scenario(sc, path, p, raw=raw) for sc in scenarios for p in prefs]
         t0 = time.time()
         rep = run_evaluation(variants, [ControllerEntry(OWN, None)], progress=progress, keep_series=False,
                              ticks_per_rtt=ticks_per_rtt)
