@@ -18,8 +18,8 @@ feedback either.
 ``LOSS_ENTER`` of the bytes it learned about were lost; *good* when ACKs came back and less than
 ``LOSS_EXIT`` was lost.  After ``enter_mis`` bad MIs in a row, ``MIN_ENTER_S`` long in all, the
 in-sender BBR (fed by every ACK all along) paces the flow; after ``exit_mis`` good MIs in a row
-the policy decides again, from the rate BBR left in force.  While BBR paces, the policy's features and history stay
-current (every MI is still observed) but it does not decide.
+the policy decides again, from the rate BBR left in force.  While BBR paces, the policy's
+features and history stay current (every MI is still observed) but it does not decide.
 
 **From the first answer on.**  Both engage once the path has answered: from the first MI with
 an RTT sample on (``answered``).  Before it every sender starts on its own guess (TCP's
@@ -32,9 +32,9 @@ therefore left to the policy.
 The thresholds:
 
 * ``LOSS_ENTER = 0.5``: half of what the flow learned about was lost.  A paced flow loses the
-  fraction 1 − C/x sending at x over capacity C, so 0.5 is twice the capacity; a probe of the
-  kind every controller makes (BBR's 1.25 × gain, a learned policy's largest single step)
-  loses at most 0.2 of an MI, and the random loss of the realism knobs is far below.
+  fraction 1 − C/x sending at x over capacity C, so 0.5 is twice the capacity; BBR's 1.25 ×
+  probe of a full link loses 0.2 of an MI, the largest single step of a shipped policy
+  (Pareto-Fair's × 1.5) a third, and the named scenarios' random loss is at most 8 %.
 * ``LOSS_EXIT = 0.2``: less than a 1.25 × probe of a full link loses, so an MI paced by BBR
   over a link that carries traffic again counts as good, one still draining a meltdown not.
 * ``ENTER_RTTS = 3`` and ``MIN_ENTER_S = 0.2``: how long the envelope may be left before BBR
