@@ -63,7 +63,7 @@ def parse_controller(name: str, *, field: str = "controller", allow_kernel: bool
             raise ValueError(f"{field}: {text!r}: {text.split(':')[0]}:FILE needs the path of an exported policy file")
         if not os.path.isfile(path):
             raise ValueError(f"{field}: {text!r}: policy file {path!r} does not exist")
-        return ControllerSpec("policy", path, text, raw=text.startswith("raw-policy:"))
+        return ControllerSpec("policy", path, text, raw=is_raw_policy(text))
     if text in KERNEL_KINDS:
         if not allow_kernel:
             raise ValueError(f"{field}: {text!r} runs only in emulation (jaxcc.emulate), not in the simulator")
@@ -78,6 +78,17 @@ def policy_file(name: str) -> str | None:
         if text.startswith(prefix):
             return text[len(prefix):]
     return None
+
+
+def is_raw_policy(name: str) -> bool:
+    """Whether ``name`` is a ``raw-policy:FILE`` name (the policy without the safety net)."""
+    return str(name).strip().startswith("raw-policy:")
+
+
+def policy_name(path: str, raw: bool = False) -> str:
+    """The controller name running the policy file ``path``: ``policy:PATH``, or, ``raw``,
+    ``raw-policy:PATH``."""
+    return f"{'raw-policy' if raw else 'policy'}:{path}"
 
 
 def with_policy_file(name: str, path: str) -> str:

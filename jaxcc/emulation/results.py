@@ -283,15 +283,9 @@ def time_to_share(per_flow: list[dict[str, Any]], sched, t0: float, t_end: float
         return mbit / (hi - lo) / max(mean_capacity_mbps(sched, lo, hi), 1e-12)
 
     try:
-        k = 0
-        while t0 + (k + 1) * bin_s <= t_end + 1e-9:
-            lo = t0 + k * bin_s
-            if share(lo, lo + bin_s) >= frac and share(lo, min(lo + hold_s, t_end)) >= frac:
-                return (k + 1) * bin_s
-            k += 1
+        return metrics.first_held_bin(share, t0, t_end, frac, bin_s, hold_s)
     except LookupError:
         return None
-    return float("inf")
 
 
 def step_recovery(per_flow: list[dict[str, Any]], sched, steps: Iterable[tuple[float, float]],

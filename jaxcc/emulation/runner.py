@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from jaxcc.controllers import parse_controller, policy_file
+from jaxcc.controllers import is_raw_policy, parse_controller, policy_file
 from jaxcc.emulation import delay, results, settle
 from jaxcc.emulation.delay import health_warnings
 from jaxcc.emulation.host import (DATAPATH_BUILD, TCP_PORT_BASE, TOOLS_BUILD, UDP_PORT_BASE,
@@ -282,7 +282,7 @@ class Runner:
             if fl.target is not None:
                 cmd.append(f"--target={preference_arg(fl.target)}")
             if path is not None:
-                cmd += self.sender_args + (["--raw-policy"] if fl.controller.strip().startswith("raw-") else [])
+                cmd += self.sender_args + (["--raw-policy"] if is_raw_policy(fl.controller) else [])
         else:
             rate = float(fl.controller.split(":", 1)[1])
             cmd = [TOOLS_BUILD / "udp_probe", "send", f"--dest={RCV_IP}",

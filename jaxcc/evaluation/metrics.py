@@ -363,11 +363,19 @@ def time_to_share(tr: Trace, t0: float, *, flows: Sequence[int] | None = None, f
     end = float(tr.time[-1]) if t_end is None else min(float(t_end), float(tr.time[-1]))
     cols = list(range(tr.num_flows)) if flows is None else list(flows)
     acked = np.sum(tr.acked[:, cols], axis=1) if cols else np.zeros_like(tr.time)
+    return first_held_bin(lambda lo, hi: _share(tr, acked, (lo, hi)), t0, end, frac, bin_s, hold_s)
+
+
+def first_held_bin(share, t0: float, end: float, frac: float = RAMP_FRACTION, bin_s: float = RAMP_BIN_S,
+                   hold_s: float = RAMP_HOLD_S) -> float:
+    """``time_to_share``'s scan over any goodput source: ``share(lo, hi)`` is the goodput over
+    ``(lo, hi]`` as a fraction of the capacity there.  The end of the first whole bin from ``t0``
+    (before ``end``) whose share, and whose mean share over ``hold_s`` from its start (cut at
+    ``end``), reach ``frac``, counted from ``t0``; ``inf`` when none does."""
     k = 0
     while t0 + (k + 1) * bin_s <= end + 1e-9:
         lo = t0 + k * bin_s
-        if (_share(tr, acked, (lo, lo + bin_s)) >= frac
-                and _share(tr, acked, (lo, min(lo + hold_s, end))) >= frac):
+        if share(lo, lo + bin_s) >= frac and share(lo, min(lo + hold_s, end)) >= frac:
             return (k + 1) * bin_s
         k += 1
     return float("inf")

@@ -52,7 +52,7 @@ from typing import Sequence
 
 import numpy as np
 
-from jaxcc.controllers import policy_file
+from jaxcc.controllers import is_raw_policy, policy_file, policy_name
 from jaxcc.evaluation import bars
 from jaxcc.evaluation import metrics
 from jaxcc.evaluation.runs import OWN, ControllerEntry, controller_entries, run_evaluation
@@ -166,7 +166,7 @@ def preference_scenario(sc: Scenario, policy_file: str, pref: Sequence[float], r
     d["name"] = _variant_name(sc.name, pref)
     for f in d["flows"]:
         f.pop("preference_changes", None)
-        f["controller"] = f"{'raw-policy' if raw else 'policy'}:{policy_file}"
+        f["controller"] = policy_name(policy_file, raw)
         f["preference"] = [float(v) for v in pref]
     return parse_scenario(d, source=sc.name, allow_kernel=False)
 
@@ -215,8 +215,7 @@ def run_sweep(scenarios: Sequence[Scenario], policies: Sequence[ControllerEntry]
             records.append({**{k: v for k, v in r.items() if k not in _DROP}, "preference": None, "policy_file": None})
     for e in policies:
         path = policy_file(e.name)
-        raw = e.name.strip().startswith("raw-policy:")
-        variants = [preference_scenario(sc, path, p, raw=raw) for sc in scenarios for p in prefs]
+        variants = [preference_scenario(sc, path, p, raw=is_raw_policy(e.name)) for sc in scenarios for p in prefs]
         t0 = time.time()
         rep = run_evaluation(variants, [ControllerEntry(OWN, None)], progress=progress, keep_series=False,
                              ticks_per_rtt=ticks_per_rtt)

@@ -54,6 +54,7 @@ import numpy as np
 
 from jaxcc import policyfile
 from jaxcc.baselines import bbr
+from jaxcc.controllers import policy_name
 from jaxcc.evaluation import metrics
 from jaxcc.envs import mi as mi_lib
 from jaxcc.online.experience import (BYE, HELLO, MAX_LEN, MI_FIELDS, PING, PROTO, WEIGHTS, WEIGHTS_ACK,
@@ -381,7 +382,7 @@ class SimNet:
         with open(self.policy_path, "rb") as f:
             self.policy_sha256 = hashlib.sha256(f.read()).hexdigest()
         self.log = log or (lambda msg: print(f"[simnet] {msg}", file=sys.stderr))
-        pol_name = f"{'raw-policy' if raw_policy else 'policy'}:{self.policy_path}"
+        pol_name = policy_name(self.policy_path, raw_policy)
         flows = [dataclasses.replace(f, controller=sim_controller(f.controller) if f.controller.startswith("kernel:")
                                      else pol_name) for f in scenario.flows]
         self.controllers = [f.controller for f in flows]

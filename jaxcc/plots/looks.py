@@ -16,7 +16,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib import ticker
 
-from jaxcc.controllers import policy_file
+from jaxcc.controllers import is_raw_policy, policy_file
 
 
 
@@ -71,7 +71,7 @@ def display_name(label: str) -> str:
     if path is not None:
         base = os.path.basename(path)
         stem = base[: -len(".safetensors")] if base.endswith(".safetensors") else base
-        return stem + (" (raw)" if s.strip().startswith("raw-") else "")
+        return stem + (" (raw)" if is_raw_policy(s) else "")
     return s
 
 

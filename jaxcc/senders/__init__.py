@@ -32,7 +32,7 @@ import importlib
 import os
 
 from jaxcc import policyfile
-from jaxcc.controllers import parse_controller
+from jaxcc.controllers import parse_controller, policy_name
 from jaxcc.sim.controller import Controller, ControllerParams, refusal
 
 # Feature set (a policy file's ``features.name``) -> its sender module, imported when a policy
@@ -59,8 +59,7 @@ def policy_controller(path: str, raw: bool = False) -> tuple[Controller, Control
     if fname not in FEATURE_SETS:
         raise ValueError(f"policy {path!r}: feature set {fname!r} has no simulator sender "
                          f"(supported: {', '.join(sorted(FEATURE_SETS))})")
-    name = f"{'raw-policy' if raw else 'policy'}:{os.path.abspath(path)}"
-    ctrl = feature_set(fname).controller(name, spec, tensors, safe=not raw)
+    ctrl = feature_set(fname).controller(policy_name(os.path.abspath(path), raw), spec, tensors, safe=not raw)
     return ctrl, ControllerParams.zeros()
 
 
