@@ -47,6 +47,8 @@ There is no probing rule outside the policy: it learns to climb from these start
 
 import ml_collections
 
+from jaxcc.envs.samplers import dynamics_config
+
 from jaxcc.envs.base import realism_config
 
 
@@ -65,6 +67,9 @@ def get_config() -> ml_collections.ConfigDict:
     c.env = ml_collections.ConfigDict()
     c.env.name = "aurora"  # Table 1 ranges, MI = ½ RTT, 400-MI episodes: the env's defaults
     c.env.overrides = ml_collections.ConfigDict()
+    # The shared link dynamics (jaxcc.envs.samplers.LinkDynamics: outages, a cellular walk), off: the
+    # shipped file's recipe.  configs/aurora_robust.py turns them on (checkpoints/aurora/README.md).
+    c.env.overrides.dynamics = ml_collections.ConfigDict(dynamics_config())
     # Link realism in the training distribution (jaxcc.envs.base.RealismRanges; the docstring
     # says why these maxima).  Every maximum 0 turns it off (aurora_paper).
     c.env.overrides.realism = ml_collections.ConfigDict(realism_config(

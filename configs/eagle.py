@@ -27,6 +27,8 @@ There is no probing rule outside the policy.  ``eagle_paper`` keeps the paper's 
 
 import ml_collections
 
+from jaxcc.envs.samplers import dynamics_config
+
 from jaxcc.envs.base import realism_config
 
 
@@ -45,6 +47,9 @@ def get_config() -> ml_collections.ConfigDict:
     c.env = ml_collections.ConfigDict()
     c.env.name = "eagle"  # 20–120 Mbps, RTT 10–400 ms, buffers, loss; 3-RTT steps: the env's defaults
     c.env.overrides = ml_collections.ConfigDict()
+    # The shared link dynamics (jaxcc.envs.samplers.LinkDynamics: outages, a cellular walk), off: the
+    # shipped file's recipe.  configs/eagle_robust.py turns them on (checkpoints/eagle/README.md).
+    c.env.overrides.dynamics = ml_collections.ConfigDict(dynamics_config())
     # Link realism in the training distribution (jaxcc.envs.base.RealismRanges; the docstring
     # says why these maxima).  Every maximum 0 turns it off (eagle_paper).
     c.env.overrides.realism = ml_collections.ConfigDict(realism_config(

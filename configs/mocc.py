@@ -10,6 +10,8 @@ capacity; a preference per episode uniform on the simplex (throughput, delay, lo
 
 import ml_collections
 
+from jaxcc.envs.samplers import dynamics_config
+
 
 def get_config() -> ml_collections.ConfigDict:
     c = ml_collections.ConfigDict()
@@ -24,6 +26,9 @@ def get_config() -> ml_collections.ConfigDict:
     c.env = ml_collections.ConfigDict()
     c.env.name = "mocc"
     c.env.overrides = ml_collections.ConfigDict()
+    # The shared link dynamics (jaxcc.envs.samplers.LinkDynamics: outages, a cellular walk), off: the
+    # shipped file's recipe.  configs/mocc_robust.py turns them on (checkpoints/mocc/README.md).
+    c.env.overrides.dynamics = ml_collections.ConfigDict(dynamics_config())
     c.env.params = ml_collections.ConfigDict()  # MoccParams fields to replace (none: the env's distribution)
 
     c.moq = ml_collections.ConfigDict()

@@ -15,6 +15,8 @@ scores: ``checkpoints/pareto/README.md``).  Scale ``num_envs``, ``stages[*].num_
 
 import ml_collections
 
+from jaxcc.envs.samplers import dynamics_config
+
 from jaxcc.envs.base import realism_config
 
 
@@ -31,6 +33,10 @@ def get_config() -> ml_collections.ConfigDict:
     c.env = ml_collections.ConfigDict()
     c.env.name = "pareto"
     c.env.overrides = ml_collections.ConfigDict()  # EnvConfig overrides passed to make_env (e.g. history=8)
+    # The shared link dynamics (jaxcc.envs.samplers.LinkDynamics: outages, a cellular walk), off: the
+    # shipped Pareto-Fair was trained without them and meets the outage bars with the deployed
+    # safety net.  --config.env.overrides.dynamics.outage_slots=2 adds outages.
+    c.env.overrides.dynamics = ml_collections.ConfigDict(dynamics_config())
     # Link realism in the training distribution (jaxcc.envs.base.RealismRanges: jitter, ACK
     # aggregation, RTT noise, cross traffic).  Off (every maximum 0): the paper's literal setup,
     # bit-identical to no realism.  --config.env.overrides.realism.jitter_ms_max=20 turns one on.

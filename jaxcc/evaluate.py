@@ -4,6 +4,7 @@
     python -m jaxcc.evaluate --scenario=pareto/fixed50,pareto/shared2 --controller=bbr --out=runs/x --report
                                                     # + runs/x/report.html: every table and figure (jaxcc.report)
     python -m jaxcc.evaluate --scenario-file=my_link.json --out=runs/y     # the flows' own controllers
+    python -m jaxcc.evaluate --trace=my.down,my.up --controller=bbr,cubic --out=runs/t   # your own traces
     python -m jaxcc.evaluate --checkpoint=RUN --controller=bbr,cubic --suite=pareto,pareto-fair,robust \\
         --bars=pareto --baseline_start=own --out=runs/z   # every Pareto bar (jaxcc/evaluation/bars.py)
     python -m jaxcc.evaluate --suite=aurora-bw,aurora-loss --duration=120 \\
@@ -37,7 +38,7 @@ def main(flag_values=None, argv: Sequence[str] = ()) -> int:
     if FLAGS.seeds < 1:
         raise ValueError(f"--seeds must be >= 1, got {FLAGS.seeds}")
     scenarios, source = resolve_scenarios(suite=FLAGS.suite, scenario=FLAGS.scenario,
-                                          scenario_file=FLAGS.scenario_file)
+                                          scenario_file=FLAGS.scenario_file, trace=FLAGS.trace)
     if FLAGS.duration is not None:
         scenarios = [with_duration(sc, FLAGS.duration) for sc in scenarios]
     if not FLAGS.out:
@@ -94,6 +95,8 @@ def define_flags(flag_values=None):
     flags.DEFINE_string("scenario", None, "comma-separated named scenarios (e.g. pareto/fixed50)", flag_values=fv)
     flags.DEFINE_string("scenario_file", None, "comma-separated scenario spec JSON files", flag_values=fv)
     flags.DEFINE_alias("scenario-file", "scenario_file", flag_values=fv)
+    flags.DEFINE_string("trace", None, "comma-separated Mahimahi trace files, each a one-flow link trace/FILE: "
+                        "40 ms RTT, 375 KB drop-tail buffer, 60 s (jaxcc.scenarios.trace_scenario)", flag_values=fv)
     flags.DEFINE_string("checkpoint", None, "a training run / stage checkpoint / folder of .safetensors policies: "
                         "adds one controller per exported policy (with or without --controller)", flag_values=fv)
     flags.DEFINE_integer("seeds", 1, "runs per scenario × controller (random links draw a new link per seed)",

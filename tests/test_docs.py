@@ -8,10 +8,11 @@ examples that are not run (a bucket, a GPU, a 30-minute install); ``test_every_c
 still holds their ``python3 -m jaxcc.*`` commands and flags to the code.
 
 Long commands run at short durations, by the rewrites in ``SHORTEN`` (each keeps the command's
-code path and changes only how long it runs): a training config becomes its ``*_smoke`` sibling
-in the same workdir, evaluations and emulations get ``--duration``, and so on.  ``make`` targets
-other than those in ``MAKE`` fail the test: a new one needs a rule here.  ``python3``/``python``
-at the start of a command is the interpreter running the tests (so a venv's run checks the venv).
+code path and changes only how long it runs): a training config (or its ``_paper`` / ``_robust``
+variant) becomes its family's ``*_smoke`` config in the same workdir, evaluations and emulations
+get ``--duration``, and so on.  ``make`` targets other than those in ``MAKE`` fail the test: a new
+one needs a rule here.  ``python3``/``python`` at the start of a command is the interpreter
+running the tests (so a venv's run checks the venv).
 
 The README's page runs in the fast tier (``make test``); the ``docs/`` pages in ``make
 test-full``.  Pages that use network namespaces need root (they skip without it).
@@ -55,7 +56,7 @@ def _smoke_config(cmd: str) -> str:
     if not m or "--sweep" in cmd:
         return cmd
     name = m.group(1)
-    base = re.sub(r"_(staged|paper|smoke)$", "", name)
+    base = re.sub(r"_(staged|paper|smoke|robust)$", "", name)
     smoke = f"{base}_smoke"
     if name == smoke or not (REPO / "configs" / f"{smoke}.py").exists():
         return cmd

@@ -62,6 +62,25 @@ def test_resolve_scenarios_errors(tmp_path):
     assert [s.name for s in scs] == ["pareto/fixed50", "pareto/shared2"] and "pareto/fixed50" in src
 
 
+def test_trace_files_become_one_flow_links(tmp_path):
+    from jaxcc.scenarios import catalogue
+    from jaxcc.sim.trace import find_trace
+
+    with pytest.raises(ValueError, match=r"^--trace: '.*missing\.down' does not exist$"):
+        evaluation_runs.resolve_scenarios(trace=str(tmp_path / "missing.down"))
+    with pytest.raises(ValueError, match="exactly one of --suite, --scenario, --scenario-file, --trace"):
+        evaluation_runs.resolve_scenarios(trace="x", suite="pareto")
+    mine = tmp_path / "mine.down"
+    mine.write_text("1\n")  # one packet per ms: 12 Mbit/s
+    shipped = find_trace("Verizon-LTE-short.up")
+    scs, src = evaluation_runs.resolve_scenarios(trace=f"{mine},{shipped}")
+    assert [s.name for s in scs] == ["trace/mine.down", "trace/Verizon-LTE-short.up"] and "mine.down" in src
+    sc = scs[0]
+    assert sc.duration_s == catalogue.TRACE_DURATION_S and len(sc.flows) == 1
+    assert sc.flows[0].rtt_ms == catalogue.TRACE_RTT_MS and sc.link.buffer_bytes == catalogue.TRACE_BUFFER
+    assert sc.link.trace == str(mine)
+
+
 def test_suites_list_in_order():
     from jaxcc.scenarios import SUITES
 

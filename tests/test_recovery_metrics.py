@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 
@@ -205,6 +206,21 @@ def test_a_spike_that_falls_back_does_not_count_and_a_short_dip_does_not_spoil()
     assert metrics.time_to_share(tr, 0.0, hold_s=0.5) == 2.0  # without the hold the spike would count
     with pytest.raises(ValueError, match="hold_s >= bin_s"):
         metrics.time_to_share(tr, 0.0, hold_s=0.25)
+
+
+def test_a_dark_bin_reaches_no_share():
+    """A trace link dark from 1 s to 2 s (whole 0.5 s bins with zero capacity) and 45 of 50 Mbit/s
+    elsewhere: the dark bins are skipped, not divided by zero; from a start at 0 s the first bin
+    (0, 0.5] qualifies (0.5 s), from a start at 1 s the first lit bin (2, 2.5] does (1.5 s)."""
+    t = np.arange(1, 401) * 0.0125  # 5 s
+    g = np.full(t.size, 45.0)
+    dark = (t > 1.0) & (t <= 2.0)
+    g[dark] = 0.0
+    tr = _synthetic(g)
+    tr = dataclasses.replace(tr, capacity=np.where(dark, 0.0, tr.capacity))
+    assert np.isnan(metrics._share(tr, tr.acked[:, 0], (1.0, 1.5)))
+    assert metrics.time_to_share(tr, 1.0, hold_s=0.5) == 1.5
+    assert metrics.time_to_share(tr, 0.0, hold_s=0.5) == 0.5
 
 
 def test_emulated_step_recovery_by_hand():

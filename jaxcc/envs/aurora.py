@@ -30,6 +30,7 @@ from flax import struct
 from jaxcc import units
 from jaxcc.envs import base
 from jaxcc.envs import mi as mi_lib
+from jaxcc.envs import samplers
 from jaxcc.sim import core, links
 
 ALPHA = 0.025  # §3.1: "a scaling factor used to dampen oscillations (we use α = 0.025)"
@@ -62,7 +63,7 @@ class AuroraParams:
     init_above_frac: jax.Array = 0.0
     init_above_hi: jax.Array = 10.0
     # Not in the paper (0 = off): with probability ``step_frac`` the capacity steps by a factor
-    # 2–``step_max`` up or down (``base.capacity_step``) at a time uniform in ``step_t_lo``–
+    # 2–``step_max`` up or down (``samplers.capacity_step``) at a time uniform in ``step_t_lo``–
     # ``step_t_hi`` of the episode and back after ``step_dur_lo``–``step_dur_hi`` of it.  Needs
     # ``num_segments=3`` (the env config) so that the schedule has room for the two switches.
     step_frac: jax.Array = 0.0
@@ -158,14 +159,14 @@ class AuroraEnv(base.MultiFlowEnv):
         kb, kl, kq, kloss, kr = jax.random.split(key, 5)
         bw = jax.random.uniform(kb, (), minval=p.bw_pps_lo, maxval=p.bw_pps_hi) * units.MSS
         latency = jax.random.uniform(kl, (), minval=p.latency_lo_s, maxval=p.latency_hi_s)
-        queue = base.log_uniform(kq, p.queue_pkts_lo, p.queue_pkts_hi) * units.MSS
+        queue = samplers.log_uniform(kq, p.queue_pkts_lo, p.queue_pkts_hi) * units.MSS
         loss = jax.random.uniform(kloss, (), minval=p.loss_lo, maxval=p.loss_hi)
         if c.num_segments >= 3:  # room for a capacity step (robust training); keys of its own
             times, rates = base.constant_schedule(c.num_segments - 2, bw)
             ep = c.max_steps * c.mi_rtts * 2.0 * latency  # the episode's length in seconds
-            times, rates, _ = base.capacity_step(jax.random.fold_in(key, 0x57E9), times, rates, p.step_frac,
-                                                 p.step_max, p.step_t_lo * ep, p.step_t_hi * ep,
-                                                 p.step_dur_lo * ep, p.step_dur_hi * ep)
+            k_step = jax.random.fold_in(key, samplers.STEP_KEY)
+            times, rates, _ = samplers.capacity_step(k_step, times, rates, p.step_frac, p.step_max, p.step_t_lo * ep,
+                                                     p.step_t_hi * ep, p.step_dur_lo * ep, p.step_dur_hi * ep)
         else:
             times, rates = base.constant_schedule(c.num_segments, bw)
         f = c.num_flows
@@ -175,11 +176,11 @@ class AuroraEnv(base.MultiFlowEnv):
         x0 = jax.random.uniform(kr, (f,), minval=p.init_rate_lo, maxval=p.init_rate_hi) * bw
         # Far-below starts use keys folded from ``kr``, so the paper's draws (frac 0) are unchanged.
         k_far, k_which = jax.random.fold_in(kr, 1), jax.random.fold_in(kr, 2)
-        x_far = base.log_uniform(k_far, p.init_far_lo, p.init_rate_lo, (f,)) * bw
+        x_far = samplers.log_uniform(k_far, p.init_far_lo, p.init_rate_lo, (f,)) * bw
         u = jax.random.uniform(k_which, (f,))
         x0 = jnp.where(u < p.init_far_frac, x_far, x0)
         k_above = jax.random.fold_in(kr, 3)
-        x_above = base.log_uniform(k_above, p.init_rate_hi, jnp.maximum(p.init_above_hi, p.init_rate_hi), (f,)) * bw
+        x_above = samplers.log_uniform(k_above, p.init_rate_hi, jnp.maximum(p.init_above_hi, p.init_rate_hi), (f,)) * bw
         x0 = jnp.where((u >= p.init_far_frac) & (u < p.init_far_frac + p.init_above_frac), x_above, x0)
         return base.EpisodeInit(link=link, rate=x0, cwnd=jnp.full((f,), core.BIG), goal=jnp.zeros((f, 0)))
 
@@ -212,7 +213,9 @@ def make_config(num_flows: int = 1, ticks_per_rtt: int = 8, max_steps: int = 400
     cfg = dict(num_flows=num_flows, ticks_per_rtt=ticks_per_rtt, mi_rtts=0.5, history=HISTORY, obs_dim=3,
                max_steps=max_steps, ring_len=ring, num_segments=1)
     cfg.update(kw)
-    return base.env_config(cfg, min_rtt_s=2 * float(lo.latency_lo_s))  # realism (if any) lengthens the ring
+    out = base.env_config(cfg, min_rtt_s=2 * float(lo.latency_lo_s))  # realism (if any) lengthens the ring
+    samplers.refuse_two_steps("aurora", out.dynamics, out.num_segments >= 3)
+    return out
 
 
 def export_features_spec(config: base.EnvConfig | None = None) -> dict:

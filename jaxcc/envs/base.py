@@ -52,6 +52,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from jaxcc.envs import mi as mi_lib
+from jaxcc.envs import samplers
 from jaxcc.sim import core, links
 from jaxcc.units import MBPS
 
@@ -59,6 +60,7 @@ from jaxcc.units import MBPS
 MIN_RATE = 0.01 * MBPS
 MAX_RATE = 100_000.0 * MBPS
 REALISM_KEY = 0x5EA1  # reset key fold for the realism draws
+MAX_RING = 4096  # the longest feedback ring a distribution is given (ticks)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -159,11 +161,17 @@ def env_config(cfg: dict, min_rtt_s: float, cls=None) -> "EnvConfig":
     ``ticks_per_rtt``).  ``cls``: an ``EnvConfig`` subclass with fields of its own (``cfg``'s keys)."""
     cfg = dict(cfg)
     rr = as_realism(cfg.pop("realism", None))
+    dyn = samplers.as_dynamics(cfg.pop("dynamics", None))
+    if dyn is not None:  # a slower or dark link holds feedback longer (``LinkDynamics``)
+        ring = int(cfg["ring_len"])
+        need = ring * dyn.ring_scale() + dyn.extra_ring_ticks(int(cfg["max_steps"]), float(cfg["mi_rtts"]),
+                                                              int(cfg["ticks_per_rtt"]))
+        cfg["ring_len"] = max(ring, min(MAX_RING, 8 * int(math.ceil(need / 8))))
     if rr is not None:
         dt = float(min_rtt_s) / int(cfg["ticks_per_rtt"])
         extra = int(math.ceil((rr.jitter_ms_max + rr.ack_agg_ms_max) * 1e-3 / dt)) + 2
         cfg["ring_len"] = 8 * int(math.ceil((int(cfg["ring_len"]) + extra) / 8))
-    return (cls or EnvConfig)(**cfg, realism=rr)
+    return (cls or EnvConfig)(**cfg, realism=rr, dynamics=dyn)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -182,6 +190,8 @@ class EnvConfig:
       goal_dim: length of the goal / preference vector (0 = none).
       reward_dim: 0 for a scalar reward [F], R for a vector reward [F, R].
       realism: the training distribution of link realism (``RealismRanges``), or None (off).
+      dynamics: capacity steps, outages and a cellular process overlaid on every drawn link
+        (``samplers.LinkDynamics``), or None (off).
     """
 
     num_flows: int = 1
@@ -195,6 +205,7 @@ class EnvConfig:
     goal_dim: int = 0
     reward_dim: int = 0
     realism: RealismRanges | None = None
+    dynamics: samplers.LinkDynamics | None = None
 
     @property
     def mi_ticks(self) -> int:
@@ -339,6 +350,8 @@ class MultiFlowEnv:
     def reset_env(self, key: jax.Array, params):
         c = self.config
         init = self.sample_episode(key, params)
+        if c.dynamics is not None:  # keys of its own: the paper's draws are unchanged
+            init = init._replace(link=samplers.apply(key, init.link, c.dynamics, self.horizon(init.link, params)))
         if c.realism is not None:  # drawn from a key of its own: the paper's draws are unchanged
             rz = links.sample_realism(jax.random.fold_in(key, REALISM_KEY), c.realism, init.link.cap_bps[0],
                                       c.realism.cross_segments)
@@ -360,6 +373,12 @@ class MultiFlowEnv:
             last_mi=mi_lib.mi_zero(c.num_flows),
         )
         return hist, state
+
+    def horizon(self, link: core.LinkParams, params) -> jax.Array:
+        """The episode's length in seconds: ``max_steps`` MIs at the link's smallest RTT, or
+        ``params.max_time_s`` when shorter."""
+        c = self.config
+        return jnp.minimum(c.max_steps * c.mi_rtts * jnp.min(link.rtt), params.max_time_s)
 
     def run_mi(self, link: core.LinkParams, sim: core.SimState, rate: jax.Array, cwnd: jax.Array):
         """Simulates one MI (``mi_ticks`` ticks) at fixed rate/cwnd; returns (sim, MIStats, LinkMI)."""
@@ -471,38 +490,10 @@ def replace_params(params, over: dict | None):
     return params.replace(**{k: jnp.asarray(v, jnp.asarray(getattr(params, k)).dtype) for k, v in over.items()})
 
 
-def log_uniform(key, lo, hi, shape=()):
-    """exp(U[log lo, log hi])."""
-    return jnp.exp(jax.random.uniform(key, shape, minval=jnp.log(lo), maxval=jnp.log(hi)))
-
-
 def constant_schedule(num_segments: int, bps) -> tuple[jax.Array, jax.Array]:
     """A constant capacity padded to ``num_segments`` segments (1 s apart; all the same rate)."""
     times = jnp.arange(num_segments, dtype=jnp.float32)
     return times, jnp.full((num_segments,), bps, jnp.float32)
-
-
-def capacity_step(key, times, rates, p_step, factor_max, t_lo, t_hi, dur_lo, dur_hi):
-    """A capacity step up or down inside an episode (robust training, not in any paper).
-
-    With probability ``p_step`` the capacity is multiplied by ``f`` from ``t1`` to ``t2`` and
-    goes back afterwards (e.g. 5 -> 50 -> 5 Mbit/s): ``|log f|`` uniform in
-    ``[log 2, log factor_max]`` with a random sign, ``t1`` uniform in ``[t_lo, t_hi]`` s and
-    ``t2 = t1 + U[dur_lo, dur_hi]`` s.  The schedule ``(times, rates)`` [S] becomes [S + 2]:
-    the two switch times are merged in (sorted); without a step they repeat a rate and the
-    link is the same.  Returns ``(times, rates, f)``; ``f`` is 1 without a step.
-    """
-    kp, kf, ks, k1, k2 = jax.random.split(key, 5)
-    mag = jnp.exp(jax.random.uniform(kf, (), minval=jnp.log(2.0), maxval=jnp.log(jnp.maximum(factor_max, 2.0))))
-    f = jnp.where(jax.random.uniform(ks, ()) < 0.5, mag, 1.0 / mag)
-    f = jnp.where(jax.random.uniform(kp, ()) < p_step, f, 1.0)
-    t1 = jax.random.uniform(k1, (), minval=t_lo, maxval=t_hi)
-    t2 = t1 + jax.random.uniform(k2, (), minval=dur_lo, maxval=dur_hi)
-    t_all = jnp.sort(jnp.concatenate([times, jnp.stack([t1, t2]).astype(times.dtype)]))
-    t_all = jnp.maximum(t_all, times[0])  # a switch before the first time only moves it
-    idx = jnp.clip(jnp.searchsorted(times, t_all, side="right") - 1, 0, times.shape[0] - 1)
-    mult = jnp.where((t_all >= t1) & (t_all < t2), f, 1.0)
-    return t_all, rates[idx] * mult, f
 
 
 def ewma(prev: jax.Array, new: jax.Array, gain: float, first: jax.Array) -> jax.Array:
@@ -510,7 +501,7 @@ def ewma(prev: jax.Array, new: jax.Array, gain: float, first: jax.Array) -> jax.
     return jnp.where(first, new, gain * new + (1.0 - gain) * prev)
 
 
-def ring_len_worst(max_wait_over_rtt: float, ticks_per_rtt: int, max_ring: int = 4096) -> int:
+def ring_len_worst(max_wait_over_rtt: float, ticks_per_rtt: int, max_ring: int = MAX_RING) -> int:
     """Static ring length for a whole training distribution (mirrors ``links.ring_len_for``).
 
     A byte's feedback arrives ``rtt + wait`` after it was sent, with ``wait`` at most a full

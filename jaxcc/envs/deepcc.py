@@ -74,6 +74,7 @@ from flax import struct
 from jaxcc import units
 from jaxcc.envs import base
 from jaxcc.envs import mi as mi_lib
+from jaxcc.envs import samplers
 from jaxcc.sim import core, links
 
 FEATURE_NAMES = ("last_action", "rtt_ewma_over_min", "send_rate_over_thr_max", "qdelay_over_min",
@@ -200,7 +201,7 @@ class DeepccEnv(base.MultiFlowEnv):
     def sample_episode(self, key, p: DeepccParams) -> base.EpisodeInit:
         c = self.config
         km, ks, kr, kb, kg, kl, kp = jax.random.split(key, 7)
-        mean = jnp.where(p.mean_log > 0, base.log_uniform(km, p.mean_lo_mbps, p.mean_hi_mbps),
+        mean = jnp.where(p.mean_log > 0, samplers.log_uniform(km, p.mean_lo_mbps, p.mean_hi_mbps),
                          jax.random.uniform(km, (), minval=p.mean_lo_mbps, maxval=p.mean_hi_mbps))
         times, rates = poisson_schedule(ks, c.num_segments, SLOT_S, mean)
         rtt = jax.random.uniform(kr, (), minval=p.rtt_lo_s, maxval=p.rtt_hi_s)
@@ -220,7 +221,13 @@ class DeepccEnv(base.MultiFlowEnv):
         f = self.config.num_flows
         z = jnp.zeros((f,), jnp.float32)
         # the link's mean capacity over the episode when the episode is known (training), else 0
-        ref = z if init is None else jnp.full((f,), jnp.mean(init.link.cap_bps), jnp.float32) * p.reward_link_norm
+        if init is None:
+            ref = z
+        elif self.config.dynamics is None:  # equal 10-ms Poisson slots: the plain mean is the time average
+            ref = jnp.full((f,), jnp.mean(init.link.cap_bps), jnp.float32) * p.reward_link_norm
+        else:  # overlaid segments have unequal lengths
+            ref = jnp.full((f,), samplers.mean_capacity(init.link, self.horizon(init.link, p)), jnp.float32)
+            ref = ref * p.reward_link_norm
         return DeepccFlow(started=jnp.zeros((f,), bool), last_action=jnp.full((f,), p.init_action), rtt=z,
                           thr_max=z, thr_ref=ref, m2=jnp.ones((f,), jnp.float32))
 

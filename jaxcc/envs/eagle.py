@@ -62,6 +62,7 @@ from flax import struct
 from jaxcc import units
 from jaxcc.envs import base
 from jaxcc.envs import mi as mi_lib
+from jaxcc.envs import samplers
 from jaxcc.sim import core, links
 
 MULTIPLIERS = (2.89, 1.25, 1.0, 1.0 / 1.25, 1.0 / 2.89)
@@ -99,7 +100,7 @@ class EagleParams:
     init_rel_lo: jax.Array = 0.3
     init_rel_hi: jax.Array = 4.0
     # Not in the paper (0 = off): with probability ``step_frac`` the capacity is multiplied by 2–
-    # ``step_max`` or divided by it (``base.capacity_step``) from ``step_t_lo``–``step_t_hi`` of
+    # ``step_max`` or divided by it (``samplers.capacity_step``) from ``step_t_lo``–``step_t_hi`` of
     # the episode on, for ``step_dur_lo``–``step_dur_hi`` of it.  Needs ``make_config(
     # capacity_steps=True)`` (two more schedule segments).
     step_frac: jax.Array = 0.0
@@ -192,14 +193,14 @@ class EagleEnv(base.MultiFlowEnv):
         stoch = jax.random.uniform(ks, ()) < p.p_stochastic
         rates = jnp.where(stoch, walk, jnp.full((n_walk,), fixed))
         rtt_s = jax.random.uniform(kr, (), minval=p.rtt_lo_s, maxval=p.rtt_hi_s)
-        buf = base.log_uniform(kq, p.buf_bdp_lo, p.buf_bdp_hi) * rates[0] * rtt_s
+        buf = samplers.log_uniform(kq, p.buf_bdp_lo, p.buf_bdp_hi) * rates[0] * rtt_s
         buf = jnp.maximum(buf, 2 * units.MSS)
         cap0 = rates[0]
         if stepped:  # keys of their own: the paper's draws are unchanged
             ep = c.max_steps * c.mi_rtts * rtt_s
-            times, rates, _ = base.capacity_step(jax.random.fold_in(key, 0x57E9), times, rates, p.step_frac,
-                                                 p.step_max, p.step_t_lo * ep, p.step_t_hi * ep,
-                                                 p.step_dur_lo * ep, p.step_dur_hi * ep)
+            k_step = jax.random.fold_in(key, samplers.STEP_KEY)
+            times, rates, _ = samplers.capacity_step(k_step, times, rates, p.step_frac, p.step_max, p.step_t_lo * ep,
+                                                     p.step_t_hi * ep, p.step_dur_lo * ep, p.step_dur_hi * ep)
         loss = jnp.where(jax.random.uniform(kl1, ()) < p.p_lossy,
                          jax.random.uniform(kl2, (), minval=0.0, maxval=p.loss_hi), 0.0)
         f = c.num_flows
@@ -207,7 +208,7 @@ class EagleEnv(base.MultiFlowEnv):
                                       jnp.full((f,), 1e9), ticks_per_rtt=c.ticks_per_rtt)
         x0 = jnp.full((f,), p.init_rate_mbps * units.MBPS)
         k_rel, k_which = jax.random.fold_in(key, 0x1417), jax.random.fold_in(key, 0x1418)
-        x_rel = base.log_uniform(k_rel, p.init_rel_lo, p.init_rel_hi, (f,)) * cap0
+        x_rel = samplers.log_uniform(k_rel, p.init_rel_lo, p.init_rel_hi, (f,)) * cap0
         x0 = jnp.where(jax.random.uniform(k_which, (f,)) < p.init_rel_frac, x_rel, x0)
         return base.EpisodeInit(link=link, rate=x0,
                                 cwnd=jnp.full((f,), p.init_cwnd_pkts * units.MSS), goal=jnp.zeros((f, 0)))
@@ -263,7 +264,7 @@ def make_config(num_flows: int = 1, ticks_per_rtt: int = 8, history: int = 4, ma
                 capacity_steps: bool = False, **kw) -> base.EnvConfig:
     """50 steps × 3 × 400 ms = 60 s of 1 s capacity segments (61).  Ring: a 4-BDP buffer whose
     capacity walked from 120 down to 20 Mbps (24 RTTs of waiting).  ``capacity_steps`` (not in
-    the paper) adds the two segments of ``base.capacity_step`` and sizes the ring for a step
+    the paper) adds the two segments of ``samplers.capacity_step`` and sizes the ring for a step
     down by ``step_max`` (capped at 4096 ticks; beyond, feedback is clamped and counted)."""
     p = EagleParams()
     low = float(p.bw_lo_mbps) / (float(p.step_max) if capacity_steps else 1.0)
@@ -274,7 +275,9 @@ def make_config(num_flows: int = 1, ticks_per_rtt: int = 8, history: int = 4, ma
     cfg = dict(num_flows=num_flows, ticks_per_rtt=ticks_per_rtt, mi_rtts=3.0, history=history, obs_dim=5,
                max_steps=max_steps, ring_len=ring, num_segments=seg)
     cfg.update(kw)
-    return base.env_config(cfg, min_rtt_s=float(p.rtt_lo_s))  # realism (if any) lengthens the ring
+    out = base.env_config(cfg, min_rtt_s=float(p.rtt_lo_s))  # realism (if any) lengthens the ring
+    samplers.refuse_two_steps("eagle", out.dynamics, out.num_segments == walk_segments(out.max_steps) + 2)
+    return out
 
 
 def export_features_spec(config: base.EnvConfig | None = None) -> dict:

@@ -77,6 +77,7 @@ from flax import struct
 from jaxcc import units
 from jaxcc.envs import base
 from jaxcc.envs import mi as mi_lib
+from jaxcc.envs import samplers
 from jaxcc.sim import links
 
 # The action table (module docstring, "Actions"): cwnd · CWND_MULTS[a] + CWND_DELTAS_PKTS[a] packets.
@@ -205,9 +206,9 @@ class MoccEnv(base.MultiFlowEnv):
         uniform on the simplex (Algorithm 2 line 6)."""
         c = self.config
         kb, kd, kq, kv, kz, kg = jax.random.split(key, 6)
-        bw = base.log_uniform(kb, p.bw_lo_mbps, p.bw_hi_mbps) * units.MBPS
-        owd = base.log_uniform(kd, p.owd_lo_s, p.owd_hi_s)
-        buf = base.log_uniform(kq, p.buffer_lo_bytes, p.buffer_hi_bytes)
+        bw = samplers.log_uniform(kb, p.bw_lo_mbps, p.bw_hi_mbps) * units.MBPS
+        owd = samplers.log_uniform(kd, p.owd_lo_s, p.owd_hi_s)
+        buf = samplers.log_uniform(kq, p.buffer_lo_bytes, p.buffer_hi_bytes)
         S = c.num_segments
         mult = jnp.clip(jnp.exp(p.vary_sigma * jax.random.normal(kz, (S,))), p.vary_lo, p.vary_hi)
         mult = jnp.where(jax.random.uniform(kv, ()) < p.p_vary, mult.at[0].set(1.0), 1.0)

@@ -85,6 +85,7 @@ from flax import struct
 from jaxcc import units
 from jaxcc.envs import base
 from jaxcc.envs import mi as mi_lib
+from jaxcc.envs import samplers
 from jaxcc.sim import core, links
 
 A_LOW, A_HIGH = -0.7, 2.0  # §III action range
@@ -327,9 +328,9 @@ class ParetoEnv(base.MultiFlowEnv):
         c = self.config
         f = c.num_flows
         ks = jax.random.split(key, 10)
-        bw = base.log_uniform(ks[0], p.bw_lo_mbps, p.bw_hi_mbps)
-        rtt_s = base.log_uniform(ks[1], p.rtt_lo_s, p.rtt_hi_s)
-        ratio = base.log_uniform(ks[2], p.dyn_ratio_lo, p.dyn_ratio_hi)
+        bw = samplers.log_uniform(ks[0], p.bw_lo_mbps, p.bw_hi_mbps)
+        rtt_s = samplers.log_uniform(ks[1], p.rtt_lo_s, p.rtt_hi_s)
+        ratio = samplers.log_uniform(ks[2], p.dyn_ratio_lo, p.dyn_ratio_hi)
         every = jax.random.uniform(ks[3], (), minval=p.dyn_every_lo_s, maxval=p.dyn_every_hi_s)
         low_first = jax.random.uniform(ks[4], ()) < p.p_low_first
         dynamic = (p.stage == STAGE_ADVANCE) & (jax.random.uniform(ks[5], ()) < p.p_dynamic)
@@ -338,20 +339,14 @@ class ParetoEnv(base.MultiFlowEnv):
         mbps = jnp.where(dynamic, jnp.where(low_phase, bw, bw * ratio), bw)
         times = seg.astype(jnp.float32) * jnp.where(dynamic, every, 1e3)
         bdp_low = bw * units.MBPS * rtt_s  # the BDP at the schedule's lowest capacity
-        buffer = base.log_uniform(ks[6], p.buf_bdp_lo, p.buf_bdp_hi) * bdp_low
-        idx = jnp.arange(f)
+        buffer = samplers.log_uniform(ks[6], p.buf_bdp_lo, p.buf_bdp_hi) * bdp_low
         fair = p.stage == STAGE_FAIRNESS
-        n = jnp.floor(jax.random.uniform(ks[7], (), minval=p.flows_lo, maxval=p.flows_hi + 1.0))
-        n = jnp.where(fair, jnp.clip(n, 1, f), 1)
-        gaps = jax.random.uniform(ks[8], (f,), minval=p.gap_lo_s, maxval=p.gap_hi_s).at[0].set(0.0)
-        start = jnp.cumsum(gaps)
         horizon = c.max_steps * c.mi_rtts * rtt_s
-        kdep, kwhen = jax.random.split(ks[9])
-        departs = (idx > 0) & (jax.random.uniform(kdep, (f,)) < p.p_depart)
-        leave = start + jax.random.uniform(kwhen, (f,)) * jnp.maximum(horizon - start, 0.0)
-        stop = jnp.where(idx < n, jnp.where(departs, leave, 1e9), 0.0)
+        n, start, stop = samplers.arrivals(ks[7], ks[8], ks[9], f, jnp.where(fair, p.flows_lo, 1.0),
+                                           jnp.where(fair, p.flows_hi, 1.0), p.gap_lo_s, p.gap_hi_s, p.p_depart,
+                                           horizon)
         share = mbps[0] * units.MBPS / n
-        frac = base.log_uniform(jax.random.fold_in(key, 11), p.init_frac_lo, p.init_frac_hi, (f,))
+        frac = samplers.log_uniform(jax.random.fold_in(key, 11), p.init_frac_lo, p.init_frac_hi, (f,))
         rate0 = frac * share
         return times, mbps * units.MBPS, buffer, jnp.full((f,), rtt_s), start, stop, rate0
 

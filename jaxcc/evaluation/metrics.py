@@ -335,10 +335,12 @@ RAMP_HOLD_S = 2.0
 
 
 def _share(tr: Trace, acked: np.ndarray, window: tuple[float, float]) -> float:
-    """Goodput of ``acked`` [T] over ``window`` divided by the window's mean capacity (NaN if empty)."""
+    """Goodput of ``acked`` [T] over ``window`` divided by the window's mean capacity (NaN if the
+    window is empty or the link is dark all through it: no share is reached there)."""
     m = _window_mask(tr, window)
     n = int(np.sum(m))
-    return float(np.sum(acked[m])) / (n * tr.dt) / float(np.mean(tr.capacity[m])) if n else float("nan")
+    cap = float(np.mean(tr.capacity[m])) if n else 0.0
+    return float(np.sum(acked[m])) / (n * tr.dt) / cap if cap > 0 else float("nan")
 
 
 def time_to_share(tr: Trace, t0: float, *, flows: Sequence[int] | None = None, frac: float = RAMP_FRACTION,

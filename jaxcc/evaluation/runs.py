@@ -65,7 +65,7 @@ import numpy as np
 from jaxcc.controllers import parse_controller
 from jaxcc.evaluation import metrics
 from jaxcc.scenarios import (SUITES, Scenario, get_scenario, get_suite, init_rate_refusal, list_scenarios, load_scenario,
-                             parse_scenario)
+                             parse_scenario, trace_scenario)
 
 
 OWN = "own"  # label of runs that keep each flow's own controller
@@ -114,15 +114,21 @@ def checkpoint_entries(path: str, taken: Sequence[str] = ()) -> list[ControllerE
 
 
 def resolve_scenarios(*, suite: str | None = None, scenario: str | None = None,
-                      scenario_file: str | Sequence[str] | None = None) -> tuple[list[Scenario], str]:
-    """Exactly one of ``suite``, ``scenario`` (comma-separated names each) or ``scenario_file``.
+                      scenario_file: str | Sequence[str] | None = None,
+                      trace: str | None = None) -> tuple[list[Scenario], str]:
+    """Exactly one of ``suite``, ``scenario`` (comma-separated names each), ``scenario_file`` or
+    ``trace`` (comma-separated Mahimahi trace files, each a ``trace_scenario``).
 
     Returns the scenarios and a short description of the source.
     """
-    given = [k for k, v in (("--suite", suite), ("--scenario", scenario), ("--scenario-file", scenario_file)) if v]
+    given = [k for k, v in (("--suite", suite), ("--scenario", scenario), ("--scenario-file", scenario_file),
+                            ("--trace", trace)) if v]
     if len(given) != 1:
-        raise ValueError(f"give exactly one of --suite, --scenario, --scenario-file (got {given or 'none'}); "
+        raise ValueError(f"give exactly one of --suite, --scenario, --scenario-file, --trace (got {given or 'none'}); "
                          f"suites: {', '.join(sorted(SUITES))}")
+    if trace:
+        paths = [t.strip() for t in trace.split(",") if t.strip()]
+        return [trace_scenario(t) for t in paths], f"traces {','.join(paths)}"
     if suite:
         names = [n.strip() for n in suite.split(",") if n.strip()]
         out, seen = [], set()

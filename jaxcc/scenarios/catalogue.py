@@ -40,6 +40,18 @@ def _spec(name, duration, link, flows) -> Scenario:
 
 
 PARETO_RTT_MS, PARETO_BUFFER = 90.0, 440 * KB
+# A user's Mahimahi trace as a link (``trace_scenario``, ``jaxcc.evaluate --trace``): one flow, 40 ms
+# RTT, the 375 KB drop-tail buffer of MOCC's and Eagle's Mahimahi links, 60 s.
+TRACE_RTT_MS, TRACE_BUFFER, TRACE_DURATION_S = 40.0, 375 * KB, 60.0
+
+
+def trace_scenario(path: str) -> Scenario:
+    """One flow over the Mahimahi trace at ``path``, named ``trace/<file name>`` (``TRACE_*``)."""
+    if not os.path.isfile(path):
+        raise ValueError(f"--trace: {path!r} does not exist")
+    name = "trace/" + os.path.basename(path)
+    return _spec(name, TRACE_DURATION_S, {"trace": os.path.abspath(path), "buffer_bytes": TRACE_BUFFER},
+                 _flows(1, TRACE_RTT_MS, TRACE_DURATION_S))
 
 
 def _pareto() -> dict[str, Callable[[], Scenario]]:

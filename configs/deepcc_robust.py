@@ -1,0 +1,21 @@
+"""``deepcc`` on the shared robust link dynamics (``jaxcc.envs.samplers.ROBUST_DYNAMICS``):
+per episode each of two slots holds an outage (no delivery for 0.2–10 s, at most 30 % of the
+episode) with probability 0.35 and 30 % of the episodes get a cellular random walk with dropouts.
+
+    python -m jaxcc.train --config=deepcc_robust
+
+What it scored, per seed, beside the shipped file: ``checkpoints/deepcc/README.md``, "Robust dynamics".
+"""
+
+import os
+
+import ml_collections
+
+from jaxcc.envs.samplers import ROBUST_DYNAMICS, dynamics_config
+from jaxcc.training.configs import load_config
+
+
+def get_config() -> ml_collections.ConfigDict:
+    c = load_config(os.path.join(os.path.dirname(os.path.abspath(__file__)), "deepcc.py"))  # its sibling
+    c.env.overrides.dynamics = ml_collections.ConfigDict(dynamics_config(**ROBUST_DYNAMICS))
+    return c
