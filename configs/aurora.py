@@ -47,9 +47,8 @@ There is no probing rule outside the policy: it learns to climb from these start
 
 import ml_collections
 
-from jaxcc.envs.samplers import dynamics_config
-
 from jaxcc.envs.base import realism_config
+from jaxcc.envs.samplers import dynamics_config
 
 
 def get_config() -> ml_collections.ConfigDict:

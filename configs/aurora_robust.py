@@ -1,6 +1,7 @@
-"""``aurora`` on the shared robust link dynamics (``jaxcc.envs.samplers.ROBUST_DYNAMICS``, less its step (the environment draws its own, ``env.params.step_*``)):
-per episode each of two slots holds an outage (no delivery for 0.2–10 s, at most 30 % of the
-episode) with probability 0.35 and 30 % of the episodes get a cellular random walk with dropouts.
+"""``aurora`` on the shared robust link dynamics (``jaxcc.envs.samplers.ROBUST_DYNAMICS``) less
+its step (the environment draws its own, ``env.params.step_*``): per episode each of two slots
+holds an outage (no delivery for 0.2–10 s, at most 30 % of the episode) with probability 0.35,
+and 30 % of the episodes get a cellular random walk with dropouts.
 
     python -m jaxcc.train --config=aurora_robust
 

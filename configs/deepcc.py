@@ -20,7 +20,7 @@ random loss 0–1 %, the buffer half of the time 0.5–4 BDP and half of the tim
   links, −0.089 on the Wi-Fi-like ones).  Trained on the Wi-Fi-like sampler alone (10 k updates,
   one seed, online actor): −0.529 on the wide BDP links, −0.112 on its own.
 Without the shared robust dynamics (``jaxcc.envs.samplers.ROBUST_DYNAMICS``: steps, outages, a
-cellular walk), which the other defaults train with: with them, two seeds of this recipe collapsed
+cellular walk), which the ``*_robust`` configs train with: with them, two seeds of this recipe collapsed
 to 1.2–1.8 Mbit/s on every link (``configs/deepcc_robust.py``; ``checkpoints/deepcc/README.md``,
 "Robust dynamics").  The fields are here, off, so that each can be set on the command line.
 The env's default sampler (1–6 Mbit/s uniform, 100–250 ms, 65–260 packets, no loss) alone:

@@ -27,9 +27,8 @@ There is no probing rule outside the policy.  ``eagle_paper`` keeps the paper's 
 
 import ml_collections
 
-from jaxcc.envs.samplers import dynamics_config
-
 from jaxcc.envs.base import realism_config
+from jaxcc.envs.samplers import dynamics_config
 
 
 def get_config() -> ml_collections.ConfigDict:

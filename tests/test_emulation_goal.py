@@ -87,7 +87,10 @@ def test_sender_tunes_toward_target_on_a_real_link(tmp_path, prefix):
     assert f["client_rc"] == 0, (tmp_path / "run" / "flow0" / "sender.stderr").read_text()
     assert f["target"] == TARGET and snd["target"] == {"throughput_mbps": 100, "delay_ms": 1000, "loss": 1}
     rows = list(csv.DictReader(open(tmp_path / "run" / "flow0" / "sender.csv")))
-    assert len(rows) == snd["decisions"] and snd["tuning_steps"] == len(rows) // 8 >= 10
+    # The safety net may hand the flow to BBR while the random policy overshoots: those MIs are
+    # logged (control "bbr") and tuned on, but they are not the policy's decisions.
+    by_bbr = sum(r["control"] == "bbr" for r in rows)
+    assert len(rows) == snd["decisions"] + by_bbr and snd["tuning_steps"] == len(rows) // 8 >= 10
     g = [[float(x) for x in r["goal"].split(";")] for r in rows]
     for i in range(7, len(g), 8):
         a, b = g[i - 1], g[i]
