@@ -87,19 +87,10 @@ class RealismRanges:
     cross_segments: int = 8
 
     def __post_init__(self):
-        for f in dataclasses.fields(self):
-            v = getattr(self, f.name)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not v == v:
-                raise ValueError(f"realism.{f.name}: expected a number, got {v!r}")
         bounds = {"p_each": (0.0, 1.0), "jitter_ms_max": (0.0, 1000.0), "ack_agg_ms_max": (0.0, 1000.0),
                   "rtt_noise_ms_max": (0.0, 1000.0), "cross_frac_max": (0.0, 10.0),
                   "cross_every_s": (1e-3, 1e6), "cross_segments": (1, 4096)}
-        for k, (lo, hi) in bounds.items():
-            if not lo <= getattr(self, k) <= hi:
-                raise ValueError(f"realism.{k}: must be in [{lo:g}, {hi:g}], got {getattr(self, k)!r}")
-        if self.cross_segments != int(self.cross_segments):
-            raise ValueError(f"realism.cross_segments: must be an integer, got {self.cross_segments!r}")
-        object.__setattr__(self, "cross_segments", int(self.cross_segments))
+        samplers.check_fields(self, "realism", bounds, ("cross_segments",))
 
     @property
     def enabled(self) -> bool:
@@ -128,30 +119,13 @@ def realism_config(**on) -> dict:
     """Every ``RealismRanges`` field with its default (all effects off), updated with ``on``:
     what a training config puts in ``config.env.overrides.realism`` so that each field can be
     set on the command line."""
-    d = {f.name: f.default for f in dataclasses.fields(RealismRanges)}
-    unknown = sorted(set(on) - set(d))
-    if unknown:
-        raise ValueError(f"realism: unknown field(s) {unknown}; allowed: {sorted(d)}")
-    d.update(on)
-    return d
+    return samplers.fields_config(RealismRanges, "realism", on)
 
 
 def as_realism(value) -> RealismRanges | None:
     """``RealismRanges`` from a mapping (a config's ``env.overrides.realism``), or None when
     every effect is off (then the environment is exactly the one without realism)."""
-    if value is None:
-        return None
-    if not isinstance(value, RealismRanges):
-        try:
-            items = dict(value)
-        except (TypeError, ValueError):
-            raise ValueError(f"realism: expected a mapping of RealismRanges fields, got {value!r}") from None
-        unknown = sorted(set(items) - {f.name for f in dataclasses.fields(RealismRanges)})
-        if unknown:
-            raise ValueError(f"realism: unknown field(s) {unknown}; allowed: "
-                             f"{sorted(f.name for f in dataclasses.fields(RealismRanges))}")
-        value = RealismRanges(**items)
-    return value if value.enabled else None
+    return samplers.from_config(value, RealismRanges, "realism")
 
 
 def env_config(cfg: dict, min_rtt_s: float, cls=None) -> "EnvConfig":

@@ -156,6 +156,60 @@ def mean_capacity(link: core.LinkParams, t_end) -> jax.Array:
     return core._cum_in_period(link, t) / t
 
 
+# ----------------------------------------------------------------------------- static ranges
+# A training config's static ranges (``LinkDynamics`` here, ``base.RealismRanges``) are frozen
+# dataclasses of numbers, given as a mapping in ``config.env.overrides`` and checked in one line
+# per field; these three helpers are what both share.
+
+
+def check_fields(obj, label: str, bounds: dict, integers: tuple = ()):
+    """Every field of ``obj`` a number, within ``bounds`` (field -> (lo, hi)), and the fields in
+    ``integers`` whole (made ``int``).
+
+    Raises:
+      ValueError: ``label.field: ...`` in one line, naming the allowed range."""
+    for f in dataclasses.fields(obj):
+        v = getattr(obj, f.name)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not v == v:
+            raise ValueError(f"{label}.{f.name}: expected a number, got {v!r}")
+    for k, (lo, hi) in bounds.items():
+        if not lo <= getattr(obj, k) <= hi:
+            raise ValueError(f"{label}.{k}: must be in [{lo:g}, {hi:g}], got {getattr(obj, k)!r}")
+    for k in integers:
+        if getattr(obj, k) != int(getattr(obj, k)):
+            raise ValueError(f"{label}.{k}: must be an integer, got {getattr(obj, k)!r}")
+        object.__setattr__(obj, k, int(getattr(obj, k)))
+
+
+def fields_config(cls, label: str, on: dict) -> dict:
+    """Every field of ``cls`` with its default, updated with ``on``: what a training config puts in
+    ``config.env.overrides.<label>`` so that each field can be set on the command line."""
+    d = {f.name: f.default for f in dataclasses.fields(cls)}
+    unknown = sorted(set(on) - set(d))
+    if unknown:
+        raise ValueError(f"{label}: unknown field(s) {unknown}; allowed: {sorted(d)}")
+    d.update(on)
+    return d
+
+
+def from_config(value, cls, label: str):
+    """``cls`` from a mapping (a config's ``env.overrides.<label>``), or None when ``value`` is None
+    or the result is not ``enabled`` (then the environment is exactly the one without it)."""
+    if value is None:
+        return None
+    if not isinstance(value, cls):
+        try:
+            items = dict(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"{label}: expected a mapping of {cls.__name__} fields, got {value!r}") from None
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(items) - names)
+        if unknown:
+            raise ValueError(f"{label}: unknown field(s) {unknown}; allowed: {sorted(names)}")
+        value = cls(**items)
+    return value if value.enabled else None
+
+
 @dataclasses.dataclass(frozen=True)
 class LinkDynamics:
     """Capacity dynamics a training config adds on top of its environment's own links
@@ -204,16 +258,7 @@ class LinkDynamics:
                   "outage_hi_s": (1e-3, 1e4), "outage_max_frac": (0.0, 0.9), "outage_level": (0.0, 1.0),
                   "p_cellular": (0.0, 1.0), "cell_segments": (2, 1024), "cell_sigma": (0.0, 5.0),
                   "cell_lo": (1e-3, 1.0), "cell_hi": (1.0, 1000.0), "cell_p_drop": (0.0, 1.0)}
-        for k, (lo, hi) in bounds.items():
-            v = getattr(self, k)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not v == v:
-                raise ValueError(f"dynamics.{k}: expected a number, got {v!r}")
-            if not lo <= v <= hi:
-                raise ValueError(f"dynamics.{k}: must be in [{lo:g}, {hi:g}], got {v!r}")
-        for k in ("outage_slots", "cell_segments"):
-            if getattr(self, k) != int(getattr(self, k)):
-                raise ValueError(f"dynamics.{k}: must be an integer, got {getattr(self, k)!r}")
-            object.__setattr__(self, k, int(getattr(self, k)))
+        check_fields(self, "dynamics", bounds, ("outage_slots", "cell_segments"))
         for lo, hi in (("step_at_lo", "step_at_hi"), ("step_for_lo", "step_for_hi"),
                        ("outage_lo_s", "outage_hi_s"), ("cell_lo", "cell_hi")):
             if getattr(self, lo) > getattr(self, hi):
@@ -273,30 +318,13 @@ ROBUST_DYNAMICS = dict(p_step=0.3, step_max=10.0, outage_slots=2, p_outage=0.35,
 def dynamics_config(**on) -> dict:
     """Every ``LinkDynamics`` field with its default (all off), updated with ``on``: what a
     training config puts in ``config.env.overrides.dynamics``."""
-    d = {f.name: f.default for f in dataclasses.fields(LinkDynamics)}
-    unknown = sorted(set(on) - set(d))
-    if unknown:
-        raise ValueError(f"dynamics: unknown field(s) {unknown}; allowed: {sorted(d)}")
-    d.update(on)
-    return d
+    return fields_config(LinkDynamics, "dynamics", on)
 
 
 def as_dynamics(value) -> LinkDynamics | None:
     """``LinkDynamics`` from a mapping (a config's ``env.overrides.dynamics``), or None when all
     of it is off (then the environment is exactly the one without it)."""
-    if value is None:
-        return None
-    if not isinstance(value, LinkDynamics):
-        try:
-            items = dict(value)
-        except (TypeError, ValueError):
-            raise ValueError(f"dynamics: expected a mapping of LinkDynamics fields, got {value!r}") from None
-        names = {f.name for f in dataclasses.fields(LinkDynamics)}
-        unknown = sorted(set(items) - names)
-        if unknown:
-            raise ValueError(f"dynamics: unknown field(s) {unknown}; allowed: {sorted(names)}")
-        value = LinkDynamics(**items)
-    return value if value.enabled else None
+    return from_config(value, LinkDynamics, "dynamics")
 
 
 def refuse_two_steps(env: str, dyn: LinkDynamics | None, own_steps: bool):
