@@ -20,8 +20,9 @@ random loss 0–1 %, the buffer half of the time 0.5–4 BDP and half of the tim
   links, −0.089 on the Wi-Fi-like ones).  Trained on the Wi-Fi-like sampler alone (10 k updates,
   one seed, online actor): −0.529 on the wide BDP links, −0.112 on its own.
 Without the shared robust dynamics (``jaxcc.envs.samplers.ROBUST_DYNAMICS``: steps, outages, a
-cellular walk), which the ``*_robust`` configs train with: with them, two seeds of this recipe collapsed
-to 1.2–1.8 Mbit/s on every link (``configs/deepcc_robust.py``; ``checkpoints/deepcc/README.md``,
+cellular walk), which the ``*_robust`` configs train with: with them and eq. 3 as written, two seeds
+of this recipe collapsed to 1.2–1.8 Mbit/s on every link; ``configs/deepcc_robust.py`` adds the
+bounded reward (``reward_bounded``), with which four seeds did not (``checkpoints/deepcc/README.md``,
 "Robust dynamics").  The fields are here, off, so that each can be set on the command line.
 The env's default sampler (1–6 Mbit/s uniform, 100–250 ms, 65–260 packets, no loss) alone:
 ``--config.env.params.mean_hi_mbps=6 --config.env.params.mean_log=0 --config.env.params.rtt_hi_s=0.25
@@ -65,6 +66,7 @@ def get_config() -> ml_collections.ConfigDict:
     c.env.params.loss_hi = 0.01
     c.env.params.low_mbps = 0.1
     c.env.params.bound_mbps = 100.0
+    c.env.params.reward_bounded = 0.0  # 1: eq. 3 with m² and m³ bounded at a target's largest (envs.deepcc.bounded_measurement)
 
     c.ddpg = ml_collections.ConfigDict()
     c.ddpg.conv_filters = 32  # §V

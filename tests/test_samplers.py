@@ -186,23 +186,25 @@ def test_every_env_meets_an_outage_with_its_feedback_intact(name):
     assert (deliv[dark] == 0.0).mean() > 0.5
 
 
-ROBUST = ("aurora_robust", "eagle_robust", "mocc_robust", "deepcc_robust")
+ROBUST = ("pareto_robust", "aurora_robust", "eagle_robust", "mocc_robust", "deepcc_robust")
 OFF = ("pareto_staged", "aurora", "eagle", "mocc", "deepcc", "pareto_paper", "aurora_paper", "eagle_paper")
 
 
 @pytest.mark.parametrize("name", ROBUST + OFF)
 def test_robust_configs_train_on_the_shared_dynamics_and_the_others_do_not(name):
     """The ``*_robust`` configs build their environment with ``ROBUST_DYNAMICS`` (less the step
-    where the environment draws its own: Aurora, Eagle); the defaults (the shipped files'
-    recipes) and the ``*_paper`` configs with none."""
+    where the environment draws its own: Pareto, Aurora, Eagle); the defaults (the shipped files'
+    recipes) and the ``*_paper`` configs with none.  DeepCC's bounded reward goes with the dynamics."""
     from jaxcc.training.configs import load_config
 
     c = load_config(name)
     dyn = samplers.as_dynamics(dict(c.env.overrides).get("dynamics"))
+    if name.startswith("deepcc"):
+        assert float(c.env.params.reward_bounded) == (1.0 if name in ROBUST else 0.0)
     if name in OFF:
         assert dyn is None
         return
-    own_step = name in ("aurora_robust", "eagle_robust")
+    own_step = name in ("pareto_robust", "aurora_robust", "eagle_robust")
     assert dyn == samplers.LinkDynamics(**dict(samplers.ROBUST_DYNAMICS, p_step=0.0 if own_step else 0.3))
     env, _ = make_env(c.env.name, **{k: v for k, v in dict(c.env.overrides).items()})
     assert env.config.dynamics == dyn and env.config.dynamics.outages and env.config.dynamics.cellular

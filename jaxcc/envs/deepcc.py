@@ -89,6 +89,7 @@ SLOT_S = 0.01
 POISSON_KMAX = 256  # counts per slot the inverse-CDF sampler can draw (λ ≤ 150: 180 Mbit/s in 10 ms slots)
 POISSON_LAM_MAX = 150.0
 EPISODE_S = 60.0
+TARGET_MAX_LOSS = 0.10  # the largest loss a requirement asks for, §VI-B: "ranges from 0 to 10%"
 
 
 @struct.dataclass
@@ -114,6 +115,9 @@ class DeepccParams:
     # 1: the reward's throughput term is thr / the link's mean capacity (see the module
     # docstring); 0: thr / the connection's running max, the observation's m¹ (eq. 1 literally).
     reward_link_norm: jax.Array = 1.0
+    # 1: the reward's m² and m³ are bounded by the largest delay and loss a target can ask for
+    # (``bounded_measurement``); 0: eq. 3 literally.  Training only: needs the link's mean capacity.
+    reward_bounded: jax.Array = 0.0
 
 
 @struct.dataclass
@@ -134,6 +138,22 @@ def measurement(thr, thr_max, delay_p95, delay_min, loss):
 def reward(g, m, threshold=0.01):
     """eq. 3: r = g¹m¹ − g²m² − g³m³/threshold."""
     return g[..., 0] * m[..., 0] - g[..., 1] * m[..., 1] - g[..., 2] * m[..., 2] / threshold
+
+
+def bounded_measurement(m, thr_ref, buffer_bytes, rtt):
+    """m (eq. 1, [..., 3]) with m² ≤ 1 + B / (C̄ · RTT) — the RTT over a full drop-tail buffer
+    drained at the link's mean capacity C̄ (``thr_ref``), the largest delay a target on this link
+    asks for (``jaxcc.evaluation.tcr``: T2 ≤ B / C̄) — and m³ ≤ ``TARGET_MAX_LOSS``; unchanged
+    where C̄ is unknown (0).
+
+    Beyond those levels every requirement is already missed, so eq. 3's unbounded terms add no
+    information about meeting one; they do swamp everything else after an outage (the delay ratio
+    of the packets that waited it out reaches 50–150 at 100–250 ms RTTs) and make a rate far below
+    capacity score best (measured in ``checkpoints/deepcc/README.md``, "Robust dynamics")."""
+    known = thr_ref > 0
+    m2_max = 1.0 + buffer_bytes / jnp.maximum(thr_ref * rtt, 1.0)
+    return m.at[..., 1].set(jnp.where(known, jnp.minimum(m[..., 1], m2_max), m[..., 1])).at[..., 2].set(
+        jnp.where(known, jnp.minimum(m[..., 2], TARGET_MAX_LOSS), m[..., 2]))
 
 
 def action_to_rate(u, bound_mbps, low_mbps=LOW_MBPS):
@@ -247,7 +267,9 @@ class DeepccEnv(base.MultiFlowEnv):
         meas = jnp.stack([jnp.where(thr_max > 0, thr / jnp.maximum(thr_max, 1e-9), 0.0), m2,
                           mi_lib.loss_rate(m)], axis=-1)
         m1_ref = jnp.where(fl.thr_ref > 0, thr / jnp.maximum(fl.thr_ref, 1e-9), meas[..., 0])
-        r = reward(state.goal, meas.at[..., 0].set(m1_ref), p.loss_threshold)
+        m_r = meas.at[..., 0].set(m1_ref)
+        m_r = jnp.where(p.reward_bounded > 0, bounded_measurement(m_r, fl.thr_ref, state.link.buffer_bytes, state.link.rtt), m_r)
+        r = reward(state.goal, m_r, p.loss_threshold)
         s = jnp.stack([
             fl.last_action,
             jnp.where(rtt > 0, rtt / jnp.maximum(min_rtt, 1e-9), 1.0),

@@ -87,12 +87,13 @@ import numpy as np
 
 from jaxcc import units
 from jaxcc.controllers import parse_controller
+from jaxcc.envs.deepcc import TARGET_MAX_LOSS
 from jaxcc.evaluation import bars
 from jaxcc.evaluation import metrics
 from jaxcc.scenarios import Scenario, parse_scenario
 
 
-MAX_LOSS = 0.10  # T3's range, DeepCC §VI-B: "ranges from 0 to 10%"
+MAX_LOSS = TARGET_MAX_LOSS  # T3's range, DeepCC §VI-B: "ranges from 0 to 10%" (the bounded reward's too)
 
 
 WARMUP_TUNING_INTERVALS = 10  # the window starts after this many online-tuning intervals ...
