@@ -40,10 +40,9 @@ def test_action_mapping():
 
 def test_observe_by_hand():
     env, p = make_env("deepcc")
-    st = types.SimpleNamespace(link=types.SimpleNamespace(rtt=A(0.16), buffer_bytes=jnp.float32(1e5)),
-                               goal=A(0.6, 0.3, 0.1)[None])
+    st = types.SimpleNamespace(link=types.SimpleNamespace(rtt=A(0.16)), goal=A(0.6, 0.3, 0.1)[None])
     prev = deepcc.DeepccFlow(started=jnp.array([True]), last_action=A(0.4), rtt=A(0.2), thr_max=A(6e5), thr_ref=A(0.0),
-                             m2=A(1.0))
+                             m2_max=A(0.0), m2=A(1.0))
     m = mi.mi_zero(1)
     m = mi.mi_add_sample(m, A(30000.0), A(0.20), A(0.02))
     m = mi.mi_add_sample(m, A(30000.0), A(0.24), A(0.06))
@@ -64,19 +63,20 @@ def test_observe_by_hand():
 
 
 def test_bounded_reward_by_hand():
-    """reward_bounded: m² ≤ 1 + B/(C̄·RTT), m³ ≤ 10 %, in the reward only, and only where C̄ is known."""
+    """reward_bounded: m² ≤ 1 + B/(C̄·RTT), m³ ≤ 10 %, in the reward only, and only where the link is known."""
     # B = 150 kB, C̄ = 1e6 B/s, RTT 0.1 s: a full buffer is 0.15 s of queue → m² ≤ 2.5
+    np.testing.assert_allclose(deepcc.m2_bound(A(1e6), 150e3, A(0.1)), [2.5], rtol=1e-6)
     m = A(0.5, 40.0, 0.3)[None]
-    np.testing.assert_allclose(deepcc.bounded_measurement(m, A(1e6), 150e3, A(0.1)), [[0.5, 2.5, 0.1]], rtol=1e-6)
-    np.testing.assert_allclose(deepcc.bounded_measurement(A(0.5, 1.2, 0.05)[None], A(1e6), 150e3, A(0.1)),
+    np.testing.assert_allclose(deepcc.bounded_measurement(m, A(2.5)), [[0.5, 2.5, 0.1]], rtol=1e-6)
+    np.testing.assert_allclose(deepcc.bounded_measurement(A(0.5, 1.2, 0.05)[None], A(2.5)),
                                [[0.5, 1.2, 0.05]], rtol=1e-6)  # below both bounds: unchanged
-    np.testing.assert_allclose(deepcc.bounded_measurement(m, A(0.0), 150e3, A(0.1)), m, rtol=1e-6)  # C̄ unknown
+    np.testing.assert_allclose(deepcc.bounded_measurement(m, A(0.0)), m, rtol=1e-6)  # the link unknown
     env, p = make_env("deepcc")
     p = p.replace(reward_bounded=jnp.float32(1.0))
-    st = types.SimpleNamespace(link=types.SimpleNamespace(rtt=A(0.1), buffer_bytes=jnp.float32(150e3)),
-                               goal=A(0.6, 0.3, 0.1)[None])
+    st = types.SimpleNamespace(link=types.SimpleNamespace(rtt=A(0.1)), goal=A(0.6, 0.3, 0.1)[None])
+    m2_max = 1 + 150e3 / (1.2e6 * 0.1)  # 2.25
     prev = deepcc.DeepccFlow(started=jnp.array([True]), last_action=A(0.4), rtt=A(0.2), thr_max=A(6e5), thr_ref=A(1.2e6),
-                             m2=A(1.0))
+                             m2_max=A(m2_max), m2=A(1.0))
     m = mi.mi_zero(1)
     m = mi.mi_add_sample(m, A(30000.0), A(3.1), A(3.1))  # a packet that waited out a 3-s outage: m² = 31
     m = m.replace(duration=A(0.1), sent=A(50000.0), lost=A(20000.0))
@@ -86,8 +86,14 @@ def test_bounded_reward_by_hand():
     assert loss > 0.1
     # the observation is eq. 1's: 3e5 B/s delivered / the running max 6e5, RTT 3.1 / 0.1
     np.testing.assert_allclose(out.features[0, 4:], [0.5, 31.0, loss], rtol=1e-5)
-    m2_max = 1 + 150e3 / (1.2e6 * 0.1)  # 2.25
     np.testing.assert_allclose(out.reward, [0.6 * 3e5 / 1.2e6 - 0.3 * m2_max - 0.1 * 0.1 / 0.01], rtol=1e-5)
+    # the environment derives the cap from the episode's link: 1 + buffer / (mean capacity x RTT)
+    env2, p2 = make_env("deepcc")
+    _, state = env2.reset(jax.random.key(3), p2)
+    mean = float(jnp.mean(state.link.cap_bps))
+    want = 1 + float(state.link.buffer_bytes) / (mean * float(state.link.rtt[0]))
+    np.testing.assert_allclose(state.paper.m2_max, [want], rtol=1e-4)
+    assert float(env2.init_paper(None, p2).m2_max[0]) == 0.0  # a sender's: unknown, no bound
 
 
 def test_spec_and_config():

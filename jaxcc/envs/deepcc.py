@@ -127,6 +127,7 @@ class DeepccFlow:
     rtt: jax.Array  # EWMA RTT (s)
     thr_max: jax.Array  # bytes/s
     thr_ref: jax.Array  # bytes/s: the link's mean capacity (reward normaliser); 0 when unknown
+    m2_max: jax.Array  # the bounded reward's cap on m² (``m2_bound``); 0 when the link is unknown
     m2: jax.Array  # last delay measurement
 
 
@@ -140,18 +141,22 @@ def reward(g, m, threshold=0.01):
     return g[..., 0] * m[..., 0] - g[..., 1] * m[..., 1] - g[..., 2] * m[..., 2] / threshold
 
 
-def bounded_measurement(m, thr_ref, buffer_bytes, rtt):
-    """m (eq. 1, [..., 3]) with m² ≤ 1 + B / (C̄ · RTT) — the RTT over a full drop-tail buffer
-    drained at the link's mean capacity C̄ (``thr_ref``), the largest delay a target on this link
-    asks for (``jaxcc.evaluation.tcr``: T2 ≤ B / C̄) — and m³ ≤ ``TARGET_MAX_LOSS``; unchanged
-    where C̄ is unknown (0).
+def m2_bound(mean_bps, buffer_bytes, rtt):
+    """1 + B / (C̄ · RTT): the delay ratio m² of a full drop-tail buffer drained at the link's mean
+    capacity C̄, the largest delay a target on this link asks for (``jaxcc.evaluation.tcr``:
+    T2 ≤ B / C̄)."""
+    return 1.0 + buffer_bytes / jnp.maximum(mean_bps * rtt, 1.0)
+
+
+def bounded_measurement(m, m2_max):
+    """m (eq. 1, [..., 3]) with m² ≤ ``m2_max`` (``m2_bound``) and m³ ≤ ``TARGET_MAX_LOSS``;
+    unchanged where ``m2_max`` is 0 (the link unknown, as to a sender).
 
     Beyond those levels every requirement is already missed, so eq. 3's unbounded terms add no
     information about meeting one; they do swamp everything else after an outage (the delay ratio
     of the packets that waited it out reaches 50–150 at 100–250 ms RTTs) and make a rate far below
     capacity score best (measured in ``checkpoints/deepcc/README.md``, "Robust dynamics")."""
-    known = thr_ref > 0
-    m2_max = 1.0 + buffer_bytes / jnp.maximum(thr_ref * rtt, 1.0)
+    known = m2_max > 0
     return m.at[..., 1].set(jnp.where(known, jnp.minimum(m[..., 1], m2_max), m[..., 1])).at[..., 2].set(
         jnp.where(known, jnp.minimum(m[..., 2], TARGET_MAX_LOSS), m[..., 2]))
 
@@ -242,14 +247,16 @@ class DeepccEnv(base.MultiFlowEnv):
         z = jnp.zeros((f,), jnp.float32)
         # the link's mean capacity over the episode when the episode is known (training), else 0
         if init is None:
-            ref = z
-        elif self.config.dynamics is None:  # equal 10-ms Poisson slots: the plain mean is the time average
-            ref = jnp.full((f,), jnp.mean(init.link.cap_bps), jnp.float32) * p.reward_link_norm
+            return DeepccFlow(started=jnp.zeros((f,), bool), last_action=jnp.full((f,), p.init_action), rtt=z,
+                              thr_max=z, thr_ref=z, m2_max=z, m2=jnp.ones((f,), jnp.float32))
+        if self.config.dynamics is None:  # equal 10-ms Poisson slots: the plain mean is the time average
+            mean = jnp.full((f,), jnp.mean(init.link.cap_bps), jnp.float32)
         else:  # overlaid segments have unequal lengths
-            ref = jnp.full((f,), samplers.mean_capacity(init.link, self.horizon(init.link, p)), jnp.float32)
-            ref = ref * p.reward_link_norm
+            mean = jnp.full((f,), samplers.mean_capacity(init.link, self.horizon(init.link, p)), jnp.float32)
         return DeepccFlow(started=jnp.zeros((f,), bool), last_action=jnp.full((f,), p.init_action), rtt=z,
-                          thr_max=z, thr_ref=ref, m2=jnp.ones((f,), jnp.float32))
+                          thr_max=z, thr_ref=mean * p.reward_link_norm,
+                          m2_max=m2_bound(mean, init.link.buffer_bytes, init.link.rtt).astype(jnp.float32),
+                          m2=jnp.ones((f,), jnp.float32))
 
     def apply_action(self, state, action, p):
         a = jnp.clip(jnp.asarray(action, jnp.float32).reshape(self.config.num_flows), 0.0, 1.0)
@@ -268,7 +275,7 @@ class DeepccEnv(base.MultiFlowEnv):
                           mi_lib.loss_rate(m)], axis=-1)
         m1_ref = jnp.where(fl.thr_ref > 0, thr / jnp.maximum(fl.thr_ref, 1e-9), meas[..., 0])
         m_r = meas.at[..., 0].set(m1_ref)
-        m_r = jnp.where(p.reward_bounded > 0, bounded_measurement(m_r, fl.thr_ref, state.link.buffer_bytes, state.link.rtt), m_r)
+        m_r = jnp.where(p.reward_bounded > 0, bounded_measurement(m_r, fl.m2_max), m_r)
         r = reward(state.goal, m_r, p.loss_threshold)
         s = jnp.stack([
             fl.last_action,
@@ -277,8 +284,7 @@ class DeepccEnv(base.MultiFlowEnv):
             jnp.where(has, jnp.maximum(mean - min_rtt, 0.0) / jnp.maximum(min_rtt, 1e-9), 0.0),
         ], axis=-1)
         feats = jnp.concatenate([s, meas], axis=-1)
-        new = DeepccFlow(started=jnp.ones_like(fl.started), last_action=fl.last_action, rtt=rtt, thr_max=thr_max,
-                         thr_ref=fl.thr_ref, m2=m2)
+        new = fl.replace(started=jnp.ones_like(fl.started), rtt=rtt, thr_max=thr_max, m2=m2)
         return base.StepOut(features=feats, reward=r, paper=new, terminated=jnp.zeros((), bool),
                             info={"measurement": meas})
 

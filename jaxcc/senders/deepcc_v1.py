@@ -134,10 +134,8 @@ def sender(spec: dict, tensors: dict, goal=None) -> common.Sender:
         return own._replace(rate=rate.astype(jnp.float32), paper=paper, goal=goal_now.astype(jnp.float32))
 
     def observe(own: Own, m, run, rtt0):
-        # A sender knows neither the buffer nor the link's mean capacity (paper.thr_ref = 0), so the
-        # reward's bounds (training only) stay off.
-        st = types.SimpleNamespace(link=types.SimpleNamespace(rtt=jnp.full((1,), rtt0), buffer_bytes=jnp.float32(0.0)),
-                                   goal=own.goal[None], rate=own.rate)
+        st = types.SimpleNamespace(link=types.SimpleNamespace(rtt=jnp.full((1,), rtt0)), goal=own.goal[None],
+                                   rate=own.rate)
         out = env.observe(st, own.paper, m, run, None, p)
         return out.features[0], own._replace(paper=out.paper, last_m=out.info["measurement"][0].astype(jnp.float32),
                                              have_m=jnp.ones((), bool))
