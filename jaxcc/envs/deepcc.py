@@ -246,17 +246,17 @@ class DeepccEnv(base.MultiFlowEnv):
         f = self.config.num_flows
         z = jnp.zeros((f,), jnp.float32)
         # the link's mean capacity over the episode when the episode is known (training), else 0
+        # and the bounded reward's cap on m² (0: no bound, as for a sender)
         if init is None:
-            return DeepccFlow(started=jnp.zeros((f,), bool), last_action=jnp.full((f,), p.init_action), rtt=z,
-                              thr_max=z, thr_ref=z, m2_max=z, m2=jnp.ones((f,), jnp.float32))
-        if self.config.dynamics is None:  # equal 10-ms Poisson slots: the plain mean is the time average
-            mean = jnp.full((f,), jnp.mean(init.link.cap_bps), jnp.float32)
-        else:  # overlaid segments have unequal lengths
-            mean = jnp.full((f,), samplers.mean_capacity(init.link, self.horizon(init.link, p)), jnp.float32)
+            mean, m2_max = z, z
+        else:
+            if self.config.dynamics is None:  # equal 10-ms Poisson slots: the plain mean is the time average
+                mean = jnp.full((f,), jnp.mean(init.link.cap_bps), jnp.float32)
+            else:  # overlaid segments have unequal lengths
+                mean = jnp.full((f,), samplers.mean_capacity(init.link, self.horizon(init.link, p)), jnp.float32)
+            m2_max = m2_bound(mean, init.link.buffer_bytes, init.link.rtt).astype(jnp.float32)
         return DeepccFlow(started=jnp.zeros((f,), bool), last_action=jnp.full((f,), p.init_action), rtt=z,
-                          thr_max=z, thr_ref=mean * p.reward_link_norm,
-                          m2_max=m2_bound(mean, init.link.buffer_bytes, init.link.rtt).astype(jnp.float32),
-                          m2=jnp.ones((f,), jnp.float32))
+                          thr_max=z, thr_ref=mean * p.reward_link_norm, m2_max=m2_max, m2=jnp.ones((f,), jnp.float32))
 
     def apply_action(self, state, action, p):
         a = jnp.clip(jnp.asarray(action, jnp.float32).reshape(self.config.num_flows), 0.0, 1.0)
