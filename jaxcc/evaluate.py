@@ -64,7 +64,8 @@ def main(flag_values=None, argv: Sequence[str] = ()) -> int:
             "jain": f"over the last {metrics.JAIN_LAST_S:g} s of multi-flow scenarios",
             "recovery": f"ramp_s, step_ramp_s, reclaim_s: s until >= {metrics.RAMP_FRACTION:g} of capacity in a "
                         f"{metrics.RAMP_BIN_S:g} s bin, held on average for {metrics.RAMP_HOLD_S:g} s from it "
-                        f"(null: never); min_fair_share over Jain's window",
+                        f"(null: never); time_to_fair_s: s after each arrival or departure (fair_at_s) until "
+                        f"Jain >= {metrics.FAIR_JAIN:g} in such a bin, held likewise; min_fair_share over Jain's window",
             "skipped": report["skipped"]}
     if FLAGS.bars:
         verdicts = bars.check(FLAGS.bars, report["results"])

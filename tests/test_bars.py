@@ -21,20 +21,31 @@ def rec(scenario, controller, **kw):
     return base
 
 
+def _fair_events(at, end, ttf=1.0):
+    """Time-to-fairness fields for events at ``at`` (each judged until the next, the last until ``end``)."""
+    return {"fair_at_s": list(at), "fair_until_s": list(at[1:]) + [end], "time_to_fair_s": [ttf] * len(at)}
+
+
 def _records(label="P", util50=0.90, q95=10.0, loss=0.005, util1030=0.75, jain=(0.99, 0.97, 0.96, 0.95),
              ankh_wins=4, jain8=0.96, jain_rtt=0.93, cubic_rtt=0.92, reclaim=(0.5, 1.0, 2.0), fair=0.8,
-             ramp=3.0, step_ramp=2.0):
+             ramp=3.0, step_ramp=2.0, ttf=1.0, ttf_shared8_last=None):
     """A full pareto + pareto-fair + robust suite for ``label``, bbr and cubic; ``label`` beats bbr's Ankh
-    on ``ankh_wins`` Fig. 5 scenarios."""
+    on ``ankh_wins`` Fig. 5 scenarios.  Every arrival and departure is fair after ``ttf`` s (the
+    last arrival of shared8 after ``ttf_shared8_last`` s when given)."""
+    s8 = _fair_events([2.0 * k for k in range(1, 8)], 40.0, ttf)
+    if ttf_shared8_last is not None:
+        s8["time_to_fair_s"][-1] = ttf_shared8_last
     out = [rec("pareto/fixed50", label, utilization=util50, p95_qdelay_ms=q95, loss=loss),
            rec("pareto/dyn10-20", label), rec("pareto/dyn10-30", label, utilization=util1030),
            rec("pareto/lte", label),
-           rec("pareto/depart4", label, depart_at_s=[30.0, 40.0, 50.0][:len(reclaim)], reclaim_s=list(reclaim)),
-           rec("pareto/shared8", label, jain=jain8), rec("pareto/rtt30-120", label, jain=jain_rtt),
+           rec("pareto/depart4", label, depart_at_s=[30.0, 40.0, 50.0][:len(reclaim)], reclaim_s=list(reclaim),
+               **_fair_events([2.0, 4.0, 6.0, 30.0, 40.0], 50.0, ttf)),
+           rec("pareto/shared8", label, jain=jain8, **s8), rec("pareto/rtt30-120", label, jain=jain_rtt),
            rec("pareto/rtt30-120", "cubic", jain=cubic_rtt), rec("pareto/jitter4", label, min_fair_share=fair),
            rec("robust/start1pct", label, ramp_s=ramp),
            rec("robust/step5-50", label, step_up_at_s=[10.0], step_ramp_s=[step_ramp])]
-    out += [rec(f"pareto/shared{n}", label, jain=j) for n, j in zip((2, 3, 4, 5), jain)]
+    out += [rec(f"pareto/shared{n}", label, jain=j, **_fair_events([2.0 * k for k in range(1, n)], 30.0, ttf))
+            for n, j in zip((2, 3, 4, 5), jain)]
     by = {(r["scenario"], r["controller"]): r for r in out}
     for i, s in enumerate(FIG5):
         by[(s, label)]["ankh"] = 0.2 if i < ankh_wins else 0.4
@@ -42,7 +53,7 @@ def _records(label="P", util50=0.90, q95=10.0, loss=0.005, util1030=0.75, jain=(
     return out
 
 
-N_PARETO = 12  # Pareto's six §V bars, the four fairness bars, the two robust bars
+N_PARETO = 13  # Pareto's six §V bars, the five fairness bars, the two robust bars
 
 
 def _met(verdicts):
@@ -56,7 +67,8 @@ def test_fig5_scenarios_are_the_suite():
 def test_all_bars_met_exactly_at_the_thresholds():
     v = bars.check("pareto", _records(util50=0.85, q95=45.0, loss=0.01, util1030=0.70,
                                       jain=(0.95, 0.95, 0.95, 0.95), ankh_wins=4, jain8=0.95, jain_rtt=0.92,
-                                      cubic_rtt=0.92, reclaim=(5.0, 5.0, 5.0), fair=0.5, ramp=10.0, step_ramp=5.0))
+                                      cubic_rtt=0.92, reclaim=(5.0, 5.0, 5.0), fair=0.5, ramp=10.0, step_ramp=5.0,
+                                      ttf=5.0))
     assert list(v) == ["P"]  # bbr and cubic are baselines, not checked
     assert _met(v["P"]) == [True] * N_PARETO
 
@@ -66,8 +78,9 @@ def test_all_bars_met_exactly_at_the_thresholds():
     ({"jain": (1.0, 1.0, 1.0, 0.949)}, 4), ({"ankh_wins": 3}, 5),
     ({"jain8": 0.949}, 6), ({"jain_rtt": 0.9199, "cubic_rtt": 0.92}, 7), ({"reclaim": (0.5, 5.5, 1.0)}, 8),
     ({"reclaim": (0.5, math.inf, 1.0)}, 8), ({"reclaim": (0.5, None, 1.0)}, 8), ({"reclaim": ()}, 8),
-    ({"fair": 0.499}, 9), ({"fair": float("nan")}, 9), ({"ramp": 10.5}, 10), ({"ramp": math.inf}, 10),
-    ({"step_ramp": 5.5}, 11), ({"step_ramp": None}, 11),
+    ({"fair": 0.499}, 9), ({"fair": float("nan")}, 9), ({"ttf_shared8_last": 5.5}, 10),
+    ({"ttf_shared8_last": math.inf}, 10), ({"ttf": 5.5}, 10),
+    ({"ramp": 10.5}, 11), ({"ramp": math.inf}, 11), ({"step_ramp": 5.5}, 12), ({"step_ramp": None}, 12),
 ])
 def test_each_bar_fails_on_its_own(kw, failing):
     met = _met(bars.check("pareto", _records(**kw))["P"])
@@ -83,6 +96,35 @@ def test_recovery_values_say_what_was_measured():
     assert v["jitter4 (+-5 ms): every flow >= 1/2 its fair share"] == "smallest 0.31 of fair share"
     assert v["start at 1%: >= 80% util within 10 s"] == "never"
     assert v["5 -> 50 Mbit/s: >= 80% util within 5 s"] == "1.5 s"
+
+
+TTF = "Jain >= 0.9 within 5 s of every arrival and departure"
+
+
+def test_time_to_fairness_judges_only_events_it_had_time_for():
+    """The arrivals 2 s apart are judged only when fair before the next one: shared8's first six
+    (each 2 s before the next) never fair are "not judged"; its last (26 s to the end) at 5.5 s is
+    a miss.  Events: shared2-5 1 + 2 + 3 + 4, shared8 7, depart4 5 = 22."""
+    v = {x.bar: x for x in bars.check("pareto", _records(ttf=1.0))["P"]}
+    assert v[TTF].met and v[TTF].value == "22 of 22 events"
+    v = {x.bar: x for x in bars.check("pareto", _records(ttf=math.inf))["P"]}
+    # judged: the last event of each shared link (4), shared8's last, depart4's 6, 30 and 40 s: 8;
+    # not judged: 1 + 2 + 3 (shared3-5's early arrivals) + 6 (shared8's) + 2 (depart4's 2 and 4 s) = 14
+    assert not v[TTF].met
+    assert v[TTF].value.startswith("0 of 8 events: shared2 never after 2 s, shared3 never after 4 s, ")
+    assert v[TTF].value.endswith("; 14 not judged (next event within 5 s)")
+    v = {x.bar: x for x in bars.check("pareto", _records(ttf_shared8_last=5.5))["P"]}
+    assert not v[TTF].met and v[TTF].value == "21 of 22 events: shared8 5.5 s after 14 s"
+
+
+def test_time_to_fairness_without_the_measurement_is_unmet_with_the_reason():
+    recs = [dict(r) for r in _records()]
+    for r in recs:
+        r.pop("time_to_fair_s", None)
+    v = {x.bar: x for x in bars.check("pareto", recs)["P"]}
+    assert not v[TTF].met and "without the recovery measurements" in v[TTF].value
+    v = {x.bar: x for x in bars.check("pareto", [r for r in _records() if r["scenario"] != "pareto/shared8"])["P"]}
+    assert not v[TTF].met and v[TTF].value.startswith("not evaluated (needs pareto/shared2")
 
 
 def test_robust_alone_and_comma_lists_judge_each_bar_once():
@@ -177,17 +219,19 @@ def test_missing_scenarios_or_bbr_are_unmet_with_the_reason():
 
 @pytest.mark.parametrize("name, bad", [("nope", "nope"), ("pareto,nope", "nope"), ("", "")])
 def test_unknown_bar_set_names_the_valid_ones(name, bad):
-    with pytest.raises(ValueError, match=f"unknown bar set '{bad}'; expected one of aurora, deepcc, eagle, mocc, outage, pareto, pareto-links, robust"):
+    with pytest.raises(ValueError, match=f"unknown bar set '{bad}'; expected one of aurora, coexist, deepcc, eagle, mocc, outage, pareto, pareto-links, robust"):
         bars.check(name, [])
 
 
 def test_shipped_pareto_fair_meets_what_its_readme_claims():
-    """checkpoints/pareto/README.md: the shipped Pareto-Fair v2 (seed 0) meets 9 of the 12 Pareto
-    bars on its eval_sim.json, missing Jain for 2-5 flows, the 30/120 ms pair and the 5 -> 50 step."""
+    """checkpoints/pareto/README.md: the shipped Pareto-Fair v2 (seed 0) meets 9 of the 13 Pareto
+    bars on its eval_sim.json, missing Jain for 2-5 flows, the 30/120 ms pair, the time to
+    fairness and the 5 -> 50 step."""
     with open(os.path.join(REPO, "checkpoints", "pareto", "eval_sim.json"), encoding="utf-8") as fh:
         recs = json.load(fh)["results"]
     v = bars.check("pareto", recs)["Pareto-Fair"]
-    assert _met(v) == [True, True, True, True, False, True, True, False, True, True, True, False]
+    assert _met(v) == [True, True, True, True, False, True, True, False, True, True, False, True, False]
+    assert v[10].value.startswith("2 of 8 events: shared2 24.5 s after 2 s, ")
     assert v[3].value == "0.795" and v[5].value == "4 of 6" and v[6].value == "0.970"
     links = bars.check("pareto-links", recs)["Pareto-Fair"]
     assert all(x.met for x in links) and links[3].value == "0.977"
@@ -199,7 +243,7 @@ def test_shipped_pareto_paper_eval_predates_the_robust_bars():
     with open(os.path.join(REPO, "checkpoints", "pareto", "eval_sim_paper.json"), encoding="utf-8") as fh:
         recs = json.load(fh)["results"]
     v = bars.check("pareto", recs)["Pareto-Fair"]
-    assert _met(v) == [True, True, True, False, False, True] + [False] * 6
+    assert _met(v) == [True, True, True, False, False, True] + [False] * 7
     assert v[3].value == "0.447" and v[5].value == "5 of 6"
     assert all(x.value.startswith(("not evaluated", "not measured")) for x in v[6:]), v[6:]
 

@@ -92,6 +92,60 @@ def test_fair_share_of_two_constant_flows():
     assert evaluation_runs.recovery_metrics(tr, sc)["min_fair_share"] == pytest.approx(0.4, rel=1e-4)
 
 
+def _two_flows(g0, g1, active1, cap_mbps=10.0, dt=0.0125):
+    """A synthetic two-flow trace: per-tick goodputs (Mbit/s) and flow 1's activity."""
+    n = g0.size
+    g = np.stack([g0, g1], axis=1) * MBPS * dt
+    active = np.stack([np.ones(n, bool), active1], axis=1)
+    return metrics.Trace(time=np.arange(1, n + 1) * dt, dt=dt, active=active, sent=g, acked=g, lost=np.zeros_like(g),
+                         admitted=g, owd=np.zeros_like(g), qdelay=np.zeros(n), capacity=np.full(n, cap_mbps * MBPS))
+
+
+def test_time_to_fairness_by_hand():
+    """Flow 0 alone at 10 Mbit/s until flow 1 arrives at 10 s; then 9:1 for 3 s, Jain(9, 1) =
+    100 / (2 x 82) = 0.61; then 6:4 (Jain 100 / (2 x 52) = 0.96).  The bins from 10 s are 0.5 s, so
+    the first fair bin is (13, 13.5] and its 2 s hold is 6:4 too: 3.5 s.  Jain(1, r) >= 0.9 holds
+    from r = 1/2: at 7:3 (r = 0.43, Jain 0.86) never; at 6.6:3.4 (r = 0.52) from 13 s on."""
+    t = np.arange(1, 1601) * 0.0125  # 20 s
+    after = t > 10.0
+    g1 = np.where(after, np.where(t > 13.0, 4.0, 1.0), 0.0)
+    tr = _two_flows(10.0 - g1, g1, after)
+    assert metrics.time_to_fairness(tr, 10.0, [0, 1]) == 3.5
+    assert metrics.time_to_fairness(tr, 10.0, [0, 1], t_end=13.4) == math.inf  # judged until the next event
+    assert metrics.time_to_fairness(tr, 10.0, [0, 1], threshold=0.6) == 0.5
+    g1 = np.where(after, np.where(t > 13.0, 3.0, 1.0), 0.0)
+    assert metrics.time_to_fairness(_two_flows(10.0 - g1, g1, after), 10.0, [0, 1]) == math.inf
+    g1 = np.where(after, np.where(t > 13.0, 3.4, 1.0), 0.0)  # 6.6:3.4, r = 0.52: Jain 100 / (2 x 55.12) = 0.907
+    assert metrics.time_to_fairness(_two_flows(10.0 - g1, g1, after), 10.0, [0, 1]) == 3.5
+    # A dark link is not fair: nothing delivered for 2 s after the arrival, then 5:5.
+    g1 = np.where(t > 12.0, 5.0, 0.0)
+    g0 = np.where((t > 10.0) & (t <= 12.0), 0.0, np.where(t > 12.0, 5.0, 10.0))
+    assert metrics.time_to_fairness(_two_flows(g0, g1, after), 10.0, [0, 1]) == 2.5
+    with pytest.raises(ValueError, match="two or more flows"):
+        metrics.time_to_fairness(tr, 10.0, [1])
+
+
+def test_time_to_fairness_events_come_from_the_scenario():
+    """pareto/depart4 (starts at 0, 2, 4, 6 s; stops at 30, 40, 50, 60): the events with two
+    flows or more sending after them are the arrivals at 2, 4, 6 s and the departures at 30 and
+    40 s (after 50 s one flow is left).  oracle sends c/n to each flow from the tick after an
+    event: fair from the first bin (0.5 s) each time; fixed:20 next to fixed:5 on a link that
+    carries both is Jain 0.74 for ever."""
+    dep = scenarios.get_scenario("pareto/depart4")
+    (rec,) = evaluation_runs.run_evaluation([dep], evaluation_runs.controller_entries("oracle"), progress=False,
+                                            keep_series=False)["results"]
+    assert rec["fair_at_s"] == [2.0, 4.0, 6.0, 30.0, 40.0]
+    assert rec["time_to_fair_s"] == [0.5] * 5
+    two = scenarios.parse_scenario({"name": "two-fixed-unfair", "duration_s": 10.0,
+                                    "link": {"bandwidth_mbps": 50, "buffer_bytes": 440_000},
+                                    "flows": [{"rtt_ms": 90.0, "controller": "fixed:20"},
+                                              {"rtt_ms": 90.0, "start_s": 1.0, "controller": "fixed:5"}]})
+    (tr,) = _traces([two])
+    assert metrics.jain_index([20.0, 5.0]) == pytest.approx(0.735, abs=1e-3)
+    rm = evaluation_runs.recovery_metrics(tr, two)
+    assert rm["fair_at_s"] == [1.0] and rm["time_to_fair_s"] == [math.inf]
+
+
 def test_recovery_events_come_from_the_scenario():
     dyn = scenarios.get_scenario("pareto/dyn10-30")  # 10/30 every 5 s: steps up at 5, 15, 25 s
     tr = metrics.Trace(time=np.arange(1, 2401) * 0.0125, dt=0.0125, active=np.ones((2400, 1), bool),

@@ -20,13 +20,21 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 pytestmark = pytest.mark.full  # the shipped files' bars: minutes of simulation
 
 
+MEASURED_TRACE_S = 30.0
+
+
 def as_measured(name):
     """A named scenario as the READMEs' figures were measured: trace links binned at 10 ms (the
-    simulator's trace bin before it became jaxcc.sim.trace.TRACE_BIN_MS, 100 ms)."""
+    simulator's trace bin before it became jaxcc.sim.trace.TRACE_BIN_MS, 100 ms) and run for 30 s
+    (the Verizon LTE scenarios run catalogue.VERIZON_DURATION_S now, to include the outage)."""
     sc = scenarios.get_scenario(name)
     if sc.link.trace is None:
         return sc
-    return dataclasses.replace(sc, link=dataclasses.replace(sc.link, trace_bin_ms=10.0))
+    sc = dataclasses.replace(sc, link=dataclasses.replace(sc.link, trace_bin_ms=10.0))
+    if "Verizon-LTE-short" not in sc.link.trace:
+        return sc
+    flows = tuple(dataclasses.replace(f, stop_s=min(f.stop_s, MEASURED_TRACE_S)) for f in sc.flows)
+    return dataclasses.replace(sc, duration_s=MEASURED_TRACE_S, flows=flows)
 
 
 def _run(scenario_names, controllers):
@@ -104,6 +112,8 @@ PARETO_MISSED = {
     "Jain >= 0.95 for 2-5 flows": "shared2-5 Jain 0.819 / 0.858 / 0.842 / 0.822: late flows converge in 15-25 s",
     "rtt30-120 Jain >= in-sim CUBIC's": "30/120 ms Jain 0.843 vs CUBIC 0.948",
     "5 -> 50 Mbit/s: >= 80% util within 5 s": "robust/step5-50: 80 % after 5.5 s",
+    "Jain >= 0.9 within 5 s of every arrival and departure": "2 of 8 events: Jain >= 0.9 only 9-24.5 s after the "
+                                                             "last arrival (shared2-5, shared8, depart4)",
 }
 
 
@@ -129,8 +139,8 @@ def _pareto_bar_names():
                                  if b in PARETO_MISSED else b for b in _pareto_bar_names()])
 def test_pareto_fair_bars(pareto_verdicts, bar):
     """Each Pareto bar (§V and robust training) as the README reports it for the shipped file
-    (15 bars)."""
-    assert len(pareto_verdicts) == 15
+    (16 bars)."""
+    assert len(pareto_verdicts) == 16
     assert pareto_verdicts[bar].met, pareto_verdicts[bar]
 
 

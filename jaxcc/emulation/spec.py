@@ -155,13 +155,22 @@ def validate_controller(c: str | None) -> None:
     refuse_sim_only(c, f"--controller={c}")
 
 
+# A kept neighbour (``keep_controller``) runs as the kernel's TCP: the emulation has no CUBIC or
+# NewReno of its own, and the kernel's BBR is the reference the simulator's model is checked on.
+KEPT_AS_KERNEL = {"cubic": "kernel:cubic", "reno": "kernel:reno", "bbr": "kernel:bbr"}
+
+
 def assign_controllers(spec: scenarios.Scenario, controller: str | None) -> list[str]:
     """Controllers per flow. A given controller replaces every flow's, except flows whose own
-    controller is kernel:* (those are cross traffic and stay as written)."""
-    own = [f.controller for f in spec.flows]
+    controller is kernel:* (those are cross traffic and stay as written) and flows that keep
+    their own (``keep_controller``: a kept cubic, reno or bbr runs as the kernel's,
+    ``KEPT_AS_KERNEL``)."""
+    own = [KEPT_AS_KERNEL.get(f.controller, f.controller) if f.keep_controller else f.controller
+           for f in spec.flows]
     if controller is None:
         return own
-    return [c if is_kernel(c) and len(own) > 1 else controller for c in own]
+    return [c if f.keep_controller or (is_kernel(c) and len(own) > 1) else controller
+            for f, c in zip(spec.flows, own)]
 
 
 # ----------------------------------------------------------------------------- rate schedules

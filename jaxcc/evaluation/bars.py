@@ -26,6 +26,11 @@ from ``jaxcc.evaluate``'s records, measured there by ``recovery_metrics``):
   of the capacity within 5 s (``reclaim_s`` ≤ 5 for every departure);
 * ``pareto/jitter4`` (± 5 ms non-congestive jitter): every flow ≥ ½ its fair share over the last
   20 s (``min_fair_share`` ≥ 0.5);
+* time to fairness, on ``pareto/shared2``–``shared5``, ``shared8`` and ``depart4``: after every
+  arrival and departure, Jain's index over the flows sending ≥ 0.9 within 5 s (``time_to_fair_s``,
+  ``jaxcc.evaluation.metrics.time_to_fairness``: a 0.5 s bin whose next 2 s hold it).  An event
+  followed by the next one within 5 s (the arrivals 2 s apart) is judged only if the flows were
+  fair before it; otherwise it is counted as not judged, not as missed;
 * the ``robust`` bars below.
 
 ``robust`` (robust training, every shipped policy; suite ``robust``; "reach" = a 0.5 s bin at
@@ -40,6 +45,12 @@ above):
 on each link the loss over the run ≤ 3 % and ≥ 80 % of the capacity within 3 s of the link's
 return (``step_ramp_s`` of the return ≤ 3).  BBR and CUBIC stop sending when no ACK comes back
 (their windows fill); a rate-based policy that keeps its rate loses what it sends into the dark.
+
+``coexist`` (every family; suite ``coexist``, run with ``--controller=cubic,bbr,...``; share
+and harm as ``jaxcc.evaluation.coexist`` defines them): on every ``coexist/cubic*`` link (1–4
+CUBIC flows at 40 ms, and a 20/80 ms pair both ways) the evaluated flow takes between 0.5× and
+2× its fair share, and harms the CUBIC flows no more than BBR does in its place (throughput
+harm and delay harm each ≤ BBR's).  The ``coexist/bbr*`` links are reported, not judged.
 
 ``aurora`` (robust training): on ``aurora/fig2`` (30 Mbit/s, 1 % random loss, 10-packet queue) the
 policy's loss below in-sim CUBIC's (needs ``cubic``); and the ``robust`` bars.
@@ -91,6 +102,7 @@ import dataclasses
 import math
 from typing import Sequence
 
+from jaxcc.evaluation import coexist
 from jaxcc.scenarios import SUITES
 
 
@@ -189,7 +201,37 @@ def pareto_fair(records: Sequence[dict], controller: str) -> list[Verdict]:
         x = j.get("min_fair_share")
         ok = x is not None and not math.isnan(x) and x >= 0.5
         out.append(Verdict(bar, "not measured" if x is None or math.isnan(x) else f"smallest {x:.2f} of fair share", ok))
+    out.append(_time_to_fairness(by, controller))
     return out
+
+
+FAIRNESS_EVENT_LINKS = ("pareto/shared2", "pareto/shared3", "pareto/shared4", "pareto/shared5", "pareto/shared8",
+                        "pareto/depart4")
+FAIR_WITHIN_S = 5.0
+
+
+def _time_to_fairness(by: dict, controller: str) -> Verdict:
+    """Jain ≥ 0.9 within 5 s of every arrival and departure on ``FAIRNESS_EVENT_LINKS``."""
+    bar = "Jain >= 0.9 within 5 s of every arrival and departure"
+    recs = [by.get((s, controller)) for s in FAIRNESS_EVENT_LINKS]
+    if any(r is None for r in recs):
+        return Verdict(bar, f"{NOT_EVALUATED} (needs {', '.join(FAIRNESS_EVENT_LINKS)})", False)
+    if any("time_to_fair_s" not in r for r in recs):
+        return Verdict(bar, NOT_MEASURED, False)
+    judged, late, skipped = 0, [], 0
+    for s, r in zip(FAIRNESS_EVENT_LINKS, recs):
+        for t, until, x in zip(r["fair_at_s"], r["fair_until_s"], r["time_to_fair_s"]):
+            if until - t < FAIR_WITHIN_S and not _within(x, FAIR_WITHIN_S):
+                skipped += 1  # the next event came first: not judged
+                continue
+            judged += 1
+            if not _within(x, FAIR_WITHIN_S):
+                late.append(f"{s.split('/')[-1]} {_secs(x)} after {t:g} s")
+    note = f"; {skipped} not judged (next event within {FAIR_WITHIN_S:g} s)" if skipped else ""
+    if not judged:
+        return Verdict(bar, f"no event judged{note}", False)
+    value = f"{judged - len(late)} of {judged} events" + (": " + ", ".join(late) if late else "") + note
+    return Verdict(bar, value, not late)
 
 
 def robust(records: Sequence[dict], controller: str) -> list[Verdict]:
@@ -483,8 +525,36 @@ def deepcc(records: Sequence[dict], controller: str) -> list[Verdict]:
     return out
 
 
+COEXIST_CUBIC_LINKS = tuple(s for s in SUITES["coexist"] if coexist.neighbour_kind(s) == "cubic")
+COEXIST_SHARE = (0.5, 2.0)
+
+
+def coexist_bars(records: Sequence[dict], controller: str) -> list[Verdict]:
+    """The coexistence bars for ``controller`` on the ``coexist/cubic*`` links (module docstring)."""
+    got = {r["scenario"]: r for r in coexist.rows(records, controller)}
+    missing = [s for s in COEXIST_CUBIC_LINKS if s not in got or "bbr_harm" not in got[s]]
+    lo, hi = COEXIST_SHARE
+    bars = (f"share beside CUBIC in [{lo:g}, {hi:g}]x fair on every coexist/cubic link",
+            "harm to CUBIC (throughput and delay) <= BBR's on every coexist/cubic link")
+    if missing:
+        why = f"{NOT_EVALUATED} (needs {', '.join(missing)} with --controller=cubic,bbr)"
+        return [Verdict(b, why, False) for b in bars]
+    rows = [got[s] for s in COEXIST_CUBIC_LINKS]
+    short = [r["scenario"].split("/")[-1] for r in rows]
+    shares = [r["share"] for r in rows]
+    out = [Verdict(bars[0], ", ".join(f"{n} {x:.2f}" for n, x in zip(short, shares)),
+                   all(lo <= x <= hi for x in shares))]
+    worse = [n for n, r in zip(short, rows)
+             if not (r["harm"]["throughput"] <= r["bbr_harm"]["throughput"] and r["harm"]["delay"] <= r["bbr_harm"]["delay"])]
+    value = ", ".join(f"{n} {coexist.fmt(r['harm']['throughput'])}/{coexist.fmt(r['harm']['delay'])} "
+                      f"(BBR {coexist.fmt(r['bbr_harm']['throughput'])}/{coexist.fmt(r['bbr_harm']['delay'])})"
+                      for n, r in zip(short, rows))
+    out.append(Verdict(bars[1], value, not worse))
+    return out
+
+
 BAR_SETS = {"pareto": pareto, "robust": robust, "aurora": aurora, "eagle": eagle, "pareto-links": pareto_links,
-            "mocc": mocc, "deepcc": deepcc, "outage": outage}
+            "mocc": mocc, "deepcc": deepcc, "outage": outage, "coexist": coexist_bars}
 BASELINE_LABELS = ("bbr", "cubic", "reno", "copa", "oracle")
 
 

@@ -383,6 +383,41 @@ def first_held_bin(share, t0: float, end: float, frac: float = RAMP_FRACTION, bi
     return float("inf")
 
 
+# Time to fairness (``time_to_fairness``): Jain's index over the flows sending must reach
+# FAIR_JAIN in a whole bin and hold it over FAIR_HOLD_S from the bin's start; the bins and the
+# hold are the recovery measurements' (RAMP_BIN_S, RAMP_HOLD_S).  0.9 is two flows at a 2:1 ratio
+# (Jain(1, r) = 0.9 at r = 1/2 and r = 2).
+FAIR_JAIN = 0.9
+
+
+def time_to_fairness(tr: Trace, t0: float, flows: Sequence[int], *, threshold: float = FAIR_JAIN,
+                     bin_s: float = RAMP_BIN_S, hold_s: float = RAMP_HOLD_S, t_end: float | None = None) -> float:
+    """How long after ``t0`` (a flow's arrival or departure) Jain's index over ``flows`` (the flows
+    sending after the event) reaches ``threshold`` and holds it.
+
+    The scan is ``first_held_bin``'s: bins ``(t0 + k·bin_s, t0 + (k+1)·bin_s]``; the answer is the
+    end of the first whole bin before ``t_end`` (default: the run's end; a caller passes the next
+    arrival or departure) in which Jain's index of the ``flows``' goodputs (``flow_throughput``:
+    ACKed bytes over each flow's active time in the bin) is at least ``threshold``, and over the
+    ``hold_s`` seconds from the bin's start (cut at ``t_end``) too.  A window in which a flow has
+    no active time, or no flow has any goodput (a dark link), does not count as fair (index 0).
+    ``inf`` when no bin qualifies; needs two flows or more.
+    """
+    cols = list(flows)
+    if len(cols) < 2:
+        raise ValueError(f"time_to_fairness: needs two or more flows, got {cols}")
+    if bin_s <= 0 or hold_s < bin_s or not 0 < threshold <= 1:
+        raise ValueError(f"time_to_fairness: need bin_s > 0, hold_s >= bin_s, 0 < threshold <= 1; "
+                         f"got {bin_s}, {hold_s}, {threshold}")
+    end = float(tr.time[-1]) if t_end is None else min(float(t_end), float(tr.time[-1]))
+
+    def jain(lo: float, hi: float) -> float:
+        x = [flow_throughput(tr, f, (lo, hi)) for f in cols]
+        return 0.0 if any(math.isnan(v) for v in x) or sum(x) <= 0 else jain_index(x)
+
+    return first_held_bin(jain, t0, end, threshold, bin_s, hold_s)
+
+
 def fair_share_fractions(tr: Trace, window: tuple[float, float]) -> list[float]:
     """Each flow's goodput in ``window`` over its fair share, the window's mean capacity divided by
     the number of flows counted (``jain_over``'s: active for at least a quarter of the window);

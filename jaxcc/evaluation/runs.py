@@ -35,7 +35,7 @@ A controller that takes no preference on such a flow (``--controller=bbr``) is n
 ("not run: ...").
 
 Records also carry the recovery measurements (``recovery_metrics``: ``ramp_s``,
-``step_ramp_s``, ``reclaim_s``, ``min_fair_share``), which ``--bars`` (``jaxcc.evaluation.bars``; a
+``step_ramp_s``, ``reclaim_s``, ``time_to_fair_s``, ``min_fair_share``), which ``--bars`` (``jaxcc.evaluation.bars``; a
 comma-separated list of sets) judges.  A baseline given with ``--controller`` on a link whose flow
 has a start rate (``init_rate_mbps``, e.g. ``robust/start1pct``) cannot take that rate
 (``Scenario.init_rate_refusals``); ``--baseline_start`` says what happens there (``from_own_start``):
@@ -253,6 +253,10 @@ def recovery_metrics(tr: metrics.Trace, sc: Scenario) -> dict:
     * ``depart_at_s`` / ``reclaim_s``: each flow that stops before the end while others still
       send, and how long after its stop the flows still sending carry ≥ 80 % (judged until the
       next stop or start);
+    * ``fair_at_s`` / ``fair_until_s`` / ``time_to_fair_s``: each arrival or departure after which
+      two flows or more send (flows starting together are one event), the end of the time it is
+      judged over (the next arrival or departure, or the run's end), and how long after it Jain's
+      index over those flows reaches ``metrics.FAIR_JAIN`` and holds it (``metrics.time_to_fairness``);
     * ``min_fair_share``: multi-flow runs: the smallest goodput over the fair share (capacity / n)
       among the flows of Jain's window (the last ``metrics.JAIN_LAST_S`` s).
 
@@ -279,6 +283,16 @@ def recovery_metrics(tr: metrics.Trace, sc: Scenario) -> dict:
     deps.sort()
     out["depart_at_s"] = [t for t, _ in deps]
     out["reclaim_s"] = [r for _, r in deps]
+    events = sorted({f.start_s for f in flows} | {f.stop_s for f in flows if f.stop_s < sc.duration_s - 1e-9})
+    fair = []
+    for k, t in enumerate(events):
+        sending = [j for j, g in enumerate(flows) if g.start_s <= t < g.stop_s]
+        if len(sending) >= 2:
+            t_end = events[k + 1] if k + 1 < len(events) else sc.duration_s
+            fair.append((t, t_end, metrics.time_to_fairness(tr, t, sending, t_end=t_end)))
+    out["fair_at_s"] = [t for t, _, _ in fair]
+    out["fair_until_s"] = [u for _, u, _ in fair]
+    out["time_to_fair_s"] = [r for _, _, r in fair]
     out["min_fair_share"] = float("nan")
     if len(flows) > 1:
         fr = [x for x in metrics.fair_share_fractions(tr, metrics.jain_window(float(tr.time[-1]))) if not math.isnan(x)]
@@ -296,9 +310,9 @@ def _average_runs(runs: list[dict]) -> dict:
     keys = ["throughput_mbps", "capacity_mbps", "utilization", "p95_owd_ms", "p95_qdelay_ms", "mean_owd_ms", "loss",
             "power", "jain", "cross_mbps", "ramp_s", "min_fair_share"]
     out = {k: _mean([r[k] for r in runs]) for k in keys}
-    for k in ("step_ramp_s", "reclaim_s"):
+    for k in ("step_ramp_s", "reclaim_s", "time_to_fair_s"):
         out[k] = _mean_lists([r[k] for r in runs])
-    for k in ("step_up_at_s", "depart_at_s"):
+    for k in ("step_up_at_s", "depart_at_s", "fair_at_s", "fair_until_s"):
         out[k] = runs[0][k]
     out["jain_note"] = runs[0]["jain_note"]
     out["jain_window_s"] = runs[0]["jain_window_s"]
@@ -441,6 +455,9 @@ def run_evaluation(scenarios: Sequence[Scenario], entries: Sequence[ControllerEn
                 "step_ramp_s": a["step_ramp_s"],
                 "depart_at_s": a["depart_at_s"],
                 "reclaim_s": a["reclaim_s"],
+                "fair_at_s": a["fair_at_s"],
+                "fair_until_s": a["fair_until_s"],
+                "time_to_fair_s": a["time_to_fair_s"],
                 "min_fair_share": a["min_fair_share"],
                 # each run's headline numbers (the figures show each seed and their median)
                 "per_seed": [{k: m[k] for k in PER_SEED_KEYS} for m in per_run[(sc.name, lab)]],

@@ -12,7 +12,8 @@ The spec (every command accepts it as ``--scenario-file``)::
                 "preference": [w_thr, w_delay, w_loss],  # optional, MOCC policies only (below)
                 "preference_changes": [{"at_s": float, "preference": [w_thr, w_delay, w_loss]}, ...],
                 "goal": [g_thr, g_delay, g_loss],                       # optional, DeepCC policies only
-                "target": {"throughput_mbps": x, "delay_ms": y, "loss": z}}]}  # (below)
+                "target": {"throughput_mbps": x, "delay_ms": y, "loss": z},  # (below)
+                "keep_controller": bool}]}                              # optional (below)
 
 Extensions: ``"random_steps": {"low_mbps", "high_mbps", "every_s"}`` (a new uniform rate every
 ``every_s``; Aurora Fig. 7), ``"poisson": {"mean_mbps", "slot_ms"}`` (Wi-Fi-like, DeepCC §VI-A),
@@ -54,6 +55,14 @@ three are required.  Neither goes with ``preference`` / ``preference_changes``. 
 preference, a flow whose controller is not a DeepCC policy is refused where the controller is
 resolved (``jaxcc.senders.preference_refusals``; ``jaxcc.sim.runner``), naming the field.
 ``jaxcc.emulate`` passes them to the C++ sender as ``--goal=`` / ``--target=``.
+
+``flows[i].keep_controller`` (optional, default false): ``--controller`` does not replace this
+flow's controller (``Scenario.with_controller``), so a named link can put the evaluated
+controller beside a fixed neighbour, e.g. one learned flow beside CUBIC flows (the ``coexist``
+suite).  At least one flow of a scenario run with ``--controller`` must not keep its own.  The
+emulation runs a kept ``cubic`` or ``reno`` as the kernel's (``kernel:cubic``, ``kernel:reno``:
+it has no other), and a kept ``bbr`` as ``kernel:bbr``
+(``jaxcc.emulation.spec.assign_controllers``).
 
 Realism (optional ``link`` fields, all off by default; the model is in ``jaxcc.sim.realism``;
 random draws come from the evaluation seed; the emulation refuses them, "not emulated yet"):
@@ -120,6 +129,7 @@ class FlowSpec:
     preference_changes: tuple[tuple[float, tuple[float, float, float]], ...] = ()  # ((at_s, weights), ...)
     goal: tuple[float, float, float] | None = None  # a DeepCC policy's fixed goal (throughput, delay, loss)
     target: tuple[float, float, float] | None = None  # DeepCC tuning target (throughput_mbps, delay_ms, loss)
+    keep_controller: bool = False  # --controller does not replace this flow's (a fixed neighbour)
 
 
 def init_rate_refusal(controller: str, where: str) -> str | None:
@@ -194,10 +204,15 @@ class Scenario:
     flows: tuple[FlowSpec, ...]
 
     def with_controller(self, controller: str) -> "Scenario":
-        """The same scenario with every flow driven by ``controller`` (start rates kept)."""
+        """The same scenario with every flow driven by ``controller`` (start rates kept), except
+        the flows that keep their own (``keep_controller``)."""
         parse_controller(controller)
+        if all(f.keep_controller for f in self.flows):
+            raise ValueError(f"{self.name}: every flow keeps its controller (keep_controller); "
+                             f"--controller={controller} would run none")
         return dataclasses.replace(
-            self, flows=tuple(dataclasses.replace(f, controller=controller) for f in self.flows)
+            self, flows=tuple(f if f.keep_controller else dataclasses.replace(f, controller=controller)
+                              for f in self.flows)
         )
 
     def init_rate_refusals(self) -> list[str]:
@@ -258,6 +273,8 @@ def _flow_dict(f: FlowSpec) -> dict:
         d["goal"] = list(f.goal)
     if f.target is not None:
         d["target"] = dict(zip(TARGET_FIELDS, f.target))
+    if f.keep_controller:
+        d["keep_controller"] = True
     return d
 
 
@@ -450,7 +467,7 @@ def parse_scenario(spec: dict, *, source: str = "scenario", base_dir: str | None
         if not isinstance(fl, dict):
             raise ValueError(f"{w}: expected an object")
         _check_keys(fl, {"rtt_ms", "start_s", "stop_s", "controller", "init_rate_mbps", "preference",
-                         "preference_changes", "goal", "target"}, w)
+                         "preference_changes", "goal", "target", "keep_controller"}, w)
         rtt = _number(fl, "rtt_ms", w, positive=True)
         start = _number(fl, "start_s", w, nonneg=True, default=0.0)
         stop = _number(fl, "stop_s", w, positive=True, default=duration)
@@ -480,7 +497,10 @@ def parse_scenario(spec: dict, *, source: str = "scenario", base_dir: str | None
                                  f"(give one)")
         goal = _preference(fl["goal"], f"{w}.goal") if "goal" in fl else None
         target = _target(fl["target"], f"{w}.target") if "target" in fl else None
-        parsed.append(FlowSpec(rtt, start, min(stop, duration), ctrl, init_rate, pref, changes, goal, target))
+        keep = fl.get("keep_controller", False)
+        if not isinstance(keep, bool):
+            raise ValueError(f"{w}.keep_controller: expected true or false, got {keep!r}")
+        parsed.append(FlowSpec(rtt, start, min(stop, duration), ctrl, init_rate, pref, changes, goal, target, keep))
     rtts = [f.rtt_ms for f in parsed]
     if max(rtts) > 8 * min(rtts):
         raise ValueError(f"{source}.flows: RTTs on one link may differ by at most 8x "
