@@ -82,4 +82,5 @@ def rows(records: Sequence[dict], controller: str) -> list[dict]:
 
 
 def fmt(x: float) -> str:
+    """A harm as the tables print it: signed, two decimals."""
     return "nan" if math.isnan(x) else f"{x:+.2f}"

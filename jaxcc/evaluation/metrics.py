@@ -384,8 +384,8 @@ def first_held_bin(share, t0: float, end: float, frac: float = RAMP_FRACTION, bi
 
 
 # Time to fairness (``time_to_fairness``): Jain's index over the flows sending must reach
-# FAIR_JAIN in a whole bin and hold it over FAIR_HOLD_S from the bin's start; the bins and the
-# hold are the recovery measurements' (RAMP_BIN_S, RAMP_HOLD_S).  0.9 is two flows at a 2:1 ratio
+# FAIR_JAIN in a whole bin and hold it over the RAMP_HOLD_S from the bin's start; the bins and
+# the hold are the recovery measurements' (RAMP_BIN_S, RAMP_HOLD_S).  0.9 is two flows at a 2:1 ratio
 # (Jain(1, r) = 0.9 at r = 1/2 and r = 2).
 FAIR_JAIN = 0.9
 
