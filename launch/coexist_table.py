@@ -2,6 +2,7 @@
 
     python -m jaxcc.evaluate --suite=coexist --controller=cubic,bbr,policy:A,policy:B,... --out=DIR
     python launch/coexist_table.py DIR/results.json
+    (over netns: python -m jaxcc.emulate --suite=coexist --controller=kernel:cubic,bbr,policy:A,... --out=DIR)
 
 One row per controller, one column per ``coexist/*`` link: its share of the fair share, then
 the throughput / delay harm it does to the neighbours (``jaxcc.evaluation.coexist``).  The
@@ -19,8 +20,9 @@ from jaxcc.evaluation.bars import BASELINE_LABELS
 def table(records: list[dict]) -> str:
     """Two markdown tables, rows = controllers (the baselines first), columns = ``coexist/*`` links:
     the share, then the throughput / delay harm (a baseline on its own protocol's links: itself)."""
-    labels = list(dict.fromkeys(r["controller"] for r in records))
-    labels = [b for b in BASELINE_LABELS if b in labels] + [lab for lab in labels if lab not in BASELINE_LABELS]
+    labels = list(dict.fromkeys(coexist.evaluated(r) for r in records))
+    base = [b for b in BASELINE_LABELS + tuple(f"kernel:{b}" for b in BASELINE_LABELS) if b in labels]
+    labels = base + [lab for lab in labels if lab not in base]
     rows = {lab: {r["scenario"]: r for r in coexist.rows(records, lab)} for lab in labels}
     links = sorted({s for by in rows.values() for s in by})
     head = "| controller | " + " | ".join(s.split("/")[-1] for s in links) + " |"

@@ -78,6 +78,22 @@ def test_share_and_harm_by_hand():
         coexist.harm(x, ref2)
 
 
+def test_emulated_records_name_flow_zeros_controller():
+    """Over netns a record's controller joins its flows' (``bbr+kernel:cubic``) and the reference
+    is ``kernel:cubic``; the rows come out as in the simulator."""
+    def emu(ctrl, flows):
+        r = _rec("coexist/cubic1", "+".join([ctrl, "kernel:cubic"]) if ctrl != "kernel:cubic" else ctrl, flows)
+        for f, c in zip(r["per_flow"], (ctrl, "kernel:cubic")):
+            f["controller"] = c
+        return r
+
+    recs = [emu("kernel:cubic", [(10.0, 60.0), (10.0, 60.0)]), emu("bbr", [(17.0, 70.0), (3.0, 70.0)]),
+            emu("policy:p.safetensors", [(1.0, 60.0), (19.0, 60.0)])]
+    (row,) = coexist.rows(recs, "policy:p.safetensors")
+    assert row["share"] == pytest.approx(0.1) and row["harm"] == pytest.approx({"throughput": -0.9, "delay": 0.0})
+    assert row["bbr_harm"] == pytest.approx({"throughput": 0.7, "delay": 10 / 70})
+
+
 def _suite(x_flows, bbr_flows):
     """Every coexist/cubic* link: the all-CUBIC reference at 10/10 Mbit/s and 60 ms per flow pair,
     ``X`` and ``bbr`` with the given (flow 0, neighbours) numbers."""

@@ -65,18 +65,27 @@ def harm(record: dict, reference: dict) -> dict:
     return {"throughput": throughput_harm(t_ref, t_with), "delay": delay_harm(d_ref, d_with)}
 
 
+def evaluated(record: dict) -> str:
+    """The controller flow 0 ran: an emulated record names each flow's (its ``controller`` joins
+    them, e.g. ``policy:F+kernel:cubic``); a simulated one is labelled by it."""
+    return record["per_flow"][0].get("controller") or record["controller"]
+
+
 def rows(records: Sequence[dict], controller: str) -> list[dict]:
-    """Per ``coexist/*`` link that has both ``controller``'s record and its reference: the share,
-    the harm, and BBR's harm on the same link (when ``bbr`` ran it and the link is not BBR's own)."""
-    by = {(r["scenario"], r["controller"]): r for r in records}
+    """Per ``coexist/*`` link that has both ``controller``'s record (flow 0 ran it) and its
+    reference (flow 0 ran the neighbours' protocol: ``cubic`` in the simulator, ``kernel:cubic``
+    over netns): the share, the harm, and BBR's harm on the same link (when ``bbr`` ran there and
+    the link is not BBR's own)."""
+    by = {(r["scenario"], evaluated(r)): r for r in records}
     out = []
     for (sc, ctrl), rec in by.items():
         kind = neighbour_kind(sc)
-        if ctrl != controller or kind is None or (sc, kind) not in by:
+        ref = next((by[(sc, k)] for k in (kind, f"kernel:{kind}") if (sc, k) in by), None) if kind else None
+        if ctrl != controller or ref is None:
             continue
-        row = {"scenario": sc, "kind": kind, "share": share(rec), "harm": harm(rec, by[(sc, kind)])}
+        row = {"scenario": sc, "kind": kind, "share": share(rec), "harm": harm(rec, ref)}
         if kind != "bbr" and (sc, "bbr") in by:
-            row["bbr_harm"] = harm(by[(sc, "bbr")], by[(sc, kind)])
+            row["bbr_harm"] = harm(by[(sc, "bbr")], ref)
         out.append(row)
     return sorted(out, key=lambda r: r["scenario"])
 
