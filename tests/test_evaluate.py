@@ -189,7 +189,7 @@ def test_cli_own_controllers_mixed_link(tmp_path):
     (["--suite=pareto", "--bogus=1"], "Unknown command line flag 'bogus'"),
     (["--suite=pareto", "stray"], "unexpected arguments"),
     (["--scenario=pareto/fixed50", "--checkpoint=/nonexistent-jaxcc-run"], "no stage checkpoints"),
-    (["--scenario=pareto/fixed50", "--bars=nope"], "unknown bar set 'nope'; expected one of aurora, deepcc, eagle, mocc, outage, pareto, pareto-links, robust"),
+    (["--scenario=pareto/fixed50", "--bars=nope"], "unknown bar set 'nope'; expected one of aurora, coexist, deepcc, eagle, mocc, outage, pareto, pareto-links, robust"),
     (["--scenario=pareto/fixed50", "--bars=pareto,nope"], "unknown bar set 'nope'; expected one of"),
     (["--scenario=pareto/fixed50", "--duration=-5"], "--duration must be > 0 seconds"),
 ])
@@ -215,7 +215,7 @@ def test_cli_bars_reports_what_was_not_evaluated(tmp_path):
     res = _cli("--scenario=pareto/fixed50", "--controller=bbr,policy:" + pol, "--bars=pareto",
                "--out=" + str(tmp_path), "--noplots", "--noprogress")
     assert res.returncode == 0, res.stderr[-3000:]
-    assert "3 of 12 bars met" in res.stdout  # fixed50: 0.951 util, 1.3 ms, 0.31 % (README)
+    assert "3 of 13 bars met" in res.stdout  # fixed50: 0.951 util, 1.3 ms, 0.31 % (README)
     bars = json.loads((tmp_path / "results.json").read_text())["meta"]["bars"]
     assert bars["set"] == "pareto" and list(bars["verdicts"]) == ["policy:" + pol]
     v = {x["bar"]: x for x in bars["verdicts"]["policy:" + pol]}
