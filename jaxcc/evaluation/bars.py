@@ -534,22 +534,22 @@ def coexist_bars(records: Sequence[dict], controller: str) -> list[Verdict]:
     got = {r["scenario"]: r for r in coexist.rows(records, controller)}
     missing = [s for s in COEXIST_CUBIC_LINKS if s not in got or "bbr_harm" not in got[s]]
     lo, hi = COEXIST_SHARE
-    bars = (f"share beside CUBIC in [{lo:g}, {hi:g}]x fair on every coexist/cubic link",
-            "harm to CUBIC (throughput and delay) <= BBR's on every coexist/cubic link")
+    names = (f"share beside CUBIC in [{lo:g}, {hi:g}]x fair on every coexist/cubic link",
+             "harm to CUBIC (throughput and delay) <= BBR's on every coexist/cubic link")
     if missing:
         why = f"{NOT_EVALUATED} (needs {', '.join(missing)} with --controller=cubic,bbr)"
-        return [Verdict(b, why, False) for b in bars]
+        return [Verdict(b, why, False) for b in names]
     rows = [got[s] for s in COEXIST_CUBIC_LINKS]
     short = [r["scenario"].split("/")[-1] for r in rows]
     shares = [r["share"] for r in rows]
-    out = [Verdict(bars[0], ", ".join(f"{n} {x:.2f}" for n, x in zip(short, shares)),
+    out = [Verdict(names[0], ", ".join(f"{n} {x:.2f}" for n, x in zip(short, shares)),
                    all(lo <= x <= hi for x in shares))]
     worse = [n for n, r in zip(short, rows)
              if not (r["harm"]["throughput"] <= r["bbr_harm"]["throughput"] and r["harm"]["delay"] <= r["bbr_harm"]["delay"])]
     value = ", ".join(f"{n} {coexist.fmt(r['harm']['throughput'])}/{coexist.fmt(r['harm']['delay'])} "
                       f"(BBR {coexist.fmt(r['bbr_harm']['throughput'])}/{coexist.fmt(r['bbr_harm']['delay'])})"
                       for n, r in zip(short, rows))
-    out.append(Verdict(bars[1], value, not worse))
+    out.append(Verdict(names[1], value, not worse))
     return out
 
 

@@ -272,24 +272,28 @@ def recovery_metrics(tr: metrics.Trace, sc: Scenario) -> dict:
             steps.append((sched[i][0], metrics.time_to_share(tr, sched[i][0], t_end=t_end)))
     out["step_up_at_s"] = [t for t, _ in steps]
     out["step_ramp_s"] = [r for _, r in steps]
+    # Arrivals and departures; each is judged until the next one (or the run's end).
+    events = sorted({f.start_s for f in flows} | {f.stop_s for f in flows if f.stop_s < sc.duration_s - 1e-9})
+
+    def next_event(t: float) -> float:
+        return min((e for e in events if e > t), default=sc.duration_s)
+
+    def sending(t: float) -> list[int]:
+        return [j for j, g in enumerate(flows) if g.start_s <= t < g.stop_s]
+
     deps = []
-    for i, f in enumerate(flows):
-        rest = [j for j, g in enumerate(flows) if j != i and g.start_s <= f.stop_s < g.stop_s]
+    for f in flows:
+        rest = sending(f.stop_s)
         if f.stop_s >= sc.duration_s - 1e-9 or not rest:
             continue
-        t_end = min([flows[j].stop_s for j in rest] + [g.start_s for g in flows if g.start_s > f.stop_s]
-                    + [sc.duration_s])
-        deps.append((f.stop_s, metrics.time_to_share(tr, f.stop_s, flows=rest, t_end=t_end)))
+        deps.append((f.stop_s, metrics.time_to_share(tr, f.stop_s, flows=rest, t_end=next_event(f.stop_s))))
     deps.sort()
     out["depart_at_s"] = [t for t, _ in deps]
     out["reclaim_s"] = [r for _, r in deps]
-    events = sorted({f.start_s for f in flows} | {f.stop_s for f in flows if f.stop_s < sc.duration_s - 1e-9})
     fair = []
-    for k, t in enumerate(events):
-        sending = [j for j, g in enumerate(flows) if g.start_s <= t < g.stop_s]
-        if len(sending) >= 2:
-            t_end = events[k + 1] if k + 1 < len(events) else sc.duration_s
-            fair.append((t, t_end, metrics.time_to_fairness(tr, t, sending, t_end=t_end)))
+    for t in events:
+        if len(sending(t)) >= 2:
+            fair.append((t, next_event(t), metrics.time_to_fairness(tr, t, sending(t), t_end=next_event(t))))
     out["fair_at_s"] = [t for t, _, _ in fair]
     out["fair_until_s"] = [u for _, u, _ in fair]
     out["time_to_fair_s"] = [r for _, _, r in fair]
