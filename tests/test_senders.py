@@ -1,5 +1,5 @@
 """The simulator's senders (``jaxcc.senders``) against the shared parity vectors, and ``policy:FILE``
-end to end for all six feature sets.
+end to end for all seven feature sets.
 
 ``tests/vectors/features_<set>.json`` (``python -m jaxcc.parity_vectors``) hold per-packet events
 per monitor interval and what the environments' own code makes of them: features, and the rate
@@ -26,7 +26,7 @@ from jaxcc.senders import common, eagle_v1
 from jaxcc.sim.controller import ControllerParams
 
 VECTORS = pathlib.Path(__file__).parent / "vectors"
-SETS = ("aurora_v1", "pareto_v1", "pareto_v2", "eagle_v1", "mocc_v1", "deepcc_v1")
+SETS = ("aurora_v1", "aurora_v2", "pareto_v1", "pareto_v2", "eagle_v1", "mocc_v1", "deepcc_v1")
 
 
 def _close(got, want, rel, abs_tol, what):
@@ -41,7 +41,7 @@ def test_sender_reproduces_the_parity_vector(name):
     assert spec["features"]["name"] == name
     mod = senders.feature_set(name)
     snd = mod.sender(spec, tensors, goal=vec["goal"]) if vec.get("goal") else mod.sender(spec, tensors)
-    hist = common.empty_window(spec, [0.0, 1.0, 1.0] if name == "aurora_v1" else None)
+    hist = common.empty_window(spec, [0.0, 1.0, 1.0] if name == "aurora_v1" else None)  # v2's file states it
     # The fallback min RTT before any sample: the vector's (the sender's guess), else 0 as the
     # generator's aurora/pareto runs use.
     rtt0 = float(vec.get("rtt_guess", 0.0))
@@ -143,7 +143,7 @@ def test_resolve_names_every_simulator_controller(tmp_path):
 
 
 def test_policy_file_runs_every_feature_set_in_the_simulator(tmp_path):
-    """``policy:FILE`` for random-weight files of all six sets, as ``python -m jaxcc.policyfile
+    """``policy:FILE`` for random-weight files of all seven sets, as ``python -m jaxcc.policyfile
     --random=SET`` writes them, in one evaluation: the wiring end to end (file → sender →
     runner → metrics), each flow sending with a finite delay.  What each sender decides is held
     to the C++ twin's parity vectors by the tests above."""

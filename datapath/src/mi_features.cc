@@ -84,15 +84,19 @@ std::vector<float> EmptyFrom(const json& f, std::vector<float> def) {
 
 // Python twin: jaxcc/senders/aurora_v1.py (the simulator's policy:FILE sender), over
 // jaxcc/envs/aurora.py `features`: (latency gradient, latency ratio, sending ratio).
+// aurora_v2 (`loss_level`; jaxcc/senders/aurora_v2.py) appends the MI's loss rate,
+// lost / (acked + lost) (0 when both are 0).
 // Start: init_pkts_per_rtt (10) packets per RTT, as the simulator's sender starts (the env's
 // 0.3-1.5 x bandwidth is unknowable).
 class AuroraFeatures : public FeatureFn {
  public:
-  explicit AuroraFeatures(const json& f)
-      : clip_(Param(f, "send_ratio_clip", 1000.0)),
+  AuroraFeatures(const json& f, bool loss_level)
+      : loss_level_(loss_level),
+        clip_(Param(f, "send_ratio_clip", 1000.0)),
         init_pkts_(Positive(f, "init_pkts_per_rtt", 10.0)),
-        empty_(EmptyFrom(f, {0.0f, 1.0f, 1.0f})) {}
-  int dim() const override { return 3; }
+        empty_(EmptyFrom(f, loss_level ? std::vector<float>{0.0f, 1.0f, 1.0f, 0.0f}
+                                       : std::vector<float>{0.0f, 1.0f, 1.0f})) {}
+  int dim() const override { return loss_level_ ? 4 : 3; }
   std::vector<float> Empty() const override { return empty_; }
   void Start(double* rate, double*) override { *rate = init_pkts_ * kMss / rtt_guess_; }
   void Compute(const MonitorStats& m, const RunningStats& run, float* out) override {
@@ -105,9 +109,11 @@ class AuroraFeatures : public FeatureFn {
     out[0] = static_cast<float>(grad);
     out[1] = static_cast<float>(ratio);
     out[2] = static_cast<float>(send);
+    if (loss_level_) out[3] = static_cast<float>(m.LossRate());
   }
 
  private:
+  bool loss_level_;
   double clip_, init_pkts_;
   std::vector<float> empty_;
 };
@@ -548,13 +554,14 @@ class DeepccFeatures : public FeatureFn {
 }  // namespace
 
 std::vector<std::string> KnownFeatureSets() {
-  return {"aurora_v1", "pareto_v1", "pareto_v2", "eagle_v1", "mocc_v1", "deepcc_v1"};
+  return {"aurora_v1", "aurora_v2", "pareto_v1", "pareto_v2", "eagle_v1", "mocc_v1", "deepcc_v1"};
 }
 
 std::unique_ptr<FeatureFn> MakeFeatureFn(const std::string& name, const std::string& features_json) {
   json f = json::parse(features_json, nullptr, false);
   if (f.is_discarded() || !f.is_object()) throw PolicyError("policy features: not a JSON object");
-  if (name == "aurora_v1") return std::make_unique<AuroraFeatures>(f);
+  if (name == "aurora_v1") return std::make_unique<AuroraFeatures>(f, false);
+  if (name == "aurora_v2") return std::make_unique<AuroraFeatures>(f, true);
   if (name == "pareto_v1") return std::make_unique<ParetoFeatures>(f);
   if (name == "pareto_v2") return std::make_unique<ParetoV2Features>(f);
   if (name == "eagle_v1") return std::make_unique<EagleFeatures>(f);

@@ -6,7 +6,7 @@
 // shared vectors tests/vectors/features_*.json (per-packet events -> MI statistics ->
 // features -> policy output -> rate/cwnd), written by `python -m jaxcc.parity_vectors`.
 //
-// Feature sets: aurora_v1 (jaxcc/envs/aurora.py), pareto_v1 and pareto_v2 (Pareto-Fair v2: v1's
+// Feature sets: aurora_v1 and aurora_v2 (v1's three and the MI's loss rate; jaxcc/envs/aurora.py), pareto_v1 and pareto_v2 (Pareto-Fair v2: v1's
 // five and the own standing queue; pareto.py), eagle_v1 (eagle.py),
 // mocc_v1 (mocc.py), deepcc_v1 (deepcc.py). A feature set is also where a paper's rules
 // around the policy live when the generic action block (Policy::MapAction) does not say

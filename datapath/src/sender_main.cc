@@ -58,7 +58,7 @@ Usage: jaxcc-sender --controller=SPEC --dest=IP --port=N [options]
 Controllers (--controller):
   policy:FILE     an exported jaxcc policy (.safetensors); decisions once per monitor
                   interval (spec.mi_rtts x min RTT) from the features named in the file
-                  (aurora_v1, pareto_v1, pareto_v2, eagle_v1, mocc_v1, deepcc_v1; others
+                  (aurora_v1, aurora_v2, pareto_v1, pareto_v2, eagle_v1, mocc_v1, deepcc_v1; others
                   exit 2). As in the environments, the first decision is taken on the empty
                   history before the first packet. Deployed with a safety net unless
                   --raw-policy (src/safety.h; jaxcc/senders/safety.py is its simulator twin):
@@ -95,10 +95,10 @@ Options:
                        simulator and the emulated link count them; goodput_mbps is payload
   --init-mbps=X        starting rate for policy and bbr controllers (default 1; a policy starts
                        where the simulator's sender for its feature set does unless this is
-                       given: aurora_v1 10 packets per RTT (--rtt-hint-ms), pareto_v1/v2 the env's
+                       given: aurora_v1/v2 10 packets per RTT (--rtt-hint-ms), pareto_v1/v2 the env's
                        init_pkts_per_rtt / init_rtt_s, eagle_v1 the paper's 300 kbit/s)
   --rtt-hint-ms=X      path RTT to assume until the first RTT sample (default 100): the start
-                       of aurora_v1, the pacing of mocc_v1's first window, the features'
+                       of aurora_v1/v2, the pacing of mocc_v1's first window, the features'
                        fallback; the simulator knows the link's RTT, jaxcc.emulate passes it
   --mi-rtts=K          monitor interval for fixed/bbr logging, in min RTTs (default 1)
   --min-mi-ms=X        shortest monitor interval (default 1; loopback RTTs are microseconds)

@@ -126,7 +126,8 @@ TEST_P(Features, MatchEnvsAndPolicy) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Sets, Features,
-                         ::testing::Values("features_aurora_v1", "features_pareto_v1", "features_pareto_v2",
+                         ::testing::Values("features_aurora_v1", "features_aurora_v2", "features_pareto_v1",
+                                           "features_pareto_v2",
                                            "features_eagle_v1", "features_mocc_v1", "features_deepcc_v1",
                                            "mocc_preference_switch"));
 
@@ -189,6 +190,29 @@ TEST(Features, ParetoV2OwnQueueByHand) {
     v1->Compute(m, r1, a.data());
     v2->Compute(m, r1, b.data());
     for (int k = 0; k < 5; ++k) EXPECT_EQ(a[k], b[k]) << "MI " << i << " feature " << k;
+  }
+}
+
+// aurora_v2 is aurora_v1's three features and the MI's loss rate: with 10 + i packets ACKed
+// and i lost, i / (10 + 2i) by hand.
+TEST(Features, AuroraV2IsV1PlusTheLossRate) {
+  auto v1 = jaxcc::MakeFeatureFn("aurora_v1", "{}");
+  auto v2 = jaxcc::MakeFeatureFn("aurora_v2", "{}");
+  ASSERT_EQ(v2->dim(), 4);
+  EXPECT_EQ(v2->Empty(), (std::vector<float>{0.0f, 1.0f, 1.0f, 0.0f}));
+  jaxcc::RunningStats r1;
+  std::vector<float> a(3), b(4);
+  for (int i = 0; i < 4; ++i) {
+    jaxcc::MonitorStats m;
+    m.duration = m.active = 0.05;
+    for (int k = 0; k < 10 + i; ++k) m.AddSample(1500.0, 0.04 + 0.002 * i + 1e-4 * k, 0.005 * k);
+    m.sent = (10 + 2 * i) * 1500.0;
+    m.lost = i * 1500.0;
+    r1.Update(m);
+    v1->Compute(m, r1, a.data());
+    v2->Compute(m, r1, b.data());
+    for (int k = 0; k < 3; ++k) EXPECT_EQ(a[k], b[k]) << "MI " << i << " feature " << k;
+    EXPECT_FLOAT_EQ(b[3], static_cast<float>(i) / (10 + 2 * i)) << "MI " << i;
   }
 }
 

@@ -316,7 +316,7 @@ def make_train(config, mesh=None) -> Trainer:
         valid = (active & ~overridden).reshape(-1)
         tr = {"obs": obs.reshape((E * A, T * D)), "next_obs": info["final_obs"].reshape((E * A, T * D)),
               "reward": r.reshape((E * A, m)), "done": term.reshape(-1).astype(jnp.float32),
-              "action": a.reshape(-1)}
+              "action": info["action"].reshape(-1)}  # in force over the MI (a flow's own clock holds it)
         buf = replay_add(buf, tr, valid)
         ret = envs_["ret"] + r
         done = (term | trunc)  # [E, A]

@@ -18,10 +18,20 @@ Paper: Aurora: A Deep Reinforcement Learning Perspective on Internet Congestion 
 * Monitor interval: ½ RTT of the link (``mi_rtts = 0.5``), 400 MIs per episode (the gym's
   ``MAX_STEPS``).  The paper's delay ``d`` between choosing a rate and seeing its effect is
   built in: an MI's statistics come from the ACKs that arrive during it (one RTT late).
+
+Feature sets (``AuroraConfig.feature_set``): ``aurora_v1`` is §2's three statistics, literally.
+``aurora_v2`` (ours, not the paper's: ``configs/aurora_loss.py``) adds a fourth, the MI's loss
+rate ``lost / (acked + lost)`` (``mi.loss_rate``, what the reward's loss term charges).  On a
+flat history §2's statistics cannot tell a sender losing a third of its packets from one
+climbing loss-free at the action clip: the sending ratio is ``sent / acked`` of one MI, and a
+steady 1.5 reads the same whether the 0.5 is loss or a rate ramp, while the latency features of
+a full 10-packet queue are flat.  The loss rate is the level the reward pays for, so the policy
+can see what it is charged (Aurora's Fig. 2 result, ``checkpoints/aurora/README.md``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 
 import jax
 import jax.numpy as jnp
@@ -36,6 +46,8 @@ from jaxcc.sim import core, links
 ALPHA = 0.025  # §3.1: "a scaling factor used to dampen oscillations (we use α = 0.025)"
 HISTORY = 10  # §3.3: k = 10 MIs (k = 2 was comparable; 1 was not)
 FEATURE_NAMES = ("latency_gradient", "latency_ratio", "sending_ratio")
+# Feature set -> its feature names (the module docstring).
+FEATURE_SETS = {"aurora_v1": FEATURE_NAMES, "aurora_v2": FEATURE_NAMES + ("loss_rate",)}
 SEND_RATIO_CLIP = 1000.0  # the reference gym's observation bound for the sending ratio
 
 
@@ -95,8 +107,9 @@ def apply_action(rate: jax.Array, a: jax.Array, alpha=ALPHA) -> jax.Array:
     return jnp.where(a >= 0, rate * (1.0 + alpha * a), rate / (1.0 - alpha * a))
 
 
-def features(m: mi_lib.MIStats, run: mi_lib.RunningStats) -> jax.Array:
-    """The statistics vector v_t of one MI (§2), [F, 3].
+def features(m: mi_lib.MIStats, run: mi_lib.RunningStats, loss_level: bool = False) -> jax.Array:
+    """The statistics vector v_t of one MI (§2), [F, 3]; ``loss_level`` (``aurora_v2``): [F, 4],
+    the MI's loss rate ``lost / (acked + lost)`` appended (0 when neither; the module docstring).
 
     ``run`` must already include this MI (``mi.running_update``).
 
@@ -119,10 +132,12 @@ def features(m: mi_lib.MIStats, run: mi_lib.RunningStats) -> jax.Array:
                       mean / jnp.maximum(run.min_mean_rtt, 1e-9), 1.0)
     send = jnp.where(m.acked > 0, m.sent / jnp.maximum(m.acked, 1e-30), 1.0)
     send = jnp.clip(send, 0.0, SEND_RATIO_CLIP)
-    return jnp.stack([grad, ratio, send], axis=-1)
+    cols = [grad, ratio, send] + ([mi_lib.loss_rate(m)] if loss_level else [])
+    return jnp.stack(cols, axis=-1)
 
 
 EMPTY_FEATURES = (0.0, 1.0, 1.0)  # the gym's statistics of an MI without any packet
+EMPTY = {"aurora_v1": EMPTY_FEATURES, "aurora_v2": EMPTY_FEATURES + (0.0,)}  # ... and no loss
 
 
 def reward(m: mi_lib.MIStats, last_latency: jax.Array, w_thr=10.0, w_lat=1000.0, w_loss=2000.0):
@@ -142,6 +157,13 @@ def reward(m: mi_lib.MIStats, last_latency: jax.Array, w_thr=10.0, w_lat=1000.0,
 
 
 # ----------------------------------------------------------------------------- environment
+
+
+@dataclasses.dataclass(frozen=True)
+class AuroraConfig(base.EnvConfig):
+    """``EnvConfig`` plus the feature set (static: it decides ``obs_dim``; the module docstring)."""
+
+    feature_set: str = "aurora_v1"
 
 
 class AuroraEnv(base.MultiFlowEnv):
@@ -188,43 +210,53 @@ class AuroraEnv(base.MultiFlowEnv):
         return AuroraFlow(last_latency=jnp.zeros((self.config.num_flows,), jnp.float32))
 
     def empty_features(self, p):
-        return jnp.asarray(EMPTY_FEATURES, jnp.float32)
+        return jnp.asarray(EMPTY[self.config.feature_set], jnp.float32)
 
     def apply_action(self, state, action, p):
         a = jnp.asarray(action, jnp.float32).reshape(self.config.num_flows)
         return apply_action(state.rate, a, p.alpha), state.cwnd, state.paper
 
     def observe(self, state, paper, m, run, lmi, p):
-        feats = features(m, run)
+        feats = features(m, run, self.config.feature_set == "aurora_v2")
         r, lat = reward(m, paper.last_latency, p.w_throughput, p.w_latency, p.w_loss)
         return base.StepOut(features=feats, reward=r * p.reward_scale, paper=AuroraFlow(last_latency=lat),
                             terminated=jnp.zeros((), bool), info={})
 
 
-def make_config(num_flows: int = 1, ticks_per_rtt: int = 8, max_steps: int = 400, **kw) -> base.EnvConfig:
+def make_config(num_flows: int = 1, ticks_per_rtt: int = 8, max_steps: int = 400, feature_set: str = "aurora_v1",
+                **kw) -> AuroraConfig:
     """Static shape for Table 1: the ring holds a full 2981-packet queue drained at 100 pkt/s
     on the shortest (100 ms) RTT (at 10 pkt/s, a 10× step down, with ``num_segments=3``; the
     ring is capped at 4096 ticks, beyond which feedback is clamped and counted, which only a
-    queue of hundreds of BDPs at the step's low capacity reaches)."""
+    queue of hundreds of BDPs at the step's low capacity reaches).  ``feature_set``: aurora_v1
+    (§2) or aurora_v2 (the module docstring)."""
+    if feature_set not in FEATURE_SETS:
+        raise ValueError(f"feature_set: unknown Aurora feature set {feature_set!r}; "
+                         f"expected one of {', '.join(FEATURE_SETS)}")
     lo = AuroraParams()
     low = float(lo.bw_pps_lo) / (float(lo.step_max) if kw.get("num_segments", 1) >= 3 else 1.0)
     wait = (float(lo.queue_pkts_hi) * units.MSS + 2 * units.MSS) / (low * units.MSS)
     ring = base.ring_len_worst(wait / (2 * float(lo.latency_lo_s)), ticks_per_rtt)
-    cfg = dict(num_flows=num_flows, ticks_per_rtt=ticks_per_rtt, mi_rtts=0.5, history=HISTORY, obs_dim=3,
-               max_steps=max_steps, ring_len=ring, num_segments=1)
+    cfg = dict(num_flows=num_flows, ticks_per_rtt=ticks_per_rtt, mi_rtts=0.5, history=HISTORY,
+               obs_dim=len(FEATURE_SETS[feature_set]), max_steps=max_steps, ring_len=ring, num_segments=1,
+               feature_set=feature_set)
     cfg.update(kw)
-    out = base.env_config(cfg, min_rtt_s=2 * float(lo.latency_lo_s))  # realism (if any) lengthens the ring
+    out = base.env_config(cfg, min_rtt_s=2 * float(lo.latency_lo_s), cls=AuroraConfig)  # realism lengthens the ring
     samplers.refuse_two_steps("aurora", out.dynamics, out.num_segments >= 3)
     return out
 
 
 def export_features_spec(config: base.EnvConfig | None = None) -> dict:
     c = config or make_config()
-    return {
-        "name": "aurora_v1", "history": c.history, "obs_dim": 3, "feature_names": list(FEATURE_NAMES),
-        "empty": list(EMPTY_FEATURES), "send_ratio_clip": SEND_RATIO_CLIP,
+    name = getattr(c, "feature_set", "aurora_v1")
+    out = {
+        "name": name, "history": c.history, "obs_dim": len(FEATURE_SETS[name]),
+        "feature_names": list(FEATURE_SETS[name]), "empty": list(EMPTY[name]), "send_ratio_clip": SEND_RATIO_CLIP,
         "latency_gradient": "weighted least-squares slope of RTT vs time in the MI (s/s); 0 if < 2 samples",
         "latency_ratio": "MI mean RTT / min over MIs of MI mean RTT; 1 if no sample",
         "sending_ratio": "sent / acked bytes in the MI; 1 if acked == 0; clip [0, 1000]",
         "mi_rtts": c.mi_rtts, "ticks_per_rtt": c.ticks_per_rtt, "alpha": ALPHA,
     }
+    if name == "aurora_v2":
+        out["loss_rate"] = "lost / (acked + lost) bytes in the MI; 0 if both are 0"
+    return out

@@ -25,6 +25,24 @@ and agents are the *leading axis* of every per-agent array:
   ``info["final_obs"]``; ``state`` is likewise the new episode's.
 * Flows that are not active during an MI (e.g. Pareto's second flow before it starts) get a
   zero reward, ``info["active"] == False``, and their paper state and rate are left unchanged.
+* Per-flow clocks (``EnvConfig.flow_clock``): by default every flow of a link decides on one
+  clock, the MI of the link's smallest RTT (each paper's literal setting).  With ``flow_clock``
+  on, flow ``f`` decides on its own MI of ``k_f = max(1, round(rtt_f / min rtt))`` steps, as a
+  deployed sender decides on ``mi_rtts`` of its own min RTT (``datapath/src/decision_loop.cc``;
+  the simulator's senders use the same ``k_f``, ``SenderParams.mi_scale``).  A step is still one
+  MI of the smallest RTT; a flow's action is taken only at the step that opens its MI
+  (``info["due"]`` of the previous step; the first step of an episode opens every flow's) and
+  held until the MI closes, the MI's statistics accumulate across its steps (one ``MIStats``
+  continued tick by tick, exactly as a sender accumulates them), and features, reward and the
+  running statistics are produced at the step that closes it.  ``info["active"]`` is then True
+  only at a closing step (a transition spans the flow's whole MI: the observation at the step
+  that opened it, ``info["action"]``, the action in force, and the reward and next observation of
+  the closing step); in between the flow's observation, rate and paper state stay as they were
+  and its reward is 0.  ``k_f`` is exact where the RTTs are whole multiples of the smallest
+  (30/120 ms, 20/160 ms) and within half a step of the deployed clock elsewhere.  A flow that
+  has not started keeps its clock at an MI's opening, so its first MI starts with it.
+  ``info["action"]`` (the action in force, [F]) is reported with the clock off too, where it is
+  the step's own action.
 
 All randomness comes from the keys: the same key gives the same episode.
 
@@ -166,6 +184,8 @@ class EnvConfig:
       realism: the training distribution of link realism (``RealismRanges``), or None (off).
       dynamics: capacity steps, outages and a cellular process overlaid on every drawn link
         (``samplers.LinkDynamics``), or None (off).
+      flow_clock: every flow decides on its own MI of ``k_f`` steps (the module docstring), or,
+        False (each paper's literal clock), all on the smallest RTT's.
     """
 
     num_flows: int = 1
@@ -180,6 +200,7 @@ class EnvConfig:
     reward_dim: int = 0
     realism: RealismRanges | None = None
     dynamics: samplers.LinkDynamics | None = None
+    flow_clock: bool = False
 
     @property
     def mi_ticks(self) -> int:
@@ -204,6 +225,7 @@ class EnvState:
       paper: paper-specific per-flow state (every leaf has a leading [F] axis).
       step: steps taken in this episode.
       last_mi: the MI statistics of the previous step (zeros after reset).
+      clock: the per-flow clocks (``FlowClock``) with ``EnvConfig.flow_clock``, else None.
     """
 
     link: core.LinkParams
@@ -216,6 +238,31 @@ class EnvState:
     paper: Any
     step: jax.Array
     last_mi: mi_lib.MIStats
+    clock: Any = None
+
+
+@struct.dataclass
+class FlowClock:
+    """Each flow's own decision clock (``EnvConfig.flow_clock``; the module docstring).
+
+    Attributes:
+      k: [F] steps per MI of each flow, ``max(1, round(rtt_f / min rtt))``.
+      phase: [F] steps of the flow's current MI already taken (0: the next step opens one).
+      acc: the flow's current MI so far (``MIStats``, [F] leaves; zeros at an opening).
+      cap: [F] bytes the link could serve during the flow's current MI so far.
+      held: [F] the action in force, taken at the step that opened the MI.
+    """
+
+    k: jax.Array
+    phase: jax.Array
+    acc: mi_lib.MIStats
+    cap: jax.Array
+    held: jax.Array
+
+
+def clock_steps(rtt: jax.Array) -> jax.Array:
+    """[F] steps per MI of each flow on its own clock: ``max(1, round(rtt_f / min_f rtt_f))``."""
+    return jnp.maximum(jnp.round(rtt / jnp.min(rtt)), 1.0).astype(jnp.int32)
 
 
 class EpisodeInit(NamedTuple):
@@ -230,7 +277,7 @@ class EpisodeInit(NamedTuple):
 class LinkMI(NamedTuple):
     """Link-level sums over one MI (privileged: for rewards that use the true capacity)."""
 
-    cap_bytes: jax.Array  # Σ capacity·dt: bytes the link could serve during the MI
+    cap_bytes: jax.Array  # Σ capacity·dt: bytes the link could serve during the MI ([F]: each flow's own, per-flow clocks)
     queue_end: jax.Array  # bytes queued at the end of the MI
 
 
@@ -345,8 +392,17 @@ class MultiFlowEnv:
             paper=paper,
             step=jnp.zeros((), jnp.int32),
             last_mi=mi_lib.mi_zero(c.num_flows),
+            clock=None if not c.flow_clock else FlowClock(
+                k=clock_steps(init.link.rtt), phase=jnp.zeros((c.num_flows,), jnp.int32),
+                acc=mi_lib.mi_zero(c.num_flows), cap=jnp.zeros((c.num_flows,), jnp.float32),
+                held=self._actions(jnp.zeros((c.num_flows,)))),
         )
         return hist, state
+
+    def _actions(self, action: jax.Array) -> jax.Array:
+        """``action`` as the [F] array of the action spec's dtype (int32 discrete, float32 continuous)."""
+        dt = jnp.int32 if self.action_spec()["kind"] == "discrete" else jnp.float32
+        return jnp.asarray(action).reshape(self.config.num_flows).astype(dt)
 
     def horizon(self, link: core.LinkParams, params) -> jax.Array:
         """The episode's length in seconds: ``max_steps`` MIs at the link's smallest RTT, or
@@ -354,8 +410,10 @@ class MultiFlowEnv:
         c = self.config
         return jnp.minimum(c.max_steps * c.mi_rtts * jnp.min(link.rtt), params.max_time_s)
 
-    def run_mi(self, link: core.LinkParams, sim: core.SimState, rate: jax.Array, cwnd: jax.Array):
-        """Simulates one MI (``mi_ticks`` ticks) at fixed rate/cwnd; returns (sim, MIStats, LinkMI)."""
+    def run_mi(self, link: core.LinkParams, sim: core.SimState, rate: jax.Array, cwnd: jax.Array,
+               m0: mi_lib.MIStats | None = None):
+        """Simulates one step (``mi_ticks`` ticks) at fixed rate/cwnd; returns (sim, MIStats, LinkMI).
+        ``m0``: each flow's MI so far, continued tick by tick (per-flow clocks), else an empty MI."""
         c = self.config
 
         def tick(carry, _):
@@ -364,20 +422,39 @@ class MultiFlowEnv:
             m = mi_lib.mi_add_tick(m, out, link.dt)
             return (s, m, cap + out.capacity * link.dt), out.queue
 
-        init = (sim, mi_lib.mi_zero(c.num_flows), jnp.zeros((), jnp.float32))
+        init = (sim, mi_lib.mi_zero(c.num_flows) if m0 is None else m0, jnp.zeros((), jnp.float32))
         (sim, m, cap), queues = jax.lax.scan(tick, init, None, length=c.mi_ticks)
         return sim, m, LinkMI(cap_bytes=cap, queue_end=queues[-1])
 
     def step_env(self, key: jax.Array, state: EnvState, action: jax.Array, params):
         c = self.config
+        action = self._actions(action)
         rate, cwnd, paper_a = self.apply_action(state, action, params)
         rate = jnp.clip(rate, MIN_RATE, MAX_RATE)
-        sim, m, lmi = self.run_mi(state.link, state.sim, rate, cwnd)
-        active = m.active > 0
+        ck = state.clock
+        if ck is not None:  # only the flows whose MI opens at this step act; the others hold
+            due = ck.phase == 0
+            rate, cwnd = jnp.where(due, rate, state.rate), jnp.where(due, cwnd, state.cwnd)
+            paper_a = _where_tree(due, paper_a, state.paper)
+            action = jnp.where(due, action, ck.held)
+        sim, m, lmi = self.run_mi(state.link, state.sim, rate, cwnd, None if ck is None else ck.acc)
+        step_cap = lmi.cap_bytes  # this step's, for info["capacity"]
+        sending = m.active > 0  # the flow sent during its MI (so far): the rate it took stays in force
+        active = sending  # ... and its MI closed here: observed, rewarded, a transition
+        if ck is not None:
+            closes = ck.phase + 1 >= ck.k
+            # Each flow's LinkMI covers its own MI: cap_bytes [F].
+            lmi = lmi._replace(cap_bytes=ck.cap + lmi.cap_bytes)
+            # A flow not yet sending keeps its clock at an opening (its first MI starts with it).
+            restart = closes | ~active
+            clock = ck.replace(phase=jnp.where(restart, 0, ck.phase + 1), held=action,
+                               acc=_where_tree(restart, mi_lib.mi_zero(c.num_flows), m),
+                               cap=jnp.where(restart, 0.0, lmi.cap_bytes))
+            active = active & closes
         run = _where_tree(active, mi_lib.running_update(state.run, m), state.run)
         # observe() sees the rate/cwnd that were in force during the MI.
         out = self.observe(state.replace(rate=rate, cwnd=cwnd), paper_a, m, run, lmi, params)
-        paper = _where_tree(active, out.paper, state.paper)
+        paper = _where_tree(active, out.paper, _where_tree(sending, paper_a, state.paper))
         feats = jnp.where(active[:, None], out.features, 0.0).astype(jnp.float32)
         hist = jnp.where(active[:, None, None], push_history(state.hist, feats), state.hist)
         reward = out.reward * active.reshape(active.shape + (1,) * (out.reward.ndim - 1))
@@ -389,24 +466,28 @@ class MultiFlowEnv:
         new = EnvState(
             link=state.link,
             sim=sim,
-            rate=jnp.where(active, rate, state.rate),
-            cwnd=jnp.where(active, cwnd, state.cwnd),
+            rate=jnp.where(sending, rate, state.rate),
+            cwnd=jnp.where(sending, cwnd, state.cwnd),
             run=run,
             hist=hist,
             goal=state.goal,
             paper=paper,
             step=step,
             last_mi=m,
+            clock=None if ck is None else clock,
         )
         dur = jnp.maximum(m.duration, 1e-30)
         info = {
             "active": active,
+            "action": action,
+            "due": jnp.ones_like(active) if ck is None else clock.phase == 0,
             "time": jnp.broadcast_to(time, active.shape),
             "send_rate": m.sent / dur,
             "delivery_rate": m.acked / dur,
             "loss_rate": mi_lib.loss_rate(m),
             "rtt_mean": mi_lib.rtt_mean(m),
-            "capacity": jnp.broadcast_to(lmi.cap_bytes / dur[0], active.shape),
+            "capacity": jnp.broadcast_to(step_cap / (dur[0] if ck is None else c.mi_ticks * state.link.dt),
+                                         active.shape),
             "queue": jnp.broadcast_to(lmi.queue_end, active.shape),
             "rate": new.rate,
         }

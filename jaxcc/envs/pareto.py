@@ -71,7 +71,10 @@ draws: bandwidth log-uniform in [bw_lo, bw_hi] Mbit/s, RTT log-uniform in [rtt_l
 buffer log-uniform in [buf_bdp_lo, buf_bdp_hi] × the BDP at the schedule's lowest capacity,
 capacity steps (advance stage) by a factor in [dyn_ratio_lo, dyn_ratio_hi] up or down every
 [dyn_every_lo, dyn_every_hi] s, initial rates log-uniform in [init_frac_lo, init_frac_hi] × the
-fair share, and on shared links 2..F active flows with random start gaps and departures.
+fair share, and on shared links 2..F active flows with random start gaps and departures.  With
+``ParetoConfig.rtt_ratio_max`` > 1, a share ``p_mixed_rtt`` of the shared links gives each flow
+its own RTT, up to ``rtt_ratio_max`` times the link's smallest (``configs/pareto_async.py``, which
+also puts every flow on its own decision clock, ``EnvConfig.flow_clock``).
 """
 
 from __future__ import annotations
@@ -151,6 +154,10 @@ class ParetoParams:
     gap_hi_s: jax.Array = 2.0
     p_low_first: jax.Array = 0.5  # a stepping capacity starts at its low value with this probability
     p_depart: jax.Array = 0.25  # each later flow leaves with this probability, uniformly in its lifetime
+    # Mixed RTTs on shared links (robust fairness stage, ``ParetoConfig.rtt_ratio_max`` > 1): with
+    # this probability each active flow's RTT is the drawn RTT times a factor log-uniform in
+    # [1, rtt_ratio_max], rescaled so that the smallest is 1 (the drawn RTT stays the link's smallest).
+    p_mixed_rtt: jax.Array = 0.0
 
 
 @struct.dataclass
@@ -280,9 +287,11 @@ def phase(sig: ParetoSignals, exp_before):
 
 @dataclasses.dataclass(frozen=True)
 class ParetoConfig(base.EnvConfig):
-    """``EnvConfig`` plus the feature set (static: it decides ``obs_dim`` and the action range)."""
+    """``EnvConfig`` plus the feature set (static: it decides ``obs_dim`` and the action range) and
+    the largest ratio of a shared link's RTTs (static: it sizes the feedback ring; 1: one RTT)."""
 
     feature_set: str = "pareto_v1"
+    rtt_ratio_max: float = 1.0
 
 
 class ParetoEnv(base.MultiFlowEnv):
@@ -348,7 +357,15 @@ class ParetoEnv(base.MultiFlowEnv):
         share = mbps[0] * units.MBPS / n
         frac = samplers.log_uniform(jax.random.fold_in(key, 11), p.init_frac_lo, p.init_frac_hi, (f,))
         rate0 = frac * share
-        return times, mbps * units.MBPS, buffer, jnp.full((f,), rtt_s), start, stop, rate0
+        rtt = jnp.full((f,), rtt_s)
+        if c.rtt_ratio_max > 1.0:  # static: with one RTT the draws above are all there is
+            k_mix, k_fac = jax.random.split(jax.random.fold_in(key, 12))
+            used = jnp.arange(f) < n
+            fac = jnp.where(used, samplers.log_uniform(k_fac, 1.0, c.rtt_ratio_max, (f,)), jnp.inf)
+            fac = jnp.where(used, fac / jnp.min(fac), 1.0)
+            mixed = fair & (jax.random.uniform(k_mix, ()) < p.p_mixed_rtt)
+            rtt = jnp.where(mixed, rtt_s * fac, rtt)
+        return times, mbps * units.MBPS, buffer, rtt, start, stop, rate0
 
     def sample_episode(self, key, p: ParetoParams) -> base.EpisodeInit:
         c = self.config
@@ -418,7 +435,9 @@ def validation_params(p: ParetoParams) -> ParetoParams:
 def link_terms(R, m: mi_lib.MIStats, lmi: base.LinkMI, p: ParetoParams):
     """Pareto-Fair v2's training-only reward terms (0 with ``fair_w = util_w = 0``), per flow [F]:
     −fair_w·|log(R_i / mean R)| over the flows active in the MI when at least two are, and
-    +util_w·min(Σ acked / (capacity·MI), 1), the link's utilization, shared by its flows."""
+    +util_w·min(Σ acked / (capacity·MI), 1), the link's utilization, shared by its flows.  On
+    per-flow clocks (``lmi.cap_bytes`` [F], each flow's MI its own) the utilization seen by flow
+    ``i`` is Σ_j delivery rate_j / capacity over i's MI, each rate over its flow's own MI."""
     act = m.active > 0
     n = jnp.sum(act)
     floor = units.MSS / jnp.maximum(m.duration, 1e-9)
@@ -426,7 +445,11 @@ def link_terms(R, m: mi_lib.MIStats, lmi: base.LinkMI, p: ParetoParams):
     mean_R = jnp.sum(jnp.where(act, Rf, 0.0)) / jnp.maximum(n, 1)
     dev = jnp.abs(jnp.log(Rf / jnp.maximum(mean_R, 1e-9)))
     fair = jnp.where(act & (n >= 2), -p.fair_w * dev, 0.0)
-    util = jnp.minimum(jnp.sum(jnp.where(act, m.acked, 0.0)) / jnp.maximum(lmi.cap_bytes, 1.0), 1.0)
+    if jnp.ndim(lmi.cap_bytes) == 0:  # one clock: every flow's MI is the step
+        util = jnp.minimum(jnp.sum(jnp.where(act, m.acked, 0.0)) / jnp.maximum(lmi.cap_bytes, 1.0), 1.0)
+    else:
+        rates = jnp.sum(jnp.where(act, mi_lib.delivery_rate(m), 0.0))
+        util = jnp.minimum(rates * m.duration / jnp.maximum(lmi.cap_bytes, 1.0), 1.0)
     return fair + jnp.where(act, p.util_w * util, 0.0)
 
 
@@ -446,6 +469,8 @@ def make_config(num_flows: int = 1, ticks_per_rtt: int = 8, history: int = 8, ma
     if feature_set == "pareto_v2":
         wait_over_rtt = max(wait_over_rtt, 2.0 * float(p.buf_bdp_hi))
         segments = 8
+    # A flow with k times the smallest RTT hears back k·ticks_per_rtt ticks after it sent.
+    wait_over_rtt += float(kw.get("rtt_ratio_max", 1.0)) - 1.0
     ring = base.ring_len_worst(wait_over_rtt, ticks_per_rtt)
     cfg = dict(num_flows=num_flows, ticks_per_rtt=ticks_per_rtt, mi_rtts=2.0, history=history,
                obs_dim=len(FEATURE_SETS[feature_set][0]), max_steps=max_steps, ring_len=ring,

@@ -23,57 +23,70 @@ def _write_feature_vectors(out_dir: str, rng: np.random.Generator, mocc_policy=N
     update) in float64, then runs the environment's own feature function; the C++ test feeds
     the same events through its MonitorStats/FeatureFn/Policy and compares.
     """
+    written = []
+    for name in ("aurora_v1", "pareto_v1"):
+        written += _set_vectors(out_dir, name, rng)
+    return written
+
+
+def _write_aurora_v2_vectors(out_dir: str, seed: int) -> list[str]:
+    """``features_aurora_v2``, as ``_write_feature_vectors`` writes the others, from draws of its
+    own (the other sets' vectors stay as they were)."""
+    return _set_vectors(out_dir, "aurora_v2", np.random.default_rng([seed, 4]))
+
+
+def _set_vectors(out_dir: str, name: str, rng: np.random.Generator) -> list[str]:
+    """One feature set's vector file and policy (aurora_v1, aurora_v2 or pareto_v1)."""
     import jax
     import jax.numpy as jnp
 
     from jaxcc.envs import aurora, mi as mi_lib, pareto
 
     written = []
-    for name in ("aurora_v1", "pareto_v1"):
-        spec, tensors = make_feature_policy(name, int(rng.integers(1 << 30)))
-        T, obs_dim = int(spec["features"]["history"]), int(spec["features"]["obs_dim"])
-        pol = os.path.join(out_dir, f"features_{name}.safetensors")
-        save(pol, spec, tensors)
-        jt = {k: jnp.asarray(v) for k, v in tensors.items()}
-        events = _random_mi_events(rng, 12)
-        out_mis = []
-        with jax.enable_x64(True):
-            f64 = jnp.float64
-            add_sample = jax.jit(mi_lib.mi_add_sample)  # compiled once, then per-packet calls are cheap
-            run = mi_lib.running_zero(1, f64)
-            pflow = pareto.zero_flows(1, f64)
-            pp = pareto.ParetoParams()
-            feats_rows = []
-            for ev in events:
-                m = event_mi(add_sample, ev)
-                run = mi_lib.running_update(run, m)
-                if name == "aurora_v1":
-                    f = aurora.features(m, run)[0]
-                else:
-                    f, pflow, _ = pareto.observe_features(pflow, m, mi_lib.known_min_rtt(run, jnp.zeros(1, f64)), pp)
-                    f = f[0]
-                feats_rows.append(np.asarray(f, np.float64))
-                out_mis.append(dict(ev, features=[float(x) for x in np.asarray(f, np.float64)],
-                                    rtt_mean=float(mi_lib.rtt_mean(m)[0]), rtt_slope=float(mi_lib.rtt_slope(m)[0]),
-                                    loss_rate=float(mi_lib.loss_rate(m)[0])))
-        # Policy over the sliding window (float32, as the simulator runs it).
-        empty = np.asarray(spec["features"].get("empty", [0.0] * obs_dim), np.float32)
-        window = np.tile(empty, (T, 1))
-        rate = np.float32(5.0 * MBPS)
-        both = jax.jit(lambda t, o, spec=spec: (forward(spec, t, o), apply(spec, t, o)))
-        for rec, f in zip(out_mis, feats_rows):
-            window = np.concatenate([window[1:], np.asarray(f, np.float32)[None]], axis=0)
-            net, out = both(jt, window)
-            rec["net_out"] = _f32_list(net)
-            rec["output"] = _f32_list(out)
-            rec["rate_in"] = float(rate)
-            rate, _ = map_action(spec, out, rate, 1e30)
-            rate = np.float32(rate)
-            rec["rate"] = float(rate)
-        path = os.path.join(out_dir, f"features_{name}.json")
-        with open(path, "w") as fh:
-            json.dump({"policy": os.path.basename(pol), "features": name, "mis": out_mis}, fh, indent=1)
-        written += [pol, path]
+    spec, tensors = make_feature_policy(name, int(rng.integers(1 << 30)))
+    T, obs_dim = int(spec["features"]["history"]), int(spec["features"]["obs_dim"])
+    pol = os.path.join(out_dir, f"features_{name}.safetensors")
+    save(pol, spec, tensors)
+    jt = {k: jnp.asarray(v) for k, v in tensors.items()}
+    events = _random_mi_events(rng, 12)
+    out_mis = []
+    with jax.enable_x64(True):
+        f64 = jnp.float64
+        add_sample = jax.jit(mi_lib.mi_add_sample)  # compiled once, then per-packet calls are cheap
+        run = mi_lib.running_zero(1, f64)
+        pflow = pareto.zero_flows(1, f64)
+        pp = pareto.ParetoParams()
+        feats_rows = []
+        for ev in events:
+            m = event_mi(add_sample, ev)
+            run = mi_lib.running_update(run, m)
+            if name.startswith("aurora_"):
+                f = aurora.features(m, run, name == "aurora_v2")[0]
+            else:
+                f, pflow, _ = pareto.observe_features(pflow, m, mi_lib.known_min_rtt(run, jnp.zeros(1, f64)), pp)
+                f = f[0]
+            feats_rows.append(np.asarray(f, np.float64))
+            out_mis.append(dict(ev, features=[float(x) for x in np.asarray(f, np.float64)],
+                                rtt_mean=float(mi_lib.rtt_mean(m)[0]), rtt_slope=float(mi_lib.rtt_slope(m)[0]),
+                                loss_rate=float(mi_lib.loss_rate(m)[0])))
+    # Policy over the sliding window (float32, as the simulator runs it).
+    empty = np.asarray(spec["features"].get("empty", [0.0] * obs_dim), np.float32)
+    window = np.tile(empty, (T, 1))
+    rate = np.float32(5.0 * MBPS)
+    both = jax.jit(lambda t, o, spec=spec: (forward(spec, t, o), apply(spec, t, o)))
+    for rec, f in zip(out_mis, feats_rows):
+        window = np.concatenate([window[1:], np.asarray(f, np.float32)[None]], axis=0)
+        net, out = both(jt, window)
+        rec["net_out"] = _f32_list(net)
+        rec["output"] = _f32_list(out)
+        rec["rate_in"] = float(rate)
+        rate, _ = map_action(spec, out, rate, 1e30)
+        rate = np.float32(rate)
+        rec["rate"] = float(rate)
+    path = os.path.join(out_dir, f"features_{name}.json")
+    with open(path, "w") as fh:
+        json.dump({"policy": os.path.basename(pol), "features": name, "mis": out_mis}, fh, indent=1)
+    written += [pol, path]
     return written
 
 

@@ -9,7 +9,7 @@ import os
 import numpy as np
 
 from jaxcc.parity_vectors.common import MOCC_POLICY_MARKER, _KINDS, ONE_HOT_GOALS, _f32_list
-from jaxcc.parity_vectors.features import _write_feature_vectors, _write_pareto_v2_vectors
+from jaxcc.parity_vectors.features import _write_aurora_v2_vectors, _write_feature_vectors, _write_pareto_v2_vectors
 from jaxcc.parity_vectors.goal_tuning import GOAL_TUNING_VECTORS, write_goal_tuning_vectors
 from jaxcc.parity_vectors.papers import _write_paper_vectors
 from jaxcc.parity_vectors.safety import SAFETY_VECTORS, write_safety_vectors
@@ -95,6 +95,7 @@ def write_vectors(out_dir: str | os.PathLike, n_cases: int = 4, seed: int = 0,
     elif os.path.exists(marker):
         os.remove(marker)
     written += _write_pareto_v2_vectors(out_dir, seed)
+    written += _write_aurora_v2_vectors(out_dir, seed)
     written.append(write_goal_tuning_vectors(os.path.join(out_dir, GOAL_TUNING_VECTORS), seed))
     written.append(write_safety_vectors(os.path.join(out_dir, SAFETY_VECTORS), seed))
     with open(os.path.join(out_dir, "README.md"), "w") as f:

@@ -177,12 +177,12 @@ def _mocc_deltas_pkts() -> tuple[float, ...]:
 
 
 # Feature set -> (its environment, the random network kind shaped like its paper's).
-FEATURE_POLICIES = {"aurora_v1": ("aurora", "mlp"), "pareto_v1": ("pareto", "lstm"),
+FEATURE_POLICIES = {"aurora_v1": ("aurora", "mlp"), "aurora_v2": ("aurora", "mlp"), "pareto_v1": ("pareto", "lstm"),
                     "pareto_v2": ("pareto", "lstm"),
                     "eagle_v1": ("eagle", "lstm2_discrete"), "mocc_v1": ("mocc", "q_values"),
                     "deepcc_v1": ("deepcc", "conv1d_goal")}
 # Feature sets that are one configuration of their environment: its ``make_config`` keywords.
-FEATURE_ENV_CONFIG = {"pareto_v2": {"feature_set": "pareto_v2"}}
+FEATURE_ENV_CONFIG = {"pareto_v2": {"feature_set": "pareto_v2"}, "aurora_v2": {"feature_set": "aurora_v2"}}
 
 
 def make_feature_policy(name: str, key) -> tuple[dict[str, Any], dict[str, np.ndarray]]:

@@ -10,6 +10,7 @@ module per feature set, each the simulator twin of its section in
 a policy meets in a scenario the features, network and action rules it was trained with:
 
     aurora_v1  Aurora (PPO): latency gradient/ratio, sending ratio; x(1+αa) or x/(1−αa)
+    aurora_v2  Aurora with a loss level: aurora_v1's three plus the MI's loss rate; the same action
     pareto_v1  Pareto (TD3 + LSTM): delay flag, dR, dD/dT, dL/dT, excess; rate·(1+a)
     pareto_v2  Pareto-Fair v2: pareto_v1's five plus the own standing queue; rate·(1+a)
     eagle_v1   Eagle (CEM + BBR teacher): five rate multipliers and a BDP-based cwnd
@@ -37,8 +38,8 @@ from jaxcc.sim.controller import Controller, ControllerParams, refusal
 
 # Feature set (a policy file's ``features.name``) -> its sender module, imported when a policy
 # needs it (a baselines-only evaluation loads no environment or network code).
-FEATURE_SETS = {name: f"jaxcc.senders.{name}" for name in ("aurora_v1", "pareto_v1", "pareto_v2", "eagle_v1", "mocc_v1",
-                                                                   "deepcc_v1")}
+FEATURE_SETS = {name: f"jaxcc.senders.{name}" for name in ("aurora_v1", "aurora_v2", "pareto_v1", "pareto_v2",
+                                                                   "eagle_v1", "mocc_v1", "deepcc_v1")}
 
 
 def feature_set(name: str):

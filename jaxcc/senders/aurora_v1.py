@@ -35,7 +35,9 @@ class Own(NamedTuple):
 
 
 def sender(spec: dict, tensors: dict) -> common.Sender:
-    """The ``aurora_v1`` sender of a policy (see the module docstring)."""
+    """The ``aurora_v1`` sender of a policy (see the module docstring); an ``aurora_v2`` file's
+    (``jaxcc.senders.aurora_v2``) also appends the MI's loss rate."""
+    loss_level = spec["features"]["name"] == "aurora_v2"
     init_pkts = float(spec["features"].get("init_pkts_per_rtt", 10.0))
     ten = common.tensors_as_arrays(tensors)
 
@@ -49,7 +51,7 @@ def sender(spec: dict, tensors: dict) -> common.Sender:
         return Own(rate=policyfile.map_action(spec, out, own.rate, jnp.inf)[0].astype(jnp.float32))
 
     def observe(own: Own, m, run, rtt0):
-        return aurora_env.features(m, run)[0], own
+        return aurora_env.features(m, run, loss_level)[0], own
 
     def act(own: Own):
         return rate_only(own.rate)
@@ -60,6 +62,6 @@ def sender(spec: dict, tensors: dict) -> common.Sender:
 def controller(name: str, spec: dict, tensors: dict, safe: bool = True) -> Controller:
     """The per-tick simulator ``Controller`` running the policy (``jaxcc.senders.common``); ``safe``:
     with the deployed sender's guard and monitor (``jaxcc.senders.safety``)."""
-    return common.make_controller(name, spec, sender(spec, tensors), default_empty=aurora_env.EMPTY_FEATURES,
-                                  safe=safe)
+    return common.make_controller(name, spec, sender(spec, tensors),
+                                  default_empty=aurora_env.EMPTY[spec["features"]["name"]], safe=safe)
 

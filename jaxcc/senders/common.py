@@ -19,7 +19,9 @@ resolution stretches the MI and this RTT by the ratio).
 ``make_controller`` wraps a ``Sender`` into the per-tick ``Controller`` protocol exactly as the
 environment steps (``jaxcc.envs.base.MultiFlowEnv.step_env``): every tick's feedback is
 accumulated into the MI with the environment's ``mi.mi_add_tick``; every ``mi_rtts ·
-ticks_per_rtt`` ticks the running statistics are updated, the features computed, pushed into
+ticks_per_rtt`` ticks (times the flow's ``SenderParams.mi_scale``, round(its RTT / the link's
+smallest): each flow decides on its own RTT's clock, as the datapath sender and the
+environments' per-flow clocks do) the running statistics are updated, the features computed, pushed into
 the ``[T, D]`` window (oldest first, padded with ``features.empty``) and the policy decides.  An
 MI in which the flow was never active changes nothing but the clock.  The first decision is
 taken on the empty window (the environments act once at reset, before any feedback): at
@@ -246,6 +248,8 @@ def make_controller(name: str, spec: dict, sender: Sender, default_empty=None, s
         def inside(_):
             return s._replace(tick=n, m=m)
 
-        return jax.lax.cond(n >= mi_ticks, boundary, inside, None)
+        # The flow's own MI: ``mi_scale`` times the smallest RTT's (its own RTT's clock).
+        own_ticks = mi_ticks * jnp.maximum(jnp.round(cp.sender.mi_scale), 1.0).astype(jnp.int32)
+        return jax.lax.cond(n >= own_ticks, boundary, inside, None)
 
     return Controller(name, init, act, update, takes_preference=takes_pref, takes_target=sender.takes_target)

@@ -64,6 +64,10 @@ class SenderParams(NamedTuple):
     # target_on 1: tune the goal online toward it (``jaxcc.senders.goal_tuning``), 0: no target.
     target: jax.Array
     target_on: jax.Array
+    # The flow's own decision clock: its MI is ``max(1, mi_scale)`` times the policy's MI on the
+    # link's smallest RTT (the runner sets round(flow RTT / smallest RTT), as the environments'
+    # per-flow clocks, ``jaxcc.envs.base``); 0 (the default) or 1: the smallest RTT's MI.
+    mi_scale: jax.Array
 
 
 class ControllerParams(NamedTuple):
@@ -83,7 +87,7 @@ class ControllerParams(NamedTuple):
         return cls(fixed=FixedParams(mbps=z()), bbr=BBRParams(seed=z()), cubic=CubicParams(hystart=z()),
                    sender=SenderParams(init_rate=z(), preference=z(PREFERENCE_DIM),
                                        preference_changes=z(MAX_PREFERENCE_CHANGES, 1 + PREFERENCE_DIM),
-                                       target=z(TARGET_DIM), target_on=z()))
+                                       target=z(TARGET_DIM), target_on=z(), mi_scale=z()))
 
 
 def set_flow(rows: ControllerParams, j: int, flow: ControllerParams) -> None:

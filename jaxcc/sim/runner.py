@@ -157,6 +157,8 @@ def build_batches(items: Sequence[Item], *, resolve: Resolve, ticks_per_rtt: int
                     ctrls.append(ctrl)
                 row_ids[j] = names.index(ctrl.name)
                 ctl.set_flow(row_cp, j, cparam)
+                # A learned sender decides on its own RTT's clock (SenderParams.mi_scale).
+                row_cp.sender.mi_scale[j] = max(1.0, round(rtts[j] / min(rtts)))
                 init_mbps = getattr(fl, "init_rate_mbps", None)
                 if init_mbps is not None:
                     if not ctrl.name.startswith(("policy:", "raw-policy:")):

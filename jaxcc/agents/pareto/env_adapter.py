@@ -71,8 +71,10 @@ def make_validation_env(*, overrides: dict | None = None, params: dict | None = 
 
 def stage_fns(se: StageEnv) -> tuple[Callable, Callable]:
     """``reset(key) -> (obs [F,T,D], state)`` and ``step(key, state, a) -> (obs, state, r [F],
-    term [F], trunc [F], valid [F], final_obs [F,T,D], expert [F], r_alg1 [F])`` (``r_alg1``:
-    Algorithm 1's reward alone, which calls the expert).
+    term [F], trunc [F], valid [F], final_obs [F,T,D], expert [F], r_alg1 [F], action [F])``
+    (``r_alg1``: Algorithm 1's reward alone, which calls the expert; ``action``: the action in
+    force during the step, ``a`` itself unless a flow on its own clock holds an earlier one,
+    ``jaxcc.envs.base``: what a transition stores).
 
     ``expert`` is the MI-level BBR's action for the next step (``jaxcc.agents.pareto.expert``,
     updated from the env's ``delivery_rate``, ``rtt_mean`` and ``rate``; reset with the link).
@@ -103,6 +105,6 @@ def stage_fns(se: StageEnv) -> tuple[Callable, Callable]:
         # an unfair share, and a fairness penalty below the threshold would hand it most steps).
         r_alg1 = jnp.broadcast_to(jnp.asarray(info["alg1_reward"], jnp.float32), (f,))
         return (obs.astype(jnp.float32), new, r, term, trunc, valid, info["final_obs"].astype(jnp.float32), expert,
-                r_alg1)
+                r_alg1, info["action"])
 
     return reset, step

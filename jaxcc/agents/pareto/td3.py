@@ -334,9 +334,11 @@ def make_train(config, mesh=None) -> Trainer:
             use_exp = env["has_prev"] & (env["prev_reward"] < hp["expert_threshold"]) & use_expert
             a = jnp.where(use_exp, env["expert"], a)
             keys = jax.random.split(k_step, E)
-            nobs, nst, r, term, trunc, valid, final, expert, r_alg1 = jax.vmap(step)(keys, env["state"], a)
+            nobs, nst, r, term, trunc, valid, final, expert, r_alg1, a_held = jax.vmap(step)(keys, env["state"], a)
             done = term | trunc
-            tr = {"obs": obs, "action": a, "reward": r * hp["reward_scale"], "next_obs": final,
+            # The action in force over the transition's MI (a flow on its own clock holds the one
+            # taken when its MI opened; with one clock it is ``a``).
+            tr = {"obs": obs, "action": a_held, "reward": r * hp["reward_scale"], "next_obs": final,
                   "done": term.astype(jnp.float32)}
             tr = jax.tree.map(lambda x: x.reshape((E * f,) + x.shape[2:]), tr)
             buf = replay.add(buf, tr, valid.reshape(-1), stage_idx, new_priority_max=bool(config.replay.new_priority_max))
