@@ -28,7 +28,7 @@ def _fair_events(at, end, ttf=1.0):
 
 def _records(label="P", util50=0.90, q95=10.0, loss=0.005, util1030=0.75, jain=(0.99, 0.97, 0.96, 0.95),
              ankh_wins=4, jain8=0.96, jain_rtt=0.93, cubic_rtt=0.92, reclaim=(0.5, 1.0, 2.0), fair=0.8,
-             ramp=3.0, step_ramp=2.0, ttf=1.0, ttf_shared8_last=None):
+             ramp=3.0, step_ramp=2.0, ttf=1.0, ttf_shared8_last=None, jain_rtt8=0.90, cubic_rtt8=0.85):
     """A full pareto + pareto-fair + robust suite for ``label``, bbr and cubic; ``label`` beats bbr's Ankh
     on ``ankh_wins`` Fig. 5 scenarios.  Every arrival and departure is fair after ``ttf`` s (the
     last arrival of shared8 after ``ttf_shared8_last`` s when given)."""
@@ -41,7 +41,8 @@ def _records(label="P", util50=0.90, q95=10.0, loss=0.005, util1030=0.75, jain=(
            rec("pareto/depart4", label, depart_at_s=[30.0, 40.0, 50.0][:len(reclaim)], reclaim_s=list(reclaim),
                **_fair_events([2.0, 4.0, 6.0, 30.0, 40.0], 50.0, ttf)),
            rec("pareto/shared8", label, jain=jain8, **s8), rec("pareto/rtt30-120", label, jain=jain_rtt),
-           rec("pareto/rtt30-120", "cubic", jain=cubic_rtt), rec("pareto/jitter4", label, min_fair_share=fair),
+           rec("pareto/rtt30-120", "cubic", jain=cubic_rtt), rec("pareto/rtt20-160", label, jain=jain_rtt8),
+           rec("pareto/rtt20-160", "cubic", jain=cubic_rtt8), rec("pareto/jitter4", label, min_fair_share=fair),
            rec("robust/start1pct", label, ramp_s=ramp),
            rec("robust/step5-50", label, step_up_at_s=[10.0], step_ramp_s=[step_ramp])]
     out += [rec(f"pareto/shared{n}", label, jain=j, **_fair_events([2.0 * k for k in range(1, n)], 30.0, ttf))
@@ -53,7 +54,7 @@ def _records(label="P", util50=0.90, q95=10.0, loss=0.005, util1030=0.75, jain=(
     return out
 
 
-N_PARETO = 13  # Pareto's six §V bars, the five fairness bars, the two robust bars
+N_PARETO = 14  # Pareto's six §V bars, the six fairness bars, the two robust bars
 
 
 def _met(verdicts):
@@ -68,7 +69,7 @@ def test_all_bars_met_exactly_at_the_thresholds():
     v = bars.check("pareto", _records(util50=0.85, q95=45.0, loss=0.01, util1030=0.70,
                                       jain=(0.95, 0.95, 0.95, 0.95), ankh_wins=4, jain8=0.95, jain_rtt=0.92,
                                       cubic_rtt=0.92, reclaim=(5.0, 5.0, 5.0), fair=0.5, ramp=10.0, step_ramp=5.0,
-                                      ttf=5.0))
+                                      ttf=5.0, jain_rtt8=0.81, cubic_rtt8=0.81))
     assert list(v) == ["P"]  # bbr and cubic are baselines, not checked
     assert _met(v["P"]) == [True] * N_PARETO
 
@@ -76,11 +77,12 @@ def test_all_bars_met_exactly_at_the_thresholds():
 @pytest.mark.parametrize("kw, failing", [
     ({"util50": 0.849}, 0), ({"q95": 45.1}, 1), ({"loss": 0.0101}, 2), ({"util1030": 0.699}, 3),
     ({"jain": (1.0, 1.0, 1.0, 0.949)}, 4), ({"ankh_wins": 3}, 5),
-    ({"jain8": 0.949}, 6), ({"jain_rtt": 0.9199, "cubic_rtt": 0.92}, 7), ({"reclaim": (0.5, 5.5, 1.0)}, 8),
-    ({"reclaim": (0.5, math.inf, 1.0)}, 8), ({"reclaim": (0.5, None, 1.0)}, 8), ({"reclaim": ()}, 8),
-    ({"fair": 0.499}, 9), ({"fair": float("nan")}, 9), ({"ttf_shared8_last": 5.5}, 10),
-    ({"ttf_shared8_last": math.inf}, 10), ({"ttf": 5.5}, 10),
-    ({"ramp": 10.5}, 11), ({"ramp": math.inf}, 11), ({"step_ramp": 5.5}, 12), ({"step_ramp": None}, 12),
+    ({"jain8": 0.949}, 6), ({"jain_rtt": 0.9199, "cubic_rtt": 0.92}, 7),
+    ({"jain_rtt8": 0.8499, "cubic_rtt8": 0.85}, 8), ({"reclaim": (0.5, 5.5, 1.0)}, 9),
+    ({"reclaim": (0.5, math.inf, 1.0)}, 9), ({"reclaim": (0.5, None, 1.0)}, 9), ({"reclaim": ()}, 9),
+    ({"fair": 0.499}, 10), ({"fair": float("nan")}, 10), ({"ttf_shared8_last": 5.5}, 11),
+    ({"ttf_shared8_last": math.inf}, 11), ({"ttf": 5.5}, 11),
+    ({"ramp": 10.5}, 12), ({"ramp": math.inf}, 12), ({"step_ramp": 5.5}, 13), ({"step_ramp": None}, 13),
 ])
 def test_each_bar_fails_on_its_own(kw, failing):
     met = _met(bars.check("pareto", _records(**kw))["P"])
@@ -224,14 +226,15 @@ def test_unknown_bar_set_names_the_valid_ones(name, bad):
 
 
 def test_shipped_pareto_fair_meets_what_its_readme_claims():
-    """checkpoints/pareto/README.md: the shipped Pareto-Fair v2 (seed 0) meets 9 of the 13 Pareto
-    bars on its eval_sim.json, missing Jain for 2-5 flows, the 30/120 ms pair, the time to
+    """checkpoints/pareto/README.md: the shipped Pareto-Fair v2 (seed 0) meets 10 of the 14 Pareto
+    bars on its eval_sim.json, missing Jain for 2-5 flows, the 20/160 ms pair, the time to
     fairness and the 5 -> 50 step."""
     with open(os.path.join(REPO, "checkpoints", "pareto", "eval_sim.json"), encoding="utf-8") as fh:
         recs = json.load(fh)["results"]
     v = bars.check("pareto", recs)["Pareto-Fair"]
-    assert _met(v) == [True, True, True, True, False, True, True, False, True, True, False, True, False]
-    assert v[10].value.startswith("2 of 8 events: shared2 24.5 s after 2 s, ")
+    assert _met(v) == [True, True, True, True, False, True, True, True, False, True, True, False, True, False]
+    assert v[7].value == "0.983 vs CUBIC 0.948" and v[8].value == "0.864 vs CUBIC 0.871"
+    assert v[11].value.startswith("2 of 8 events: shared2 24.5 s after 2 s, ")
     assert v[3].value == "0.795" and v[5].value == "4 of 6" and v[6].value == "0.970"
     links = bars.check("pareto-links", recs)["Pareto-Fair"]
     assert all(x.met for x in links) and links[3].value == "0.977"
@@ -243,7 +246,7 @@ def test_shipped_pareto_paper_eval_predates_the_robust_bars():
     with open(os.path.join(REPO, "checkpoints", "pareto", "eval_sim_paper.json"), encoding="utf-8") as fh:
         recs = json.load(fh)["results"]
     v = bars.check("pareto", recs)["Pareto-Fair"]
-    assert _met(v) == [True, True, True, False, False, True] + [False] * 7
+    assert _met(v) == [True, True, True, False, False, True] + [False] * 8
     assert v[3].value == "0.447" and v[5].value == "5 of 6"
     assert all(x.value.startswith(("not evaluated", "not measured")) for x in v[6:]), v[6:]
 

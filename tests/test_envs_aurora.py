@@ -162,7 +162,7 @@ def test_far_above_starts_and_capacity_steps():
     env1, p = make_env("aurora")
     env3, _ = make_env("aurora", num_segments=3)
     keys = jax.random.split(jax.random.PRNGKey(3), 1024)
-    sample = lambda env, params: jax.vmap(lambda k: env.sample_episode(k, params))(keys)  # noqa: E731
+    sample = lambda env, params: jax.jit(jax.vmap(env.sample_episode, in_axes=(0, None)))(keys, params)  # noqa: E731
     base_ep = sample(env1, p)
     bw = np.asarray(base_ep.link.cap_bps[:, 0])
 

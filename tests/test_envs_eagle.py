@@ -148,7 +148,7 @@ def test_start_rates_and_capacity_steps():
     assert env1.config.num_segments == env0.config.num_segments + 2
     assert env1.config.ring_len > env0.config.ring_len  # sized for a 10x step down
     keys = jax.random.split(jax.random.PRNGKey(4), 256)
-    sample = lambda env, params: jax.vmap(lambda k: env.sample_episode(k, params))(keys)  # noqa: E731
+    sample = lambda env, params: jax.jit(jax.vmap(env.sample_episode, in_axes=(0, None)))(keys, params)  # noqa: E731
     paper = sample(env0, p)
     assert np.allclose(np.asarray(paper.rate) / 125000.0, 0.3)
 

@@ -26,7 +26,7 @@ def test_overlay_merges_and_multiplies_by_hand():
 
 
 def _draw(fn, n=2000, seed=0):
-    return jax.vmap(fn)(jax.random.split(jax.random.key(seed), n))
+    return jax.jit(jax.vmap(fn))(jax.random.split(jax.random.key(seed), n))  # one program, not op by op
 
 
 def test_outage_length_start_and_darkness():
@@ -160,7 +160,7 @@ def test_every_env_meets_an_outage_with_its_feedback_intact(name):
     assert env.config.ring_len >= base_env.config.ring_len
     n = 4
     keys = jax.random.split(jax.random.key(11), n)
-    _, state = jax.vmap(env.reset, in_axes=(0, None))(keys, p)
+    _, state = jax.jit(jax.vmap(env.reset, in_axes=(0, None)))(keys, p)
     cap = np.asarray(state.link.cap_bps)
     assert (cap == 0.0).any(axis=1).all()  # every link goes dark
     base_len = base_env.reset(jax.random.key(0), p)[1].link.cap_t.shape[0]

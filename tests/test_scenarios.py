@@ -160,10 +160,14 @@ def test_fairness_links():
     r = scenarios.get_scenario("pareto/rtt30-120")
     assert [(f.rtt_ms, f.start_s, f.stop_s) for f in r.flows] == [(30.0, 0.0, 40.0), (120.0, 2.0, 40.0)]
     assert (r.link.bandwidth_mbps, r.link.buffer_bytes) == (50.0, 440_000)
+    r8 = scenarios.get_scenario("pareto/rtt20-160")
+    assert [(f.rtt_ms, f.start_s, f.stop_s) for f in r8.flows] == [(20.0, 0.0, 40.0), (160.0, 2.0, 40.0)]
+    assert (r8.link.bandwidth_mbps, r8.link.buffer_bytes) == (50.0, 440_000)
     j = scenarios.get_scenario("pareto/jitter4")
     # ± 5 ms: jaxcc.sim.realism draws U[0, jitter_ms] one way, so 10 ms is 5 ± 5 ms
     assert j.link.jitter_ms == 10.0 and len(j.flows) == 4 and j.link.bandwidth_mbps == 50.0
-    assert scenarios.SUITES["pareto-fair"] == ("pareto/shared8", "pareto/rtt30-120", "pareto/jitter4")
+    assert scenarios.SUITES["pareto-fair"] == ("pareto/shared8", "pareto/rtt30-120", "pareto/rtt20-160",
+                                               "pareto/jitter4")
 
 
 def test_robust_links():
@@ -173,7 +177,8 @@ def test_robust_links():
     st = scenarios.get_scenario("robust/step5-50")
     assert st.link.schedule == ((0.0, 5.0), (10.0, 50.0)) and st.link.buffer_bytes == s.link.buffer_bytes
     assert scenarios.SUITES["robust"] == ("robust/start1pct", "robust/step5-50")
-    for name in ("robust/start1pct", "robust/step5-50", "pareto/shared8", "pareto/rtt30-120", "pareto/jitter4"):
+    for name in ("robust/start1pct", "robust/step5-50", "pareto/shared8", "pareto/rtt30-120", "pareto/rtt20-160",
+                 "pareto/jitter4"):
         sc = scenarios.get_scenario(name)
         assert parse_scenario(sc.to_dict(), source=name) == sc
 

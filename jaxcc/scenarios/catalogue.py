@@ -5,7 +5,8 @@ Named scenarios (``get_scenario``; ``list_scenarios``; suites with ``get_suite``
 * ``pareto/*`` — Pareto §V test set (Table I/II, Fig. 5–10): RTT 90 ms, 440 KB buffer, 30 s
   (``lte``: the Verizon LTE uplink trace, 20 ms RTT, 80 s: ``VERIZON_DURATION_S``);
   and robust training's fairness links on the same 50 Mbit/s / 440 KB bottleneck (suite
-  ``pareto-fair``): ``shared8`` (8 flows), ``rtt30-120`` (30 and 120 ms RTT), ``jitter4`` (4
+  ``pareto-fair``): ``shared8`` (8 flows), ``rtt30-120`` (30 and 120 ms RTT), ``rtt20-160`` (20 and
+  160 ms), ``jitter4`` (4
   flows, ± 5 ms non-congestive jitter).
 * ``robust/*`` — robust training's start-rate and capacity-step links for every shipped policy:
   ``start1pct`` (50 Mbit/s, the flow starts at 0.5 Mbit/s), ``step5-50`` (5 → 50 Mbit/s at 10 s).
@@ -90,6 +91,10 @@ def _pareto() -> dict[str, Callable[[], Scenario]]:
     out["pareto/rtt30-120"] = lambda: _spec("pareto/rtt30-120", lf, {"bandwidth_mbps": 50, "buffer_bytes": b},
                                             [{"rtt_ms": 30.0, "start_s": 0.0, "controller": "bbr"},
                                              {"rtt_ms": 120.0, "start_s": 2.0, "controller": "bbr"}])
+    # The same at the parser's largest ratio: 20 and 160 ms (8x).
+    out["pareto/rtt20-160"] = lambda: _spec("pareto/rtt20-160", lf, {"bandwidth_mbps": 50, "buffer_bytes": b},
+                                            [{"rtt_ms": 20.0, "start_s": 0.0, "controller": "bbr"},
+                                             {"rtt_ms": 160.0, "start_s": 2.0, "controller": "bbr"}])
     # Four flows under non-congestive jitter of ± 5 ms: jaxcc.sim.realism adds U[0, jitter_ms]
     # one way, so jitter_ms = 10 is 5 ms ± 5 ms (exactly uniform at the default 8 ticks per RTT:
     # the 11.25 ms tick is longer than 10 ms, so the FIFO rule never binds).
@@ -266,7 +271,7 @@ SUITES: dict[str, tuple[str, ...]] = {
                "pareto/shared4", "pareto/shared5", "pareto/depart4", "pareto/lte"),
     # Fig. 5's six environments (a)–(f).
     # robust training's fairness links (shared8, rtt30-120, jitter4); the departures: pareto/depart4
-    "pareto-fair": ("pareto/shared8", "pareto/rtt30-120", "pareto/jitter4"),
+    "pareto-fair": ("pareto/shared8", "pareto/rtt30-120", "pareto/rtt20-160", "pareto/jitter4"),
     "robust": ("robust/start1pct", "robust/step5-50"),
     # Links that go dark for 1-8 s (OUTAGE_LINKS); the bar set ``outage`` judges them.
     "outage": tuple(f"outage/{mbps}mbps-{secs}s" for mbps, secs in OUTAGE_LINKS),
