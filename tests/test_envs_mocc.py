@@ -117,7 +117,7 @@ def test_training_links_cover_the_papers_evaluation():
     """The per-episode draw (module docstring, "Training links"): ranges, the cellular-like
     share, and that 12/50 Mbps, 10 ms, 18-375 KB are inside it."""
     env, p = make_env("mocc")
-    inits = jax.vmap(lambda k: env.sample_episode(k, p))(jax.random.split(jax.random.PRNGKey(0), 2000))
+    inits = jax.jit(jax.vmap(lambda k: env.sample_episode(k, p)))(jax.random.split(jax.random.PRNGKey(0), 2000))
     link = inits.link
     bw0 = np.asarray(link.cap_bps[:, 0]) / 125000.0
     owd = np.asarray(link.rtt[:, 0]) / 2

@@ -105,14 +105,14 @@ def test_mixed_rtt_draws_put_the_smallest_at_the_drawn_rtt():
     env, p = make_env("pareto", num_flows=4, feature_set="pareto_v2", flow_clock=True, rtt_ratio_max=4.0)
     p = p.replace(robust=jnp.float32(1.0), p_mixed_rtt=jnp.float32(1.0), flows_lo=jnp.float32(4.0))
     ks = jax.random.split(jax.random.PRNGKey(3), 64)
-    st = jax.vmap(lambda k: env.reset(k, p)[1])(ks)
+    st = jax.jit(jax.vmap(lambda k: env.reset(k, p)[1]))(ks)
     rtt = np.asarray(st.link.rtt)
     ratio = rtt / rtt.min(axis=1, keepdims=True)
     assert (ratio <= 4.0 + 1e-5).all() and ratio.max() > 2.5
     assert np.allclose(rtt.min(axis=1), rtt_base := rtt.min(axis=1)) and (rtt_base >= 0.03 - 1e-6).all()
     np.testing.assert_array_equal(np.asarray(st.clock.k), np.maximum(np.round(ratio), 1))
     # With p_mixed_rtt 0 (the default) every flow of a link has one RTT.
-    st0 = jax.vmap(lambda k: env.reset(k, p.replace(p_mixed_rtt=jnp.float32(0.0)))[1])(ks)
+    st0 = jax.jit(jax.vmap(lambda k: env.reset(k, p.replace(p_mixed_rtt=jnp.float32(0.0)))[1]))(ks)
     assert (np.ptp(np.asarray(st0.link.rtt), axis=1) == 0).all()
 
 

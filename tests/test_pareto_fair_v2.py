@@ -34,7 +34,7 @@ def test_v2_config_has_six_features_and_the_narrow_action_range():
 
 def test_robust_shared_links_stay_inside_their_ranges():
     env, p = _robust(4, pareto.STAGE_FAIRNESS, flows_lo=2, flows_hi=4)
-    inits = jax.vmap(lambda k: env.sample_episode(k, p))(jax.random.split(jax.random.PRNGKey(3), 400))
+    inits = jax.jit(jax.vmap(lambda k: env.sample_episode(k, p)))(jax.random.split(jax.random.PRNGKey(3), 400))
     link = inits.link
     rtt = np.asarray(link.rtt)
     bw = np.asarray(link.cap_bps)[:, 0] / units.MBPS
@@ -62,7 +62,7 @@ def test_robust_shared_links_stay_inside_their_ranges():
 
 def test_robust_capacity_steps_go_up_and_down_by_the_drawn_ratio():
     env, p = _robust(1, pareto.STAGE_ADVANCE, p_dynamic=1.0)
-    link = jax.vmap(lambda k: env.sample_episode(k, p).link)(jax.random.split(jax.random.PRNGKey(5), 200))
+    link = jax.jit(jax.vmap(lambda k: env.sample_episode(k, p).link))(jax.random.split(jax.random.PRNGKey(5), 200))
     cap = np.asarray(link.cap_bps)
     hi_lo = cap.max(axis=1) / cap.min(axis=1)
     assert np.all((hi_lo >= 2.0 * 0.999) & (hi_lo <= 10.0 * 1.001))

@@ -405,8 +405,8 @@ def test_envs_off_by_default_and_on_when_asked(name):
     assert env.config.realism == base.RealismRanges(**ON)
     assert env.config.ring_len > env0.config.ring_len
     key = jax.random.PRNGKey(7)
-    _, s0 = env0.reset(key, p0)
-    _, s = env.reset(key, p)
+    _, s0 = jax.jit(env0.reset)(key, p0)  # one program each, not op by op
+    _, s = jax.jit(env.reset)(key, p)
     assert s0.link.realism is None and s0.sim.realism is None
     # The paper's own draws are unchanged; the realism draws are within their ranges.
     for k in ("dt", "cap_t", "cap_bps", "buffer_bytes", "loss", "rtt", "start", "stop"):
@@ -427,7 +427,7 @@ def test_envs_off_by_default_and_on_when_asked(name):
 def test_env_realism_p_each_and_validation():
     env, p = envs.make_env("pareto", realism={**ON, "p_each": 0.5})
     keys = jax.random.split(jax.random.PRNGKey(0), 400)
-    _, st = jax.vmap(lambda k: env.reset(k, p))(keys)
+    _, st = jax.jit(jax.vmap(lambda k: env.reset(k, p)))(keys)
     on = np.asarray(st.link.realism.jitter_s) > 0
     assert 0.4 < on.mean() < 0.6  # each effect on in half the episodes (binomial sd 0.025)
     with pytest.raises(ValueError, match=r"^realism.jitter_ms_max: must be in \[0, 1000\], got -1$"):
