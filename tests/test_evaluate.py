@@ -215,7 +215,7 @@ def test_cli_bars_reports_what_was_not_evaluated(tmp_path):
     res = _cli("--scenario=pareto/fixed50", "--controller=bbr,policy:" + pol, "--bars=pareto",
                "--out=" + str(tmp_path), "--noplots", "--noprogress")
     assert res.returncode == 0, res.stderr[-3000:]
-    assert "3 of 13 bars met" in res.stdout  # fixed50: 0.951 util, 1.3 ms, 0.31 % (README)
+    assert "3 of 14 bars met" in res.stdout  # fixed50: 0.951 util, 1.3 ms, 0.31 % (README)
     bars = json.loads((tmp_path / "results.json").read_text())["meta"]["bars"]
     assert bars["set"] == "pareto" and list(bars["verdicts"]) == ["policy:" + pol]
     v = {x["bar"]: x for x in bars["verdicts"]["policy:" + pol]}

@@ -58,7 +58,7 @@ def test_unknown_feature_set_is_rejected(tmp_path):
         senders.resolve(f"policy:{path}")
     msg = str(e.value)
     assert "\n" not in msg
-    assert "supported: aurora_v1, deepcc_v1, eagle_v1, mocc_v1, pareto_v1, pareto_v2" in msg
+    assert "supported: aurora_v1, aurora_v2, deepcc_v1, eagle_v1, mocc_v1, pareto_v1, pareto_v2" in msg
     spec, tensors = policyfile.make_random_policy("mlp", 0)  # aurora_v1: accepted
     policyfile.save(path, spec, tensors)
     ctrl, _ = senders.resolve(f"policy:{path}")
