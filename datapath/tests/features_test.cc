@@ -152,6 +152,17 @@ TEST(Features, ParetoV2VectorCoversTheQueueFeature) {
   EXPECT_GE(queued, 4);
 }
 
+// MI i of a rising queue: 10 + i packets ACKed at RTTs climbing 2 ms per MI (and 0.1 ms per
+// packet within it), `sent_pkts` sent and i lost, 50 ms long.
+jaxcc::MonitorStats RisingMi(int i, double sent_pkts) {
+  jaxcc::MonitorStats m;
+  m.duration = m.active = 0.05;
+  for (int k = 0; k < 10 + i; ++k) m.AddSample(1500.0, 0.04 + 0.002 * i + 1e-4 * k, 0.005 * k);
+  m.sent = sent_pkts * 1500.0;
+  m.lost = i * 1500.0;
+  return m;
+}
+
 // The sixth feature by hand: R = 12.5e6 B/s (100 Mbit/s), the MI's smallest RTT 0.1012 s, min
 // RTT 0.1 s -> q = 12.5e6 x 0.0012 / 1500 = 10 packets -> log2(11) / 8. MI 0 sets the min RTT
 // (q = 0); MI 1 queues; MI 2 has no RTT sample (q = 0 although R > 0); MI 3: R = 0.8 x 6.25e6 +
@@ -181,11 +192,7 @@ TEST(Features, ParetoV2OwnQueueByHand) {
   jaxcc::RunningStats r1;
   std::vector<float> a(5), b(6);
   for (int i = 0; i < 4; ++i) {
-    jaxcc::MonitorStats m;
-    m.duration = m.active = 0.05;
-    for (int k = 0; k < 10 + i; ++k) m.AddSample(1500.0, 0.04 + 0.002 * i + 1e-4 * k, 0.005 * k);
-    m.sent = 14 * 1500.0;
-    m.lost = i * 1500.0;
+    const jaxcc::MonitorStats m = RisingMi(i, 14);
     r1.Update(m);
     v1->Compute(m, r1, a.data());
     v2->Compute(m, r1, b.data());
@@ -203,11 +210,7 @@ TEST(Features, AuroraV2IsV1PlusTheLossRate) {
   jaxcc::RunningStats r1;
   std::vector<float> a(3), b(4);
   for (int i = 0; i < 4; ++i) {
-    jaxcc::MonitorStats m;
-    m.duration = m.active = 0.05;
-    for (int k = 0; k < 10 + i; ++k) m.AddSample(1500.0, 0.04 + 0.002 * i + 1e-4 * k, 0.005 * k);
-    m.sent = (10 + 2 * i) * 1500.0;
-    m.lost = i * 1500.0;
+    const jaxcc::MonitorStats m = RisingMi(i, 10 + 2 * i);
     r1.Update(m);
     v1->Compute(m, r1, a.data());
     v2->Compute(m, r1, b.data());

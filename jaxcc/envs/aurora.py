@@ -246,9 +246,9 @@ def make_config(num_flows: int = 1, ticks_per_rtt: int = 8, max_steps: int = 400
     return out
 
 
-def export_features_spec(config: base.EnvConfig | None = None) -> dict:
+def export_features_spec(config: AuroraConfig | None = None) -> dict:
     c = config or make_config()
-    name = getattr(c, "feature_set", "aurora_v1")
+    name = c.feature_set
     out = {
         "name": name, "history": c.history, "obs_dim": len(FEATURE_SETS[name]),
         "feature_names": list(FEATURE_SETS[name]), "empty": list(EMPTY[name]), "send_ratio_clip": SEND_RATIO_CLIP,

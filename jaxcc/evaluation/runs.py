@@ -292,8 +292,9 @@ def recovery_metrics(tr: metrics.Trace, sc: Scenario) -> dict:
     out["reclaim_s"] = [r for _, r in deps]
     fair = []
     for t in events:
-        if len(sending(t)) >= 2:
-            fair.append((t, next_event(t), metrics.time_to_fairness(tr, t, sending(t), t_end=next_event(t))))
+        on, until = sending(t), next_event(t)
+        if len(on) >= 2:
+            fair.append((t, until, metrics.time_to_fairness(tr, t, on, t_end=until)))
     out["fair_at_s"] = [t for t, _, _ in fair]
     out["fair_until_s"] = [u for _, u, _ in fair]
     out["time_to_fair_s"] = [r for _, _, r in fair]
