@@ -94,6 +94,19 @@ def test_emulated_records_name_flow_zeros_controller():
     assert row["bbr_harm"] == pytest.approx({"throughput": 0.7, "delay": 10 / 70})
 
 
+def test_a_checkpoints_records_go_by_its_label():
+    """``--checkpoint=F`` labels the simulated records by the stage (``Pareto-Fair``) while flow 0
+    names the file it ran: the rows go by the label."""
+    recs = [_rec("coexist/cubic1", "cubic", [(10.0, 60.0), (10.0, 60.0)]),
+            _rec("coexist/cubic1", "Pareto-Fair", [(5.0, 60.0), (15.0, 60.0)])]
+    for r in recs:
+        r["per_flow"][0]["controller"] = "policy:/runs/a/Pareto-Fair.safetensors" if r["controller"] != "cubic" else "cubic"
+        r["per_flow"][1]["controller"] = "cubic"
+    (row,) = coexist.rows(recs, "Pareto-Fair")
+    assert row["share"] == pytest.approx(0.5) and row["harm"]["throughput"] == pytest.approx(-0.5)
+    assert coexist.rows(recs, "policy:/runs/a/Pareto-Fair.safetensors") == []
+
+
 def _suite(x_flows, bbr_flows):
     """Every coexist/cubic* link: the all-CUBIC reference at 10/10 Mbit/s and 60 ms per flow pair,
     ``X`` and ``bbr`` with the given (flow 0, neighbours) numbers."""

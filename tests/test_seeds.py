@@ -14,7 +14,8 @@ def _rec(scenario, controller, **kw):
 
 
 def _run(util, q, reclaim):
-    return [_rec("pareto/fixed50", "P", utilization=util, p95_qdelay_ms=q, loss=0.0, per_flow=[{"x": 1}]),
+    flows = [{"controller": "P", "throughput_mbps": 10 * util}, {"controller": "cubic", "throughput_mbps": 5.0}]
+    return [_rec("pareto/fixed50", "P", utilization=util, p95_qdelay_ms=q, loss=0.0, per_flow=flows),
             _rec("pareto/depart4", "P", reclaim_s=reclaim, depart_at_s=[30.0, 40.0, 50.0]),
             _rec("pareto/fixed50", "bbr", utilization=0.97, p95_qdelay_ms=30.0, loss=0.01)]
 
@@ -25,7 +26,9 @@ def test_median_records_by_hand():
     med = {(r["scenario"], r["controller"]): r for r in evaluation_seeds.median_records(runs)}
     f = med[("pareto/fixed50", "P")]
     assert f["utilization"] == pytest.approx(0.85) and f["p95_qdelay_ms"] == pytest.approx(47.0)
-    assert f["per_flow"] == [{"x": 1}]  # kept from the first run
+    # Flow by flow: [8.0, 9.0, 8.6, 8.4] -> 8.5; the names from the first run.
+    assert f["per_flow"] == [{"controller": "P", "throughput_mbps": pytest.approx(8.5)},
+                             {"controller": "cubic", "throughput_mbps": 5.0}]
     # Element-wise; None ("never") counts as +inf: [1,1,1,3] -> 1; [None,1,1,2] -> 1.5; [2,None,None,2] -> inf.
     assert med[("pareto/depart4", "P")]["reclaim_s"] == [1.0, 1.5, None]
 

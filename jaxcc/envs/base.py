@@ -43,6 +43,15 @@ and agents are the *leading axis* of every per-agent array:
   has not started keeps its clock at an MI's opening, so its first MI starts with it.
   ``info["action"]`` (the action in force, [F]) is reported with the clock off too, where it is
   the step's own action.
+* A competitor (``EnvConfig.competitor``, e.g. ``"cubic"``; off by default, and then nothing of
+  it is in the state): in a share ``p_competitor`` of the episodes the link's last flow slot
+  runs that classic controller (``jaxcc.baselines``) tick by tick, exactly as the simulator's
+  runner runs it, starting uniformly in [0, ``competitor_start_s``] s and staying to the end,
+  beside 1..F−1 of the agents the paper drew (uniformly).  It is part of the link, not an
+  agent: ``info["agent"]`` is False for its slot, which is never ``active`` (no transition, reward
+  0), whatever action the policy gives it; a paper's link-wide reward terms see its flow like any
+  other (its MI statistics are measured as every flow's).  This is how a policy meets a
+  neighbour that fills the buffer whatever the policy does.
 
 All randomness comes from the keys: the same key gives the same episode.
 
@@ -69,8 +78,12 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from jaxcc.baselines.bbr import BBR
+from jaxcc.baselines.cubic import CUBIC
+from jaxcc.baselines.reno import RENO
 from jaxcc.envs import mi as mi_lib
 from jaxcc.envs import samplers
+from jaxcc.sim import controller as ctl
 from jaxcc.sim import core, links
 from jaxcc.units import MBPS
 
@@ -79,6 +92,9 @@ MIN_RATE = 0.01 * MBPS
 MAX_RATE = 100_000.0 * MBPS
 REALISM_KEY = 0x5EA1  # reset key fold for the realism draws
 MAX_RING = 4096  # the longest feedback ring a distribution is given (ticks)
+COMPETITOR_KEY = 0xC0E7  # reset key fold for the competitor draws
+# Classic controllers that may hold a link's last flow slot as a competitor (``EnvConfig.competitor``).
+COMPETITORS = {c.name: c for c in (CUBIC, BBR, RENO)}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -186,6 +202,10 @@ class EnvConfig:
         (``samplers.LinkDynamics``), or None (off).
       flow_clock: every flow decides on its own MI of ``k_f`` steps (the module docstring), or,
         False (each paper's literal clock), all on the smallest RTT's.
+      competitor: a classic controller (a ``COMPETITORS`` name) that holds the last flow slot in a
+        share ``p_competitor`` of the episodes (the module docstring), or "" (none).
+      p_competitor: the share of episodes with the competitor.
+      competitor_start_s: the competitor starts uniformly in [0, competitor_start_s] s.
     """
 
     num_flows: int = 1
@@ -201,6 +221,21 @@ class EnvConfig:
     realism: RealismRanges | None = None
     dynamics: samplers.LinkDynamics | None = None
     flow_clock: bool = False
+    competitor: str = ""
+    p_competitor: float = 0.5
+    competitor_start_s: float = 3.0
+
+    def __post_init__(self):
+        if self.competitor and self.competitor not in COMPETITORS:
+            raise ValueError(f"competitor: unknown controller {self.competitor!r}; expected one of "
+                             f"{', '.join(sorted(COMPETITORS))} or '' (none)")
+        if self.competitor and self.num_flows < 2:
+            raise ValueError(f"competitor: {self.competitor!r} needs a flow slot of its own beside the agents; "
+                             f"num_flows is {self.num_flows}, expected >= 2")
+        if not 0.0 <= self.p_competitor <= 1.0:
+            raise ValueError(f"p_competitor: {self.p_competitor} is outside [0, 1]")
+        if not 0.0 <= self.competitor_start_s <= 1e6:
+            raise ValueError(f"competitor_start_s: {self.competitor_start_s} is outside [0, 1e6] s")
 
     @property
     def mi_ticks(self) -> int:
@@ -226,6 +261,7 @@ class EnvState:
       step: steps taken in this episode.
       last_mi: the MI statistics of the previous step (zeros after reset).
       clock: the per-flow clocks (``FlowClock``) with ``EnvConfig.flow_clock``, else None.
+      comp: the competitor (``Competitor``) with ``EnvConfig.competitor``, else None.
     """
 
     link: core.LinkParams
@@ -239,6 +275,7 @@ class EnvState:
     step: jax.Array
     last_mi: mi_lib.MIStats
     clock: Any = None
+    comp: Any = None
 
 
 @struct.dataclass
@@ -258,6 +295,19 @@ class FlowClock:
     acc: mi_lib.MIStats
     cap: jax.Array
     held: jax.Array
+
+
+@struct.dataclass
+class Competitor:
+    """A classic controller in the link's last flow slot (``EnvConfig.competitor``).
+
+    Attributes:
+      on: the slot holds the competitor in this episode (else it is an agent like the others).
+      cstate: the controller's state for that one flow (``jaxcc.sim.controller`` protocol).
+    """
+
+    on: jax.Array
+    cstate: Any
 
 
 def clock_steps(rtt: jax.Array) -> jax.Array:
@@ -377,6 +427,9 @@ class MultiFlowEnv:
             rz = links.sample_realism(jax.random.fold_in(key, REALISM_KEY), c.realism, init.link.cap_bps[0],
                                       c.realism.cross_segments)
             init = init._replace(link=init.link.replace(realism=rz))
+        comp = None
+        if c.competitor:  # keys of its own: the paper's draws are unchanged
+            init, comp = self._place_competitor(jax.random.fold_in(key, COMPETITOR_KEY), init)
         sim = core.init_state(init.link, c.ring_len)
         paper = self.init_paper(init, params)
         empty = jnp.asarray(self.empty_features(params), jnp.float32)
@@ -396,8 +449,40 @@ class MultiFlowEnv:
                 k=clock_steps(init.link.rtt), phase=jnp.zeros((c.num_flows,), jnp.int32),
                 acc=mi_lib.mi_zero(c.num_flows), cap=jnp.zeros((c.num_flows,), jnp.float32),
                 held=self._actions(jnp.zeros((c.num_flows,)))),
+            comp=comp,
         )
         return hist, state
+
+    def _place_competitor(self, key: jax.Array, init: EpisodeInit) -> tuple[EpisodeInit, Competitor]:
+        """With probability ``p_competitor``, the link's last slot becomes the competitor, starting
+        uniformly in [0, ``competitor_start_s``] s and staying to the end, beside 1..F−1 of the
+        agents the paper drew (uniformly; the slots above are left empty)."""
+        c = self.config
+        f = c.num_flows
+        k_on, k_n, k_t = jax.random.split(key, 3)
+        on = jax.random.uniform(k_on, ()) < c.p_competitor
+        n_agents = jax.random.randint(k_n, (), 1, f)
+        t0 = jax.random.uniform(k_t, (), maxval=c.competitor_start_s)
+        idx = jnp.arange(f)
+        last = on & (idx == f - 1)
+        empty = on & (idx != f - 1) & (idx >= n_agents)  # start == stop: the slot never sends
+        link = init.link
+        start = jnp.where(last, t0, jnp.where(empty, 0.0, link.start)).astype(link.start.dtype)
+        stop = jnp.where(last, 1e9, jnp.where(empty, 0.0, link.stop)).astype(link.stop.dtype)
+        ctrl = COMPETITORS[c.competitor]
+        cstate = ctrl.init(self._competitor_params())
+        return init._replace(link=link.replace(start=start, stop=stop)), Competitor(on=on, cstate=cstate)
+
+    @staticmethod
+    def _competitor_params() -> ctl.ControllerParams:
+        return jax.tree.map(jnp.asarray, ctl.ControllerParams.zeros())
+
+    def agents(self, state: EnvState) -> jax.Array:
+        """[F] bool: the slots the policy controls (all of them, but the competitor's when it is on)."""
+        f = self.config.num_flows
+        if state.comp is None:
+            return jnp.ones((f,), bool)
+        return ~(state.comp.on & (jnp.arange(f) == f - 1))
 
     def _actions(self, action: jax.Array) -> jax.Array:
         """``action`` as the [F] array of the action spec's dtype (int32 discrete, float32 continuous)."""
@@ -411,20 +496,35 @@ class MultiFlowEnv:
         return jnp.minimum(c.max_steps * c.mi_rtts * jnp.min(link.rtt), params.max_time_s)
 
     def run_mi(self, link: core.LinkParams, sim: core.SimState, rate: jax.Array, cwnd: jax.Array,
-               m0: mi_lib.MIStats | None = None):
-        """Simulates one step (``mi_ticks`` ticks) at fixed rate/cwnd; returns (sim, MIStats, LinkMI).
-        ``m0``: each flow's MI so far, continued tick by tick (per-flow clocks), else an empty MI."""
+               m0: mi_lib.MIStats | None = None, comp: Competitor | None = None):
+        """Simulates one step (``mi_ticks`` ticks) at fixed rate/cwnd; returns (sim, MIStats,
+        LinkMI, comp).  ``m0``: each flow's MI so far, continued tick by tick (per-flow clocks),
+        else an empty MI.  ``comp``: the competitor, which sets the last slot's rate and window
+        every tick from its controller (when on) and sees that tick's feedback, as in the runner."""
         c = self.config
+        ctrl = COMPETITORS[c.competitor] if comp is not None else None
+        cp = self._competitor_params()
+        last = jnp.arange(c.num_flows) == c.num_flows - 1
 
         def tick(carry, _):
-            s, m, cap = carry
-            s, out = core.step(link, s, rate, cwnd)
+            s, m, cap, cs = carry
+            r, w = rate, cwnd
+            if ctrl is not None:
+                a = ctrl.act(cs, cp)
+                r = jnp.where(comp.on & last, a.rate, rate)
+                w = jnp.where(comp.on & last, a.cwnd, cwnd)
+            s, out = core.step(link, s, r, w)
             m = mi_lib.mi_add_tick(m, out, link.dt)
-            return (s, m, cap + out.capacity * link.dt), out.queue
+            if ctrl is not None:  # an idle competitor starts (or restarts) from its initial state
+                obs = jax.tree.map(lambda x: x[-1], ctl.tick_obs(out, link.dt))
+                cs = jax.tree.map(lambda n, i: jnp.where(out.active[-1], n, i), ctrl.update(cs, obs, cp),
+                                  ctrl.init(cp))
+            return (s, m, cap + out.capacity * link.dt, cs), out.queue
 
-        init = (sim, mi_lib.mi_zero(c.num_flows) if m0 is None else m0, jnp.zeros((), jnp.float32))
-        (sim, m, cap), queues = jax.lax.scan(tick, init, None, length=c.mi_ticks)
-        return sim, m, LinkMI(cap_bytes=cap, queue_end=queues[-1])
+        init = (sim, mi_lib.mi_zero(c.num_flows) if m0 is None else m0, jnp.zeros((), jnp.float32),
+                None if comp is None else comp.cstate)
+        (sim, m, cap, cs), queues = jax.lax.scan(tick, init, None, length=c.mi_ticks)
+        return sim, m, LinkMI(cap_bytes=cap, queue_end=queues[-1]), None if comp is None else comp.replace(cstate=cs)
 
     def step_env(self, key: jax.Array, state: EnvState, action: jax.Array, params):
         c = self.config
@@ -437,10 +537,12 @@ class MultiFlowEnv:
             rate, cwnd = jnp.where(due, rate, state.rate), jnp.where(due, cwnd, state.cwnd)
             paper_a = _where_tree(due, paper_a, state.paper)
             action = jnp.where(due, action, ck.held)
-        sim, m, lmi = self.run_mi(state.link, state.sim, rate, cwnd, None if ck is None else ck.acc)
+        sim, m, lmi, comp = self.run_mi(state.link, state.sim, rate, cwnd, None if ck is None else ck.acc,
+                                        state.comp)
         step_cap = lmi.cap_bytes  # this step's, for info["capacity"]
         sending = m.active > 0  # the flow sent during its MI (so far): the rate it took stays in force
-        active = sending  # ... and its MI closed here: observed, rewarded, a transition
+        agent = self.agents(state)
+        active = sending & agent  # ... and its MI closed here: observed, rewarded, a transition
         if ck is not None:
             closes = ck.phase + 1 >= ck.k
             # Each flow's LinkMI covers its own MI: cap_bytes [F].
@@ -475,6 +577,7 @@ class MultiFlowEnv:
             step=step,
             last_mi=m,
             clock=None if ck is None else clock,
+            comp=comp,
         )
         dur = jnp.maximum(m.duration, 1e-30)
         info = {
@@ -490,6 +593,7 @@ class MultiFlowEnv:
                                          active.shape),
             "queue": jnp.broadcast_to(lmi.queue_end, active.shape),
             "rate": new.rate,
+            "agent": agent,
         }
         info.update(out.info)
         return hist, new, reward.astype(jnp.float32), terminated, truncated, info

@@ -432,6 +432,35 @@ def validation_params(p: ParetoParams) -> ParetoParams:
     return jax.tree.map(lambda *xs: jnp.stack([jnp.asarray(x) for x in xs]), *rows)
 
 
+# Validation links with a CUBIC neighbour (``select.coexist_links``; ``configs/pareto_coexist.py``):
+# one learned flow from 0 s beside a CUBIC flow that starts in the first
+# ``COEXIST_VALIDATION_START_S`` seconds (``EnvConfig.competitor``, two flow slots), on fixed links
+# unlike the ``coexist/*`` scenarios (20 Mbit/s, 40 ms, 1 BDP) and every other evaluation link.
+# Fields: bandwidth Mbit/s, RTT s, buffer in BDPs.
+COEXIST_VALIDATION_LINKS = (
+    (30.0, 0.070, 2.0),
+    (9.0, 0.030, 1.5),
+    (45.0, 0.050, 0.8),
+)
+COEXIST_VALIDATION_FLOWS = 2
+COEXIST_VALIDATION_START_S = 2.0
+
+
+def coexist_validation_params(p: ParetoParams) -> ParetoParams:
+    """``COEXIST_VALIDATION_LINKS`` as ``ParetoParams`` with a leading [V] axis (fixed links, one
+    learned flow from 0 s at a quarter of the fair share), on top of ``p``.  The environment's
+    competitor (``p_competitor = 1``) takes the second slot."""
+    rows = []
+    for bw, rtt, buf in COEXIST_VALIDATION_LINKS:
+        rows.append(p.replace(
+            stage=jnp.asarray(STAGE_FAIRNESS, jnp.int32), robust=jnp.float32(1.0), p_dynamic=jnp.float32(0.0),
+            bw_lo_mbps=jnp.float32(bw), bw_hi_mbps=jnp.float32(bw), rtt_lo_s=jnp.float32(rtt),
+            rtt_hi_s=jnp.float32(rtt), buf_bdp_lo=jnp.float32(buf), buf_bdp_hi=jnp.float32(buf),
+            flows_lo=jnp.float32(1.0), flows_hi=jnp.float32(1.0), init_frac_lo=jnp.float32(0.25),
+            init_frac_hi=jnp.float32(0.25), p_depart=jnp.float32(0.0)))
+    return jax.tree.map(lambda *xs: jnp.stack([jnp.asarray(x) for x in xs]), *rows)
+
+
 def link_terms(R, m: mi_lib.MIStats, lmi: base.LinkMI, p: ParetoParams):
     """Pareto-Fair v2's training-only reward terms (0 with ``fair_w = util_w = 0``), per flow [F]:
     −fair_w·|log(R_i / mean R)| over the flows active in the MI when at least two are, and

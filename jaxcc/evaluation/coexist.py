@@ -66,9 +66,11 @@ def harm(record: dict, reference: dict) -> dict:
 
 
 def evaluated(record: dict) -> str:
-    """The controller flow 0 ran: an emulated record names each flow's (its ``controller`` joins
-    them, e.g. ``policy:F+kernel:cubic``); a simulated one is labelled by it."""
-    return record["per_flow"][0].get("controller") or record["controller"]
+    """The controller flow 0 ran, as the run names it: an emulated record's label joins its flows'
+    controllers (``policy:F+kernel:cubic``), and then it is flow 0's; otherwise it is the record's
+    own label (``bbr``, ``policy:F``, or a checkpoint's stage name such as ``Pareto-Fair``)."""
+    flows = [f.get("controller") or "" for f in record["per_flow"]]
+    return flows[0] if record["controller"] == "+".join(flows) else record["controller"]
 
 
 def rows(records: Sequence[dict], controller: str) -> list[dict]:

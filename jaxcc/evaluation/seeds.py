@@ -58,9 +58,18 @@ def _median(values: list):
     return None
 
 
+def _median_flow(flows: Sequence[dict]) -> dict:
+    """One flow's entry over the runs: its numeric fields the median, its other fields the first run's."""
+    out = dict(flows[0])
+    for k, v in flows[0].items():
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            out[k] = _median([f.get(k) for f in flows])
+    return out
+
+
 def median_records(runs: Sequence[Sequence[dict]]) -> list[dict]:
     """One record per (scenario, controller) present in every run: its numeric fields the
-    median over the runs, its other fields the first run's.
+    median over the runs (per-flow fields flow by flow), its other fields the first run's.
 
     Raises:
       ValueError: fewer than one run.
@@ -78,7 +87,11 @@ def median_records(runs: Sequence[Sequence[dict]]) -> list[dict]:
                 continue
             vals = [ix[key].get(field) for ix in index]
             if isinstance(v, list) and v and isinstance(v[0], dict):
-                continue  # per_flow: kept from the first run
+                # per_flow: flow by flow, each numeric field the median over the runs (the
+                # coexistence bars read flow 0's throughput and the neighbours' delays)
+                if all(isinstance(x, list) and len(x) == len(v) for x in vals):
+                    rec[field] = [_median_flow([x[i] for x in vals]) for i in range(len(v))]
+                continue
             rec[field] = _median(vals)
         out.append(rec)
     return out

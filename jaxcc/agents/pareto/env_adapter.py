@@ -59,12 +59,20 @@ def make_stage_env(stage: str, *, overrides: dict | None = None, params: dict | 
     return StageEnv(env, env_params, int(f), int(t), int(d), float(env.config.mi_rtts), finfo, env.a_range)
 
 
-def make_validation_env(*, overrides: dict | None = None, params: dict | None = None, max_steps: int = 60):
+def make_validation_env(*, overrides: dict | None = None, params: dict | None = None, max_steps: int = 60,
+                        coexist: bool = False):
     """The environment and stacked parameters [V] of Pareto-Fair v2's disjoint validation links
     (``jaxcc.envs.pareto.VALIDATION_LINKS``): ``overrides`` and ``params`` as in
     ``make_stage_env`` (the realism ranges and feature set of training; the flow slots are the
-    validation list's largest flow count, episodes ``max_steps`` steps)."""
+    validation list's largest flow count, episodes ``max_steps`` steps).  ``coexist``: the links
+    with a CUBIC neighbour instead (``COEXIST_VALIDATION_LINKS``; the neighbour in every episode,
+    in the last of ``COEXIST_VALIDATION_FLOWS`` slots)."""
     over = {**dict(overrides or {}), "num_flows": pareto.VALIDATION_FLOWS, "max_steps": int(max_steps)}
+    if coexist:
+        over.update(num_flows=pareto.COEXIST_VALIDATION_FLOWS, competitor="cubic", p_competitor=1.0,
+                    competitor_start_s=pareto.COEXIST_VALIDATION_START_S)
+        env, p0 = make_env("pareto", **over)
+        return env, pareto.coexist_validation_params(env_base.replace_params(p0, params))
     env, p0 = make_env("pareto", **over)
     return env, pareto.validation_params(env_base.replace_params(p0, params))
 

@@ -203,6 +203,39 @@ def learn_step(agent: dict, buf: replay.ReplayState, key: jax.Array, hp: dict, g
     return agent, buf, key, m
 
 
+def score_episode(act: Callable, env, params, key, disjoint: bool):
+    """One deterministic episode (no noise, no expert) of ``env`` under ``params`` with the batched
+    actor ``act(obs [F, T, D]) -> [F]``; lower is better.  ``disjoint=False`` (the
+    training-distribution links): ((1 − utilization) + p95 queue/buffer + loss)/3 + (1 − Jain), the
+    Pareto paper's evaluation quantities (Ankh's number, §V, and Jain's index over the second half
+    of the episode).  ``disjoint=True`` (Pareto-Fair v2's validation links): (1 − utilization) +
+    ½·p95 queue/buffer + 2·loss + (1 − Jain), weighted toward the bars (utilization and fairness)
+    over the queue.  Jain's index is taken over the flows active in the second half, a competitor
+    (``jaxcc.envs.base``, ``info["agent"]`` False) among them while it delivers."""
+    n_steps = int(env.config.max_steps)
+    obs, st = env.reset(key, params)
+    buffer = st.link.buffer_bytes
+
+    def body(c, k):
+        obs, st = c
+        a = act(obs.astype(jnp.float32))
+        obs, st, _, _, _, info = env.step(k, st, a, params)
+        flowing = info["active"] | (~info["agent"] & (info["delivery_rate"] > 0))
+        return (obs, st), (info["delivery_rate"], info["capacity"][0], info["queue"][0], info["send_rate"],
+                           info["loss_rate"], flowing)
+
+    _, (dr, cap, q, sr, lr, act_) = jax.lax.scan(body, (obs, st), jax.random.split(key, n_steps))
+    util = jnp.minimum(jnp.sum(dr) / jnp.maximum(jnp.sum(cap), 1.0), 1.0)
+    q95 = jnp.quantile(q / buffer, 0.95)
+    loss = jnp.sum(sr * lr) / jnp.maximum(jnp.sum(sr), 1.0)
+    on = jnp.any(act_[n_steps // 2:], axis=0)
+    x = jnp.where(on, jnp.sum(dr[n_steps // 2:], axis=0), 0.0)
+    jain = jnp.square(jnp.sum(x)) / jnp.maximum(jnp.sum(on) * jnp.sum(x * x), 1e-12)
+    if disjoint:
+        return (1.0 - util) + 0.5 * q95 + 2.0 * loss + (1.0 - jain)
+    return ((1.0 - util) + q95 + loss) / 3.0 + (1.0 - jain)
+
+
 # ----------------------------------------------------------------------------- make_train
 
 
@@ -364,38 +397,16 @@ def make_train(config, mesh=None) -> Trainer:
 
     # ------------------------------------------------------------------ snapshot selection (see module docstring)
     def episode_score(actor_params, env, params, key, disjoint: bool):
-        """One deterministic episode (no noise, no expert) of ``env`` under ``params``; lower is
-        better.  ``disjoint=False`` (the training-distribution links): ((1 − utilization) + p95
-        queue/buffer + loss)/3 + (1 − Jain), the Pareto paper's evaluation quantities (Ankh's
-        number, §V, and Jain's index over the second half of the episode).  ``disjoint=True``
-        (Pareto-Fair v2's validation links): (1 − utilization) + ½·p95 queue/buffer + 2·loss +
-        (1 − Jain), weighted toward the bars (utilization and fairness) over the queue.  Jain's
-        index is taken over the flows active in the second half."""
-        n_steps = int(env.config.max_steps)
-        obs, st = env.reset(key, params)
-        buffer = st.link.buffer_bytes
-
-        def body(c, k):
-            obs, st = c
-            a = actor_b(actor_params, obs.astype(jnp.float32))
-            obs, st, _, _, _, info = env.step(k, st, a, params)
-            return (obs, st), (info["delivery_rate"], info["capacity"][0], info["queue"][0], info["send_rate"],
-                               info["loss_rate"], info["active"])
-
-        _, (dr, cap, q, sr, lr, act) = jax.lax.scan(body, (obs, st), jax.random.split(key, n_steps))
-        util = jnp.minimum(jnp.sum(dr) / jnp.maximum(jnp.sum(cap), 1.0), 1.0)
-        q95 = jnp.quantile(q / buffer, 0.95)
-        loss = jnp.sum(sr * lr) / jnp.maximum(jnp.sum(sr), 1.0)
-        on = jnp.any(act[n_steps // 2:], axis=0)
-        x = jnp.where(on, jnp.sum(dr[n_steps // 2:], axis=0), 0.0)
-        jain = jnp.square(jnp.sum(x)) / jnp.maximum(jnp.sum(on) * jnp.sum(x * x), 1e-12)
-        if disjoint:
-            return (1.0 - util) + 0.5 * q95 + 2.0 * loss + (1.0 - jain)
-        return ((1.0 - util) + q95 + loss) / 3.0 + (1.0 - jain)
+        return score_episode(lambda obs: actor_b(actor_params, obs), env, params, key, disjoint)
 
     if select_on and val_mode == "disjoint":
         v_env, v_params = env_adapter.make_validation_env(overrides=env_over, params=env_params,
                                                           max_steps=int(sel.get("max_steps", 60)))
+        # Links with a CUBIC neighbour (``jaxcc.envs.pareto.COEXIST_VALIDATION_LINKS``), scored alike.
+        x_env = x_params = None
+        if bool(sel.get("coexist_links", False)):
+            x_env, x_params = env_adapter.make_validation_env(overrides=env_over, params=env_params,
+                                                              max_steps=int(sel.get("max_steps", 60)), coexist=True)
 
     def validate(actor_params, stage_idx: int, seed):
         """Mean score over fixed validation links (keys from the seed only): ``select.validation
@@ -404,9 +415,15 @@ def make_train(config, mesh=None) -> Trainer:
         link's realism), the same links for every stage."""
         if val_mode == "disjoint":
             keys = jax.random.split(jax.random.PRNGKey(seed + 7919), val_links)
-            per_link = jax.vmap(lambda pp: jnp.mean(jax.vmap(
-                lambda k: episode_score(actor_params, v_env, pp, k, True))(keys)))(v_params)
-            return jnp.mean(per_link)
+
+            def per_link(env, params):
+                return jax.vmap(lambda pp: jnp.mean(jax.vmap(
+                    lambda k: episode_score(actor_params, env, pp, k, True))(keys)))(params)
+
+            scores = per_link(v_env, v_params)
+            if x_env is not None:  # every link weighs the same
+                scores = jnp.concatenate([scores, per_link(x_env, x_params)])
+            return jnp.mean(scores)
         scores = []
         for j in range(stage_idx + 1):
             keys = jax.random.split(jax.random.PRNGKey(seed + 7919 * (j + 1)), val_links)
