@@ -1,0 +1,87 @@
+"""Why MOCC's preference barely steers on its own link: two measurements on `mocc/12mbps`
+(12 Mbit/s, 20 ms RTT, 375 KB; the BDP is 20 packets), for one policy file.
+
+    PYTHONPATH=. python3 launch/mocc_probe.py checkpoints/mocc/mocc.safetensors
+
+1. **Against episode length.**  Training episodes are at most 200 decisions (Algorithm 1's T, one
+   decision per RTT: 4 s here) where the evaluation runs 30 s (1,500).  Each of five preferences
+   runs the 30-s link in the simulator; the operating point (utilization, p95 and mean queueing
+   delay) is reported over the first 4 s and over the rest.  If the preference steered within the
+   training horizon and the points met later, the two windows would differ.
+2. **The learned values at the operating points.**  At the steady states of windows of 20 (one
+   BDP, no queue), 25, 30 (the init-cwnd: 2.5 × 12) and 40 packets, the policy's preference-weighted
+   Q-values ω·Q(s, a, ω) (``jaxcc.policyfile.scalarised_q``) for three preferences: which action it
+   takes, and by what margin over the next.  The states are built by hand from the features'
+   definitions (``jaxcc.envs.mocc``): delay / timeout = (20 ms + queue) / 200 ms, ACK rate and
+   sending rate at their maximum (1, window-limited at or above the BDP), cwnd / BDP estimate.
+   Beside them, the reward a step at each point earns by hand, L(x) = 1 − 10^(−x).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+
+import numpy as np
+
+from jaxcc import policyfile
+from jaxcc.evaluation import runs
+from jaxcc.scenarios import get_scenario
+
+LINK = "mocc/12mbps"
+MBPS, RTT_MS, TIMEOUT_MS, BDP_PKTS = 12.0, 20.0, 200.0, 20.0
+HORIZON_S = 200 * RTT_MS / 1000.0  # Algorithm 1's T decisions, one per RTT
+PREFERENCES = ((1.0, 0.0, 0.0), (0.75, 0.25, 0.0), (0.5, 0.5, 0.0), (0.25, 0.75, 0.0), (0.0, 1.0, 0.0))
+ACTIONS = ("halve", "-50", "-10", "hold", "+10", "double", "+50")
+
+
+def L(x):
+    return 1.0 - 10.0 ** (-x)
+
+
+def episode_length(path: str) -> None:
+    base = get_scenario(LINK)
+    scs = [dataclasses.replace(base, name=f"{LINK}@{p}", flows=tuple(dataclasses.replace(f, preference=p)
+                                                                      for f in base.flows)) for p in PREFERENCES]
+    rep = runs.run_evaluation(scs, runs.controller_entries(f"policy:{path}"), progress=False)
+    print(f"1. Operating point over the first {HORIZON_S:g} s (200 decisions) and after, {LINK}:")
+    print("| preference | util 0-4 s | p95 / mean queue 0-4 s (ms) | util 4-30 s | p95 / mean queue 4-30 s (ms) |")
+    print("|---|---:|---:|---:|---:|")
+    for sc, p in zip(scs, PREFERENCES):
+        (s,) = [v for (name, _), v in rep["series"].items() if name == sc.name]
+        t = np.asarray(s["t"])
+        thr = np.asarray([row[0] if row[0] is not None else np.nan for row in s["throughput_mbps"]])
+        q = np.asarray([row[0] if row[0] is not None else np.nan for row in s["owd_ms"]]) - RTT_MS / 2
+        cells = []
+        for lo, hi in ((0.0, HORIZON_S), (HORIZON_S, float(sc.duration_s))):
+            m = (t >= lo) & (t < hi)
+            cells += [f"{np.nanmean(thr[m]) / MBPS:.3f}", f"{np.nanpercentile(q[m], 95):.1f} / {np.nanmean(q[m]):.1f}"]
+        print(f"| {p} | " + " | ".join(cells) + " |")
+
+
+def learned_values(path: str) -> None:
+    spec, tensors = policyfile.load(path)
+    n, m = int(spec["head"]["n"]), policyfile.q_objectives(spec)
+    print("\n2. The policy's choice at steady states of the window (ω·Q; the margin over the next action):")
+    print("| window (pkts) | queue (ms) | delay objective −L(d/timeout) | preference | action | margin | −10 minus hold |")
+    print("|---:|---:|---:|---|---|---:|---:|")
+    for w in (20.0, 25.0, 30.0, 40.0):
+        q_ms = max(w - BDP_PKTS, 0.0) * 1500 * 8 / (MBPS * 1e6) * 1000.0
+        obs = np.asarray([[(RTT_MS + q_ms) / TIMEOUT_MS, 1.0, 1.0, w / BDP_PKTS]], np.float32)
+        for p in ((1.0, 0.0, 0.0), (0.5, 0.5, 0.0), (0.0, 1.0, 0.0)):
+            goal = np.asarray(p, np.float32)
+            s = np.asarray(policyfile.scalarised_q(policyfile.forward(spec, tensors, obs, goal), goal, n, m))
+            order = np.argsort(-s)
+            print(f"| {w:g} | {q_ms:.1f} | {-L((RTT_MS + q_ms) / TIMEOUT_MS):.3f} | {p} | {ACTIONS[order[0]]} | "
+                  f"{s[order[0]] - s[order[1]]:.3f} | {s[2] - s[3]:+.3f} |")
+
+
+def main(argv: list[str]) -> None:
+    if len(argv) != 1:
+        sys.exit("usage: launch/mocc_probe.py POLICY.safetensors")
+    episode_length(argv[0])
+    learned_values(argv[0])
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
