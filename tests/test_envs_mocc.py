@@ -23,6 +23,19 @@ def test_activation_and_reward_vector_by_hand():
     np.testing.assert_allclose(r[0], [1 - 10 ** -0.8, -(1 - 10 ** -0.25), -(1 - 10 ** -0.01)], rtol=1e-5)
 
 
+def test_delay_objectives_by_hand():
+    p = mocc.MoccParams()
+    # §IV-A (the default): a 30 ms RTT over a 200 ms timeout -> -L(0.15).
+    np.testing.assert_allclose(mocc.delay_objective(A(0.03), A(0.02), A(0.2), p), [-(1 - 10 ** -0.15)], rtol=1e-6)
+    # The queueing-delay objective: 10 ms of queue on a 20 ms path is half a round trip -> -log2(1.5)/4;
+    # 300 and 900 ms of queue are 15 and 45 round trips -> -1.0 and -log2(46)/4.
+    q = p.replace(delay_objective=jnp.float32(1.0))
+    got = mocc.delay_objective(A(0.03, 0.02, 0.32, 0.92), A(0.02), A(0.2), q)
+    np.testing.assert_allclose(got, [-np.log2(1.5) / 4, 0.0, -1.0, -np.log2(46.0) / 4], rtol=1e-5)
+    r = mocc.reward_vector(A(1.2e6), A(1.5e6), A(0.0), A(0.03), A(0.2), got[:1])
+    np.testing.assert_allclose(r[0, 1], -np.log2(1.5) / 4, rtol=1e-5)
+
+
 def test_actions_timeout_and_init_cwnd():
     cw = mocc.apply_delta(jnp.full((6,), 15000.0), jnp.array([1, 6, 0, 3, 5, 2]))
     # -50 pkts to the 2-pkt floor; +50 pkts; x0.5; hold; x2; -10 pkts to the floor
