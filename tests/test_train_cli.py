@@ -252,7 +252,10 @@ def test_the_suggested_evaluate_command_runs_without_a_warning(tmp_path):
     assert "not run" not in r.stdout + r.stderr and "warning" not in r.stderr.lower(), r.stdout + r.stderr[-3000:]
     doc = json.loads((tmp_path / "results" / "run" / "results.json").read_text())
     assert doc["meta"]["skipped"] == [] and doc["meta"]["baseline_start"] == "own"
-    assert len(doc["results"]) == 14 * 3  # pareto (9) + pareto-fair (3) + robust (2) scenarios x 3 controllers
+    from jaxcc.scenarios import SUITES
+
+    n = sum(len(SUITES[k]) for k in ("pareto", "pareto-fair", "robust"))
+    assert n == 15 and len(doc["results"]) == n * 3  # pareto (9) + pareto-fair (4) + robust (2) scenarios x 3 controllers
     start = {rec["controller"]: rec for rec in doc["results"] if rec["scenario"] == "robust/start1pct"}
     assert sorted(start) == ["Pareto-Fair", "bbr", "cubic"]
     assert [pf["init_rate_mbps"] for pf in start["Pareto-Fair"]["per_flow"]] == [0.5]  # 1 % of 50 Mbit/s
