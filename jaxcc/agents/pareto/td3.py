@@ -33,7 +33,9 @@ snapshot selection → update → chunk); ``jaxcc.train`` drives them from a thi
   kept in ``state["select"]``.  ``select.validation = "disjoint"`` (both shipped configs): the
   links of ``jaxcc.envs.pareto.VALIDATION_LINKS``, chosen to differ from every evaluation
   scenario and bar, ``links_per_stage`` realism draws of each, scored by (1 − utilization) +
-  ½·p95 queue/buffer + 2·loss + (1 − Jain) (``episode_score``).  ``"training"`` (the earlier
+  ½·p95 queue/buffer + 2·loss + (1 − Jain) (``score_episode``); ``select.coexist_links`` adds
+  the three links with a CUBIC neighbour of ``COEXIST_VALIDATION_LINKS``, scored alike, every
+  link weighing the same (``configs/pareto_coexist.py``).  ``"training"`` (the earlier
   behaviour): ``links_per_stage`` episodes drawn from every training stage so far, which by the
   paper's design contain the test links, scored by ((1 − utilization) + p95 queue/buffer +
   loss)/3 + (1 − Jain).  At the stage's end it becomes the stage's policy (actor and target
