@@ -503,8 +503,10 @@ class MultiFlowEnv:
         every tick from its controller (when on) and sees that tick's feedback, as in the runner."""
         c = self.config
         ctrl = COMPETITORS[c.competitor] if comp is not None else None
-        cp = self._competitor_params()
-        last = jnp.arange(c.num_flows) == c.num_flows - 1
+        if ctrl is not None:  # built once, outside the tick loop
+            cp = self._competitor_params()
+            cs0 = ctrl.init(cp)
+            last = jnp.arange(c.num_flows) == c.num_flows - 1
 
         def tick(carry, _):
             s, m, cap, cs = carry
@@ -517,8 +519,7 @@ class MultiFlowEnv:
             m = mi_lib.mi_add_tick(m, out, link.dt)
             if ctrl is not None:  # an idle competitor starts (or restarts) from its initial state
                 obs = jax.tree.map(lambda x: x[-1], ctl.tick_obs(out, link.dt))
-                cs = jax.tree.map(lambda n, i: jnp.where(out.active[-1], n, i), ctrl.update(cs, obs, cp),
-                                  ctrl.init(cp))
+                cs = jax.tree.map(lambda n, i: jnp.where(out.active[-1], n, i), ctrl.update(cs, obs, cp), cs0)
             return (s, m, cap + out.capacity * link.dt, cs), out.queue
 
         init = (sim, mi_lib.mi_zero(c.num_flows) if m0 is None else m0, jnp.zeros((), jnp.float32),
