@@ -89,8 +89,9 @@ def define_flags(flag_values=None):
     from absl import flags
 
     fv = flag_values if flag_values is not None else flags.FLAGS
-    flags.DEFINE_string("controller", None, "comma-separated controllers: bbr, cubic, reno, oracle, fixed:MBPS, policy:FILE "
-                        "(default: each flow's own controller)", flag_values=fv)
+    flags.DEFINE_string("controller", None, "comma-separated controllers: bbr, cubic, reno, oracle, fixed:MBPS, policy:FILE, "
+                        "FILE.py:NAME (your own Python controller, docs/controllers.md) (default: each flow's own "
+                        "controller)", flag_values=fv)
     flags.DEFINE_string("suite", None, f"a scenario suite or a comma-separated list: {', '.join(sorted(SUITES))}",
                         flag_values=fv)
     flags.DEFINE_string("scenario", None, "comma-separated named scenarios (e.g. pareto/fixed50)", flag_values=fv)

@@ -11,7 +11,7 @@
 #                   (Debian packages from setup/apt-packages.txt, pip from PyPI, CMake +
 #                   GoogleTest, a short libFuzzer run, the fast pytest tier, as root)
 #   --quick         `make deps datapath ns3 bazel fuzz`, then the fast tier's emulation tests
-#                   (network namespaces, tc, kernel CUBIC/Reno/BBR, the first kernel fidelity cases),
+#                   (network namespaces, tc, kernel CUBIC/Reno/BBR, the first kernel CUBIC fidelity case),
 #                   tests/test_train_cli.py and tests/test_ns3_dumbbell.py, and
 #                   tests/test_report_browser.py (a report in headless Chromium): proves the
 #                   package list for the C++ build, ns-3, Bazel, fuzzing, emulation and the

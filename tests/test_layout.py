@@ -13,7 +13,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Bottom to top.  A module may import modules of its own level or below.
 LEVELS = {
     1: ("jaxcc.sim", "jaxcc.evaluation.metrics", "jaxcc.evaluation.coexist", "jaxcc.controllers", "jaxcc.training.checkpointing", "jaxcc.plots",
-        "jaxcc.jax_cache", "jaxcc.training.configs", "jaxcc.report", "jaxcc.params", "jaxcc.units", "jaxcc.cli"),
+        "jaxcc.jax_cache", "jaxcc.training.configs", "jaxcc.report", "jaxcc.params", "jaxcc.units", "jaxcc.cli",
+        "jaxcc.shipped"),
     2: ("jaxcc.baselines", "jaxcc.envs", "jaxcc.scenarios", "jaxcc.evaluation.bars", "jaxcc.evaluation.seeds"),
     3: ("jaxcc.policyfile",),
     4: ("jaxcc.senders", "jaxcc.agents"),
@@ -21,7 +22,7 @@ LEVELS = {
     6: ("jaxcc.training", "jaxcc.fidelity", "jaxcc.online"),
     # the commands (python -m jaxcc.NAME): each is the command line of code in the packages
     7: ("jaxcc.train", "jaxcc.sweep", "jaxcc.evaluate", "jaxcc.export", "jaxcc.emulate", "jaxcc.seeds", "jaxcc.tcr",
-        "jaxcc.goal_reach", "jaxcc.preference_sweep", "jaxcc.sim2real"),
+        "jaxcc.goal_reach", "jaxcc.preference_sweep", "jaxcc.sim2real", "jaxcc.build_datapath", "jaxcc.__main__"),
 }
 
 

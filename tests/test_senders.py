@@ -176,7 +176,7 @@ _SENDERS = "import jaxcc.senders as s; [s.resolve(n) for n in ('bbr', 'cubic', '
 @pytest.mark.parametrize("code,allowed", [
     (_RUNNER, ("jaxcc.sim", "jaxcc.units")),
     (_SENDERS, ("jaxcc.sim", "jaxcc.units", "jaxcc.params", "jaxcc.envs", "jaxcc.senders", "jaxcc.policyfile",
-                "jaxcc.controllers", "jaxcc.baselines", "jaxcc.cli")),
+                "jaxcc.controllers", "jaxcc.shipped", "jaxcc.baselines", "jaxcc.cli")),
 ])
 def test_layers_import_nothing_above_them(code, allowed):
     """The runner reaches no controller (its caller passes ``resolve``); the senders and every

@@ -551,22 +551,46 @@ class DeepccFeatures : public FeatureFn {
   double last_action_, rtt_ = 0, thr_max_ = 0, m2_ = 1.0;
 };
 
+// New feature sets: their section above this line (datapath/templates/feature_set).
+
+// Every feature set, one row each: the name a policy file's features.name gives, and how its
+// section is built from the file's features block. The one registration point of the C++ side.
+struct FeatureSetEntry {
+  const char* name;
+  std::unique_ptr<FeatureFn> (*make)(const json& features);
+};
+
+template <class T>
+std::unique_ptr<FeatureFn> Make(const json& f) {
+  return std::make_unique<T>(f);
+}
+
+const FeatureSetEntry kFeatureSets[] = {
+    {"aurora_v1",
+     [](const json& f) -> std::unique_ptr<FeatureFn> { return std::make_unique<AuroraFeatures>(f, false); }},
+    {"aurora_v2",
+     [](const json& f) -> std::unique_ptr<FeatureFn> { return std::make_unique<AuroraFeatures>(f, true); }},
+    {"pareto_v1", Make<ParetoFeatures>},
+    {"pareto_v2", Make<ParetoV2Features>},
+    {"eagle_v1", Make<EagleFeatures>},
+    {"mocc_v1", Make<MoccFeatures>},
+    {"deepcc_v1", Make<DeepccFeatures>},
+    // New feature sets: their row above this line.
+};
+
 }  // namespace
 
 std::vector<std::string> KnownFeatureSets() {
-  return {"aurora_v1", "aurora_v2", "pareto_v1", "pareto_v2", "eagle_v1", "mocc_v1", "deepcc_v1"};
+  std::vector<std::string> out;
+  for (const FeatureSetEntry& e : kFeatureSets) out.push_back(e.name);
+  return out;
 }
 
 std::unique_ptr<FeatureFn> MakeFeatureFn(const std::string& name, const std::string& features_json) {
   json f = json::parse(features_json, nullptr, false);
   if (f.is_discarded() || !f.is_object()) throw PolicyError("policy features: not a JSON object");
-  if (name == "aurora_v1") return std::make_unique<AuroraFeatures>(f, false);
-  if (name == "aurora_v2") return std::make_unique<AuroraFeatures>(f, true);
-  if (name == "pareto_v1") return std::make_unique<ParetoFeatures>(f);
-  if (name == "pareto_v2") return std::make_unique<ParetoV2Features>(f);
-  if (name == "eagle_v1") return std::make_unique<EagleFeatures>(f);
-  if (name == "mocc_v1") return std::make_unique<MoccFeatures>(f);
-  if (name == "deepcc_v1") return std::make_unique<DeepccFeatures>(f);
+  for (const FeatureSetEntry& e : kFeatureSets)
+    if (name == e.name) return e.make(f);
   std::string known;
   for (const auto& k : KnownFeatureSets()) known += (known.empty() ? "" : ", ") + k;
   throw PolicyError("feature set '" + name + "' is not implemented in the datapath (known: " + known + ")");

@@ -6,9 +6,9 @@ is particular to emulation:
 
 * ``BUILTIN_SCENARIOS``: three small links for the harness itself (``emu/*``);
 * the refusal of simulator-only controllers (``cubic``, ``reno``, ``copa``, ``oracle``: the C++ sender
-  has none of them), of buffers below one packet, and of the simulator's realism fields
-  (``jitter_ms``, ``ack_agg_ms``, ``rtt_noise_ms``, ``cross_traffic``) and of a flow's start rate
-  (``init_rate_mbps``): "not emulated yet";
+  has none of them; a Python ``FILE.py:NAME``: it runs no Python), of buffers below one packet,
+  and of the simulator's realism fields (``jitter_ms``, ``ack_agg_ms``, ``rtt_noise_ms``,
+  ``cross_traffic``) and of a flow's start rate (``init_rate_mbps``): "not emulated yet";
 * ``rate_schedule``: the link's capacity as the ``tc qdisc change`` steps of the tbf
   bottleneck, coarser than the simulator's (see its docstring);
 * ``flow_preferences``: which flows get their ``preference`` / ``preference_changes``
@@ -23,7 +23,7 @@ import math
 from typing import Any
 
 from jaxcc import policyfile, scenarios
-from jaxcc.controllers import parse_controller, policy_file
+from jaxcc.controllers import parse_controller, policy_file, user_file
 from jaxcc.emulation.host import EmulationError
 from jaxcc.sim import links
 from jaxcc.units import PACKET_BYTES
@@ -138,7 +138,12 @@ def is_kernel(controller: str) -> bool:
 
 
 def refuse_sim_only(controller: str, label: str) -> None:
-    """EmulationError naming ``label`` when ``controller`` exists only in the simulator."""
+    """EmulationError naming ``label`` when ``controller`` exists only in the simulator (a
+    ``FILE.py:NAME`` Python controller too: the C++ sender that paces real packets runs no Python)."""
+    if user_file(controller) is not None:
+        raise EmulationError(f"{label}: a Python controller (FILE.py:NAME) runs only in the simulator "
+                             "(python -m jaxcc.evaluate): the C++ sender that paces real packets cannot run Python; "
+                             "in emulation use kernel:cubic (iperf3), bbr, fixed:MBPS or policy:FILE")
     if controller.strip() in SIM_ONLY_KINDS:
         raise EmulationError(f"{label} runs only in the simulator (python -m jaxcc.evaluate); "
                              "in emulation use kernel:cubic (iperf3), bbr, fixed:MBPS or policy:FILE")

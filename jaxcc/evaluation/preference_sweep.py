@@ -52,6 +52,7 @@ from typing import Sequence
 
 import numpy as np
 
+from jaxcc import shipped
 from jaxcc.controllers import is_raw_policy, policy_file, policy_name
 from jaxcc.evaluation import bars
 from jaxcc.evaluation import metrics
@@ -131,7 +132,7 @@ def policy_entries(checkpoint: str) -> list[ControllerEntry]:
     from jaxcc.training.export import checkpoint_policies
 
     found: list[tuple[str, str, str]] = []  # (label, file, folder)
-    for path in [p.strip() for p in checkpoint.split(",") if p.strip()]:
+    for path in [shipped.policy_path(p.strip()) for p in checkpoint.split(",") if p.strip()]:  # checkpoints/<family>/F: shipped
         if not os.path.exists(path):
             raise ValueError(f"--checkpoint: {path!r} does not exist")
         for label, f in checkpoint_policies(path):

@@ -21,7 +21,9 @@ command writes it, holding the file's path relative to the repository).
 
 Modules: ``vectors`` (``write_vectors``: every file), ``common`` (shared helpers and constants),
 ``features`` (feature-set vectors, Pareto-Fair v2's loop), ``papers`` (Eagle's, MOCC's and
-DeepCC's sender runs, MOCC's preference switch), ``goal_tuning`` (DeepCC's goal tuning), ``cli``.
+DeepCC's sender runs, MOCC's preference switch), ``goal_tuning`` (DeepCC's goal tuning),
+``sender_sets`` (one set's vectors from its simulator sender: a set added beyond the built-in
+ones, or a given policy file, ``--features=SET [--policy=FILE]``; docs/feature-sets.md), ``cli``.
 """
 
 from __future__ import annotations

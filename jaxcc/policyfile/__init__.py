@@ -96,7 +96,8 @@ stop or flood a flow. Rate-only actions leave the window untouched and
 from __future__ import annotations
 
 from jaxcc.policyfile.cli import run_cli
-from jaxcc.policyfile.factories import FEATURE_ENV_CONFIG, FEATURE_POLICIES, make_feature_policy, make_random_policy
+from jaxcc.policyfile.factories import (FEATURE_ENV_CONFIG, FEATURE_POLICIES, make_feature_policy, make_random_policy,
+                                        mlp_policy)
 from jaxcc.policyfile.files import load, save
 from jaxcc.policyfile.interpreter import apply, forward, lstm_sequence, map_action, q_objectives, scalarised_q
 from jaxcc.policyfile.spec import (ACTION_TYPES, ACTIVATIONS, DEFAULT_MAX_MBPS, DEFAULT_MIN_MBPS, FORMAT, HEAD_TYPES,
@@ -104,7 +105,7 @@ from jaxcc.policyfile.spec import (ACTION_TYPES, ACTIVATIONS, DEFAULT_MAX_MBPS, 
                                    expected_tensor_shapes, validate)
 
 __all__ = [
-    "save", "load", "validate", "apply", "forward", "map_action", "make_random_policy",
+    "save", "load", "validate", "apply", "forward", "map_action", "make_random_policy", "mlp_policy",
     "make_feature_policy", "expected_tensor_shapes", "q_objectives", "scalarised_q", "lstm_sequence", "run_cli",
     "FORMAT", "VERSION", "METADATA_KEY", "DEFAULT_MIN_MBPS", "DEFAULT_MAX_MBPS", "LAYER_TYPES", "ACTIVATIONS",
     "HEAD_TYPES", "ACTION_TYPES", "RATE_SCALES", "MAX_HEADER_BYTES", "FEATURE_POLICIES", "FEATURE_ENV_CONFIG",

@@ -1,6 +1,7 @@
 """Random policies: a network of a paper's shape (``make_random_policy``) or one that fits a
 feature set as its environment exports it (``make_feature_policy``), for tests, parity vectors
-and ``policy:FILE`` runs without a trained policy."""
+and ``policy:FILE`` runs without a trained policy; and a policy from an MLP trained outside
+jaxcc's trainers (``mlp_policy``; ``docs/examples/ppo_gymnax.py``)."""
 
 from __future__ import annotations
 
@@ -245,5 +246,52 @@ def make_feature_policy(name: str, key) -> tuple[dict[str, Any], dict[str, np.nd
     spec["features"] = dict(feats_spec)
     spec["mi_rtts"] = mi_rtts
     spec["algorithm"] = "random"
+    validate(spec, tensors)
+    return spec, tensors
+
+
+def mlp_policy(dense, *, activation: str, features: dict[str, Any], head: dict[str, Any], action: dict[str, Any],
+               algorithm: str = "custom") -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """A trained MLP as a policy file's (spec, tensors), for agents trained outside jaxcc's trainers.
+
+    The network: ``flatten`` of the ``[T, D]`` window, then the dense layers in order, each but
+    the last followed by ``activation`` (the last is linear and feeds ``head``).  Save it with
+    ``jaxcc.policyfile.save(path, spec, tensors)``.
+
+    Args:
+      dense: the layers, first to last, each a mapping with ``kernel`` [in, out] and ``bias``
+        [out] (a flax ``nn.Dense``'s params) or a ``(kernel, bias)`` pair.
+      activation: the hidden layers' activation, one of ``ACTIVATIONS``.
+      features: the environment's feature spec (``jaxcc.envs.export_features_spec(name)``); its
+        ``history``/``obs_dim`` are the window and its ``mi_rtts`` the spec's monitor interval.
+      head: the spec's head block, e.g. ``{"type": "gaussian_mean", "low": -10, "high": 10}``.
+      action: the spec's action block, e.g. ``{"type": "aurora", "alpha": 0.025}`` (``min_mbps``
+        and ``max_mbps`` default to ``DEFAULT_MIN_MBPS``/``DEFAULT_MAX_MBPS``).
+      algorithm: the spec's ``algorithm`` label.
+
+    Returns:
+      (spec, tensors), validated; the layers are named ``fc1`` ... ``fcN`` and ``out``.
+
+    Raises:
+      ValueError: no layers, features without ``mi_rtts``, or a spec that does not validate
+        (an unknown activation, shapes that do not chain, non-finite weights).
+    """
+    if not dense:
+        raise ValueError("mlp_policy: dense must list at least one layer")
+    if "mi_rtts" not in features:
+        raise ValueError("mlp_policy: features has no 'mi_rtts' (pass jaxcc.envs.export_features_spec(name))")
+    layers, tensors = [{"type": "flatten"}], {}
+    for i, layer in enumerate(dense):
+        kernel, bias = (layer["kernel"], layer["bias"]) if hasattr(layer, "keys") else layer
+        kernel, bias = np.asarray(kernel, np.float32), np.asarray(bias, np.float32)
+        last = i == len(dense) - 1
+        name = "out" if last else f"fc{i + 1}"
+        tensors[name + ".kernel"], tensors[name + ".bias"] = kernel, bias
+        layers.append({"type": "dense", "name": name, "in": int(kernel.shape[0]), "out": int(kernel.shape[-1]),
+                       "activation": "linear" if last else activation})
+    feats = dict(features)
+    spec = {"format": FORMAT, "version": VERSION, "algorithm": str(algorithm), "features": feats,
+            "mi_rtts": float(feats["mi_rtts"]), "goal_dim": 0, "layers": layers, "head": dict(head),
+            "action": {"min_mbps": DEFAULT_MIN_MBPS, "max_mbps": DEFAULT_MAX_MBPS, **action}}
     validate(spec, tensors)
     return spec, tensors

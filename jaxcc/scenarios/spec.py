@@ -87,9 +87,10 @@ Paths inside a spec (``find_trace``, ``parse_scenario``):
   scenario file; the current directory for a spec given as a dict).  A trace found nowhere is
   one error naming the field, the file and every folder searched.  The named scenarios use the
   same rule (without a spec folder), so they work on a fresh clone.
-* ``flows[i].controller`` = ``policy:FILE``: an absolute path is used as is; a relative one is
-  relative to the spec's folder (for a scenario file; relative to the current directory for a
-  dict), like the spec's trace paths.  The parsed scenario holds the resolved path.
+* ``flows[i].controller`` = ``policy:FILE`` or ``FILE.py:NAME`` (a Python controller,
+  ``jaxcc.controllers``): an absolute path is used as is; a relative one is relative to the
+  spec's folder (for a scenario file; relative to the current directory for a dict), like the
+  spec's trace paths.  The parsed scenario holds the resolved path.
 """
 
 from __future__ import annotations
@@ -102,7 +103,7 @@ from typing import Any, Callable
 import numpy as np
 
 from jaxcc import units
-from jaxcc.controllers import parse_controller, policy_file, with_policy_file
+from jaxcc.controllers import parse_controller, policy_file, user_file, user_name, with_policy_file
 from jaxcc.sim import links
 from jaxcc.sim.controller import MAX_PREFERENCE_CHANGES
 from jaxcc.sim.trace import TRACE_BIN_MS, find_trace
@@ -404,8 +405,8 @@ def parse_scenario(spec: dict, *, source: str = "scenario", base_dir: str | None
       spec: the JSON object (see the module docstring).
       source: the name errors start with (the file path for a scenario file).
       base_dir: the spec's folder: searched last for a relative ``link.trace`` (after
-        ``$JAXCC_TRACES`` and the shipped traces) and the folder a relative ``policy:FILE`` is
-        relative to.  ``None`` (a spec that is not a file) means the current directory.
+        ``$JAXCC_TRACES`` and the shipped traces) and the folder a relative ``policy:FILE`` or
+        ``FILE.py:NAME`` is relative to.  ``None`` (a spec that is not a file) means the current directory.
       allow_kernel: whether ``kernel:*`` controllers (emulation only) are accepted.
     """
     if not isinstance(spec, dict):
@@ -476,9 +477,12 @@ def parse_scenario(spec: dict, *, source: str = "scenario", base_dir: str | None
         if start >= duration:
             raise ValueError(f"{w}.start_s: must be < duration_s ({start} >= {duration})")
         ctrl = fl.get("controller", "bbr")
-        pol = policy_file(ctrl) if base_dir is not None and isinstance(ctrl, str) else None
+        pol = policy_file(ctrl, resolve=False) if base_dir is not None and isinstance(ctrl, str) else None
         if pol and not os.path.isabs(pol):
             ctrl = with_policy_file(ctrl, os.path.normpath(os.path.join(base_dir, pol)))
+        usr = user_file(ctrl) if base_dir is not None and isinstance(ctrl, str) else None
+        if usr and not os.path.isabs(usr[0]):  # FILE.py:NAME, relative to the spec's folder like policy:FILE
+            ctrl = user_name(os.path.normpath(os.path.join(base_dir, usr[0])), usr[1])
         parse_controller(ctrl, field=f"{w}.controller", allow_kernel=allow_kernel)
         init_rate = None
         if "init_rate_mbps" in fl:

@@ -1,7 +1,7 @@
 """Simulator senders: every controller name the simulator runs, and exported policies.
 
 ``resolve(name) -> (Controller, ControllerParams)`` turns a controller name (``jaxcc.controllers``: bbr,
-cubic, reno, copa, oracle, fixed:MBPS, policy:FILE, raw-policy:FILE) into the in-simulator controller and its per-flow
+cubic, reno, copa, oracle, fixed:MBPS, policy:FILE, raw-policy:FILE, FILE.py:NAME) into the in-simulator controller and its per-flow
 parameter vector; the runner (``jaxcc.sim.runner.build_batches``) takes it from its caller.
 
 ``policy_controller(path)`` runs an exported policy file (``--controller=policy:FILE``): one
@@ -33,7 +33,7 @@ import importlib
 import os
 
 from jaxcc import policyfile
-from jaxcc.controllers import parse_controller, policy_name
+from jaxcc.controllers import load_user_controller, parse_controller, policy_name
 from jaxcc.sim.controller import Controller, ControllerParams, refusal
 
 # Feature set (a policy file's ``features.name``) -> its sender module, imported when a policy
@@ -77,7 +77,7 @@ def preference_refusals(scenario) -> list[str]:
 
     def ctrl(name):
         if name not in ctrls:
-            ctrls[name] = resolve(name)[0] if parse_controller(name).kind == "policy" else None
+            ctrls[name] = resolve(name)[0] if parse_controller(name).kind in ("policy", "user") else None
         return ctrls[name]
 
     for i, field in list(scenario.preference_flows()) + list(getattr(scenario, "goal_flows", lambda: [])()):
@@ -117,6 +117,8 @@ def resolve(name: str) -> tuple[Controller, ControllerParams]:
         return COPA, cp
     if spec.kind == "policy":
         return policy_controller(spec.arg, raw=spec.raw)
+    if spec.kind == "user":  # a researcher's own Python controller (jaxcc.controllers, docs/controllers.md)
+        return load_user_controller(spec.arg, spec.attr, text=name), cp
     raise ValueError(f"controller {name!r} cannot run in the simulator")
 
 

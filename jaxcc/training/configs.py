@@ -1,9 +1,10 @@
 """Experiment config names: ``NAME`` → ``configs/NAME.py`` and the loaded ``get_config()``.
 
 One rule for every command that takes a config (``jaxcc.train --config``, ``jaxcc.bench
---train``): ``NAME`` is looked up in ``./configs`` then in the repository's ``configs/``; a path
-to an existing file is used as is; ``NAME:ARG`` (ml_collections' form) passes ``ARG`` to
-``get_config``.
+--train``): ``NAME`` is looked up in ``./configs`` then in the configs jaxcc ships (the
+repository's top-level ``configs/``; in an installed wheel its copy inside the package,
+``jaxcc.shipped``); a path to an existing file is used as is; ``NAME:ARG`` (ml_collections' form)
+passes ``ARG`` to ``get_config``.
 """
 
 from __future__ import annotations
@@ -12,8 +13,9 @@ import glob
 import importlib.util
 import os
 
-_REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-CONFIG_DIRS = (os.path.join(os.getcwd(), "configs"), os.path.join(_REPO, "configs"))
+from jaxcc import shipped
+
+CONFIG_DIRS = (os.path.join(os.getcwd(), "configs"),) + tuple(filter(None, [shipped.folder("configs")]))
 
 
 def list_configs() -> list[str]:
