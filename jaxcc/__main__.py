@@ -40,18 +40,20 @@ def commands() -> list[str]:
 
 
 def summary(name: str) -> str:
-    """One line about a command: the first line of its module's docstring (a subpackage's:
-    ``__init__.py``'s), without ``python -m`` and markup."""
+    """One line about a command: the first sentence of its module's docstring (a subpackage's:
+    ``__init__.py``'s), without a leading ``python -m jaxcc.NAME ...:`` usage and markup."""
     f = _program_file(name)
     if f.endswith("__main__.py"):
         f = os.path.join(os.path.dirname(f), "__init__.py")
     with open(f, encoding="utf-8") as fh:
         doc = ast.get_docstring(ast.parse(fh.read())) or ""
-    line = doc.strip().splitlines()[0].replace("``", "") if doc.strip() else ""
-    usage, colon, rest = line.partition(": ")
+    text = " ".join(doc.strip().split("\n\n")[0].split()).replace("``", "")
+    usage, colon, rest = text.partition(": ")
     if usage.startswith(f"python -m jaxcc.{name}") and colon:
-        line = rest
-    return line.removeprefix(f"python -m jaxcc.{name}").strip().rstrip(":")
+        text = rest
+    text = text.removeprefix(f"python -m jaxcc.{name}").strip()
+    end = text.find(". ")
+    return (text[:end + 1] if end >= 0 else text).rstrip(":")
 
 
 def usage() -> str:

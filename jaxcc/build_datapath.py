@@ -1,5 +1,5 @@
 """Build the C++ datapath (jaxcc-sender, jaxcc-receiver, jaxcc-bench) from the sources jaxcc
-ships: ``python -m jaxcc.build_datapath --out=DIR`` (``jaxcc build_datapath --out=DIR``).
+ships.  ``python -m jaxcc.build_datapath --out=DIR`` (``jaxcc build_datapath --out=DIR``).
 
 CMake configures and builds ``datapath/`` (an installed package's copy, ``jaxcc/datapath``, or a
 clone's top-level folder; ``jaxcc.shipped``) into ``DIR``, without the GoogleTest suite

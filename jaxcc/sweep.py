@@ -1,5 +1,5 @@
-"""``python -m jaxcc.sweep``: the command of a sweep (``jaxcc.train --config=NAME --sweep=FILE``
-hands it its command line) and of ``--bench=CONFIG [--k=4] [--updates=N] [--set key=value ...]``
+"""``python -m jaxcc.sweep``: run a sweep's configurations in one program.  It is the command of a
+sweep (``jaxcc.train --config=NAME --sweep=FILE`` hands it its command line) and of ``--bench=CONFIG [--k=4] [--updates=N] [--set key=value ...]``
 (``jaxcc.training.sweep.bench_sweep``'s JSON).  The sweep itself: ``jaxcc.training.sweep``.
 """
 

@@ -1,4 +1,5 @@
-"""``python -m jaxcc.train --config=NAME [--config.key=value ...] [--workdir=DIR] [--seed=N]``
+"""``python -m jaxcc.train --config=NAME [--config.key=value ...] [--workdir=DIR] [--seed=N]``: train
+a config's agents, resuming a run where it stopped.
 
 ``NAME`` is ``configs/NAME.py`` (a path to a config file also works); ``--config.a.b=v``
 overrides any key.  The run lives in ``--workdir`` (default ``checkpoints/runs/<NAME>-<seed>``):
