@@ -111,6 +111,9 @@ deb $SECURITY bookworm-security main
 EOF
 cp -L /etc/resolv.conf "$ROOT/etc/resolv.conf"
 echo jaxcc-clean >"$ROOT/etc/hostname"
+# The chroot shares this machine's host name (no UTS namespace); a Debian install lists its own name
+# in /etc/hosts, and multi-process JAX (gloo's TCP collectives, tests/test_multihost.py) resolves it.
+printf '127.0.0.1\tlocalhost\n127.0.1.1\t%s\n::1\tlocalhost ip6-localhost ip6-loopback\n' "$(hostname)" >"$ROOT/etc/hosts"
 
 say "git clone of $SHA into /root/jaxcc"
 git clone -q --no-hardlinks "$REPO" "$ROOT/root/jaxcc"

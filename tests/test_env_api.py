@@ -44,7 +44,8 @@ def _rollout(env, params, num_steps):
             obs, state = carry
             k_act, k_step = jax.random.split(k)
             action = act_space.sample(k_act)
-            obs2, state2, reward, done, info = env.step(k_step, state, action, params)
+            obs2, state2, reward, terminated, truncated, info = env.step(k_step, state, action, params)
+            done = terminated | truncated
             out = dict(obs=obs2, reward=reward, done=done, info=info, action=action, step=state2.step,
                        obs_in=obs_space.contains(obs2), act_in=act_space.contains(action))
             return (obs2, state2), out
@@ -97,9 +98,10 @@ def test_gymnax_contract_every_env(name):
     # Auto-reset: the done step's obs is the fresh episode's (gymnax's reset key), its state at step 0.
     np.testing.assert_array_equal(np.asarray(out["obs"][:, STEPS - 1]), np.asarray(out["ref_obs"]))
     np.testing.assert_array_equal(np.asarray(out["step"]), np.broadcast_to([1, 2, 0, 1], (LANES, STEPS + 1)))
-    # ... and the finished episode's last observation is in info["final_obs"].
-    assert not np.array_equal(np.asarray(info["final_obs"][:, STEPS - 1]), np.asarray(out["obs"][:, STEPS - 1]))
-    np.testing.assert_array_equal(np.asarray(info["final_obs"][:, 0]), np.asarray(out["obs"][:, 0]))
+    # ... and the finished episode's last observation is in info["final_observation"] (gymnax's).
+    assert not np.array_equal(np.asarray(info["final_observation"][:, STEPS - 1]),
+                              np.asarray(out["obs"][:, STEPS - 1]))
+    np.testing.assert_array_equal(np.asarray(info["final_observation"][:, 0]), np.asarray(out["obs"][:, 0]))
     # A flow without a transition (not started, finished, a competitor) gets no reward.
     assert bool(jnp.all(jnp.where(info["active"], 0.0, out["reward"]) == 0.0))
     if name == "pareto-fairness":  # the second flow starts after the first: inactive at first
@@ -125,12 +127,12 @@ def test_step_is_jaxccs_step():
     for t in range(3):
         k = jax.random.key(10 + t)
         a = jnp.full((2,), 0.1 * t)
-        obs_a, st_a, r_a, d_a, info_a = env.step(k, st_a, a, params)
+        obs_a, st_a, r_a, term_a, trunc_a, info_a = env.step(k, st_a, a, params)
         obs_b, st_b, r_b, term, trunc, info_b = step_b(k, st_b, a, params)
         np.testing.assert_array_equal(np.asarray(obs_a), np.asarray(obs_b))
         np.testing.assert_array_equal(np.asarray(r_a), np.asarray(r_b))
-        assert bool(d_a) == bool(term[0] | trunc[0]) == (t == 1)
-        np.testing.assert_array_equal(np.asarray(info_a["final_obs"]), np.asarray(info_b["final_obs"]))
+        assert (bool(term_a), bool(trunc_a)) == (bool(term[0]), bool(trunc[0])) == (False, t == 1)
+        np.testing.assert_array_equal(np.asarray(info_a["final_observation"]), np.asarray(info_b["final_obs"]))
 
 
 def test_single_agent_view_and_errors():
@@ -146,9 +148,9 @@ def test_single_agent_view_and_errors():
     obs, state = jax.eval_shape(env.reset, key, params)
     assert obs.shape == (c.history, c.obs_dim)
     out = jax.eval_shape(env.step, key, state, jnp.zeros((1,)), params)
-    obs, _, reward, done, info = out
-    assert obs.shape == (c.history, c.obs_dim) and reward.shape == () and done.shape == ()
-    assert info["active"].shape == () and info["final_obs"].shape == obs.shape
+    obs, _, reward, terminated, truncated, info = out
+    assert obs.shape == (c.history, c.obs_dim) and reward.shape == () and terminated.shape == truncated.shape == ()
+    assert info["active"].shape == () and info["final_observation"].shape == obs.shape
 
     with pytest.raises(ValueError, match=r"^single_agent: 'pareto-fairness' has num_flows=2") as err:
         gymnax_api.make("pareto-fairness", single_agent=True)
@@ -175,8 +177,8 @@ def test_gymnax_wrappers_run_on_a_jaxcc_env():
 
         def body(carry, k):
             state = carry
-            obs, state, reward, done, info = wrapped.step(k, state, jnp.array([5.0]), params)
-            return state, (obs, reward, done, info["returned_episode_returns"], info["returned_episode_lengths"],
+            obs, state, reward, terminated, truncated, info = wrapped.step(k, state, jnp.array([5.0]), params)
+            return state, (obs, reward, terminated | truncated, info["returned_episode_returns"], info["returned_episode_lengths"],
                            info["action"])
 
         return jax.lax.scan(body, state, jax.random.split(key, 2 * STEPS))[1]

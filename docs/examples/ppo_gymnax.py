@@ -91,10 +91,11 @@ def make_train(total_steps: int, num_envs: int):
         k_act, k_env = jax.random.split(key)
         pi, value = net.apply(params, obs)
         action = pi.sample(seed=k_act)
-        next_obs, env_state, reward, done, info = v_step(jax.random.split(k_env, num_envs), env_state, action,
-                                                         env_params)
-        _, final_value = net.apply(params, info["final_obs"])  # a time limit is no true end: bootstrap
-        reward = reward + GAMMA * final_value * done * info["discount"]
+        next_obs, env_state, reward, terminated, truncated, info = v_step(
+            jax.random.split(k_env, num_envs), env_state, action, env_params)
+        done = terminated | truncated
+        _, final_value = net.apply(params, info["final_observation"])  # a time limit is no true end: bootstrap
+        reward = reward + GAMMA * final_value * truncated * (1.0 - terminated)
         step = Transition(obs, action, pi.log_prob(action), value, reward, done.astype(jnp.float32))
         return (params, env_state, next_obs), (step, info["returned_episode_returns"])
 

@@ -399,6 +399,11 @@ class MultiFlowEnv:
         """[F, G] goal / preference vector of the current episode."""
         return state.goal
 
+    def time_limit_reached(self, step: jax.Array, time: jax.Array, params) -> jax.Array:
+        """The episode's time limit (``truncated`` before a true end takes precedence): ``step``
+        decisions taken, or ``time`` seconds of link time simulated (``sim.tick · link.dt``)."""
+        return (step >= self.config.max_steps) | (time >= params.max_time_s)
+
     def reset(self, key: jax.Array, params=None):
         params = self.default_params if params is None else params
         return self.reset_env(key, params)
@@ -563,7 +568,7 @@ class MultiFlowEnv:
         reward = out.reward * active.reshape(active.shape + (1,) * (out.reward.ndim - 1))
         step = state.step + 1
         time = sim.tick.astype(jnp.float32) * state.link.dt
-        truncated = (step >= c.max_steps) | (time >= params.max_time_s)
+        truncated = self.time_limit_reached(step, time, params)
         terminated = out.terminated & ~truncated if self.truncation_wins else out.terminated
         truncated = truncated & ~terminated
         new = EnvState(

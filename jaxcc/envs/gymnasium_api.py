@@ -8,7 +8,7 @@ Both run the single-agent view of ``jaxcc.envs.gymnax_api`` (one link with one f
 (sub-)environment; ``num_flows`` must be 1): ``obs`` [H, D] float32 (H past feature vectors; with
 ``goal_in_obs=True`` the goal appended, [H, D + G]), one action (``Discrete(n)`` or a Box of
 shape (1,)), a float reward (MOCC's preference-scalarised, as in the gymnax view), and the step's
-``info`` (numpy arrays; the gymnax view's, less ``final_obs``).  Links with several flows are not
+``info`` (numpy arrays; the gymnax view's ``step_env``'s).  Links with several flows are not
 offered here: their flows share one episode and an inactive flow has no transition, which
 Gymnasium's one-agent-per-environment API does not express; use the gymnax view's agent axis.
 
@@ -59,7 +59,7 @@ def _spaces(gx: gymnax_api.GymnaxEnv, params) -> tuple[gymnasium.Space, gymnasiu
 
 def _info_np(info: dict) -> dict:
     """The step's info as numpy arrays (new arrays: the caller may keep and change them)."""
-    return {k: np.array(v) for k, v in info.items() if k != "final_obs"}
+    return {k: np.array(v) for k, v in info.items()}
 
 
 def _key(seed: int) -> jax.Array:
@@ -107,7 +107,7 @@ class GymnasiumEnv(gymnasium.Env):
         if self._state is None:
             raise RuntimeError("step: call reset() first")
         action = np.asarray(action, self.action_space.dtype)
-        obs, self._state, reward, done, info = self._step_fn(self._next_key(), self._state, action, self.params)
+        obs, self._state, reward, _, info = self._step_fn(self._next_key(), self._state, action, self.params)
         info = _info_np(info)
         return (np.array(obs), float(reward), bool(info["terminated"]), bool(info["truncated"]), info)
 
@@ -149,7 +149,7 @@ class GymnasiumVectorEnv(VectorEnv):
             obs_re, state_re = gx.reset_env(k, params)
             state = jax.tree.map(lambda r, s: jnp.where(autoreset, r, s), state_re, state_st)
             obs = jnp.where(autoreset, obs_re, obs_st)
-            info = {k_: jnp.where(autoreset, jnp.zeros_like(v), v) for k_, v in info.items() if k_ != "final_obs"}
+            info = {k_: jnp.where(autoreset, jnp.zeros_like(v), v) for k_, v in info.items()}
             reward = jnp.where(autoreset, 0.0, reward)
             return chain, obs, state, reward, info
 

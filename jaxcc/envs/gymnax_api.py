@@ -3,15 +3,17 @@ gymnax's own wrappers).
 
     env, env_params = jaxcc.envs.gymnax_api.make("pareto", single_agent=True, max_steps=60)
     obs, state = env.reset(key, env_params)
-    obs, state, reward, done, info = env.step(key, state, action, env_params)
+    obs, state, reward, terminated, truncated, info = env.step(key, state, action, env_params)
 
 ``make`` mirrors ``gymnax.make``: it returns the environment and its default ``EnvParams`` (the
 paper's ``flax.struct`` params pytree: the training distribution and knobs, every leaf an array,
 so ``jax.vmap`` can give each lane its own).  Keyword arguments other than the adapter's own are
 the static ``EnvConfig`` overrides of ``jaxcc.envs.make_env`` (``max_steps``, ``num_flows``,
 ``ticks_per_rtt``, ...).  The environment subclasses ``gymnax.environments.environment.Environment``:
-its ``step`` and ``reset`` are gymnax's own, so auto-reset is gymnax's (the step's key is split
-into a step key and a reset key; when ``done``, ``obs`` and ``state`` are the fresh episode's),
+its ``step`` and ``reset`` are gymnax's own (gymnax ≥ 1.0: ``step`` returns ``terminated`` and
+``truncated``, the time limit from ``is_truncated``), so auto-reset is gymnax's (the step's key is
+split into a step key and a reset key; when ``terminated | truncated``, ``obs`` and ``state`` are
+the fresh episode's and ``info["final_observation"]`` is the ended episode's last),
 and gymnax's wrappers (``gymnax.wrappers.purerl.LogWrapper``, ``FlattenObservationWrapper``)
 run on it.  jaxcc's ``MultiFlowEnv.step`` splits the key the same way, so both give the same
 episode for the same key.
@@ -22,16 +24,16 @@ parameters, with no communication):
 * the agent axis stays the leading axis: ``obs`` [F, H, D] (the paper's history of H feature
   vectors), ``action`` [F] (``action_space``: a Box of shape (F,) or a ``Discrete`` of shape
   (F,)), ``reward`` [F];
-* ``done`` is a scalar: the link's episode ended (``terminated | truncated``; the two are the
-  same for every flow of a link);
+* ``terminated`` (a true end: MOCC's win or lose) and ``truncated`` (the time limit) are scalars:
+  the link's episode, the same for every flow of a link (both may hold at one step, as in
+  gymnax's own environments);
 * ``info`` carries jaxcc's per-agent arrays ([F] leaves): ``active`` (the flow's MI closed at this
   step: it has a transition; a flow that has not started or has finished is inactive and gets
   reward 0), ``agent`` (False for a competitor's slot, which the policy does not control),
   ``action`` (the action in force) and the paper's diagnostics; and the link's scalars
-  ``terminated``, ``truncated`` and ``discount`` (0 only at a true end, so a time limit still
-  bootstraps; gymnax's own environments give 0 at a time limit too), and ``final_obs``, the
-  last observation of the episode that a ``done`` step ended (the step's ``obs`` itself when not
-  done);
+  ``terminated``, ``truncated``, ``discount`` (0 only at a true end, so a time limit still
+  bootstraps) and, from gymnax's ``step``, ``final_observation`` (the step's observation before
+  an auto-reset replaced it);
 * ``single_agent=True`` (only with ``num_flows == 1``) drops the agent axis: ``obs`` [H, D],
   ``action`` a scalar ``Discrete`` or a Box of shape (1,) (as gymnax's Pendulum), ``reward`` a
   scalar, every per-agent ``info`` leaf unbatched; unmodified single-agent gymnax/PureJaxRL
@@ -146,7 +148,7 @@ class GymnaxEnv(environment.Environment):
         if self._spec["kind"] == "continuous":
             lo, hi = self._bounds()
             action = jnp.clip(jnp.asarray(action, jnp.float32), lo, hi)
-        hist, new, reward, terminated, truncated, info = self.env.step_env(key, state, action, params)
+        hist, new, reward, terminated, _, info = self.env.step_env(key, state, action, params)
         info = dict(info)
         goal = self.env.goal(new)
         if reward.ndim == 2:  # a vector reward [F, R]: scalarised by the episode's preference
@@ -155,14 +157,18 @@ class GymnaxEnv(environment.Environment):
         if self.env.config.goal_dim > 0:
             info["goal"] = goal
         obs = self._obs(hist, new)
-        info["final_obs"] = obs
         if self.single_agent:
             info = jax.tree.map(lambda x: x[0], info)
             obs, reward = obs[0], reward[0]
-        done = terminated | truncated
-        info.update(terminated=terminated, truncated=truncated,
+        info.update(terminated=terminated, truncated=self.is_truncated(new, params),
                     discount=1.0 - terminated.astype(jnp.float32))
-        return obs, new, reward, done, info
+        return obs, new, reward, terminated, info
+
+    def is_truncated(self, state: EnvState, params) -> jax.Array:
+        """The time limit (gymnax's truncation, read from the state after the step): the
+        environment's ``max_steps`` decisions or ``params.max_time_s`` of link time."""
+        time = state.sim.tick.astype(jnp.float32) * state.link.dt
+        return self.env.time_limit_reached(state.step, time, params)
 
     # -- helpers --------------------------------------------------------------------------
 
