@@ -301,6 +301,8 @@ def test_fixed_rate_below_and_above_capacity(tmp_path, prefix):
     T = 8.0
     lo = _run(_spec("fixed6", "fixed:6", T), tmp_path, prefix, impl="probe", tag="lo")
     f = lo["per_flow"][0]
+    # The timing first: a late delay line (a busy machine) is named as such, not as a slow link.
+    assert lo["delay_check"]["valid"] is True, lo["delay_check"]
     assert lo["idle_rtt_ms"]["avg_ms"] == pytest.approx(40.5, abs=3.0)
     assert f["throughput_mbps"] == pytest.approx(6 * 1472 / 1500, rel=0.03)
     assert f["p50_rtt_ms"] == pytest.approx(41.0, abs=3.0)
@@ -308,6 +310,7 @@ def test_fixed_rate_below_and_above_capacity(tmp_path, prefix):
 
     hi = _run(_spec("fixed15", "fixed:15", T), tmp_path, prefix, impl="probe", tag="hi")
     f = hi["per_flow"][0]
+    assert hi["delay_check"]["valid"] is True, hi["delay_check"]
     # goodput = acked bytes / sending time; the full queue (0.25 s) drains after the stop.  On a
     # miss, what the receiver saw (its ACK send errors, its longest gap between arrivals) and the
     # sender's per-second log tell a lost ACK stream from a slow link.
