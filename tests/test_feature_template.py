@@ -225,7 +225,6 @@ def _check(exe: pathlib.Path, *files) -> subprocess.CompletedProcess:
 
 @pytest.mark.full
 @pytest.mark.datapath
-@pytest.mark.skipif(shutil.which("cmake") is None, reason="needs cmake and g++ (setup/apt-packages.txt)")
 def test_cpp_twin_agrees_and_an_off_by_one_twin_is_caught(tree, toy, tmp_path):
     vectors = tmp_path / "vectors"
     assert parity_vectors.run_cli(["parity_vectors", f"--features={NAME}", f"--out={vectors}"]) == 0

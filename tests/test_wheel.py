@@ -221,8 +221,7 @@ def test_installed_commands_run(venv, tmp_path):
         "--duration=15", f"--out={cwd / 'fair'}", "--noprogress", "--noplots")
     assert "pareto_fair" in (cwd / "fair" / "results.json").read_text()
 
-    if shutil.which("cmake") is None:
-        pytest.skip("no cmake: the datapath build is not checked")
+    # cmake and g++ are part of make test's set-up (setup/apt-packages.txt): their absence fails.
     run(jaxcc, "build_datapath", f"--out={cwd / 'dp'}", timeout=1200)
     cache = (cwd / "dp" / "CMakeCache.txt").read_text()
     assert f"jaxcc_datapath_SOURCE_DIR:STATIC={package / 'datapath'}" in cache  # the installed copy was built
