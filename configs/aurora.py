@@ -75,6 +75,7 @@ def get_config() -> ml_collections.ConfigDict:
         p_each=0.5, jitter_ms_max=5.0, ack_agg_ms_max=5.0, rtt_noise_ms_max=2.0, cross_frac_max=0.3,
         cross_every_s=5.0, cross_segments=8))
     c.env.overrides.num_segments = 3  # a constant capacity plus the two switches of a step
+    c.env.overrides.history = 10  # §3.3: k = 10 MIs (the environment's default, here to be overridden)
     # AuroraParams fields to replace.  Not in the paper (see the docstring).
     c.env.params = ml_collections.ConfigDict()
     c.env.params.init_far_frac = 0.5  # 0.1–30 % of the bandwidth (log-uniform)
@@ -83,6 +84,7 @@ def get_config() -> ml_collections.ConfigDict:
     c.env.params.init_above_hi = 10.0
     c.env.params.step_frac = 0.4  # capacity × or ÷ 2–10 for a while, then back
     c.env.params.step_max = 10.0
+    c.env.params.scale_free = 0.0  # §3.1's reward; 1: in the link's own units (configs/aurora_scalefree.py)
 
     c.ppo = ml_collections.ConfigDict()
     c.ppo.num_steps = 64  # MIs per link per update (decided)

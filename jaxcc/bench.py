@@ -398,12 +398,25 @@ def main(fv, argv=()) -> int:
                 raise
             print(f"Aurora env not usable here ({type(e).__name__}: {e}); timing the bare simulator")
             mode = "sim"
-    rows = []
+    rows, rate = [], None
+
+    def write(complete: bool) -> None:
+        # After every size, so that a run stopped by a time limit keeps the sizes it finished
+        # ("complete": false until the rate-independence rows are in).
+        result = {
+            "sim": rows, "rate_independence": rate, "complete": complete, "mode": mode, "decisions_per_call": nd,
+            "mi_ticks": MI_TICKS, "ring_len": RING, "device": str(jax.devices()[0]), "backend": jax.default_backend(),
+            "cpu_count": os.cpu_count(), "machine": platform.machine(), "jax": jax.__version__,
+        }
+        with open(fv.out, "w") as fh:
+            json.dump(result, fh, indent=2)
+
     for n in [int(s) for s in fv.sizes]:
         secs = _time(make(n), fv.repeats)
         dec = n * nd / secs
         rows.append({"num_envs": n, "decisions_per_s": dec, "flow_ticks_per_s": dec * MI_TICKS, "seconds": secs})
         print(f"links={n:6d}  decisions/s={dec:12,.0f}  flow-ticks/s={dec * MI_TICKS:14,.0f}", flush=True)
+        write(False)
     best_n = max(rows, key=lambda r: r["decisions_per_s"])["num_envs"]
     rate = {"num_envs": best_n}
     for mbps, key in ((1.0, "decisions_per_s_1mbps"), (1000.0, "decisions_per_s_1gbps")):
@@ -411,13 +424,7 @@ def main(fv, argv=()) -> int:
     rate["ratio_1gbps_over_1mbps"] = rate["decisions_per_s_1gbps"] / rate["decisions_per_s_1mbps"]
     print(f"rate independence at {best_n} links (bare model): 1 Mbit/s {rate['decisions_per_s_1mbps']:,.0f}/s, "
           f"1 Gbit/s {rate['decisions_per_s_1gbps']:,.0f}/s")
-    result = {
-        "sim": rows, "rate_independence": rate, "mode": mode, "decisions_per_call": nd, "mi_ticks": MI_TICKS,
-        "ring_len": RING, "device": str(jax.devices()[0]), "backend": jax.default_backend(),
-        "cpu_count": os.cpu_count(), "machine": platform.machine(), "jax": jax.__version__,
-    }
-    with open(fv.out, "w") as fh:
-        json.dump(result, fh, indent=2)
+    write(True)
     print(f"wrote {fv.out}")
     return 0
 

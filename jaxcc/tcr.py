@@ -20,6 +20,7 @@ from jaxcc.evaluation import bars
 from jaxcc.evaluation.runs import resolve_scenarios, scenario_specs
 from jaxcc.evaluation.tcr import DEFAULT_TARGETS, MAX_LOSS, MAX_TARGETS, TUNING_INTERVAL_RTTS, WARMUP_TUNING_INTERVALS, controller_entries, load_results, run_tcr, table_markdown, write_outputs
 from jaxcc.scenarios import SUITES
+from jaxcc.sim.controller import TUNER_CODES
 
 
 def main(fv, argv: Sequence[str] = ()) -> int:
@@ -47,8 +48,10 @@ def main(fv, argv: Sequence[str] = ()) -> int:
             raise ValueError(f"--targets must be in [1, {MAX_TARGETS}], got {fv.targets}")
         scenarios, source = resolve_scenarios(suite=fv.suite, scenario=fv.scenario, scenario_file=fv.scenario_file)
         t0 = time.time()
+        if fv.tuner not in TUNER_CODES:
+            raise ValueError(f"--tuner must be one of {', '.join(TUNER_CODES)}, got {fv.tuner!r}")
         rep = run_tcr(scenarios, entries, n_targets=fv.targets, seed=fv.seed, ticks_per_rtt=fv.ticks_per_rtt,
-                      progress=fv.progress)
+                      progress=fv.progress, tuner=fv.tuner)
         doc = {"tcr": rep["tcr"], "links": rep["links"], "meta": {
             "command": "python -m jaxcc.tcr " + shlex.join(list(argv)), "source": source, "seed": fv.seed,
             "targets": fv.targets, "objectives": ["throughput", "delay", "loss"],
@@ -58,7 +61,7 @@ def main(fv, argv: Sequence[str] = ()) -> int:
             "window": f"from {WARMUP_TUNING_INTERVALS} tuning intervals of {TUNING_INTERVAL_RTTS} min RTTs "
                       f"(capped at half the run) to the end",
             "controllers": {e.label: e.name for e in entries},
-            "tuned": [e.label for e in entries if e.tuned],
+            "tuned": [e.label for e in entries if e.tuned], "tuner": fv.tuner,
             "ticks_per_rtt": fv.ticks_per_rtt or "simulator default",
             "wall_s": round(time.time() - t0, 1), "wall_s_by_part": rep["wall_s"]}}
     print(table_markdown(doc["tcr"]))
@@ -87,6 +90,8 @@ def define_flags(fv):
     flags.DEFINE_string("scenario_file", None, "comma-separated scenario spec JSON files (one flow each)",
                         flag_values=fv)
     flags.DEFINE_alias("scenario-file", "scenario_file", flag_values=fv)
+    flags.DEFINE_string("tuner", "paper", "a DeepCC policy's online goal tuner (jaxcc.senders.goal_tuning): paper "
+                        "(§IV-C read literally) or p95 (delay judged by its tail, g3 follows g2)", flag_values=fv)
     flags.DEFINE_integer("targets", DEFAULT_TARGETS, "targets per link (DeepCC §VI-B: 500)", flag_values=fv)
     flags.DEFINE_integer("seed", 0, "draws the targets (with the link's name) and a random link's capacity",
                          flag_values=fv)

@@ -1,7 +1,7 @@
 """DeepCC's reachable set, its online goal tuner and its long-RTT start, measured on the shipped actor.
 
     python launch/deepcc_reach.py --out=DIR [--policy=checkpoints/deepcc/deepcc.safetensors] [--grid=10]
-        [--targets=500] [--clean_targets=100] [--wifi_draws=2] [--seed=0] [--trace=3]
+        [--targets=500] [--clean_targets=100] [--wifi_draws=2] [--seed=0] [--trace=3] [--tuner=paper]
 
 Nothing is trained or changed: the policy runs in the simulator as ``jaxcc.tcr`` runs it
 (``policy:FILE``, the ``deepcc_v1`` sender with the deployed safety net), on the named links
@@ -101,6 +101,8 @@ def define_flags(fv):
                          "goals only", lower_bound=0, upper_bound=8, flag_values=fv)
     flags.DEFINE_integer("trace", 3, "missed low-delay Wi-Fi targets drawn over time", lower_bound=0,
                          upper_bound=8, flag_values=fv)
+    flags.DEFINE_string("tuner", "paper", "the tuner of the tuned runs: paper or p95 (jaxcc.senders.goal_tuning)",
+                        flag_values=fv)
     flags.DEFINE_string("tcr_records", os.path.join(REPO, "checkpoints", "deepcc", "tcr", "results.json"),
                         "a jaxcc.tcr results.json of the same policy to check the tuned runs against ('' : none)",
                         flag_values=fv)
@@ -126,8 +128,8 @@ def clean_scenario(name: str) -> scenarios.Scenario:
         source=name)
 
 
-def flow_with(sc: scenarios.Scenario, controller: str, goal=None, target=None) -> scenarios.Scenario:
-    """``sc`` with its one flow run by ``controller`` at a fixed ``goal`` or tuned toward ``target``."""
+def flow_with(sc: scenarios.Scenario, controller: str, goal=None, target=None, tuner: str = "paper") -> scenarios.Scenario:
+    """``sc`` with its one flow run by ``controller`` at a fixed ``goal`` or tuned toward ``target`` by ``tuner``."""
     d = sc.to_dict()
     for f in d["flows"]:
         for k in ("preference", "preference_changes", "target", "goal"):
@@ -136,7 +138,7 @@ def flow_with(sc: scenarios.Scenario, controller: str, goal=None, target=None) -
         if goal is not None:
             f["goal"] = [float(x) for x in goal]
         if target is not None:
-            f["target"] = tcr.target_field(target)
+            f["target"] = tcr.target_field(target, tuner)
     return scenarios.parse_scenario(d, source=sc.name)
 
 
@@ -251,9 +253,11 @@ def reach(sc, policy: str, goals, seed: int, window) -> list[dict]:
     return out
 
 
-def tuned(sc, policy: str, targets: np.ndarray, seed: int, window) -> tuple[list[dict], list[dict]]:
-    """(per target: window metrics and the tuner's summary; the interval series of each lane)."""
-    runs = simulate([flow_with(sc, policy, target=t) for t in targets], seed, window)
+def tuned(sc, policy: str, targets: np.ndarray, seed: int, window, tuner: str = "paper"
+          ) -> tuple[list[dict], list[dict]]:
+    """(per target: window metrics and the tuner's summary; the interval series of each lane).
+    With ``tuner`` "p95" the interval's stored delay measurement (the "tuner's view") is its tail."""
+    runs = simulate([flow_with(sc, policy, target=t, tuner=tuner) for t in targets], seed, window)
     out, series = [], []
     for t, r in zip(targets, runs):
         iv = intervals(r)
@@ -539,6 +543,8 @@ def main(fv, argv: Sequence[str]) -> int:
     if policy_features(policy_path) != tcr.DEEPCC_FEATURES:
         raise ValueError(f"--policy: {fv.policy} is not a DeepCC policy (features {tcr.DEEPCC_FEATURES} needed)")
     policy = f"policy:{policy_path}"
+    if fv.tuner not in gt.TUNERS:
+        raise ValueError(f"--tuner must be one of {', '.join(gt.TUNERS)}, got {fv.tuner!r}")
     os.makedirs(os.path.join(fv.out, "plots"), exist_ok=True)
     t_start = time.time()
     goals = goal_lattice(fv.grid)
@@ -550,7 +556,7 @@ def main(fv, argv: Sequence[str]) -> int:
     links += [(f"deepcc/wifi@seed{fv.seed + k}", wifi, 0) for k in range(1, fv.wifi_draws + 1)]
     doc = {"meta": {"command": "python launch/deepcc_reach.py " + " ".join(argv), "commit": _git_head(),
                     "date": time.strftime("%Y-%m-%d"), "policy": os.path.relpath(policy_path, REPO),
-                    "policy_sha256": _sha256(policy_path), "seed": fv.seed, "grid": fv.grid},
+                    "policy_sha256": _sha256(policy_path), "seed": fv.seed, "grid": fv.grid, "tuner": fv.tuner},
            "links": {}, "satellite_start": None}
     all_series = {}
     files = []
@@ -566,7 +572,7 @@ def main(fv, argv: Sequence[str]) -> int:
         targets = None
         if n_targets:
             targets = tcr.link_targets(sc.name, ranges, n_targets, fv.seed)
-            lanes, series = tuned(sc, policy, targets, fv.seed, window)
+            lanes, series = tuned(sc, policy, targets, fv.seed, window, fv.tuner)
             cls = classify(fixed, lanes, targets)
             all_series[name] = series
             entry.update({"targets": targets.tolist(), "tuned": lanes,

@@ -72,7 +72,8 @@ def test_bench_makes_its_output_folder_first(tmp_path):
     r = subprocess.run([sys.executable, "-m", "jaxcc.bench", "--sizes=1", "--decisions=2", "--repeats=1",
                         "--mode=sim", f"--out={out}"], cwd=REPO, capture_output=True, text=True, timeout=300, env=env)
     assert r.returncode == 0, r.stderr[-3000:]
-    assert json.loads(out.read_text())["sim"][0]["num_envs"] == 1
+    res = json.loads(out.read_text())
+    assert res["sim"][0]["num_envs"] == 1 and res["complete"] is True and res["rate_independence"]["num_envs"] == 1
     (tmp_path / "afile").write_text("x")
     bad = tmp_path / "afile" / "bench.json"
     r = subprocess.run([sys.executable, "-m", "jaxcc.bench", "--sizes=1", f"--out={bad}"], cwd=REPO,
@@ -81,3 +82,28 @@ def test_bench_makes_its_output_folder_first(tmp_path):
     assert r.returncode == 2 and len(err) == 1 and err[0].startswith(f"error: --out={bad}: cannot make its folder ("), \
         r.stderr[-2000:]
     assert "Traceback" not in r.stderr
+
+
+@pytest.mark.full  # five training programs compile
+def test_gpu_check_writes_every_table_and_counts_a_step_it_stopped(tmp_path):
+    """``launch/gpu_check.sh`` on this CPU with tiny sizes: every table is written (Eagle's size
+    rounded up to its CEM batch) and the summary says so; a step stopped at its limit (here the environment bench, 1 s) is counted
+    as exit 124 with no table, and the script exits 1."""
+    env = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=REPO, JAXCC_PYTHON=sys.executable, SIM_SIZES="1,2",
+               ENV_SIZES="1,2", TRAIN_SIZES="2", DECISIONS="3", LIMIT_ENV_S="1", LIMIT_TRAIN_S="300")
+    out = tmp_path / "gc"
+    r = subprocess.run(["bash", os.path.join(REPO, "launch", "gpu_check.sh"), str(out)], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=1800, env=env)
+    assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-3000:]
+    summary = json.loads((out / "summary.json").read_text())
+    configs = ("aurora_smoke", "eagle_smoke", "pareto_smoke", "mocc_smoke", "deepcc_smoke")
+    assert list(summary) == ["bench_sim", "bench_env"] + [f"train_{c}" for c in configs]
+    assert summary["bench_env"]["exit"] == 124 and not summary["bench_env"]["written"]
+    for name in ["bench_sim"] + [f"train_{c}" for c in configs]:
+        assert summary[name]["exit"] == 0 and summary[name]["written"], (name, summary)
+    sim = json.loads((out / "bench_sim.json").read_text())
+    assert [row["num_envs"] for row in sim["sim"]] == [1, 2] and sim["complete"] and sim["mode"] == "sim"
+    train = json.loads((out / "bench_train.json").read_text())
+    assert [row["config"] for row in train["rows"]] == list(configs) and train["backend"] == "cpu"
+    assert [row["num_envs"] for row in train["rows"]] == [2, 5, 2, 2, 2]  # CEM: batches of 5 episodes
+    assert json.loads((out / "device.json").read_text())["platform"] == "cpu"

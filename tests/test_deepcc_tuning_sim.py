@@ -112,3 +112,35 @@ def test_scenario_field_errors():
     for extra, pat in cases:
         with pytest.raises(ValueError, match=pat):
             scenarios.parse_scenario({**base, "flows": [{"rtt_ms": 40, **extra}]}, source="x")
+
+
+def test_tuner_field_reaches_sender_and_p95_moves_g3_with_g2(policy):
+    """A target's ``"tuner"`` reaches ``SenderParams.target_on`` (1 paper, 2 p95) and survives the
+    spec round trip.  Target (0 Mbit/s, 0 ms, 100 %) on a 1 Mbit/s link: throughput and loss always
+    met, the delay unmet whenever a queue forms.  The paper's tuner then raises g² alone (g³ only
+    shrinks by eq. 12); "p95" gives g³ the delay's gradient, so from ⅓ each g² and g³ stay equal."""
+    target = {"throughput_mbps": 0.0, "delay_ms": 0.0, "loss": 1.0}
+
+    def sc(**t):
+        return scenarios.parse_scenario({"name": "tune", "duration_s": DURATION_S,
+                                         "link": {"bandwidth_mbps": 1, "buffer_bytes": 60000},
+                                         "flows": [{"rtt_ms": RTT_MS, "controller": f"policy:{policy}",
+                                                    "target": {**target, **t}}]})
+
+    p95 = sc(tuner="p95")
+    assert p95.flows[0].tuner == "p95" and p95.to_dict()["flows"][0]["target"]["tuner"] == "p95"
+    assert "tuner" not in sc().to_dict()["flows"][0]["target"]
+    g_paper, steps, sp = _run(sc())
+    assert float(sp.target_on) == 1.0 and steps[-1] >= 10
+    g_p95, _, sp = _run(p95)
+    assert float(sp.target_on) == 2.0
+    assert g_paper[-1, 1] > 0.5 and g_paper[-1, 2] < 1 / 3
+    np.testing.assert_array_equal(g_p95[:, 1], g_p95[:, 2])
+    assert g_p95[-1, 1] > 0.4 and g_p95[-1, 0] < 0.2
+
+
+def test_tuner_field_errors():
+    base = {"name": "x", "duration_s": 1, "link": {"bandwidth_mbps": 12, "buffer_bytes": 1e5}}
+    with pytest.raises(ValueError, match=r"x\.flows\[0\]\.target\.tuner: must be one of paper, p95, got 'fast'"):
+        scenarios.parse_scenario({**base, "flows": [{"rtt_ms": 40, "target": {"throughput_mbps": 1, "delay_ms": 1,
+                                                                                "loss": 0, "tuner": "fast"}}]}, source="x")

@@ -5,6 +5,7 @@ import functools
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from jaxcc.envs import aurora, make_env, export_features_spec
 from jaxcc.envs import mi
@@ -48,6 +49,24 @@ def test_reward_by_hand():
     # no ACK: the last latency is carried, no throughput, no loss
     r0, lat0 = aurora.reward(mi.mi_zero(1).replace(duration=jnp.array([0.1])), jnp.array([0.2]))
     np.testing.assert_allclose(r0, [-200.0], rtol=1e-6)
+
+
+def test_scale_free_reward_by_hand():
+    """In the link's own units: 300 pkt/s × the acked share of the capacity, 0.55 s × RTT / base
+    RTT; equal to §3.1's on a 300-packet/s, 550-ms link."""
+    m = _mi()  # 24000 B acked in 0.1 s, mean RTT 0.115 s, loss 1500/25500
+    loss = 1500 / 25500
+    r, _ = aurora.reward(m, jnp.array([0.0]), cap_bytes=jnp.array(48000.0), base_rtt=jnp.array([0.1]))
+    np.testing.assert_allclose(r, [10 * 300 * 0.5 - 1000 * 0.55 * 1.15 - 2000 * loss], rtol=1e-5)
+    # a link whose capacity is 160 pkt/s and base RTT 0.55 s: §3.1's terms at 300 pkt/s
+    r, _ = aurora.reward(m, jnp.array([0.0]), cap_bytes=jnp.array(24000.0), base_rtt=jnp.array([0.55]))
+    np.testing.assert_allclose(r, [10 * 300 - 1000 * 0.115 - 2000 * loss], rtol=1e-5)
+    # ACKs of data served before a capacity step down: the share is capped at 1
+    r, _ = aurora.reward(m, jnp.array([0.0]), cap_bytes=jnp.array(2400.0), base_rtt=jnp.array([0.55]))
+    np.testing.assert_allclose(r, [10 * 300 - 1000 * 0.115 - 2000 * loss], rtol=1e-5)
+    # in the environment: off by default (§3.1), on with ``scale_free``
+    env, p = make_env("aurora")
+    assert float(p.scale_free) == 0.0
 
 
 def test_action_mapping():
@@ -207,3 +226,24 @@ def test_robust_config_resets_and_steps():
     keys = jax.random.split(jax.random.PRNGKey(0), 8)
     r, *_rest = jax.jit(jax.vmap(lambda k: rollout(env, p, k, oracle_policy("aurora", 1.0), 20)))(keys)
     assert np.isfinite(np.asarray(r)).all()
+
+
+@pytest.mark.full  # compiles an environment rollout; the reward's arithmetic is in the fast tier (by hand)
+def test_scale_free_reward_in_the_environment():
+    """A sender at 0.9 × the capacity on Table 1's links (100–500 packets/s, 100–1000 ms RTT, no
+    random loss): §3.1's reward per MI grows with the bandwidth (10 × 0.9 × 100–500 packets/s
+    less the latency), the scale-free one is 10 × 300 × 0.9 − 1000 × 0.55 × RTT / base RTT on
+    every link, the RTT being the base one with no queue."""
+    env, p = make_env("aurora", max_steps=STEPS)
+    p = p.replace(loss_hi=jnp.float32(0.0), init_rate_lo=jnp.float32(0.9), init_rate_hi=jnp.float32(0.9))
+    keys = jax.random.split(jax.random.PRNGKey(3), 32)
+
+    run_jit = jax.jit(jax.vmap(lambda pp, k: rollout(env, pp, k, oracle_policy("aurora", 0.9), STEPS), in_axes=(None, 0)))
+
+    def run(params):  # one compilation for both reward forms: ``scale_free`` is an array
+        return run_jit(params, keys)
+
+    paper = np.asarray(run(p)[0])[:, 10:, 0].mean(axis=1)
+    sf = np.asarray(run(p.replace(scale_free=jnp.float32(1.0)))[0])[:, 10:, 0].mean(axis=1)
+    np.testing.assert_allclose(sf, 10 * 300 * 0.9 - 1000 * 0.55, rtol=0.01)
+    assert paper.max() - paper.min() > 1500  # 10 × 0.9 × the bandwidth's spread, less latencies

@@ -100,13 +100,59 @@ def test_vmapped_and_jitted_match_single():
         np.testing.assert_allclose(sv.goal[i], s.goal, rtol=1e-6)
 
 
+def test_delay_tail_nearest_rank_by_hand():
+    """r = ceil(0.95 n): the max for n <= 20; the 20th smallest of 21; the 19th of 20; only the first n count."""
+    assert float(gt.delay_tail(jnp.array([1.3, 1.1, 1.9, 1.2]), 4)) == pytest.approx(1.9)
+    v21 = jnp.arange(21, 0, -1, dtype=jnp.float32)  # 21 .. 1
+    assert float(gt.delay_tail(v21, 21)) == 20.0
+    assert float(gt.delay_tail(v21[1:], 20)) == 19.0
+    # A buffer of 8 whose last 5 entries are stale: the tail of the first 3 (1.3, 1.1, 1.9).
+    assert float(gt.delay_tail(jnp.array([1.3, 1.1, 1.9, 9.0, 9.0, 9.0, 9.0, 9.0]), 3)) == pytest.approx(1.9)
+
+
+def test_p95_one_step_by_hand():
+    """Target (1 Mbit/s, 20 ms, 1 %), min RTT 0.1 s: T̂² = 1.2.  The interval's mean delay ratio 1.15
+    meets it, its tail 1.25 does not (0.05/0.2 = 25 % of T2 over: no jump).  The paper's tuner keeps
+    the goal; "p95" gives g² and, following it, g³ Adam's first step +LR_P95 = +0.4 each:
+    (0.7, 0.6, 0.5)/1.8.  With a tail of 1.4 (100 % of T2 over) both also jump by 0.1: (0.7, 0.7, 0.6)/2."""
+    assert gt.LR_P95 == 0.4
+    s0 = gt.init([1.0, 20.0, 0.01], [0.7, 0.2, 0.1])
+    m = jnp.array([0.9, 1.15, 0.0])
+    np.testing.assert_allclose(gt.step(s0, m, 2e6, 0.1).goal, [0.7, 0.2, 0.1], rtol=1e-5)
+    np.testing.assert_allclose(gt.step(s0, m, 2e6, 0.1, True, 1.25).goal, np.array([0.7, 0.6, 0.5]) / 1.8, rtol=1e-5)
+    np.testing.assert_allclose(gt.step(s0, m, 2e6, 0.1, True, 1.4).goal, np.array([0.7, 0.7, 0.6]) / 2.0, rtol=1e-5)
+    # The paper's delay jump distance is relative to T̂² = 1.2 (with the min RTT): 1.5 is 25 % over,
+    # no jump, +0.05 on g² alone; "p95" judges 0.3 over 0.2 of T2 (150 %): both jump.
+    np.testing.assert_allclose(gt.step(s0, jnp.array([0.9, 1.5, 0.0]), 2e6, 0.1).goal,
+                               np.array([0.7, 0.25, 0.1]) / 1.05, rtol=1e-5)
+    np.testing.assert_allclose(gt.step(s0, m, 2e6, 0.1, True, 1.5).goal, np.array([0.7, 0.7, 0.6]) / 2.0, rtol=1e-5)
+
+
+def test_p95_keeps_paper_loss_rules_and_met_goal():
+    """"p95" with the delay met: everything met keeps the goal; loss over with throughput and delay met
+    is non-congestion loss (no g³ move), as in the paper's tuner."""
+    s = gt.init([1.0, 50.0, 0.01], [0.5, 0.3, 0.2])
+    for _ in range(4):
+        s = gt.step(s, jnp.array([0.9, 1.2, 0.0]), 2e6, 0.1, True, 1.4)  # T̂² = 1.5
+    np.testing.assert_allclose(s.goal, [0.5, 0.3, 0.2], rtol=1e-6)
+    for _ in range(4):
+        s = gt.step(s, jnp.array([0.9, 1.2, 0.03]), 2e6, 0.1, True, 1.4)
+    np.testing.assert_allclose(s.goal, [0.5, 0.3, 0.2], rtol=1e-6)
+
+
+def test_tuner_names_and_codes():
+    assert gt.TUNERS == ("paper", "p95") and gt.tuner_code("p95") == 2.0 and gt.tuner_code("paper") == 1.0
+    with pytest.raises(ValueError, match="--tuner: unknown tuner 'P95'; allowed: paper, p95"):
+        gt.tuner_code("P95", "--tuner")
+
+
 def test_vectors_cover_branches_and_are_current(tmp_path):
     """Every heuristic branch appears in the vectors, and the committed file is what the code writes."""
     cases = pv.goal_tuning_cases(0)
     seen = set()
     for c in cases:
         n_before = 0
-        for m, thr_max, min_rtt in c["steps"]:
+        for m, thr_max, min_rtt, *_ in c["steps"]:
             th = np.asarray(gt.target_hat(jnp.asarray(c["target"]), thr_max, min_rtt))
             met = np.asarray(gt.met(jnp.asarray(m), jnp.asarray(th)))
             seen.add("loss_met" if met[2] else ("thr_delay_met" if met[0] and met[1] else "loss_follows_delay"))
@@ -118,6 +164,8 @@ def test_vectors_cover_branches_and_are_current(tmp_path):
                 seen.add("no_usable_dg")
             n_before += 1
     assert seen >= {"loss_met", "thr_delay_met", "loss_follows_delay", "all_met", "jump", "no_usable_dg"}
+    p95 = [c for c in cases if c.get("tuner") == "p95"]
+    assert len(p95) >= 5 and {len(st[3]) for c in p95 for st in c["steps"]} >= {8, 21}
     path = pv.write_goal_tuning_vectors(str(tmp_path / "g.txt"))
     fresh = open(path).read().split()
     committed = open(os.path.join(os.path.dirname(__file__), "vectors", "goal_tuning.txt")).read().split()

@@ -214,6 +214,7 @@ def test_tuned_policy_runs_one_lane_per_target_in_one_batch(tmp_path, monkeypatc
     (["--controller=bbr", "--suite=deepcc"], "--out: give the output folder"),
     (["--controller=bbr", "--suite=deepcc", "--bars=nope", "--out=O"], "--bars: unknown bar set 'nope'"),
     (["--records=/no/such/results.json", "--out=O"], "--records: /no/such/results.json: cannot read"),
+    (["--controller=bbr", "--suite=deepcc", "--tuner=fast", "--out=O"], "--tuner must be one of paper, p95, got 'fast'"),
 ])
 def test_bad_input_is_one_line(args, message, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
@@ -291,3 +292,16 @@ def test_a_flows_own_objective_is_dropped_for_the_untuned_runs(tmp_path):
     rep = evaluation_tcr.run_tcr([sc], evaluation_tcr.controller_entries("bbr,fixed:2"), n_targets=3, seed=0, progress=False)
     assert [r["controller"] for r in rep["tcr"]] == ["bbr", "fixed:2"]
     assert rep["tcr"][1]["measured"]["throughput_mbps"] == pytest.approx(2.0, rel=1e-4)
+
+
+def test_tuner_reaches_the_tuned_lanes(tmp_path):
+    """``--tuner`` (``run_tcr(tuner=)``) becomes each tuned lane's target field ``"tuner"``; the paper's
+    is the default and is left out of the field."""
+    sc = scenarios.load_scenario(_spec(tmp_path, {"bandwidth_mbps": 4, "buffer_bytes": 60_000}, rtt_ms=40.0,
+                                       duration=2.0))
+    assert evaluation_tcr.target_field([1, 2, 0.01]) == {"throughput_mbps": 1.0, "delay_ms": 2.0, "loss": 0.01}
+    assert evaluation_tcr.target_field([1, 2, 0.01], "p95")["tuner"] == "p95"
+    assert evaluation_tcr.with_target(sc, "bbr", [1, 2, 0.01], "p95").flows[0].tuner == "p95"
+    assert evaluation_tcr.with_target(sc, "bbr", [1, 2, 0.01]).flows[0].tuner == "paper"
+    with pytest.raises(ValueError, match="--tuner must be one of paper, p95, got 'x'"):
+        evaluation_tcr.run_tcr([sc], evaluation_tcr.controller_entries("bbr"), n_targets=1, tuner="x")

@@ -136,7 +136,7 @@ DecisionLoop::DecisionLoop(std::unique_ptr<Policy> policy, std::unique_ptr<Featu
     if (opt_.target_given) {
       if (goal_.size() != static_cast<size_t>(GoalTuner::kDim))
         throw std::invalid_argument("DecisionLoop: goal tuning needs a goal of 3 values");
-      tuner_ = std::make_unique<GoalTuner>(opt_.target, GoalTuner::Vec{goal_[0], goal_[1], goal_[2]});
+      tuner_ = std::make_unique<GoalTuner>(opt_.target, GoalTuner::Vec{goal_[0], goal_[1], goal_[2]}, opt_.tuner);
     }
     if (opt_.safety)
       monitor_ = std::make_unique<SafetyMonitor>(MisFor(kEnterRtts, opt_.mi_rtts), MisFor(kExitRtts, opt_.mi_rtts));
@@ -259,9 +259,10 @@ void DecisionLoop::ApplyGoalChange(uint64_t now_ns) {
     if (tuner_) {
       tuner_->set_target(gc.target);
     } else {
-      tuner_ = std::make_unique<GoalTuner>(gc.target, GoalTuner::Vec{goal_[0], goal_[1], goal_[2]});
+      tuner_ = std::make_unique<GoalTuner>(gc.target, GoalTuner::Vec{goal_[0], goal_[1], goal_[2]}, opt_.tuner);
       tune_acc_ = {};
       tune_n_ = 0;
+      tune_delay_.clear();
     }
     const std::vector<float> tv(gc.target.begin(), gc.target.end());
     ch["target"] = GoalJson(tv);
@@ -295,13 +296,16 @@ void DecisionLoop::PolicyDecision(const MonitorStats& mi, uint64_t now_ns, doubl
   thr_max_ = std::max(thr_max_, mi.DeliveryRate());
   if (tuner_) {  // §IV-C: a tuning step every tune_every decisions on their mean measurement
     for (int i = 0; i < GoalTuner::kDim; ++i) tune_acc_[i] += feat_[4 + i];
+    tune_delay_.push_back(feat_[5]);
     if (++tune_n_ >= tune_every_) {
       GoalTuner::Vec mean;
       for (int i = 0; i < GoalTuner::kDim; ++i) mean[i] = tune_acc_[i] / static_cast<float>(tune_n_);
-      tuner_->Step(mean, static_cast<float>(thr_max_), static_cast<float>(run_.KnownMinRtt(features_->rtt_guess())));
+      tuner_->Step(mean, static_cast<float>(thr_max_), static_cast<float>(run_.KnownMinRtt(features_->rtt_guess())),
+                   GoalTuner::DelayTail(tune_delay_));
       goal_.assign(tuner_->goal().begin(), tuner_->goal().end());
       tune_acc_ = {};
       tune_n_ = 0;
+      tune_delay_.clear();
       ++c.tuning_steps;
     }
   }
@@ -377,6 +381,7 @@ void DecisionLoop::AddSummary(nlohmann::json* s, const std::string& policy_file,
       j["target"] = {{"throughput_mbps", GoalJson({opt_.target[0]})[0]}, {"delay_ms", GoalJson({opt_.target[1]})[0]},
                      {"loss", GoalJson({opt_.target[2]})[0]}};
     j["tuning_steps"] = c.tuning_steps;
+    j["tuner"] = GoalTuner::ModeName(opt_.tuner);
     j["tuning_interval_decisions"] = tune_every_;
     j["goal_final"] = GoalJson(goal_);
     // The tuner's own judgement (src/goal_tuning.h): steps whose 4-RTT interval met the whole

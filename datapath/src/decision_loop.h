@@ -80,6 +80,7 @@ struct DecisionOptions {
   std::vector<float> goal;
   bool target_given = false;   // DeepCC online goal tuning from the start (--target)
   GoalTuner::Vec target{};
+  GoalTuner::Mode tuner = GoalTuner::Mode::kPaper;  // --tuner: which tuner a target (flag or line) gets
   // A policy's safety net (src/safety.h): the guard and the monitor that hands the pacing to
   // BBR (DecisionIo::bbr_drives). Off: the raw policy (--raw-policy).
   bool safety = true;
@@ -197,6 +198,7 @@ class DecisionLoop {
   int tune_every_ = 1;
   GoalTuner::Vec tune_acc_{};
   int tune_n_ = 0;
+  std::vector<float> tune_delay_;  // the interval's MI delay ratios (feature 5), the "p95" tuner's samples
   double thr_max_ = 0;
 
   std::vector<float> window_;  // history x obs_dim, oldest first; starts as the Empty() padding

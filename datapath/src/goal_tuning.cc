@@ -65,9 +65,31 @@ GoalTuner::Vec GoalTuner::TargetHat(const Vec& target, float thr_max, float min_
           target[2]};
 }
 
-GoalTuner::GoalTuner(const Vec& target, const Vec& g0) : goal_(g0), target_(target) {}
+bool GoalTuner::ParseMode(const std::string& text, Mode* out) {
+  if (text == "paper") {
+    *out = Mode::kPaper;
+  } else if (text == "p95") {
+    *out = Mode::kP95;
+  } else {
+    return false;
+  }
+  return true;
+}
 
-void GoalTuner::StepHat(const Vec& m, const Vec& t) {
+float GoalTuner::DelayTail(std::vector<float> samples) {
+  const int n = static_cast<int>(samples.size());
+  if (n == 0) return 0.0f;
+  const int r = (kTailPct * n + 99) / 100;  // ceil(95 n / 100), in integers as the Python twin
+  std::sort(samples.begin(), samples.end());
+  return samples[r - 1];
+}
+
+GoalTuner::GoalTuner(const Vec& target, const Vec& g0, Mode mode) : goal_(g0), target_(target), mode_(mode) {}
+
+void GoalTuner::StepHat(const Vec& m_in, const Vec& t, float d_tail) {
+  const bool p95 = mode_ == Mode::kP95;
+  Vec m = m_in;
+  if (p95) m[1] = d_tail;  // the interval's delay tail replaces its mean delay ratio
   // Store (goal in force, its measurement), oldest first.
   for (int j = 0; j + 1 < kK; ++j) {
     g_hist_[j] = g_hist_[j + 1];
@@ -107,22 +129,26 @@ void GoalTuner::StepHat(const Vec& m, const Vec& t) {
     if (first_met_step_ == 0) first_met_step_ = steps_ + 1;
   }
   const bool thr_delay_met = now[0] && now[1];
-  const bool loss_active = !now[2] && !thr_delay_met;
+  const bool follows = p95 && !now[1];  // "p95": g3 follows g2 whenever the delay is unmet
+  const bool loss_active = (!now[2] && !thr_delay_met) || follows;
   grad[2] = loss_active ? grad[1] : 0.0f;
   const bool on[kDim] = {!now[0], !now[1], loss_active};
   // Adam (optax.adam: bias-corrected moments, eps outside the square root).
   ++count_;
   const float c1 = 1.0f - std::pow(kBeta1, static_cast<float>(count_));
   const float c2 = 1.0f - std::pow(kBeta2, static_cast<float>(count_));
-  const float dist[kDim] = {(t[0] - m[0]) / std::max(t[0], 1e-9f), (m[1] - t[1]) / std::max(t[1], 1e-9f),
-                            (m[2] - t[2]) / std::max(t[2], kLossScale)};
+  // "p95": the delay's jump distance against the target's queueing delay T2 itself (t[1] - 1).
+  const float d_delay = (m[1] - t[1]) / (p95 ? std::max(t[1] - 1.0f, 1e-9f) : std::max(t[1], 1e-9f));
+  const float dist[kDim] = {(t[0] - m[0]) / std::max(t[0], 1e-9f), d_delay,
+                            follows ? d_delay : (m[2] - t[2]) / std::max(t[2], kLossScale)};
+  const float lr = p95 ? kLrP95 : kLr;
   Vec g = goal_;
   float sum = 0;
   for (int i = 0; i < kDim; ++i) {
     const float gr = on[i] ? grad[i] : 0.0f;
     mu_[i] = kBeta1 * mu_[i] + (1.0f - kBeta1) * gr;
     nu_[i] = kBeta2 * nu_[i] + (1.0f - kBeta2) * gr * gr;
-    const float upd = -kLr * (mu_[i] / c1) / (std::sqrt(nu_[i] / c2) + kAdamEps);
+    const float upd = -lr * ((mu_[i] / c1) / (std::sqrt(nu_[i] / c2) + kAdamEps));
     if (on[i]) g[i] += upd;
     if (on[i] && dist[i] > kJumpThreshold) g[i] += kJumpValue;  // jump-out
     g[i] = std::max(g[i], kGFloor);                                // eq. 12

@@ -8,6 +8,11 @@
 //
 // Objective order (throughput, delay, loss). A target is (throughput_mbps >= x, delay_ms <= y,
 // loss <= z), y the 95th-percentile queueing delay the flow may add.
+//
+// Two tuners (Mode; jaxcc-sender --tuner): kPaper, §IV-C read literally (the default), and kP95,
+// whose delay measurement is the nearest-rank 95th percentile of the interval's MI delay ratios
+// (DelayTail), whose g3 follows g2 while the delay is unmet, with its own learning rate and a
+// delay jump-out judged against the target's queueing delay (goal_tuning.py's docstring, "p95").
 #pragma once
 
 #include <array>
@@ -32,7 +37,18 @@ class GoalTuner {
   static constexpr float kJumpThreshold = 0.5f, kJumpValue = 0.1f;
   static constexpr float kLossScale = 0.01f;
   static constexpr float kGFloor = 0.01f;
+  static constexpr int kTailPct = 95;          // "p95": the delay view's percentile
+  static constexpr float kLrP95 = 0.4f;        // "p95": Adam's learning rate
   using Vec = std::array<float, kDim>;
+  enum class Mode { kPaper, kP95 };
+
+  // "paper" or "p95" into *out (returns true); anything else: false, *out untouched.
+  static bool ParseMode(const std::string& text, Mode* out);
+  static const char* ModeName(Mode m) { return m == Mode::kP95 ? "p95" : "paper"; }
+
+  // The nearest-rank kTailPct-th percentile of samples (the r-th smallest, r = ceil(95 n / 100));
+  // 0 when empty.
+  static float DelayTail(std::vector<float> samples);
 
   // Decisions per tuning interval: ceil(4 / mi_rtts).
   static int IntervalDecisions(double mi_rtts);
@@ -44,16 +60,20 @@ class GoalTuner {
   // The target in eq.-1 units: (x*125000/thr_max, 1 + y/1000/min_rtt, z).
   static Vec TargetHat(const Vec& target, float thr_max_bytes_per_s, float min_rtt_s);
 
-  GoalTuner(const Vec& target, const Vec& g0);
+  GoalTuner(const Vec& target, const Vec& g0, Mode mode = Mode::kPaper);
 
-  // One step on the interval's mean measurement m against the target in eq.-1 units.
-  void StepHat(const Vec& m, const Vec& t_hat);
+  // One step on the interval's mean measurement m against the target in eq.-1 units; in kP95 mode
+  // d_tail (DelayTail of the interval's MI delay ratios) replaces m[1].
+  void StepHat(const Vec& m, const Vec& t_hat, float d_tail = 0.0f);
   // One step against TargetHat(target(), thr_max, min_rtt).
-  void Step(const Vec& m, float thr_max_bytes_per_s, float min_rtt_s) { StepHat(m, TargetHat(target_, thr_max_bytes_per_s, min_rtt_s)); }
+  void Step(const Vec& m, float thr_max_bytes_per_s, float min_rtt_s, float d_tail = 0.0f) {
+    StepHat(m, TargetHat(target_, thr_max_bytes_per_s, min_rtt_s), d_tail);
+  }
 
   void set_target(const Vec& t) { target_ = t; }
   const Vec& goal() const { return goal_; }
   const Vec& target() const { return target_; }
+  Mode mode() const { return mode_; }
   int steps() const { return steps_; }
   // Steps whose interval met all three dimensions of the target (before that step moved g),
   // and the first of them (1-based; 0: none yet).
@@ -62,6 +82,7 @@ class GoalTuner {
 
  private:
   Vec goal_, target_;
+  Mode mode_;
   std::array<Vec, kK> g_hist_{}, m_hist_{};  // oldest first
   int n_ = 0;
   Vec mu_{}, nu_{};

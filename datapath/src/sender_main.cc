@@ -118,6 +118,10 @@ Options:
                        1/3 each); the summary has target, tuning_steps, goal_final,
                        tuning_met_steps and tuning_first_met_step (intervals that met the
                        whole target; the first, 1-based, 0 never)
+  --tuner=NAME         the tuner a target (--target or a target line) gets: paper (default,
+                       §IV-C read literally) or p95 (the delay judged by the 95th percentile of
+                       the interval's MI delay ratios, the loss weight following the delay
+                       weight while the delay is unmet; src/goal_tuning.h)
   --control-stdin      read control lines from stdin while running; commands:
                          preference a,b,c   (checked as --preference) applied at the next
                                             decision, without a restart
@@ -188,6 +192,7 @@ struct Config {
   bool control_stdin = false;
   bool target_given = false;  // --target: DeepCC online goal tuning
   GoalTuner::Vec target{};
+  GoalTuner::Mode tuner = GoalTuner::Mode::kPaper;  // --tuner
   std::string fallback;
   bool realtime = false;
   std::string learner;           // --learner address ("" = streaming off)
@@ -208,7 +213,7 @@ Config ParseConfig(int argc, char** argv) {
   Args a(argc, argv, {"controller", "dest", "port", "duration", "start-delay", "drain", "log", "summary",
                       "flow-id", "packet-size", "init-mbps", "mi-rtts", "min-mi-ms", "initial-mi-ms", "rtt-hint-ms", "goal",
                       "min-timeout-ms", "max-lag-ms", "fallback", "realtime", "preference", "control-stdin",
-                      "target", "learner", "record-queue", "learner-timeout-s", "raw-policy", "help"});
+                      "target", "tuner", "learner", "record-queue", "learner-timeout-s", "raw-policy", "help"});
   if (a.has("help")) {
     std::cout << kHelp;
     std::exit(0);
@@ -271,6 +276,12 @@ Config ParseConfig(int argc, char** argv) {
     const std::string why = GoalTuner::ParseTarget(a.str("target"), &c.target);
     if (!why.empty()) throw std::invalid_argument("--target " + why);
     c.target_given = true;
+  }
+  if (a.has("tuner")) {
+    if (c.kind != Kind::kPolicy)
+      throw std::invalid_argument("--tuner needs a policy:FILE controller (a DeepCC policy, features deepcc_v1)");
+    if (!GoalTuner::ParseMode(a.str("tuner"), &c.tuner))
+      throw std::invalid_argument("--tuner must be paper or p95, got '" + a.str("tuner") + "'");
   }
   c.control_stdin = a.has("control-stdin");
   c.raw_policy = a.has("raw-policy");
@@ -358,6 +369,7 @@ int Main(int argc, char** argv) {
   dopt.goal = cfg.goal;
   dopt.target_given = cfg.target_given;
   dopt.target = cfg.target;
+  dopt.tuner = cfg.tuner;
   dopt.safety = !cfg.raw_policy;
   DecisionLoop loop(std::move(policy), std::move(features), dopt);
   std::ofstream log;

@@ -17,9 +17,11 @@ namespace {
 struct Step {
   GoalTuner::Vec m, goal;
   float thr_max, min_rtt;
+  std::vector<float> delays;  // "p95" cases: the interval's MI delay ratios
 };
 struct Case {
   std::string name;
+  GoalTuner::Mode mode = GoalTuner::Mode::kPaper;
   GoalTuner::Vec target{}, g0{};
   std::vector<Step> steps;
 };
@@ -39,12 +41,22 @@ std::vector<Case> ReadCases() {
       ss >> cases.back().name;
     } else if (tag == "target") {
       for (float& x : cases.back().target) ss >> x;
+    } else if (tag == "tuner") {
+      std::string name;
+      ss >> name;
+      EXPECT_TRUE(GoalTuner::ParseMode(name, &cases.back().mode)) << line;
     } else if (tag == "goal0") {
       for (float& x : cases.back().g0) ss >> x;
-    } else if (tag == "step") {
+    } else if (tag == "step" || tag == "pstep") {
       Step s;
       for (float& x : s.m) ss >> x;
       ss >> s.thr_max >> s.min_rtt;
+      if (tag == "pstep") {
+        int n = 0;
+        ss >> n;
+        s.delays.resize(n);
+        for (float& x : s.delays) ss >> x;
+      }
       for (float& x : s.goal) ss >> x;
       cases.back().steps.push_back(s);
     }
@@ -56,12 +68,13 @@ std::vector<Case> ReadCases() {
 TEST(GoalTuner, MatchesPythonVectors) {
   const std::vector<Case> cases = ReadCases();
   ASSERT_GE(cases.size(), 8u);
-  int steps = 0;
+  int steps = 0, p95_cases = 0;
   for (const Case& c : cases) {
-    GoalTuner t(c.target, c.g0);
+    GoalTuner t(c.target, c.g0, c.mode);
+    p95_cases += c.mode == GoalTuner::Mode::kP95;
     for (size_t k = 0; k < c.steps.size(); ++k) {
       const Step& s = c.steps[k];
-      t.Step(s.m, s.thr_max, s.min_rtt);
+      t.Step(s.m, s.thr_max, s.min_rtt, GoalTuner::DelayTail(s.delays));
       for (int i = 0; i < 3; ++i)
         EXPECT_NEAR(t.goal()[i], s.goal[i], 1e-5) << c.name << " step " << k << " dim " << i;
       ++steps;
@@ -69,6 +82,50 @@ TEST(GoalTuner, MatchesPythonVectors) {
     EXPECT_EQ(t.steps(), static_cast<int>(c.steps.size()));
   }
   EXPECT_GE(steps, 80);
+  EXPECT_GE(p95_cases, 5);
+}
+
+// DelayTail: the nearest-rank 95th percentile, r = ceil(0.95 n): the max for n <= 20, the 20th
+// smallest of 21, the 19th of 20.
+TEST(GoalTuner, DelayTailByHand) {
+  EXPECT_FLOAT_EQ(GoalTuner::DelayTail({1.3f, 1.1f, 1.9f, 1.2f}), 1.9f);
+  std::vector<float> v21;
+  for (int i = 21; i >= 1; --i) v21.push_back(static_cast<float>(i));
+  EXPECT_FLOAT_EQ(GoalTuner::DelayTail(v21), 20.0f);
+  std::vector<float> v20(v21.begin() + 1, v21.end());  // 20 .. 1
+  EXPECT_FLOAT_EQ(GoalTuner::DelayTail(v20), 19.0f);
+  EXPECT_FLOAT_EQ(GoalTuner::DelayTail({}), 0.0f);
+}
+
+// "p95", one step by hand: target (1 Mbit/s, 20 ms, 1 %), min RTT 0.1 s: T2 = 1.2. The interval's
+// mean delay ratio 1.15 meets it, its tail 1.25 does not: 0.05 / 0.2 = 25 % of T2 over (no jump).
+// Delay unmet: g3 follows g2, each gets Adam's first step +kLrP95 = +0.4; throughput and loss met.
+// g = (0.7, 0.6, 0.5) / 1.8. The paper's tuner on the same step keeps the goal (all met).
+TEST(GoalTuner, P95OneStepByHand) {
+  ASSERT_FLOAT_EQ(GoalTuner::kLrP95, 0.4f);
+  GoalTuner t({1.0f, 20.0f, 0.01f}, {0.7f, 0.2f, 0.1f}, GoalTuner::Mode::kP95);
+  t.Step({0.9f, 1.15f, 0.0f}, 2e6f, 0.1f, 1.25f);
+  EXPECT_NEAR(t.goal()[0], 0.7 / 1.8, 2e-6);
+  EXPECT_NEAR(t.goal()[1], 0.6 / 1.8, 2e-6);
+  EXPECT_NEAR(t.goal()[2], 0.5 / 1.8, 2e-6);
+  GoalTuner paper({1.0f, 20.0f, 0.01f}, {0.7f, 0.2f, 0.1f});
+  paper.Step({0.9f, 1.15f, 0.0f}, 2e6f, 0.1f, 1.25f);
+  EXPECT_FLOAT_EQ(paper.goal()[1], 0.2f);
+  // Tail 1.4: 0.2 / 0.2 = 100 % of T2 over -> g2 and g3 also jump by 0.1: (0.7, 0.7, 0.6) / 2.
+  GoalTuner j({1.0f, 20.0f, 0.01f}, {0.7f, 0.2f, 0.1f}, GoalTuner::Mode::kP95);
+  j.Step({0.9f, 1.15f, 0.0f}, 2e6f, 0.1f, 1.4f);
+  EXPECT_NEAR(j.goal()[1], 0.7 / 2.0, 2e-6);
+  EXPECT_NEAR(j.goal()[2], 0.6 / 2.0, 2e-6);
+}
+
+TEST(GoalTuner, ParseMode) {
+  GoalTuner::Mode m = GoalTuner::Mode::kPaper;
+  EXPECT_TRUE(GoalTuner::ParseMode("p95", &m));
+  EXPECT_EQ(m, GoalTuner::Mode::kP95);
+  EXPECT_FALSE(GoalTuner::ParseMode("P95", &m));
+  EXPECT_EQ(m, GoalTuner::Mode::kP95);
+  EXPECT_TRUE(GoalTuner::ParseMode("paper", &m));
+  EXPECT_EQ(m, GoalTuner::Mode::kPaper);
 }
 
 // One step by hand: target (20 Mbit/s, 50 ms, 1 %), thr_max 2e6 B/s, min RTT 0.1 s ->

@@ -10,6 +10,8 @@ Paper: Aurora: A Deep Reinforcement Learning Perspective on Internet Congestion 
   x_t = x_{t-1}·(1 + α·a_t) if a_t >= 0, else x_{t-1} / (1 − α·a_t), with α = 0.025.
 * Reward (§3.1, "Reward function"): 10·throughput − 1000·latency − 2000·loss with throughput
   in packets/s, latency in seconds and loss the fraction of packets sent but not acknowledged.
+  ``AuroraParams.scale_free`` (ours, not the paper's: ``configs/aurora_scalefree.py``) charges
+  the same terms in the link's own units (``reward``).
 * Training links (§5, Table 1): bandwidth 100–500 packets/s, latency 50–500 ms (one way, as in
   the gym where data and ACKs each cross a link with that latency: RTT = 2·latency), queue
   2–2981 packets drawn log-uniformly, random loss 0–5 %; the sender starts at 30–150 % of the
@@ -89,6 +91,11 @@ class AuroraParams:
     w_latency: jax.Array = 1000.0
     w_loss: jax.Array = 2000.0
     reward_scale: jax.Array = 1.0  # the gym multiplies by REWARD_SCALE = 0.001 before PPO
+    # Not in the paper (0 = off, §3.1's reward): 1 charges the reward in the link's own units
+    # (``reward``'s docstring), equal to §3.1's on a link of ``ref_pps`` and ``ref_rtt_s``.
+    scale_free: jax.Array = 0.0
+    ref_pps: jax.Array = 300.0  # Table 1's middle bandwidth (100–500 packets/s)
+    ref_rtt_s: jax.Array = 0.55  # Table 1's middle RTT (2 × 50–500 ms)
     max_time_s: jax.Array = jnp.inf
 
 
@@ -140,7 +147,8 @@ EMPTY_FEATURES = (0.0, 1.0, 1.0)  # the gym's statistics of an MI without any pa
 EMPTY = {"aurora_v1": EMPTY_FEATURES, "aurora_v2": EMPTY_FEATURES + (0.0,)}  # ... and no loss
 
 
-def reward(m: mi_lib.MIStats, last_latency: jax.Array, w_thr=10.0, w_lat=1000.0, w_loss=2000.0):
+def reward(m: mi_lib.MIStats, last_latency: jax.Array, w_thr=10.0, w_lat=1000.0, w_loss=2000.0, *,
+           cap_bytes=None, base_rtt=None, ref_pps=300.0, ref_rtt_s=0.55):
     """§3.1: 10·throughput − 1000·latency − 2000·loss.
 
     throughput = acked packets per second of the MI (``acked / MSS / duration``);
@@ -148,11 +156,27 @@ def reward(m: mi_lib.MIStats, last_latency: jax.Array, w_thr=10.0, w_lat=1000.0,
     the start, which is what the gym uses for an MI without samples);
     loss = lost / (acked + lost), the fraction of the packets whose fate became known that were
     lost ("the proportion of all packets sent but not acknowledged").
+
+    Scale-free (``cap_bytes`` and ``base_rtt`` given; not in the paper): the same three terms in
+    the link's own units, throughput as ``ref_pps`` × the share of the MI's capacity acked and
+    latency as ``ref_rtt_s`` × the RTT over the link's base RTT, so the reward equals §3.1's on a
+    link of ``ref_pps`` packets/s and ``ref_rtt_s`` RTT and keeps its trade-offs on every other.
+    The share is capped at 1: the MI's ACKs are for data served up to an RTT earlier, so after a
+    capacity step down they can exceed the MI's capacity.
+    Why: §3.1's throughput term grows with the bandwidth (1,000–5,000 per MI over Table 1) while
+    the features are scale-free, so the critic cannot see what sets the return's scale, and the
+    loss term (2,000 × the loss rate, whatever the bandwidth) is small against that unexplained
+    part (``checkpoints/aurora/README.md``, "A scale-free reward").
+
     Returns (reward [F], latency used [F]).
     """
     thr = m.acked / units.MSS / jnp.maximum(m.duration, 1e-30)
     lat = jnp.where(mi_lib.has_rtt(m), mi_lib.rtt_mean(m), last_latency)
     loss = mi_lib.loss_rate(m)
+    if cap_bytes is not None:
+        thr = ref_pps * jnp.minimum(m.acked / jnp.maximum(cap_bytes, 1.0), 1.0)  # ACKs lag the capacity by an RTT
+        lat_term = ref_rtt_s * lat / jnp.maximum(base_rtt, 1e-9)
+        return w_thr * thr - w_lat * lat_term - w_loss * loss, lat
     return w_thr * thr - w_lat * lat - w_loss * loss, lat
 
 
@@ -219,6 +243,9 @@ class AuroraEnv(base.MultiFlowEnv):
     def observe(self, state, paper, m, run, lmi, p):
         feats = features(m, run, self.config.feature_set == "aurora_v2")
         r, lat = reward(m, paper.last_latency, p.w_throughput, p.w_latency, p.w_loss)
+        r_sf, _ = reward(m, paper.last_latency, p.w_throughput, p.w_latency, p.w_loss, cap_bytes=lmi.cap_bytes,
+                         base_rtt=state.link.rtt, ref_pps=p.ref_pps, ref_rtt_s=p.ref_rtt_s)
+        r = jnp.where(p.scale_free > 0, r_sf, r)
         return base.StepOut(features=feats, reward=r * p.reward_scale, paper=AuroraFlow(last_latency=lat),
                             terminated=jnp.zeros((), bool), info={})
 

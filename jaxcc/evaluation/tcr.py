@@ -13,7 +13,8 @@ Who runs how often (§VI-B: "we test each scheme with its default objective ... 
 test it with different targets and leave the agent unchanged"):
 
 * a DeepCC policy (``policy:FILE`` whose feature set is ``deepcc_v1``) runs **once per target**
-  with online goal tuning (§IV-C): target i is the scenario flow field ``"target":
+  with online goal tuning (§IV-C; ``--tuner``: the paper's tuner, the default, or the "p95" variant
+  of ``jaxcc.senders.goal_tuning``): target i is the scenario flow field ``"target":
   {"throughput_mbps", "delay_ms", "loss"}`` of lane i, and all the targets of a link are the lanes
   of one jitted simulator run (``jaxcc.sim.runner``: one batch), each lane judged on its own target;
 * every other controller (``bbr``, ``cubic``, ``copa``, ``fixed:MBPS``, ``policy:FILE`` of Aurora,
@@ -91,6 +92,7 @@ from jaxcc.envs.deepcc import TARGET_MAX_LOSS
 from jaxcc.evaluation import bars
 from jaxcc.evaluation import metrics
 from jaxcc.scenarios import Scenario, parse_scenario
+from jaxcc.sim.controller import TUNER_CODES
 
 
 MAX_LOSS = TARGET_MAX_LOSS  # T3's range, DeepCC §VI-B: "ranges from 0 to 10%" (the bounded reward's too)
@@ -229,29 +231,31 @@ class _DrawnLink:
         return self._schedule
 
 
-def target_field(t: Sequence[float]) -> dict:
-    """A target row [T1, T2, T3] as the scenario flow field ``"target"``."""
-    return {"throughput_mbps": float(t[0]), "delay_ms": float(t[1]), "loss": float(t[2])}
+def target_field(t: Sequence[float], tuner: str = "paper") -> dict:
+    """A target row [T1, T2, T3] as the scenario flow field ``"target"`` (with ``"tuner"`` when not the paper's)."""
+    d = {"throughput_mbps": float(t[0]), "delay_ms": float(t[1]), "loss": float(t[2])}
+    return d if tuner == "paper" else {**d, "tuner": tuner}
 
 
 # A scenario file's per-flow objective fields: TCR sets its own (a target per lane, or none).
 _OBJECTIVE_FIELDS = ("preference", "preference_changes", "target", "goal")
 
 
-def _with_flows(sc: Scenario, controller: str, target: Sequence[float] | None) -> Scenario:
+def _with_flows(sc: Scenario, controller: str, target: Sequence[float] | None, tuner: str = "paper") -> Scenario:
     d = sc.to_dict()
     for f in d["flows"]:
         for k in _OBJECTIVE_FIELDS:
             f.pop(k, None)
         f["controller"] = controller
         if target is not None:
-            f["target"] = target_field(target)
+            f["target"] = target_field(target, tuner)
     return parse_scenario(d, source=sc.name, allow_kernel=False)
 
 
-def with_target(sc: Scenario, controller: str, target: Sequence[float]) -> Scenario:
-    """``sc`` with its flow driven by ``controller`` and carrying ``"target"`` (online tuning)."""
-    return _with_flows(sc, controller, target)
+def with_target(sc: Scenario, controller: str, target: Sequence[float], tuner: str = "paper") -> Scenario:
+    """``sc`` with its flow driven by ``controller`` and carrying ``"target"`` (online tuning with
+    ``tuner``, ``jaxcc.senders.goal_tuning.TUNERS``)."""
+    return _with_flows(sc, controller, target, tuner)
 
 
 def untuned(sc: Scenario, controller: str) -> Scenario:
@@ -291,8 +295,9 @@ def _achieved(m: dict) -> list[float]:
 
 
 def run_tcr(scenarios: Sequence[Scenario], entries: Sequence[Entry], *, n_targets: int = DEFAULT_TARGETS,
-            seed: int = 0, ticks_per_rtt: int | None = None, progress: bool = True) -> dict:
-    """Draw each link's targets and judge every controller on them (module docstring).
+            seed: int = 0, ticks_per_rtt: int | None = None, progress: bool = True, tuner: str = "paper") -> dict:
+    """Draw each link's targets and judge every controller on them (module docstring); a DeepCC
+    policy is tuned by ``tuner`` (``jaxcc.senders.goal_tuning.TUNERS``: "paper", the default, or "p95").
 
     Returns ``{"tcr": [row, ...], "links": [link, ...], "wall_s": {...}}`` (``results.json``'s).
     """
@@ -306,6 +311,8 @@ def run_tcr(scenarios: Sequence[Scenario], entries: Sequence[Entry], *, n_target
                              f"{len(sc.flows)} flows (give a single-flow scenario)")
     if not 1 <= n_targets <= MAX_TARGETS:
         raise ValueError(f"--targets must be in [1, {MAX_TARGETS}], got {n_targets}")
+    if tuner not in TUNER_CODES:
+        raise ValueError(f"--tuner must be one of {', '.join(TUNER_CODES)}, got {tuner!r}")
     rows, link_rows, wall = [], [], {}
     for sc in scenarios:
         ranges = link_ranges(sc, seed)
@@ -325,7 +332,7 @@ def run_tcr(scenarios: Sequence[Scenario], entries: Sequence[Entry], *, n_target
             if not e.tuned:
                 continue
             t0 = time.time()
-            measured[e.label] = _simulate([with_target(sc, e.name, t) for t in targets], schedule, seed, window,
+            measured[e.label] = _simulate([with_target(sc, e.name, t, tuner) for t in targets], schedule, seed, window,
                                           ticks_per_rtt)
             wall[f"{sc.name} {e.label}"] = round(time.time() - t0, 1)
         for e in entries:

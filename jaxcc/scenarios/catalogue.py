@@ -11,6 +11,7 @@ Named scenarios (``get_scenario``; ``list_scenarios``; suites with ``get_suite``
 * ``robust/*`` — robust training's start-rate and capacity-step links for every shipped policy:
   ``start1pct`` (50 Mbit/s, the flow starts at 0.5 Mbit/s), ``step5-50`` (5 → 50 Mbit/s at 10 s).
 * ``aurora/*`` — Aurora §4.1 sweeps (defaults 30 Mbps, 30 ms latency, 1000 packets, 0% loss)
+* ``aurora-val/*`` — links for choosing between Aurora recipes, none of them judged (``_aurora``).
   and the Fig. 2 / Fig. 7 links.
 * ``mocc/*`` — MOCC §V links (12 Mbps/10 ms/375 KB, 50 Mbps/375 KB, buffers 18–90 KB) and the
   Verizon LTE traces (``lte-up``, ``lte-down``; 10 ms one way, 375 KB, 80 s).
@@ -22,6 +23,7 @@ Named scenarios (``get_scenario``; ``list_scenarios``; suites with ``get_suite``
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from typing import Callable
@@ -209,6 +211,16 @@ def _aurora() -> dict[str, Callable[[], Scenario]]:
     # given: the §4.1 default, 30 ms one way).
     out["aurora/fig2"] = lambda: _spec("aurora/fig2", d, {"bandwidth_mbps": 30, "buffer_bytes": 10 * PACKET_BYTES, "loss": 0.01},
                                        _flows(1, 60.0, d))
+    # Validation links for choosing between Aurora recipes, disjoint from every judged link above:
+    # Table 1's bandwidths and RTTs with queues of 0.07-0.15 BDP and 1 % random loss (where a
+    # sender that overdrives the queue shows it in loss), a 30 Mbit/s one at 200 ms, and two
+    # deep-buffered links with 2-3 % random loss (where one that backs off for random loss shows
+    # it in utilization).  60 s each.
+    for q, mbps, rtt, loss in ((3, 6.0, 100, 0.01), (4, 1.8, 400, 0.01), (4, 3.6, 200, 0.01), (20, 3.6, 200, 0.01),
+                               (30, 30.0, 200, 0.01), (1000, 3.6, 200, 0.02), (200, 6.0, 100, 0.03)):
+        name = f"aurora-val/q{q}-{mbps:g}mbps-rtt{rtt}-loss{loss * 100:g}"
+        out[name] = functools.partial(_spec, name, 60.0, {"bandwidth_mbps": mbps, "buffer_bytes": q * PACKET_BYTES,
+                                                          "loss": loss}, _flows(1, float(rtt), 60.0))
     return out
 
 
@@ -284,6 +296,7 @@ SUITES: dict[str, tuple[str, ...]] = {
     "aurora-queue": tuple(k for k in _REGISTRY if k.startswith("aurora/queue")),
     "aurora-loss": tuple(k for k in _REGISTRY if k.startswith("aurora/loss")),
     "aurora-figs": ("aurora/fig2", "aurora/random16-32"),  # Fig. 2 and Fig. 7 links
+    "aurora-val": tuple(k for k in _REGISTRY if k.startswith("aurora-val/")),  # choosing recipes only
     # One evaluated flow beside CUBIC or BBR flows (COEXIST_*); the bar set ``coexist`` judges them.
     "coexist": tuple(k for k in _REGISTRY if k.startswith("coexist/")),
     "mocc": tuple(k for k in _REGISTRY if k.startswith("mocc/")),

@@ -22,6 +22,8 @@ at every ``interval_decisions(mi_rtts)``-th (8 at ½ RTT: 4 RTT) the tuner steps
 against the target in eq.-1 units (the flow's current max throughput and min RTT), and the
 decision uses the tuned goal (``Own.goal`` is the goal each decision used).  The tuner starts
 from the sender's default goal (1/3 each), as ``jaxcc-sender --target`` without ``--goal``.
+``target_on`` picks the tuner (``gt.TUNER_CODES``: 1 the paper's, 2 "p95", whose delay view is
+``gt.delay_tail`` of the interval's MI delay ratios, kept in ``Own.d_buf``).
 Like the C++ sender, a decision counts toward the interval only when an MI preceded it (the
 first decision, before any feedback, does not).  Deterministic: no randomness anywhere.
 
@@ -56,6 +58,7 @@ class Own(NamedTuple):
     tuner: gt.TunerState  # online goal tuning (used when the flow has a target)
     acc: jax.Array  # [3] sum of the measurements of this tuning interval's decisions
     acc_n: jax.Array  # int32: decisions counted in this interval
+    d_buf: jax.Array  # [interval_decisions] their MIs' delay ratios m² (the "p95" tuner's samples)
     last_m: jax.Array  # [3] the last MI's measurement (eq. 1)
     have_m: jax.Array  # bool: an MI was observed since the last decision
     goal: jax.Array  # [3] the goal the last decision used
@@ -103,23 +106,27 @@ def sender(spec: dict, tensors: dict, goal=None) -> common.Sender:
     def start(rtt0):
         z = jnp.zeros((gt.DIM,), jnp.float32)
         return Own(rate=jnp.full((1,), SENDER_INIT_RATE, jnp.float32), paper=env.init_paper(None, p),
-                   tuner=gt.init(z, g if tunable else z), acc=z, acc_n=jnp.zeros((), jnp.int32), last_m=z,
+                   tuner=gt.init(z, g if tunable else z), acc=z, acc_n=jnp.zeros((), jnp.int32),
+                   d_buf=jnp.zeros((n_tune,), jnp.float32), last_m=z,
                    have_m=jnp.zeros((), bool), goal=g)
 
     def tune(own: Own, run, rtt0, target):
         """The tuner after this decision's measurement (a step at the end of an interval)."""
         on = target[gt.DIM] > 0
+        p95 = target[gt.DIM] > 0.5 * (gt.TUNER_CODES["paper"] + gt.TUNER_CODES["p95"])
         acc = own.acc + jnp.where(own.have_m, own.last_m, 0.0)
+        d_buf = jnp.where(own.have_m & (jnp.arange(n_tune) == own.acc_n), own.last_m[1], own.d_buf)
         n = own.acc_n + own.have_m.astype(jnp.int32)
         due = n >= n_tune
         tuner = gt.set_target(own.tuner, target[:gt.DIM])
         if rtt0 is not None:  # the first decision (rtt0 None) has no measurement: never due
             min_rtt = mi_lib.known_min_rtt(run, rtt0)[0]
-            stepped = gt.step(tuner, acc / jnp.maximum(n, 1).astype(jnp.float32), own.paper.thr_max[0], min_rtt)
+            stepped = gt.step(tuner, acc / jnp.maximum(n, 1).astype(jnp.float32), own.paper.thr_max[0], min_rtt,
+                              p95, gt.delay_tail(d_buf, n))
             tuner = jax.tree.map(lambda a, b: jnp.where(due & on, a, b), stepped, tuner)
         acc = jnp.where(due, 0.0, acc)
         n = jnp.where(due, 0, n)
-        return own._replace(tuner=tuner, acc=acc, acc_n=n, have_m=jnp.zeros((), bool)), on
+        return own._replace(tuner=tuner, acc=acc, acc_n=n, d_buf=d_buf, have_m=jnp.zeros((), bool)), on
 
     def decide(own: Own, hist, run, rtt0, preference=None, target=None):
         fixed = g if preference is None else preference

@@ -28,6 +28,7 @@ from jaxcc.sim.core import BIG, TickOut
 # MAX_PREFERENCE_CHANGES rows (at_s, w_thr, w_delay, w_loss); a DeepCC target is
 # (throughput_mbps, delay_ms, loss).
 PREFERENCE_DIM, MAX_PREFERENCE_CHANGES, TARGET_DIM = 3, 8, 3
+TUNER_CODES = {"paper": 1.0, "p95": 2.0}  # SenderParams.target_on per tuner (jaxcc.senders.goal_tuning)
 
 
 class FixedParams(NamedTuple):
@@ -61,7 +62,8 @@ class SenderParams(NamedTuple):
     # tick ending at or after at_s uses that row.
     preference_changes: jax.Array
     # A goal-tuned policy's application target [TARGET_DIM] (a flow's ``target``; DeepCC §IV-C) and
-    # target_on 1: tune the goal online toward it (``jaxcc.senders.goal_tuning``), 0: no target.
+    # target_on: 0 no target, else tune the goal online toward it with the tuner TUNER_CODES names
+    # (``jaxcc.senders.goal_tuning``: 1 the paper's, 2 "p95").
     target: jax.Array
     target_on: jax.Array
     # The flow's own decision clock: its MI is ``max(1, mi_scale)`` times the policy's MI on the

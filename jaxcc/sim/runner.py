@@ -210,8 +210,11 @@ def _put_target(sp: ctl.SenderParams, fl: FlowSpec, ctrl: ctl.Controller, j: int
     if goal is not None:
         sp.preference[j] = np.asarray(goal, np.float32)
     else:
+        tuner = getattr(fl, "tuner", "paper")
+        if tuner not in ctl.TUNER_CODES:
+            raise ValueError(f"flows[{j}].target.tuner: must be one of {', '.join(ctl.TUNER_CODES)}, got {tuner!r}")
         sp.target[j] = np.asarray(target, np.float32)
-        sp.target_on[j] = 1.0
+        sp.target_on[j] = ctl.TUNER_CODES[tuner]
 
 
 def _where_flow(mask: jax.Array, a, b):
