@@ -148,7 +148,7 @@ EMPTY = {"aurora_v1": EMPTY_FEATURES, "aurora_v2": EMPTY_FEATURES + (0.0,)}  # .
 
 
 def reward(m: mi_lib.MIStats, last_latency: jax.Array, w_thr=10.0, w_lat=1000.0, w_loss=2000.0, *,
-           cap_bytes=None, base_rtt=None, ref_pps=300.0, ref_rtt_s=0.55):
+           cap_bytes=None, base_rtt=None, ref_pps=300.0, ref_rtt_s=0.55, scale_free=True):
     """§3.1: 10·throughput − 1000·latency − 2000·loss.
 
     throughput = acked packets per second of the MI (``acked / MSS / duration``);
@@ -157,7 +157,8 @@ def reward(m: mi_lib.MIStats, last_latency: jax.Array, w_thr=10.0, w_lat=1000.0,
     loss = lost / (acked + lost), the fraction of the packets whose fate became known that were
     lost ("the proportion of all packets sent but not acknowledged").
 
-    Scale-free (``cap_bytes`` and ``base_rtt`` given; not in the paper): the same three terms in
+    Scale-free (``cap_bytes`` and ``base_rtt`` given and ``scale_free`` true, which may be traced;
+    not in the paper): the same three terms in
     the link's own units, throughput as ``ref_pps`` × the share of the MI's capacity acked and
     latency as ``ref_rtt_s`` × the RTT over the link's base RTT, so the reward equals §3.1's on a
     link of ``ref_pps`` packets/s and ``ref_rtt_s`` RTT and keeps its trade-offs on every other.
@@ -173,11 +174,12 @@ def reward(m: mi_lib.MIStats, last_latency: jax.Array, w_thr=10.0, w_lat=1000.0,
     thr = m.acked / units.MSS / jnp.maximum(m.duration, 1e-30)
     lat = jnp.where(mi_lib.has_rtt(m), mi_lib.rtt_mean(m), last_latency)
     loss = mi_lib.loss_rate(m)
+    lat_term = lat
     if cap_bytes is not None:
-        thr = ref_pps * jnp.minimum(m.acked / jnp.maximum(cap_bytes, 1.0), 1.0)  # ACKs lag the capacity by an RTT
-        lat_term = ref_rtt_s * lat / jnp.maximum(base_rtt, 1e-9)
-        return w_thr * thr - w_lat * lat_term - w_loss * loss, lat
-    return w_thr * thr - w_lat * lat - w_loss * loss, lat
+        sf = jnp.asarray(scale_free, bool)
+        thr = jnp.where(sf, ref_pps * jnp.minimum(m.acked / jnp.maximum(cap_bytes, 1.0), 1.0), thr)  # ACKs lag the capacity by an RTT
+        lat_term = jnp.where(sf, ref_rtt_s * lat / jnp.maximum(base_rtt, 1e-9), lat)
+    return w_thr * thr - w_lat * lat_term - w_loss * loss, lat
 
 
 # ----------------------------------------------------------------------------- environment
@@ -242,10 +244,8 @@ class AuroraEnv(base.MultiFlowEnv):
 
     def observe(self, state, paper, m, run, lmi, p):
         feats = features(m, run, self.config.feature_set == "aurora_v2")
-        r, lat = reward(m, paper.last_latency, p.w_throughput, p.w_latency, p.w_loss)
-        r_sf, _ = reward(m, paper.last_latency, p.w_throughput, p.w_latency, p.w_loss, cap_bytes=lmi.cap_bytes,
-                         base_rtt=state.link.rtt, ref_pps=p.ref_pps, ref_rtt_s=p.ref_rtt_s)
-        r = jnp.where(p.scale_free > 0, r_sf, r)
+        r, lat = reward(m, paper.last_latency, p.w_throughput, p.w_latency, p.w_loss, cap_bytes=lmi.cap_bytes,
+                        base_rtt=state.link.rtt, ref_pps=p.ref_pps, ref_rtt_s=p.ref_rtt_s, scale_free=p.scale_free > 0)
         return base.StepOut(features=feats, reward=r * p.reward_scale, paper=AuroraFlow(last_latency=lat),
                             terminated=jnp.zeros((), bool), info={})
 
