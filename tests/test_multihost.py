@@ -1,8 +1,9 @@
 """Multi-host on one machine: ``launch/multihost_local.sh`` runs the real ``jax.distributed`` path.
 
 ``pareto_smoke`` runs to update 4 (``--stop_at_update=4``: two chunks of its first stage) as
-2 processes x 4 forced CPU devices (the fast tier) and, in ``make test-full``, as 1 process x 8
-devices and through a kill and a resume.  Both build the same 1-D
+2 processes x 4 forced CPU devices, as 1 process x 8 devices and through a kill and a resume, all
+in ``make test-full``: the two processes compile the whole program each, about 75 s of both cores,
+which the fast tier cannot spend (one process on 8 devices is ``tests/test_train_sharding.py``).  Both build the same 1-D
 ``'data'`` mesh of 8 devices and the same jitted programs; what differs is how the cross-device
 reductions (the sharded minibatch means inside TD3's updates, the environment metrics) are
 carried out: inside one XLA CPU client, or between two processes over gloo.  Their summation
@@ -93,6 +94,7 @@ def run24(tmp_path_factory):
     return wd, r24, _params(wd)
 
 
+@pytest.mark.full
 def test_two_by_four_trains_on_one_mesh_of_eight(run24):
     wd, r24, params = run24
     _check_run_json(wd, 2, 4, _pids(r24.stderr))

@@ -12,12 +12,19 @@ weight zero, so the output is the last bias through the continuous head: a = low
     on; a good blob afterwards is applied between two decisions;
   * --fallback=bbr: BBR paces while the learner is gone, the policy resumes when a restarted
     learner is back (which receives HELLO again and the records that follow);
-  * a learner that floods weights and pings: max_rss_kb bounded, decisions go on at the MI.
+  * a learner that floods weights and pings: max_rss_kb bounded, decisions go on at the MI;
+  * with --learner-key (protocol 2), hostile learners: one without the key or with the wrong key
+    pushing weights, and a captured authenticated WEIGHTS frame replayed on the same and on a new
+    connection -- each refused and counted (online.auth_refused), the policy kept and decisions
+    on time.  The keyed fake learner implements the documented construction with hmac/hashlib
+    itself (independent of jaxcc.online.auth).
 """
 from __future__ import annotations
 
 import csv
 import hashlib
+import hmac
+import inspect
 import json
 import math
 import os
@@ -142,14 +149,138 @@ while time.monotonic() - t0 < cfg["run_s"] and not done.is_set():
 '''
 
 
+# ---------------------------------------------------------------- protocol 2, from its documentation
+
+# The construction as learner_link.h and docs/online.md state it, with hmac/hashlib only; used by
+# this module and pasted (AUTH_HELPERS) into the keyed fake learner's script.
+def _keys(psk, nonce_s, nonce_l):
+    return [hmac.new(psk, label + nonce_s + nonce_l, hashlib.sha256).digest()
+            for label in (b"jaxcc-link-v2 s->l", b"jaxcc-link-v2 l->s")]
+
+
+def _tag(key, d, seq, t, payload):
+    return hmac.new(key, struct.pack("<BQB", d, seq, t) + payload, hashlib.sha256).digest()
+
+
+def _seal(key, d, seq, t, payload):
+    body = struct.pack("<Q", seq) + payload + _tag(key, d, seq, t, payload)
+    return struct.pack("<IB", 1 + len(body), t) + body
+
+
+def _open(key, d, seq, t, body):
+    """The payload, or None when the tag or the seq is wrong."""
+    if len(body) < 40 or struct.unpack_from("<Q", body)[0] != seq:
+        return None
+    p = body[8:-32]
+    return p if hmac.compare_digest(_tag(key, d, seq, t, p), body[-32:]) else None
+
+
+AUTH_HELPERS = "import hashlib, hmac, struct\n" + "".join(inspect.getsource(f) for f in (_keys, _tag, _seal, _open))
+
+
+@pytest.fixture
+def key_file(tmp_path):
+    """The pre-shared key: 32 random bytes, hex, one line (as `openssl rand -hex 32 > FILE` writes it)."""
+    p = tmp_path / "link.key"
+    p.write_text(os.urandom(32).hex() + "\n")
+    return p
+
+
+# A learner that serves every connection (one at a time) by a plan: `psk` (hex) null = no key
+# (plain frames, no handshake); else it answers the sender's AUTH and seals its frames with the
+# keys from `psk` (the right or a wrong one). Per connection (the last plan repeats) a list of
+# steps: ["ping"], ["weights", version, blob_path] (kept as the captured frame), ["replay"] (the
+# captured frame's bytes again), ["sleep", s], ["close"]; after the plan, PING every ping_s.
+# It logs what it receives: "auth", or each frame with "ok" (its tag and seq verified).
+AUTH_LEARNER = AUTH_HELPERS + r'''
+import json, os, socket, sys, threading, time
+cfg = json.load(open(sys.argv[1]))
+out = open(cfg["out"], "a", buffering=1)
+psk = bytes.fromhex(cfg["psk"]) if cfg["psk"] else None
+if os.path.exists(cfg["sock"]):
+    os.unlink(cfg["sock"])
+srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+srv.bind(cfg["sock"]); srv.listen(8)
+print("ready", flush=True)
+t0 = time.monotonic()
+captured = [None]
+def serve(conn, plan, k):
+    st = {"keys": None, "seq_in": 0, "seq_out": 0, "eof": False}
+    ready = threading.Event()
+    def reader():
+        buf = bytearray()
+        while True:
+            try:
+                d = conn.recv(1 << 20)
+            except OSError:
+                d = b""
+            if not d:
+                st["eof"] = True; ready.set(); return
+            buf += d
+            while len(buf) >= 5:
+                n, t = struct.unpack_from("<IB", buf)
+                if len(buf) < 4 + n:
+                    break
+                body = bytes(buf[5:4 + n]); del buf[:4 + n]
+                if psk is not None and st["keys"] is None and t == 7:
+                    nonce_l = os.urandom(32)
+                    st["keys"] = _keys(psk, body[1:], nonce_l)
+                    conn.sendall(struct.pack("<IBB", 34, 7, 2) + nonce_l)
+                    out.write(json.dumps({"conn": k, "type": "auth"}) + "\n"); ready.set(); continue
+                if psk is None:
+                    out.write(json.dumps({"conn": k, "type": t, "ok": None}) + "\n"); ready.set(); continue
+                p = _open(st["keys"][0], 0, st["seq_in"], t, body)
+                if p is not None:
+                    st["seq_in"] += 1
+                out.write(json.dumps({"conn": k, "type": t, "ok": p is not None}) + "\n")
+    threading.Thread(target=reader, daemon=True).start()
+    ready.wait(5)
+    def send(t, payload=b""):
+        if psk is None:
+            f = struct.pack("<IB", 1 + len(payload), t) + payload
+        else:
+            f = _seal(st["keys"][1], 1, st["seq_out"], t, payload); st["seq_out"] += 1
+        conn.sendall(f)
+        return f
+    try:
+        for step in plan:
+            if st["eof"]:
+                break
+            if step[0] == "ping":
+                send(6)
+            elif step[0] == "weights":
+                captured[0] = send(3, struct.pack("<Q", step[1]) + open(step[2], "rb").read())
+            elif step[0] == "replay":
+                conn.sendall(captured[0])
+            elif step[0] == "sleep":
+                time.sleep(step[1])
+            elif step[0] == "close":
+                conn.close(); return
+        while not st["eof"] and time.monotonic() - t0 < cfg["run_s"]:
+            send(6); time.sleep(cfg["ping_s"])
+    except OSError:
+        pass
+    conn.close()
+k = 0
+srv.settimeout(0.2)
+while time.monotonic() - t0 < cfg["run_s"]:
+    try:
+        conn, _ = srv.accept()
+    except socket.timeout:
+        continue
+    serve(conn, cfg["conns"][min(k, len(cfg["conns"]) - 1)], k)
+    k += 1
+'''
+
+
 class FakeLearner:
-    def __init__(self, tmp: Path, sock: Path, name: str, **cfg):
+    def __init__(self, tmp: Path, sock: Path, name: str, script: str = LEARNER, **cfg):
         self.out = tmp / f"{name}.jsonl"
         cfgf = tmp / f"{name}.json"
         cfgf.write_text(json.dumps(dict(cfg, sock=str(sock), out=str(self.out))))
-        script = tmp / "fake_learner.py"
-        script.write_text(LEARNER)
-        self.proc = subprocess.Popen([sys.executable, str(script), str(cfgf)], stdout=subprocess.PIPE)
+        path = tmp / f"{name}_learner.py"
+        path.write_text(script)
+        self.proc = subprocess.Popen([sys.executable, str(path), str(cfgf)], stdout=subprocess.PIPE)
         assert self.proc.stdout.readline().strip() == b"ready"
 
     def kill9(self):
@@ -393,13 +524,25 @@ def test_flooding_learner_memory_bounded_and_decisions_on_time(tmp_path, policie
     (["--learner=unix:rel.sock"], "--learner unix:PATH needs an absolute path"),
     (["--learner=tcp:localhost:0"], "needs a port in 1..65535"),
     (["--learner=http://x"], "--learner must be unix:/abs/path or tcp:HOST:PORT"),
-    (["--record-queue=10"], "--record-queue and --learner-timeout-s need --learner"),
+    (["--record-queue=10"], "--record-queue, --learner-timeout-s and --learner-key need --learner"),
+    (["--learner-key=/tmp/k"], "--record-queue, --learner-timeout-s and --learner-key need --learner"),
+    (["--learner=tcp:127.0.0.1:9000"], "--learner=tcp:127.0.0.1:9000 needs --learner-key=FILE: a tcp: learner "
+                                       "link must be authenticated"),
+    (["--learner=unix:/tmp/x.sock", "--learner-key=/nonexistent/k"],
+     "--learner-key=/nonexistent/k: cannot read the key file (it must hold at least 16 bytes after a trailing "
+     "newline is stripped)"),
+    (["--learner=tcp:127.0.0.1:9000", "--learner-key={short}"],
+     "--learner-key={short}: key file has 15 bytes; it must hold at least 16 bytes after a trailing newline is "
+     "stripped"),
     (["--learner=unix:/tmp/x.sock", "--record-queue=0"], "--record-queue must be an integer in 1..1048576"),
     (["--learner=unix:/tmp/x.sock", "--learner-timeout-s=0"], "--learner-timeout-s must be in (0, 3600]"),
     (["--learner=unix:/tmp/x.sock", "--fallback=cubic"], "--fallback must be keep or bbr, got 'cubic'"),
 ])
 def test_bad_learner_options_exit_2_with_one_line(tmp_path, policies, args, msg):
     p0 = policies[0]
+    short = tmp_path / "short.key"
+    short.write_bytes(b"0123456789abcde\n")
+    args, msg = [a.format(short=short) for a in args], msg.format(short=short)
     r = subprocess.run([str(SENDER), f"--controller=policy:{p0}", "--duration=0.1", *args],
                        capture_output=True, text=True, timeout=30)
     assert r.returncode == 2 and msg in r.stderr and r.stderr.count("\n") == 1, (r.returncode, r.stderr)
@@ -411,20 +554,23 @@ def test_learner_needs_a_policy_controller():
     assert r.returncode == 2 and "--learner needs a policy:FILE controller" in r.stderr, r.stderr
 
 
-def test_tcp_learner_gets_hello_and_every_record(tmp_path, policies):
-    """--learner=tcp:HOST:PORT: the same frames over TCP (a listener in this process)."""
+def test_tcp_learner_gets_hello_and_every_record(tmp_path, policies, key_file):
+    """--learner=tcp:HOST:PORT --learner-key=FILE: the same frames over TCP, authenticated (a
+    listener in this process doing the handshake and checking every tag and seq itself)."""
     import threading
     p0, a0, _, _ = policies
+    psk = key_file.read_bytes().removesuffix(b"\n")
     srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     srv.bind(("127.0.0.1", 0))
     srv.listen(1)
     port = srv.getsockname()[1]
     got: list[tuple[int, bytes]] = []
+    bad: list = []
 
     def serve():
         conn, _ = srv.accept()
         buf = b""
-        conn.sendall(struct.pack("<IB", 1, 6))  # PING
+        keys = None
         while True:
             d = conn.recv(1 << 16)
             if not d:
@@ -432,8 +578,19 @@ def test_tcp_learner_gets_hello_and_every_record(tmp_path, policies):
             buf += d
             while len(buf) >= 5 and len(buf) >= 4 + struct.unpack_from("<I", buf)[0]:
                 n, t = struct.unpack_from("<IB", buf)
-                got.append((t, buf[5:4 + n]))
+                body = buf[5:4 + n]
                 buf = buf[4 + n:]
+                if keys is None:  # the sender's AUTH: answer with ours, then a sealed PING
+                    assert t == 7 and len(body) == 33 and body[0] == 2, (t, body)
+                    nonce_l = os.urandom(32)
+                    keys = _keys(psk, body[1:], nonce_l)
+                    conn.sendall(struct.pack("<IBB", 34, 7, 2) + nonce_l + _seal(keys[1], 1, 0, 6, b""))
+                    continue
+                payload = _open(keys[0], 0, len(got), t, body)
+                if payload is None:
+                    bad.append((t, body))
+                else:
+                    got.append((t, payload))
 
     th = threading.Thread(target=serve, daemon=True)
     th.start()
@@ -444,7 +601,8 @@ def test_tcp_learner_gets_hello_and_every_record(tmp_path, policies):
         time.sleep(0.2)
         r = subprocess.run([str(SENDER), f"--controller=policy:{p0}", "--dest=127.0.0.1", f"--port={udp}",
                             "--duration=1.0", f"--min-mi-ms={MI_MS}", "--init-mbps=5",
-                            f"--learner=tcp:127.0.0.1:{port}", f"--log={tmp_path / 't.csv'}",
+                            f"--learner=tcp:127.0.0.1:{port}", f"--learner-key={key_file}",
+                            f"--log={tmp_path / 't.csv'}",
                             f"--summary={tmp_path / 't.json'}"], capture_output=True, text=True, timeout=30)
     finally:
         rcv.terminate()
@@ -454,8 +612,78 @@ def test_tcp_learner_gets_hello_and_every_record(tmp_path, policies):
     s = json.loads((tmp_path / "t.json").read_text())
     with open(tmp_path / "t.csv") as f:
         rows = list(csv.DictReader(f))
-    assert got[0][0] == 1 and json.loads(got[0][1])["proto"] == 1
+    assert not bad and got, (len(bad), r.stderr)
+    assert got[0][0] == 1 and json.loads(got[0][1])["proto"] == 2
+    assert s["online"]["auth"] == "psk-hmac-sha256" and s["online"]["auth_refused"] == 0
     recs = [struct.unpack_from("<%dd" % (24 + 5), p, 4) for t, p in got if t == 2]
     assert [int(x[0]) for x in recs] == list(range(len(rows))) and s["online"]["records_sent"] == len(rows)
     assert all(abs(x[3] - a0) < 1e-6 for x in recs)
     assert got[-1][0] == 5 and json.loads(got[-1][1])["records_sent"] <= len(rows)
+
+
+# ---------------------------------------------------------------- protocol 2: hostile learners
+
+def _refusal_reasons(on: dict) -> list[str]:
+    return [r["reason"] for r in on["auth_refusals"]]
+
+
+@pytest.mark.parametrize("learner_key", ["none", "wrong"])
+def test_learner_without_or_with_the_wrong_key_is_refused_and_the_policy_kept(tmp_path, policies, key_file,
+                                                                              learner_key):
+    """A peer at the learner's address pushes PING and WEIGHTS (the other policy) on every
+    connection, without a key or sealed with another key: each connection is refused and
+    counted, no weights are taken, and the sender decides on time with its own policy."""
+    p0, a0, p1, _ = policies
+    sock = tmp_path / "l.sock"
+    psk = None if learner_key == "none" else os.urandom(32).hex()
+    fl = FakeLearner(tmp_path, sock, "hostile", script=AUTH_LEARNER, psk=psk, ping_s=0.1, run_s=30,
+                     conns=[[["ping"], ["weights", 1, str(p1)], ["ping"]]])
+    s, rows = Run(tmp_path, p0, sock, 2.0, f"--learner-key={key_file}").finish()
+    fl.kill9()
+    on = s["online"]
+    assert on["auth"] == "psk-hmac-sha256" and on["auth_refused"] >= 3, on
+    assert on["connections"] - on["auth_refused"] in (0, 1), on  # the last may end with the run
+    want = "expected an AUTH frame (0x07, protocol 2) first, got type 0x06" if psk is None else "bad tag"
+    assert all(want in r for r in _refusal_reasons(on)), _refusal_reasons(on)
+    assert (on["weights_received"], on["weights_applied"], on["weight_version"], on["pings"]) == (0, 0, 0, 0), on
+    assert float(rows[-1]["t_s"]) > 1.8 and on["fallback_decisions"] == 0
+    assert all(abs(_action(r) - a0) < 1e-6 and int(r["weight_version"]) == 0 for r in rows)
+    frames = fl.frames()
+    if psk is None:  # it only ever saw the sender's AUTH: no HELLO, no record
+        assert frames and {f["type"] for f in frames} == {7}, frames[:5]
+    else:  # it got the handshake, but nothing the sender sealed verifies under its key
+        assert any(f["type"] == "auth" for f in frames) and not any(f.get("ok") for f in frames), frames[:5]
+    _check_gaps(on)
+
+
+def test_captured_weights_frame_replayed_is_refused_on_the_same_and_a_new_connection(tmp_path, policies,
+                                                                                     key_file):
+    """The right key: WEIGHTS version 1 is applied; the same sealed bytes sent again on that
+    connection (seq 1 where 2 is due) and after a new handshake (other session keys) are refused
+    before the weights code sees them; a third connection is served normally."""
+    p0, a0, p1, a1 = policies
+    sock = tmp_path / "l.sock"
+    psk = key_file.read_bytes().removesuffix(b"\n").hex()
+    fl = FakeLearner(tmp_path, sock, "replayer", script=AUTH_LEARNER, psk=psk, ping_s=0.1, run_s=30,
+                     conns=[[["ping"], ["weights", 1, str(p1)], ["sleep", 0.3], ["replay"]],
+                            [["replay"]],
+                            [["ping"]]])
+    s, rows = Run(tmp_path, p0, sock, 2.5, f"--learner-key={key_file}").finish()
+    fl.kill9()
+    on = s["online"]
+    assert on["auth_refused"] == 2 and on["connections"] == 3, on
+    reasons = _refusal_reasons(on)
+    assert "seq 1 where 2 was due" in reasons[0] and reasons[1].startswith("bad tag"), reasons
+    # The replays never reached the weights code: one received, applied, nothing rejected.
+    assert (on["weights_received"], on["weights_applied"], on["weights_rejected"], on["weight_version"]) == \
+        (1, 1, 0, 1), on
+    d = on["versions"][0]["decision"]
+    for i, r in enumerate(rows):
+        want_v, want_a = (0, a0) if i < d else (1, a1)
+        assert int(r["weight_version"]) == want_v and abs(_action(r) - want_a) < 1e-6, (i, d, r)
+    # The learner side verified every frame the sender sealed (tags and seqs from the doc's construction).
+    frames = fl.frames()
+    assert [f["conn"] for f in frames if f["type"] == "auth"] == [0, 1, 2]
+    assert all(f["ok"] for f in frames if f["type"] != "auth"), [f for f in frames if not f.get("ok")][:3]
+    assert sum(f["type"] == 2 for f in frames if f["conn"] == 2) > 10  # records flow again on the third
+    _check_gaps(on)

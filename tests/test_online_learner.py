@@ -92,10 +92,13 @@ def test_server_events_pings_weights_and_protocol_errors(tmp_path):
         assert X.wait_for(lambda: srv.connected() == [], 5)
 
 
+KEY = b"a pre-shared key for the tcp: tests"  # a tcp: learner needs one (jaxcc.online.auth)
+
+
 def test_server_event_queue_is_bounded(tmp_path):
-    with X.Server("tcp:127.0.0.1:0", max_events=50) as srv:
-        s = X.connect(srv.address)
-        s.sendall(b"".join(X.record(np.zeros(24), np.zeros(2)) for _ in range(200)))
+    with X.Server("tcp:127.0.0.1:0", max_events=50, key=KEY) as srv:
+        s = X.Client(srv.address, KEY)
+        s.send(*[X.record(np.zeros(24), np.zeros(2)) for _ in range(200)])
         assert X.wait_for(lambda: srv.counters["records"] == 200, 5)
         assert len(srv.events) == 50 and srv.counters["events_dropped"] == 150
         s.close()
@@ -104,15 +107,15 @@ def test_server_event_queue_is_bounded(tmp_path):
 def test_a_record_flood_never_drops_hello_or_bye(tmp_path):
     """HELLO, 200 records, BYE into a queue of 50: the 151 oldest *records* go, HELLO and BYE stay,
     and the newest 48 records are kept in order."""
-    with X.Server("tcp:127.0.0.1:0", max_events=50) as srv:
-        s = X.connect(srv.address)
+    with X.Server("tcp:127.0.0.1:0", max_events=50, key=KEY) as srv:
+        s = X.Client(srv.address, KEY)
         recs = []
         for k in range(200):
             fx = np.zeros(24)
             fx[X.F["seq"]] = k
             recs.append(X.record(fx, np.zeros(2)))
-        s.sendall(X.hello(flow_id=7, feature_set="pareto_v2", history=8, obs_dim=2, mi_rtts=2.0, policy_sha256="")
-                  + b"".join(recs) + X.json_frame(X.BYE, {"records_sent": 200}))
+        s.send(X.hello(flow_id=7, feature_set="pareto_v2", history=8, obs_dim=2, mi_rtts=2.0, policy_sha256="",
+                       proto=2), *recs, X.json_frame(X.BYE, {"records_sent": 200}))
         assert X.wait_for(lambda: srv.counters["records"] == 200 and any(e[0] == "bye" for e in srv.events), 5)
         evs = list(srv.events)
         assert len(evs) == 50 and srv.counters["events_dropped"] == 152
@@ -430,6 +433,15 @@ def test_cli_refuses_bad_arguments_in_one_line(tmp_path, capsys, monkeypatch):
     assert "--replay-ratio=-1.0" in err("--minutes=1", "--scenario=pareto/lte", "--replay-ratio=-1")
     assert "expected KEY=NUMBER" in err("--minutes=1", "--scenario=pareto/lte", "--hp=lr_actor")
     assert "no such directory" in err("--minutes=1", "--scenario=pareto/lte")
+    # the key, checked before the checkpoint is read: a tcp: learner needs one; a short one is refused
+    assert "a tcp: link must be authenticated; give --key=FILE" in err("--minutes=1", "--scenario=pareto/lte",
+                                                                        "--learner=tcp:127.0.0.1:0")
+    (tmp_path / "short.key").write_bytes(b"0123456789abcde\n")
+    assert (f"--key={tmp_path / 'short.key'}: key file has 15 bytes; it must hold at least 16 bytes"
+            in err("--minutes=1", "--scenario=pareto/lte", f"--key={tmp_path / 'short.key'}"))
+    (tmp_path / "good.key").write_bytes(os.urandom(32))
+    assert "no such directory" in err("--minutes=1", "--scenario=pareto/lte", "--learner=tcp:127.0.0.1:0",
+                                      f"--key={tmp_path / 'good.key'}")
     # the command: one line on stderr, exit 2 (run_cli sets XLA_FLAGS when unset; keep this process's)
     monkeypatch.setenv("XLA_FLAGS", os.environ.get("XLA_FLAGS", ""))
     base = ["online", "--checkpoint=/nope", f"--out={tmp_path}"]

@@ -594,6 +594,64 @@ def test_sim_speaks_to_the_learner_server(tmp_path):
             assert fixed[2] == 0
 
 
+def test_sim_speaks_protocol_2_to_a_keyed_learner_and_a_wrong_key_gets_nothing_in(tmp_path):
+    """With a key on both ends over tcp: the sim backend's handshake, sealed HELLO / RECORD / BYE and
+    the learner's sealed WEIGHTS are accepted; a sim backend with another key gets no record in
+    (each of its connections is refused and counted by the learner)."""
+    from jaxcc.online import experience
+    key = os.urandom(32)
+    spec, tensors = policyfile.load(POLICY)
+    blob = policy_blob(tmp_path, "g.safetensors", spec, dict(tensors, **{"out.bias": tensors["out.bias"] - 0.5}))
+    server = experience.Server("tcp:127.0.0.1:0", key=key)
+    events: list = []
+
+    def learner():
+        sent = False
+        while True:
+            evs = server.drain(timeout=0.05)
+            events.extend(evs)
+            if not sent and sum(e[0] == "record" for e in events) >= 4:
+                server.send_weights(1, blob)
+                sent = True
+            if any(e[0] in ("bye", "closed") for e in evs):
+                return
+
+    t = threading.Thread(target=learner, daemon=True)
+    t.start()
+    sc = es.with_duration(es.load(name="pareto/fixed50"), 4.0)
+    run = simnet.SimNet(sc, POLICY, server.address, speed=4.0, learner_key=key).run()
+    t.join(10)
+    kinds = [e[0] for e in events]
+    assert kinds[0] == "hello" and events[0][2]["proto"] == 2 and "bye" in kinds
+    assert sum(k == "record" for k in kinds) == run["decisions"][0] > 10
+    (ack,) = [e[2] for e in events if e[0] == "ack"]
+    c = run["online"]["0"]
+    assert ack["ok"] and c["weight_version"] == 1 and c["auth"] == "psk-hmac-sha256" and c["auth_refused"] == 0
+    assert server.counters["auth_refused"] == 0
+    # another key: nothing gets in; each connection is refused by whichever end checks a tag first
+    # (the learner on the sender's HELLO, or the sender on the learner's PING) and counted there
+    records = server.counters["records"]
+    wrong = simnet.SimNet(es.with_duration(sc, 1.5), POLICY, server.address, speed=2.0, learner_key=os.urandom(32))
+    w = wrong.run()["online"]["0"]
+    server.close()
+    assert server.counters["records"] == records and w["weights_received"] == 0 and w["pings"] == 0
+    assert server.counters["auth_refused"] + w["auth_refused"] >= 1, (server.counters, w)
+    assert set(server.auth_refusals) | {r["reason"] for r in w["auth_refusals"]} == {"bad tag"}
+
+
+def test_tcp_learner_without_a_key_is_refused_before_anything_starts(tmp_path):
+    sc = es.load(name="pareto/fixed50")
+    with pytest.raises(ValueError, match="a tcp: learner link must be authenticated; give --learner-key=FILE"):
+        simnet.SimNet(sc, POLICY, "tcp:127.0.0.1:9")
+    with pytest.raises(EmulationError, match="a tcp: learner link must be authenticated"):
+        network.start("sim", sc, minutes=0.1, policy_path=POLICY, learner="tcp:127.0.0.1:9", out_dir=tmp_path)
+    short = tmp_path / "short.key"
+    short.write_bytes(b"tooshort\n")
+    with pytest.raises(EmulationError, match=r"--learner-key=.*short.key: key file has 8 bytes; it must hold at least 16"):
+        network.start("sim", sc, minutes=0.1, policy_path=POLICY, learner="tcp:127.0.0.1:9", out_dir=tmp_path,
+                      learner_key=str(short))
+
+
 @pytest.mark.realtime
 def test_sim_speed_paces_the_wall_clock():
     """--speed=1: three simulated seconds take three wall seconds (compilation before the clock)."""

@@ -1,5 +1,6 @@
 #!/bin/bash
-# Fuzz the policy loader and the packet parsers with libFuzzer (clang, ASan+UBSan).
+# Fuzz the policy loader, the packet parsers and the learner link's frame reader and
+# authenticated-frame verifier with libFuzzer (clang, ASan+UBSan).
 #   datapath/fuzz/run.sh              = --ci
 #   datapath/fuzz/run.sh --ci         CI budget (`make fuzz`): --seconds=60 for each target
 #   datapath/fuzz/run.sh --seconds=S  S seconds of fuzzing per target
@@ -15,12 +16,15 @@
 # (`make fuzz-short`: the build and ~7e4 and ~8e6 inputs, under a minute) with the same floors.
 # The floor rates (1.7e3/s and 1.7e4/s, about 6x and 60x below those) turn "the fuzzer ran
 # but hardly executed anything" into a failure: at 60 s, >= 1.02e5 and >= 1.02e6 inputs.
-# Seeds: the policy files in datapath/fuzz/seeds and a few valid packets.
+# Seeds: the policy files in datapath/fuzz/seeds, a few valid packets and link frames.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 BUILD=${JAXCC_FUZZ_BUILD:-$HERE/../build-fuzz}
 CI_SECONDS=60
-declare -A FLOOR_RATE=([policy]=1700 [packet]=17000)  # inputs/s below which a timed run fails
+# fuzz_frame (the link's frame reader, handshake parser and HMAC-SHA256 verifier) ran ~1.1e4
+# inputs/s here under `nice` beside another test run (load average 4.3); its floor, 1.8e3/s, is
+# about 6x below that: >= 1.8e4 inputs in 10 s, >= 1.08e5 in 60 s.
+declare -A FLOOR_RATE=([policy]=1700 [packet]=17000 [frame]=1800)  # inputs/s below which a timed run fails
 
 usage_error() {
   echo "fuzz/run.sh: $1 (known: --ci, --seconds=S, --runs=N, or N)" >&2
@@ -41,11 +45,11 @@ esac
 
 command -v clang++ >/dev/null || { echo "fuzz: clang++ not installed (apt-get install clang libclang-rt-14-dev)" >&2; exit 1; }
 CXX=clang++ cmake -S "$HERE/.." -B "$BUILD" -DJAXCC_FUZZ=ON -DJAXCC_TESTS=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$BUILD" -j2 --target fuzz_policy fuzz_packet >/dev/null
+cmake --build "$BUILD" -j2 --target fuzz_policy fuzz_packet fuzz_frame >/dev/null
 
 CORPUS=$(mktemp -d)
 trap 'rm -rf "$CORPUS"' EXIT
-mkdir -p "$CORPUS/policy" "$CORPUS/packet"
+mkdir -p "$CORPUS/policy" "$CORPUS/packet" "$CORPUS/frame"
 # Small policies (datapath/fuzz/seeds, made with jaxcc.policyfile.make_random_policy at
 # history 3, obs 2, hidden 4) keep each input short, so the fuzzer runs ~100x faster than
 # on the full-size test vectors while covering every layer, head and action type.
@@ -53,16 +57,23 @@ cp "$HERE"/seeds/* "$CORPUS/policy/"  # includes regress_*: past crashers
 # Valid packets as seeds: one data header (size 32) and one ACK (64 bytes).
 printf 'JXCD\x01\x01\x00\x00\x07\x00\x00\x00\x20\x00\x00\x00\x05\x00\x00\x00\x00\x00\x00\x00\x01\x02\x03\x04\x05\x06\x07\x08' > "$CORPUS/packet/data"
 { printf 'JXCA\x01\x02\x00\x00\x07\x00\x00\x00\x40\x00\x00\x00'; head -c 48 /dev/zero; } > "$CORPUS/packet/ack"
+# Link frames as seeds: a PING, a BYE, an AUTH (protocol 2, 32-byte nonce) and a frame the size
+# of a sealed PING (type, seq, 32-byte tag), back to back in one stream.
+{ printf '\x01\x00\x00\x00\x06\x03\x00\x00\x00\x05{}\x22\x00\x00\x00\x07\x02'; head -c 32 /dev/zero
+  printf '\x29\x00\x00\x00\x06'; head -c 40 /dev/zero; } > "$CORPUS/frame/stream"
+printf '\x22\x00\x00\x00\x07\x02abcdefghijklmnopqrstuvwxyz012345' > "$CORPUS/frame/auth"
 
 cd "$HERE"
-for t in policy packet; do
+for t in policy packet frame; do
   if [ -n "$RUNS" ]; then
     LIMIT=(-runs="$RUNS"); FLOOR=$RUNS; BUDGET="$RUNS inputs"
   else
     LIMIT=(-max_total_time="$SECONDS_BUDGET"); FLOOR=$((SECONDS_BUDGET * FLOOR_RATE[$t])); BUDGET="${SECONDS_BUDGET} s"
   fi
-  # -max_len: the seed policies are under 2 KB (8 KB leaves room to grow); packets <= 64 KB.
-  ML=$([ $t = policy ] && echo 8192 || echo 70000)
+  # -max_len: the seed policies are under 2 KB (8 KB leaves room to grow); packets <= 64 KB;
+  # link frames 4 KB (a few frames, each through the reader, the handshake parser and two
+  # HMAC checks; longer inputs only cost hashing time).
+  case $t in policy) ML=8192 ;; packet) ML=70000 ;; frame) ML=4096 ;; esac
   LOG=$BUILD/fuzz_$t.log
   set +e
   "$BUILD/fuzz_$t" "${LIMIT[@]}" -max_len=$ML -rss_limit_mb=2048 -print_final_stats=1 "$CORPUS/$t" >"$LOG" 2>&1

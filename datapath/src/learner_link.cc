@@ -192,6 +192,8 @@ LearnerLink::LearnerLink(LinkOptions opt)
     : opt_(std::move(opt)), queue_(opt_.queue, proto::kRecordHead + static_cast<size_t>(opt_.obs_dim)) {
   const std::string why = ParseLearnerAddress(opt_.address, &addr_);
   if (!why.empty()) throw std::invalid_argument(why);
+  if (!addr_.is_unix && opt_.psk.empty())
+    throw std::invalid_argument("--learner " + opt_.address + " needs --learner-key=FILE (tcp: is authenticated)");
   stash_.reserve((kMaxStash + 1) * queue_.width());  // no allocation on the decision path
   applied_.reserve(16);
 }
@@ -256,8 +258,24 @@ void LearnerLink::DrainApplied(bool send) {
 
 void LearnerLink::Ack(uint64_t version, bool ok, const std::string& reason, json decision, double t_s) {
   const json ack = {{"version", version}, {"ok", ok}, {"reason", reason}, {"decision", decision}, {"t_s", t_s}};
-  const std::string s = ack.dump();
-  AppendFrame(&out_, proto::kWeightsAck, s.data(), s.size());
+  Emit(proto::kWeightsAck, ack.dump());
+}
+
+void LearnerLink::Emit(uint8_t type, const std::string& payload) {
+  if (channel_)
+    channel_->Seal(&out_, type, payload.data(), payload.size());
+  else
+    AppendFrame(&out_, type, payload.data(), payload.size());
+}
+
+void LearnerLink::RefuseAuth(const std::string& why, uint64_t now) {
+  {
+    std::lock_guard<std::mutex> lk(info_mu_);
+    ++auth_refused_;
+    if (auth_refusals_.size() < kMaxAuthRefusals) auth_refusals_.push_back({{"t_s", Ts(now)}, {"reason", why}});
+  }
+  std::cerr << "jaxcc-sender: learner frame refused: " << why << "\n";
+  Disconnect("authentication");
 }
 
 bool LearnerLink::Connect() {
@@ -305,11 +323,20 @@ bool LearnerLink::Connect() {
   out_.clear();
   records_in_out_ = 0;
   reader_.Clear();
-  json hello = opt_.hello;
-  hello["proto"] = proto::kVersion;
-  hello["weight_version"] = version_.load();
-  const std::string h = hello.dump();
-  AppendFrame(&out_, proto::kHello, h.data(), h.size());
+  channel_.reset();
+  connected_ns_ = MonoNs();
+  if (opt_.psk.empty()) {
+    json hello = opt_.hello;
+    hello["proto"] = proto::kVersion;
+    hello["weight_version"] = version_.load();
+    Emit(proto::kHello, hello.dump());
+  } else {  // proto 2: our nonce first; HELLO goes sealed once the learner's AUTH is in
+    if (!auth::RandomNonce(&nonce_s_)) {
+      Disconnect("the OS RNG failed");
+      return false;
+    }
+    Emit(auth::kAuthType, auth::AuthPayload(nonce_s_));
+  }
   {
     std::lock_guard<std::mutex> lk(info_mu_);
     ++connections_;
@@ -328,6 +355,7 @@ void LearnerLink::Disconnect(const char* why) {
   records_in_out_ = 0;
   out_.clear();
   reader_.Clear();
+  channel_.reset();
   next_connect_ns_ = MonoNs() + static_cast<uint64_t>(opt_.reconnect_s * 1e9);
   std::cerr << "jaxcc-sender: learner connection closed (" << why << ")\n";
 }
@@ -406,7 +434,7 @@ void LearnerLink::Run() {
   // Kept across frames so their capacity is reused: a learner sending big blobs costs no
   // repeated mmap/munmap (which would hold the process's memory map lock against the
   // page faults of the sender's other threads).
-  std::string payload;
+  std::string payload, plain;
   const uint64_t timeout_ns = static_cast<uint64_t>(opt_.timeout_s * 1e9);
   bool stopping = false;
   uint64_t stop_deadline = 0;
@@ -433,18 +461,23 @@ void LearnerLink::Run() {
         continue;
       }
     }
-    // Fill the output: ACKs of applied weights first, then records.
-    DrainApplied(true);
-    while (out_.size() < kOutHighWater && queue_.Pop(rec.data())) {
-      const std::string p = EncodeRecord(rec.data(), opt_.obs_dim);
-      AppendFrame(&out_, proto::kRecord, p.data(), p.size());
-      ++records_in_out_;
+    // Proto 2: a learner that never answers AUTH is not one (the peer cannot authenticate).
+    if (!ready() && now - std::min(now, connected_ns_) > timeout_ns) {
+      RefuseAuth("no AUTH answer within " + std::to_string(opt_.timeout_s) + " s", now);
+      continue;
     }
-    if (stopping && !bye_queued && queue_.size() == 0) {
+    // Fill the output (once authenticated): ACKs of applied weights first, then records.
+    if (ready()) {
+      DrainApplied(true);
+      while (out_.size() < kOutHighWater && queue_.Pop(rec.data())) {
+        Emit(proto::kRecord, EncodeRecord(rec.data(), opt_.obs_dim));
+        ++records_in_out_;
+      }
+    }
+    if (stopping && !bye_queued && ready() && queue_.size() == 0) {
       json bye = Counters();
       for (auto it = bye_.begin(); it != bye_.end(); ++it) bye[it.key()] = it.value();
-      const std::string b = bye.dump();
-      AppendFrame(&out_, proto::kBye, b.data(), b.size());
+      Emit(proto::kBye, bye.dump());
       bye_queued = true;
     }
     if (stopping && bye_queued && out_.empty()) break;
@@ -493,6 +526,34 @@ void LearnerLink::Run() {
             break;
           }
           const uint64_t t = MonoNs();
+          // Authentication before anything else reads the frame (liveness included).
+          if (!opt_.psk.empty()) {
+            if (!channel_) {
+              auth::Nonce nonce_l;
+              const std::string why = auth::ParseAuth(type, payload, &nonce_l);
+              if (!why.empty()) {
+                RefuseAuth(why, t);
+                break;
+              }
+              channel_ = std::make_unique<auth::Channel>(auth::DeriveSessionKeys(opt_.psk, nonce_s_, nonce_l),
+                                                         auth::kSenderToLearner);
+              json hello = opt_.hello;
+              hello["proto"] = auth::kProto;
+              hello["weight_version"] = version_.load();
+              Emit(proto::kHello, hello.dump());
+              continue;  // the handshake is not a sign of life yet: the first sealed frame is
+            } else {
+              const std::string why = channel_->Open(type, payload, &plain);
+              if (!why.empty()) {
+                RefuseAuth(std::string(why) + " (frame type " + std::to_string(type) + ")", t);
+                break;
+              }
+              payload.swap(plain);
+            }
+          } else if (type == auth::kAuthType) {
+            RefuseAuth("the learner asks for protocol 2 (a key); this sender has no --learner-key", t);
+            break;
+          }
           last_alive_ns_ = t;
           if (gone_.load()) {
             gone_.store(false);
@@ -533,6 +594,9 @@ json LearnerLink::Counters() const {
   o["unknown_frames"] = unknown_frames_;
   o["connections"] = connections_;
   o["pings"] = pings_;
+  o["auth"] = opt_.psk.empty() ? "none" : "psk-hmac-sha256";
+  o["auth_refused"] = auth_refused_;
+  o["auth_refusals"] = auth_refusals_;
   return o;
 }
 

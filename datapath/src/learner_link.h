@@ -13,11 +13,19 @@
 //   0x05 BYE     s->l JSON: the sender's counters at the end
 //   0x06 PING    l->s empty (at least every second)
 //
-// Threads: only the link's own I/O thread touches the socket. The decision thread never waits
-// for it: it try-locks the bounded record queue (drop-oldest; the I/O thread holds the lock for
-// one memcpy) and, when that lock is busy, keeps the record in its own small stash for the next
-// decision; it try-locks the one-slot weights mailbox between two decisions (busy: next time).
-// So pacing, ACK processing and decisions never block on the learner or on the I/O thread.
+// Proto 2 (--learner-key=FILE on the sender, --key=FILE on the learner; required for tcp:):
+// the same frames, authenticated with a pre-shared key (frame_auth.h has the construction).
+//   0x07 AUTH    both u8 proto (2), then a 32-byte nonce from the OS RNG; unsealed. The
+//                sender's first frame of every connection; the learner answers with its own.
+// Session keys k_s2l, k_l2s = HMAC-SHA256(psk, label || nonce_s || nonce_l); every later frame,
+// HELLO (proto 2) first, is sealed: u32 len | u8 type | u64 seq | payload | 32-byte tag, the tag
+// HMAC-SHA256(k_dir, u8 dir || u64 seq || u8 type || payload), seq 0, 1, 2, ... per direction.
+// Refused, counted (auth_refused, auth_refusals) and the connection dropped: a first frame that
+// is not the learner's AUTH, a bad tag (a wrong key, a flipped bit), a seq other than the
+// previous + 1 (a replay, also of a frame from another connection: its keys differ), a frame too
+// short for seq and tag, an AUTH answer missing after --learner-timeout-s; and, without a key,
+// an AUTH frame (a learner that wants a key). The policy in force keeps running meanwhile.
+//
 #pragma once
 
 #include <atomic>
@@ -29,6 +37,7 @@
 #include <thread>
 #include <vector>
 
+#include "frame_auth.h"
 #include "policy.h"
 
 namespace jaxcc {
@@ -119,6 +128,7 @@ struct LinkOptions {
   nlohmann::json hello;        // HELLO without weight_version (added per connection)
   std::string running_spec;    // the spec text every WEIGHTS blob must match
   uint64_t t0_ns = 0;          // CLOCK_MONOTONIC of t_s = 0 (the --log clock)
+  std::string psk;             // --learner-key's bytes; "" = proto 1 (no authentication)
 };
 
 class LearnerLink {
@@ -155,6 +165,12 @@ class LearnerLink {
   void Run();
   bool Connect();
   void Disconnect(const char* why);
+  // A frame (or handshake) refused by the authentication: counted, logged, connection dropped.
+  void RefuseAuth(const std::string& why, uint64_t now);
+  // Appends one frame to out_, sealed on an authenticated connection.
+  void Emit(uint8_t type, const std::string& payload);
+  // The connection may carry HELLO, records, ACKs and BYE (proto 1, or proto 2 after AUTH).
+  bool ready() const { return opt_.psk.empty() || channel_ != nullptr; }
   void HandleFrame(uint8_t type, const std::string& payload, uint64_t now);
   void Ack(uint64_t version, bool ok, const std::string& reason, nlohmann::json decision, double t_s);
   // Applied versions from the decision thread: counted, and ACKed when `send`.
@@ -177,6 +193,9 @@ class LearnerLink {
   uint64_t last_alive_ns_ = 0, next_connect_ns_ = 0;
   uint64_t accepted_version_ = 0;  // newest version validated (applied or in the mailbox)
   bool connected_once_ = false;
+  auth::Nonce nonce_s_{};                  // this connection's nonce (proto 2)
+  std::unique_ptr<auth::Channel> channel_;  // set once the learner's AUTH arrived (proto 2)
+  uint64_t connected_ns_ = 0;
 
   // Mailbox (one slot) and ACKs from the decision thread.
   std::mutex mbox_mu_;
@@ -200,9 +219,11 @@ class LearnerLink {
   // Counters (guarded by info_mu_).
   mutable std::mutex info_mu_;
   uint64_t records_sent_ = 0, weights_received_ = 0, weights_applied_ = 0, weights_rejected_ = 0,
-           weights_superseded_ = 0, protocol_errors_ = 0, unknown_frames_ = 0, connections_ = 0, pings_ = 0;
+           weights_superseded_ = 0, protocol_errors_ = 0, unknown_frames_ = 0, connections_ = 0, pings_ = 0,
+           auth_refused_ = 0;
   nlohmann::json versions_ = nlohmann::json::array(), rejections_ = nlohmann::json::array(),
-                 gone_events_ = nlohmann::json::array();
+                 gone_events_ = nlohmann::json::array(), auth_refusals_ = nlohmann::json::array();
+  static constexpr size_t kMaxAuthRefusals = 32;  // the first ones are kept with their reason
 };
 
 // Lowercase hex SHA-256 of a file's bytes ("" if it cannot be read). FIPS 180-4.

@@ -154,6 +154,12 @@ Options:
                        logged and the last good policy kept). Needs a policy:FILE controller.
                        The summary gets an "online" object (records, weights, versions,
                        rejections, learner_gone, max_decision_gap_s, max_rss_kb, ...)
+  --learner-key=FILE   authenticate the link with the pre-shared key in FILE (at least 16 bytes
+                       after a trailing newline is stripped; the learner's --key=FILE): protocol
+                       2, fresh nonces per connection, HMAC-SHA256 session keys and a sequence
+                       number and tag on every frame (src/frame_auth.h). Frames that fail are
+                       refused, counted (online.auth_refused) and the connection dropped; the
+                       policy in force keeps running. Required for tcp:HOST:PORT
   --record-queue=N     records waiting for the learner, 1..1048576 (default 8192); when full the
                        oldest is dropped and counted (records_dropped)
   --learner-timeout-s=X  the learner is gone after X s without a connection or a frame
@@ -196,6 +202,7 @@ struct Config {
   std::string fallback;
   bool realtime = false;
   std::string learner;           // --learner address ("" = streaming off)
+  std::string learner_psk;       // --learner-key file's bytes ("" = proto 1, unix: only)
   bool raw_policy = false;       // --raw-policy: no safety net
   size_t record_queue = 8192;
   double learner_timeout_s = 5;
@@ -213,7 +220,8 @@ Config ParseConfig(int argc, char** argv) {
   Args a(argc, argv, {"controller", "dest", "port", "duration", "start-delay", "drain", "log", "summary",
                       "flow-id", "packet-size", "init-mbps", "mi-rtts", "min-mi-ms", "initial-mi-ms", "rtt-hint-ms", "goal",
                       "min-timeout-ms", "max-lag-ms", "fallback", "realtime", "preference", "control-stdin",
-                      "target", "tuner", "learner", "record-queue", "learner-timeout-s", "raw-policy", "help"});
+                      "target", "tuner", "learner", "learner-key", "record-queue", "learner-timeout-s", "raw-policy",
+                      "help"});
   if (a.has("help")) {
     std::cout << kHelp;
     std::exit(0);
@@ -298,8 +306,15 @@ Config ParseConfig(int argc, char** argv) {
     LearnerAddress la;
     const std::string why = ParseLearnerAddress(c.learner, &la);
     if (!why.empty()) throw std::invalid_argument(why);
-  } else if (a.has("record-queue") || a.has("learner-timeout-s")) {
-    throw std::invalid_argument("--record-queue and --learner-timeout-s need --learner");
+    if (a.has("learner-key")) {
+      const std::string bad = auth::ReadKeyFile(a.str("learner-key"), "--learner-key", &c.learner_psk);
+      if (!bad.empty()) throw std::invalid_argument(bad);
+    } else if (!la.is_unix) {
+      throw std::invalid_argument("--learner=" + c.learner +
+                                  " needs --learner-key=FILE: a tcp: learner link must be authenticated");
+    }
+  } else if (a.has("record-queue") || a.has("learner-timeout-s") || a.has("learner-key")) {
+    throw std::invalid_argument("--record-queue, --learner-timeout-s and --learner-key need --learner");
   }
   const double rq = a.num("record-queue", 8192);
   if (rq < 1 || rq > (1 << 20) || rq != std::floor(rq))
@@ -459,6 +474,7 @@ int Main(int argc, char** argv) {
     lo.obs_dim = file_policy->obs_dim();
     lo.running_spec = file_policy->spec_json();
     lo.t0_ns = t0;
+    lo.psk = cfg.learner_psk;
     lo.hello = {{"flow_id", cfg.flow_id}, {"feature_set", file_policy->feature_name()},
                 {"history", file_policy->history()}, {"obs_dim", file_policy->obs_dim()},
                 {"mi_rtts", file_policy->mi_rtts()},

@@ -11,8 +11,11 @@
 2. Grows the buffer by an online segment and freezes the old ones (Algorithm 4 line 1,
    ``jaxcc.online.pareto``); ``--buffers=local`` (the paper's choice, §IV) keeps one
    agent and buffer per sender, ``--buffers=shared`` one for all.
-3. Listens for senders (``jaxcc.online.experience``, protocol 1; ``--learner``, default a
-   unix socket in ``--out``), exports the starting policy to ``OUT/policy_v0.safetensors`` and
+3. Listens for senders (``jaxcc.online.experience``; ``--learner``, default a unix socket in
+   ``--out``; ``--key=FILE``, a pre-shared key of at least 16 bytes, authenticates every sender
+   and every frame, protocol 2, ``jaxcc.online.auth``, and is required for a ``tcp:`` address;
+   refused connections are counted in ``auth_refused``), exports the starting policy to
+   ``OUT/policy_v0.safetensors`` and
    starts the network (``jaxcc.online.network``: the netns harness, Mahimahi or the
    simulator behind the same socket protocol) with every learned flow running it and streaming
    its decisions.
@@ -64,7 +67,8 @@ and its windows come from the records (the run's end: the latest record's sender
 
 Modules: ``restore`` (the offline state, policy blobs), ``tracks`` (records -> transitions),
 ``learner`` (the ``Learner``), ``experience`` (the learner protocol's Python side: frames,
-records, the listening server), ``network`` (where fine-tuning runs: netns, Mahimahi or the
+records, the listening server), ``auth`` (the protocol's pre-shared-key authentication),
+``network`` (where fine-tuning runs: netns, Mahimahi or the
 simulator, started beside the learner), ``simnet`` (the simulator behind the protocol),
 ``checks`` (forgetting check, first/last minute), ``cli``.  The algorithm's own online stage
 (Algorithm 4's buffer and TD3 steps) is ``jaxcc.online.pareto``.

@@ -63,6 +63,8 @@ def define_flags(fv):
     number("minutes", None, "how long the network runs (minutes, > 0)")
     string("out", None, "output directory (results.json, online.png, online_ckpt/)")
     string("learner", None, "address to listen on: unix:/abs/path or tcp:HOST:PORT (default OUT/learner.sock)")
+    string("key", None, "pre-shared key file (>= 16 bytes after a trailing newline is stripped): the senders "
+           "authenticate (protocol 2; the senders get --learner-key=FILE); required with a tcp: --learner")
     enum("buffers", "local", ("local", "shared"),
          "local: one agent+buffer per sender (the paper's); shared: one for all")
     integer("replicas", 0, "local buffers: how many (0: the scenario's policy flows)")
@@ -141,9 +143,13 @@ def _parse_hp(items: list[str]) -> dict:
 def run(a, log=print) -> dict:
     """The whole command (``a``: the parsed flags of ``define_flags``); returns the results dict it
     also writes."""
-    from jaxcc.online import experience
+    from jaxcc.online import auth, experience
 
     _check_args(a)
+    # The key before anything starts (a bad file or a tcp: learner without one: one line).
+    key = auth.load_key(a.key, "--key") if a.key else None
+    if a.learner:
+        experience.check_key(a.learner, key)
     sc = None
     if a.scenario or a.scenario_file:
         from jaxcc import scenarios
@@ -160,7 +166,7 @@ def run(a, log=print) -> dict:
                       lr_scale=a.lr_scale, reward=a.reward, max_rate_window_s=a.max_rate_window_s,
                       new_priority=a.new_priority, anchor_w=a.anchor, log=log)
     addr = a.learner or default_address(a.out)
-    server = experience.Server(addr)
+    server = experience.Server(addr, key=key)
     handle = None
     run_result = None
     flood = None
@@ -172,7 +178,8 @@ def run(a, log=print) -> dict:
             flood_out = os.path.join(learner.out, "flood.json")
             flood = subprocess.Popen([sys.executable, "-m", "jaxcc.online.experience", f"--learner={server.address}",
                                       f"--flows={learner.K}", f"--seconds={60.0 * a.minutes}",
-                                      f"--policy={learner.v0_path}", f"--out={flood_out}"])
+                                      f"--policy={learner.v0_path}", f"--out={flood_out}",
+                                      *([f"--key={os.path.abspath(a.key)}"] if a.key else [])])
             done = lambda: flood.poll() is not None  # noqa: E731
         elif a.emulator != "external":
             from jaxcc.online import network
@@ -181,7 +188,8 @@ def run(a, log=print) -> dict:
                            *a.sender_arg]
             handle = network.start(a.emulator, sc, minutes=a.minutes, policy_path=learner.start_actor_path,
                                       learner=server.address, sender_args=sender_args,
-                                      out_dir=os.path.join(learner.out, "net"), prefix=a.prefix, speed=a.speed)
+                                      out_dir=os.path.join(learner.out, "net"), prefix=a.prefix, speed=a.speed,
+                                      learner_key=a.key)
             done = handle.done
             if getattr(handle, "pid", None):  # a child-process network outlives a killed learner
                 with open(os.path.join(learner.out, "net.pid"), "w") as f:
@@ -260,6 +268,8 @@ def run(a, log=print) -> dict:
         "record_gaps": sum(t.gaps for t in learner.tracks.values()),
         "learner_events_dropped": int(server.counters["events_dropped"]),
         "protocol_errors": int(server.counters["protocol_errors"]),
+        "auth": "none" if key is None else "psk-hmac-sha256",
+        "auth_refused": int(server.counters["auth_refused"]), "auth_refusals": list(server.auth_refusals),
         "hello_other_policy": int(learner.counters["hello_other_policy"]),
         "senders": {str(f): {"hello": learner.hellos.get(f), "bye": learner.byes.get(f),
                              "replica": learner.replica(f),

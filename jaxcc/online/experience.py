@@ -1,9 +1,18 @@
-"""The experience stream between a sender and the online learner (protocol 1), Python side.
+"""The experience stream between a sender and the online learner (protocols 1 and 2), Python side.
 
 One stream socket per flow: ``unix:/abs/path`` (default; a filesystem socket crosses network
 namespaces, so a sender inside a netns reaches a learner in the root namespace) or
 ``tcp:HOST:PORT``.  The learner listens (``Server``); each sender connects from its I/O thread.
 The C++ sender (``datapath/src/learner_link.cc``) implements the same table independently.
+
+With a pre-shared key on both ends (``Server(key=...)``, ``python -m jaxcc.online --key=FILE``,
+``jaxcc-sender --learner-key=FILE``) the connection speaks protocol 2: an AUTH handshake with a
+fresh nonce from each end, then every frame below sealed with a sequence number and an
+HMAC-SHA256 tag (``jaxcc.online.auth`` has the construction).  A ``tcp:`` address needs a key;
+without one only ``unix:`` is allowed (a filesystem socket under the host's permissions).  A keyed
+learner refuses a keyless sender and a keyless learner a keyed one; every refusal is counted
+(``counters["auth_refused"]``, reasons in ``auth_refusals``) and drops the connection before
+anything it sent reaches the events.
 
 Frame: ``u32 len`` (little-endian; the bytes after this field = 1 + payload), ``u8 type``,
 payload.  ``len`` is at least 1 and at most ``MAX_LEN`` (64 MiB); anything else is a protocol
@@ -47,11 +56,15 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from jaxcc.online import auth
+from jaxcc.online.auth import AuthError
+
 PROTO = 1
 HELLO, RECORD, WEIGHTS, WEIGHTS_ACK, BYE, PING = 0x01, 0x02, 0x03, 0x04, 0x05, 0x06
 TYPE_NAMES = {HELLO: "HELLO", RECORD: "RECORD", WEIGHTS: "WEIGHTS", WEIGHTS_ACK: "WEIGHTS_ACK", BYE: "BYE",
               PING: "PING"}
 MAX_LEN = 64 << 20  # largest allowed ``len`` field (type byte + payload)
+AUTH = auth.AUTH  # 0x07, protocol 2's handshake
 
 MI_FIELDS = ("duration", "active", "sent", "acked", "lost", "rtt_wsum", "rtt_min", "rtt_max", "rtt_first",
              "rtt_last", "n_samples", "ls_w", "ls_wt", "ls_wtt", "ls_wr", "ls_wtr")
@@ -82,8 +95,9 @@ def json_frame(ftype: int, obj: dict) -> bytes:
 
 
 def hello(*, flow_id: int, feature_set: str, history: int, obs_dim: int, mi_rtts: float, policy_sha256: str,
-          weight_version: int = 0, fallback: str = "keep") -> bytes:
-    return json_frame(HELLO, {"proto": PROTO, "flow_id": int(flow_id), "feature_set": str(feature_set),
+          weight_version: int = 0, fallback: str = "keep", proto: int = PROTO) -> bytes:
+    """HELLO; ``proto`` 2 on an authenticated connection (``auth.PROTO``)."""
+    return json_frame(HELLO, {"proto": int(proto), "flow_id": int(flow_id), "feature_set": str(feature_set),
                               "history": int(history), "obs_dim": int(obs_dim), "mi_rtts": float(mi_rtts),
                               "policy_sha256": str(policy_sha256), "weight_version": int(weight_version),
                               "fallback": str(fallback)})
@@ -190,6 +204,14 @@ def parse_address(addr: str) -> tuple[int, Any]:
     raise ValueError(f"learner address {addr!r}: expected unix:/abs/path or tcp:HOST:PORT")
 
 
+def check_key(addr: str, key: bytes | None, flag: str = "--key") -> None:
+    """A ``tcp:`` address needs a key (one-line ValueError naming ``flag``); ``unix:`` may go without."""
+    fam, _ = parse_address(addr)
+    if fam == socket.AF_INET and key is None:
+        raise ValueError(f"learner address {addr!r}: a tcp: link must be authenticated; give {flag}=FILE "
+                         f"(a pre-shared key, >= {auth.MIN_KEY_LEN} bytes)")
+
+
 def connect(addr: str, timeout: float = 5.0) -> socket.socket:
     fam, a = parse_address(addr)
     s = socket.socket(fam, socket.SOCK_STREAM)
@@ -213,6 +235,49 @@ def recv_frame(sock: socket.socket, reader: FrameReader | None = None) -> tuple[
     return pending[0]
 
 
+class Client:
+    """A sender's end of one connection, for Python senders (``flood``) and tests: connects, does
+    the AUTH handshake when ``key`` is given (then ``send`` seals and ``recv`` verifies every
+    frame), and takes whole frames as ``frame``/``record``/... build them."""
+
+    def __init__(self, addr: str, key: bytes | None = None, timeout: float = 5.0):
+        check_key(addr, key)
+        self.sock = connect(addr, timeout)
+        self.reader = FrameReader()
+        self.chan: auth.Channel | None = None
+        if key is not None:
+            nonce_s = auth.new_nonce()
+            self.sock.settimeout(timeout)
+            try:
+                self.sock.sendall(auth.auth_frame(nonce_s))
+                got = recv_frame(self.sock, self.reader)
+            except OSError:
+                self.sock.close()
+                raise
+            if got is None:
+                self.sock.close()
+                raise AuthError("the learner closed the connection during the AUTH handshake")
+            self.sock.settimeout(None)
+            self.chan = auth.Channel(key, auth.S2L, nonce_s, auth.parse_auth(*got))
+
+    def seal(self, fr: bytes) -> bytes:
+        """``fr`` (a whole plain frame) as this connection sends it."""
+        return fr if self.chan is None else self.chan.seal(fr[4], fr[5:])
+
+    def send(self, *frames: bytes) -> None:
+        self.sock.sendall(b"".join(self.seal(f) for f in frames))
+
+    def recv(self) -> tuple[int, bytes] | None:
+        """The next frame (type, plain payload), None at EOF; AuthError for a refused one."""
+        got = recv_frame(self.sock, self.reader)
+        if got is None or self.chan is None:
+            return got
+        return got[0], self.chan.open(got[0], got[1])
+
+    def close(self) -> None:
+        self.sock.close()
+
+
 # ----------------------------------------------------------------------------- the learner's server
 
 
@@ -225,6 +290,8 @@ class _Conn:
         self.cv = threading.Condition()
         self.closed = False
         self.last_ping = 0.0
+        self.chan: auth.Channel | None = None  # protocol 2: set by the handshake
+        self.hs: bytes | None = None  # protocol 2: the learner's AUTH answer, sent first
 
 
 class Server:
@@ -236,13 +303,26 @@ class Server:
     sender costs the learner bounded memory.  ``send_weights`` queues a WEIGHTS frame to one connection
     or all; the writer threads also send a PING every ``ping_s`` (≤ 1 s) so a sender knows the
     learner is alive.  Nothing here blocks the caller on a socket.
+
+    ``key`` (the pre-shared key's bytes, ``auth.load_key``): every connection must open with an
+    AUTH handshake and seal every frame (protocol 2); a ``tcp:`` address needs one.  A connection
+    that fails authentication (a keyless or wrong-key sender, a bad tag, a replayed or reordered
+    seq, no AUTH within ``auth_timeout_s``) is counted in ``counters["auth_refused"]`` (the first
+    32 reasons in ``auth_refusals``) and closed; nothing it sent becomes an event.
     """
 
-    def __init__(self, addr: str, *, ping_s: float = 0.5, max_events: int = 1 << 16):
+    def __init__(self, addr: str, *, ping_s: float = 0.5, max_events: int = 1 << 16, key: bytes | None = None,
+                 auth_timeout_s: float = 5.0):
         if not 0 < ping_s <= 1.0:
             raise ValueError(f"ping_s={ping_s}: the protocol needs a PING at least every 1 s")
+        check_key(addr, key)
+        if key is not None and len(key) < auth.MIN_KEY_LEN:
+            raise ValueError(f"key of {len(key)} bytes: {auth.KEY_RULE}")
         self.addr = addr
         self.ping_s = ping_s
+        self.key = key
+        self.auth_timeout_s = auth_timeout_s
+        self.auth_refusals: list[str] = []
         fam, a = parse_address(addr)
         if fam == socket.AF_UNIX:
             os.makedirs(os.path.dirname(a), exist_ok=True)
@@ -313,8 +393,16 @@ class Server:
                 t = threading.Thread(target=fn, args=(c,), daemon=True, name=f"exp-{nm}{cid}")
                 t.start()
 
+    def _refuse(self, c: _Conn, why: str) -> None:
+        self.counters["auth_refused"] += 1
+        self.last_error = f"connection {c.cid}: refused: {why}"
+        if len(self.auth_refusals) < 32:
+            self.auth_refusals.append(why)
+
     def _read(self, c: _Conn):
         reader = FrameReader()
+        if self.key is not None:  # the handshake must come in time; after it, reads block freely
+            c.sock.settimeout(self.auth_timeout_s)
         try:
             while not self._stop.is_set():
                 data = c.sock.recv(1 << 16)
@@ -322,23 +410,51 @@ class Server:
                     break
                 for ftype, payload in reader.feed(data):
                     self._dispatch(c, ftype, payload)
+        except AuthError as e:
+            self._refuse(c, str(e))
         except ProtocolError as e:
             self.counters["protocol_errors"] += 1
             self.last_error = f"connection {c.cid}: {e}"
+        except socket.timeout:
+            self._refuse(c, f"no AUTH within {self.auth_timeout_s} s")
         except OSError:
             pass
         self._close(c)
         self._push(("closed", c.cid, c.hello))
 
+    def _authenticate(self, c: _Conn, ftype: int, payload: bytes) -> bytes | None:
+        """The plain payload of a frame from ``c`` (None: the handshake, nothing to dispatch).
+
+        Raises:
+          AuthError: the frame is refused (the caller counts it and closes the connection).
+        """
+        if self.key is None:
+            if ftype == AUTH:
+                raise AuthError("the sender has a key (protocol 2); this learner has none (--key)")
+            return payload
+        if c.chan is None:
+            nonce_s, nonce_l = auth.parse_auth(ftype, payload), auth.new_nonce()
+            with c.cv:
+                c.chan = auth.Channel(self.key, auth.L2S, nonce_s, nonce_l)
+                c.hs = auth.auth_frame(nonce_l)
+                c.cv.notify()
+            c.sock.settimeout(None)
+            return None
+        return c.chan.open(ftype, payload)
+
     def _dispatch(self, c: _Conn, ftype: int, payload: bytes):
+        payload = self._authenticate(c, ftype, payload)
+        if payload is None:
+            return
         if ftype == RECORD:
             fixed, feats = decode_record(payload)
             self.counters["records"] += 1
             self._push(("record", c.cid, (fixed, feats)))
         elif ftype == HELLO:
             h = decode_json(payload)
-            if h.get("proto") != PROTO:
-                raise ProtocolError(f"HELLO proto {h.get('proto')!r}; this learner speaks {PROTO}")
+            want = PROTO if self.key is None else auth.PROTO
+            if h.get("proto") != want:
+                raise ProtocolError(f"HELLO proto {h.get('proto')!r}; this learner speaks {want}")
             c.hello = h
             self._push(("hello", c.cid, h))
         elif ftype == WEIGHTS_ACK:
@@ -352,12 +468,20 @@ class Server:
         try:
             while not self._stop.is_set() and not c.closed:
                 with c.cv:
-                    if not c.out:
+                    if self.key is not None and c.chan is None:  # nothing before the handshake
                         c.cv.wait(self.ping_s)
-                    item = c.out.popleft() if c.out else None
+                        continue
+                    hs, c.hs = c.hs, None
+                    if hs is None and not c.out:
+                        c.cv.wait(self.ping_s)
+                    item = c.out.popleft() if hs is None and c.out else None
+                if hs is not None:  # protocol 2: the AUTH answer first, unsealed, then a PING at once
+                    c.sock.sendall(hs)
                 if item is None:
                     item = ping()
                     self.counters["pings"] += 1
+                if c.chan is not None:
+                    item = c.chan.seal(item[4], item[5:])
                 c.sock.sendall(item)
         except OSError:
             pass
@@ -438,17 +562,18 @@ def wait_for(pred, timeout: float, step: float = 0.01) -> bool:
 
 
 def flood(address: str, *, flows: int, seconds: float, feature_set: str, history: int, obs_dim: int,
-          mi_rtts: float = 2.0, policy_sha256: str = "", batch: int = 64) -> dict[str, Any]:
+          mi_rtts: float = 2.0, policy_sha256: str = "", batch: int = 64, key: bytes | None = None) -> dict[str, Any]:
     """The learner benchmark's senders (``python -m jaxcc.online --emulator=flood``): ``flows``
     connections say HELLO, then send RECORDs as fast as the learner's sockets take them for
     ``seconds`` (``batch`` records per write), then BYE.  Every record is one 0.1-s monitor
     interval at 1 MB/s and a 50 ms RTT over a 40 ms minimum (a queue, so Algorithm 1's drain
     branch runs), features 0; ``seq`` and ``t_s`` advance as a real flow's would.  Returns the
     counts: what the learner sustained is its ``records_per_s``, what it could not keep its
-    ``learner_events_dropped``."""
+    ``learner_events_dropped``.  ``key``: protocol 2 (every frame sealed, as a keyed sender's)."""
     if flows < 1 or not seconds > 0 or batch < 1:
         raise ValueError(f"flood: flows={flows}, seconds={seconds}, batch={batch} must be >= 1, > 0, >= 1")
-    socks = [connect(address) for _ in range(flows)]
+    check_key(address, key)
+    socks = [Client(address, key) for _ in range(flows)]
     mi = {"mi_duration": 0.1, "mi_active": 0.1, "mi_sent": 1e5, "mi_acked": 1e5, "mi_lost": 0.0,
           "mi_rtt_wsum": 0.05 * 1e5, "mi_rtt_min": 0.05, "mi_rtt_max": 0.05, "mi_rtt_first": 0.05,
           "mi_rtt_last": 0.05, "mi_n_samples": 67.0, "mi_ls_w": 1e5, "mi_ls_wt": 5e3, "mi_ls_wtt": 333.0,
@@ -462,8 +587,8 @@ def flood(address: str, *, flows: int, seconds: float, feature_set: str, history
     t0 = time.monotonic()
     try:
         for i, s in enumerate(socks):
-            s.sendall(hello(flow_id=i, feature_set=feature_set, history=history, obs_dim=obs_dim, mi_rtts=mi_rtts,
-                            policy_sha256=policy_sha256))
+            s.send(hello(flow_id=i, feature_set=feature_set, history=history, obs_dim=obs_dim, mi_rtts=mi_rtts,
+                         policy_sha256=policy_sha256, proto=PROTO if key is None else auth.PROTO))
         seq = 0
         while time.monotonic() - t0 < seconds:
             for i, s in enumerate(socks):
@@ -471,13 +596,13 @@ def flood(address: str, *, flows: int, seconds: float, feature_set: str, history
                 for j in range(batch):
                     fixed[F["seq"]], fixed[F["t_s"]] = seq + j, 0.1 * (seq + j)
                     frames.append(record(fixed, feats))
-                s.sendall(b"".join(frames))
+                s.send(*frames)
                 sent[i] += batch
             seq += batch
         wall = time.monotonic() - t0
         for i, s in enumerate(socks):
-            s.sendall(json_frame(BYE, {"records_sent": sent[i], "records_dropped": 0, "weights_applied": 0,
-                                       "weights_rejected": 0, "weight_version": 0}))
+            s.send(json_frame(BYE, {"records_sent": sent[i], "records_dropped": 0, "weights_applied": 0,
+                                    "weights_rejected": 0, "weight_version": 0}))
     finally:
         for s in socks:
             s.close()
@@ -487,6 +612,8 @@ def flood(address: str, *, flows: int, seconds: float, feature_set: str, history
 FLOOD_DOC = """``python -m jaxcc.online.experience``: the learner benchmark's flooding senders (``flood``).
 
     python -m jaxcc.online.experience --learner=unix:/abs/path --flows=3 --seconds=S --policy=FILE --out=FILE.json
+
+``--key=FILE``: the learner's pre-shared key (protocol 2; required for a ``tcp:`` learner).
 """
 
 
@@ -498,6 +625,8 @@ def define_flags(fv):
     flags.DEFINE_float("seconds", None, "how long they flood (s)", flag_values=fv)
     flags.DEFINE_string("policy", None, "the policy file whose window shape the records have", flag_values=fv)
     flags.DEFINE_string("out", None, "JSON file for the counts", flag_values=fv)
+    flags.DEFINE_string("key", None, "the learner's pre-shared key file (>= 16 bytes; required for tcp:)",
+                        flag_values=fv)
     for name in ("learner", "seconds", "policy", "out"):
         flags.mark_flag_as_required(name, flag_values=fv)
     return fv
@@ -515,10 +644,12 @@ def main(fv, argv: Sequence[str] = ()) -> int:
     except OSError as e:
         raise ValueError(f"--policy: cannot read {fv.policy!r} ({e.strerror or e})") from e
     fe = spec["features"]
+    key = auth.load_key(fv.key, "--key") if fv.key else None
+    check_key(fv.learner, key)
     try:
         res = flood(fv.learner, flows=fv.flows, seconds=fv.seconds, feature_set=str(fe.get("name")),
                     history=int(fe["history"]), obs_dim=int(fe["obs_dim"]), mi_rtts=float(spec.get("mi_rtts", 2.0)),
-                    policy_sha256=hashlib.sha256(blob).hexdigest())
+                    policy_sha256=hashlib.sha256(blob).hexdigest(), key=key)
     except OSError as e:  # no learner there, or it went away
         raise ValueError(f"--learner={fv.learner}: {e}") from e
     with open(fv.out, "w") as f:

@@ -2,7 +2,8 @@
 the simulator, its policy senders streaming to a learner, started without blocking the caller.
 
     h = start("netns" | "mahimahi" | "sim", scenario, minutes=M, policy_path=P,
-              learner="unix:/abs/path", sender_args=["--learner-timeout-s=5"], out_dir=D)
+              learner="unix:/abs/path", sender_args=["--learner-timeout-s=5"], out_dir=D,
+              learner_key=None)          # or a key file: every sender gets --learner-key=FILE
     ... the learner runs in the caller's process meanwhile ...
     run = h.wait()                        # the run result
     window_record(run, t0, t1)            # {throughput_mbps, utilization, p95_owd_ms, loss, jain}
@@ -14,7 +15,8 @@ the simulator, its policy senders streaming to a learner, started without blocki
   ``policy_path`` with ``--learner=ADDR`` (unless ``sender_args`` already names it) and
   ``sender_args``; ``kernel:cubic`` / ``kernel:bbr``
   flows stay cross traffic (iperf3). A ``unix:`` address is a filesystem socket, so the senders
-  in their namespace reach a learner in the root namespace.
+  in their namespace reach a learner in the root namespace. A ``tcp:`` address needs
+  ``learner_key`` (the senders then authenticate, protocol 2; ``jaxcc.online.auth``).
 * ``mahimahi``: ``launch/mahimahi_run.sh`` as a child process, the same arguments through its
   ``--sender-args-file``; refused with one line where Mahimahi is not installed.
 * ``sim``: ``python -m jaxcc.online.simnet`` as a child process (the simulator behind the
@@ -100,12 +102,16 @@ class Handle:
 
 def start(emulator: str, scenario: Scenario, *, minutes: float, policy_path: str, learner: str | None,
           sender_args: list[str] | tuple[str, ...] = (), out_dir: str | os.PathLike, prefix: str | None = None,
-          speed: float = 1.0, verbose: bool = False) -> Handle:
+          speed: float = 1.0, verbose: bool = False, learner_key: str | None = None) -> Handle:
     """Starts ``scenario`` for ``minutes`` on ``emulator`` (module docstring); returns at once.
 
+    ``learner_key``: a key file (``--learner-key=FILE`` for every sender, unless ``sender_args``
+    already names one); required when the learner's address is ``tcp:``.
+
     Raises:
-      EmulationError: an unknown emulator, a bad duration, a policy file that cannot be read, or
-        (mahimahi) Mahimahi not installed — one line naming it.
+      EmulationError: an unknown emulator, a bad duration, a policy file that cannot be read, a
+        bad key file or a ``tcp:`` learner without one, or (mahimahi) Mahimahi not installed —
+        one line naming it.
     """
     if emulator not in EMULATORS:
         raise EmulationError(f"--emulator={emulator}: expected one of {', '.join(EMULATORS)}")
@@ -123,6 +129,20 @@ def start(emulator: str, scenario: Scenario, *, minutes: float, policy_path: str
         raise EmulationError(f"sender_args: --learner={given[0]} differs from learner={learner}")
     if learner is not None and not given:
         args = [f"--learner={learner}"] + args
+    keys = [a.split("=", 1)[1] for a in args if a.startswith("--learner-key=")]
+    if learner_key is not None and not keys:
+        keys = [os.path.abspath(learner_key)]
+        args.append(f"--learner-key={keys[0]}")
+    for k in keys[:1]:  # checked here, before anything starts (the senders check it again)
+        from jaxcc.online import auth
+        try:
+            auth.load_key(k, "--learner-key")
+        except ValueError as e:
+            raise EmulationError(str(e)) from None
+    addr = learner if learner is not None else (given[0] if given else None)
+    if addr is not None and addr.startswith("tcp:") and not keys:
+        raise EmulationError(f"learner {addr}: a tcp: learner link must be authenticated; give learner_key "
+                             "(--learner-key=FILE for the senders)")
     if emulator == "sim":
         return _start_sim(sc, scen_file, policy_path, args, out, speed)
     if emulator == "mahimahi":

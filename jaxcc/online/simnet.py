@@ -1,14 +1,17 @@
-"""The simulator as a "network" behind the online-learning socket protocol (protocol 1).
+"""The simulator as a "network" behind the online-learning socket protocol (protocols 1 and 2).
 
     python -m jaxcc.online.simnet --scenario=NAME | --scenario-file=F --policy=FILE \\
-        --learner=unix:/path|tcp:HOST:PORT [--speed=X] [--duration-s=S] --out=DIR
+        --learner=unix:/path|tcp:HOST:PORT [--learner-key=FILE] [--speed=X] [--duration-s=S] --out=DIR
 
 It runs a scenario's link in the jaxcc simulator (``jaxcc.sim.core`` through the runner's own
 batch building, ``jaxcc.sim.runner.build_batches``) with every policy flow a ``pareto_v1`` /
 ``pareto_v2`` sender (``jaxcc.senders``), and talks to a learner exactly as ``jaxcc-sender
 --learner=ADDR`` does (the table in ``jaxcc.online.experience``): one connection per
 policy flow, HELLO first on every (re)connection, one RECORD per decision, WEIGHTS validated and
-swapped in between two decisions and acknowledged, BYE with the counters at the end. Flows whose
+swapped in between two decisions and acknowledged, BYE with the counters at the end; with
+``--learner-key=FILE`` (required for ``tcp:``) the AUTH handshake first and every frame sealed
+(protocol 2, ``jaxcc.online.auth``), a refused frame counted in ``auth_refused`` and the
+connection dropped, as the C++ sender does. Flows whose
 controller is ``kernel:cubic`` / ``kernel:bbr`` (cross traffic in a scenario) run as the
 simulator's CUBIC / BBR; other flows run the policy.
 
@@ -57,6 +60,7 @@ from jaxcc.baselines import bbr
 from jaxcc.controllers import policy_name
 from jaxcc.evaluation import metrics
 from jaxcc.envs import mi as mi_lib
+from jaxcc.online import auth
 from jaxcc.online.experience import (BYE, HELLO, MAX_LEN, MI_FIELDS, PING, PROTO, WEIGHTS, WEIGHTS_ACK,
                                      json_frame, record)
 from jaxcc.senders import common
@@ -141,15 +145,22 @@ class FlowLink:
     last_frame: float | None = None   # wall time of the last frame from the learner
     gone_since: float | None = None
     counters: dict = dataclasses.field(default_factory=dict)
+    key: bytes | None = None          # the pre-shared key: protocol 2
+    chan: auth.Channel | None = None  # protocol 2: set by the learner's AUTH answer
+    connected_at: float = 0.0
 
     def __post_init__(self):
         self.family, self.addr = parse_address(self.address)
+        if self.family == socket.AF_INET and self.key is None:
+            raise ValueError(f"--learner={self.address}: a tcp: learner link must be authenticated; give "
+                             "--learner-key=FILE")
         self.counters = {"learner": self.address, "records_sent": 0, "records_dropped": 0,
                          "record_queue": self.queue_len, "weights_received": 0, "weights_applied": 0,
                          "weights_rejected": 0, "weights_superseded": 0, "weight_version": 0,
                          "versions": [], "rejections": [], "learner_gone": [], "fallback_decisions": 0,
                          "protocol_errors": 0, "unknown_frames": 0, "pings": 0, "connects": 0,
-                         "max_decision_gap_s": 0.0}
+                         "max_decision_gap_s": 0.0, "auth": "none" if self.key is None else "psk-hmac-sha256",
+                         "auth_refused": 0, "auth_refusals": []}
         self.mailbox: tuple[int, dict] | None = None
         self.start_wall = time.monotonic()
 
@@ -159,14 +170,30 @@ class FlowLink:
             self.counters["records_dropped"] += 1
         self.queue.append(fr)
 
+    def ready(self) -> bool:
+        """Connected and (protocol 2) past the handshake: frames may go out."""
+        return self.sock is not None and (self.key is None or self.chan is not None)
+
+    def _seal(self, fr: bytes) -> bytes:
+        return fr if self.chan is None else self.chan.seal(fr[4], fr[5:])
+
     def send_now(self, fr: bytes) -> None:
-        """A control frame (ACK, BYE): ahead of queued records, after a partly written frame."""
-        self.out += fr
+        """A control frame (ACK, BYE): ahead of queued records, after a partly written frame
+        (dropped, like the C++ sender's, when not connected and authenticated)."""
+        if self.ready():
+            self.out += self._seal(fr)
 
     def _close(self) -> None:
         if self.sock is not None:
             self.sock.close()
-        self.sock, self.out, self.inbuf = None, bytearray(), bytearray()
+        self.sock, self.out, self.inbuf, self.chan = None, bytearray(), bytearray(), None
+
+    def _refuse(self, why: str, sim_t: float | None = None) -> None:
+        self.counters["auth_refused"] += 1
+        if len(self.counters["auth_refusals"]) < 32:
+            self.counters["auth_refusals"].append({"t_s": sim_t, "reason": why})
+        self._close()
+        self.next_try = time.monotonic() + RECONNECT_S
 
     def _connect(self, now: float) -> None:
         self.next_try = now + RECONNECT_S
@@ -180,9 +207,14 @@ class FlowLink:
         s.setblocking(False)
         self.sock = s
         self.counters["connects"] += 1
-        self.hello["weight_version"] = self.counters["weight_version"]
-        self.out = bytearray(json_frame(HELLO, self.hello))
-        self.last_frame = now
+        self.connected_at = now
+        if self.key is None:
+            self.hello["weight_version"] = self.counters["weight_version"]
+            self.out = bytearray(json_frame(HELLO, self.hello))
+            self.last_frame = now
+        else:  # our nonce first; HELLO goes sealed once the learner's AUTH is in
+            self.nonce_s = auth.new_nonce()
+            self.out = bytearray(auth.auth_frame(self.nonce_s))
 
     def pump(self, now: float, sim_t: float, max_bytes: int = 1 << 20) -> list[tuple[int, bytes]]:
         """Connects if due, writes what the socket takes, reads frames; returns WEIGHTS frames
@@ -201,7 +233,10 @@ class FlowLink:
                 pass
             except OSError:
                 self._close()
-            got = self._frames(now)
+            got = self._frames(now, sim_t)
+        if self.sock is not None and self.chan is None and self.key is not None \
+                and now - self.connected_at > self.timeout_s:
+            self._refuse(f"no AUTH answer within {self.timeout_s} s", sim_t)
         gone = self.sock is None or self.last_frame is None or now - self.last_frame > self.timeout_s
         gone_log = self.counters["learner_gone"]
         if gone and self.gone_since is None and now - self.start_wall > self.timeout_s:
@@ -217,8 +252,8 @@ class FlowLink:
         False when there is no connection (or it just failed)."""
         if self.sock is None:
             return False
-        while self.queue and len(self.out) < max_bytes:
-            self.out += self.queue.popleft()
+        while self.ready() and self.queue and len(self.out) < max_bytes:
+            self.out += self._seal(self.queue.popleft())
             self.counters["records_sent"] += 1
         try:
             if self.out:
@@ -231,7 +266,7 @@ class FlowLink:
             return False
         return True
 
-    def _frames(self, now: float) -> list[tuple[int, bytes]]:
+    def _frames(self, now: float, sim_t: float | None = None) -> list[tuple[int, bytes]]:
         got = []
         while self.sock is not None and len(self.inbuf) >= 5:
             (length,) = struct.unpack_from("<I", self.inbuf)
@@ -244,6 +279,20 @@ class FlowLink:
             ftype = self.inbuf[4]
             payload = bytes(self.inbuf[5:4 + length])
             del self.inbuf[:4 + length]
+            try:  # authentication before anything reads the frame (liveness included)
+                if self.key is None and ftype == auth.AUTH:
+                    raise auth.AuthError("the learner asks for protocol 2 (a key); this sender has no --learner-key")
+                if self.key is not None and self.chan is None:
+                    self.chan = auth.Channel(self.key, auth.S2L, self.nonce_s, auth.parse_auth(ftype, payload))
+                    self.hello["weight_version"] = self.counters["weight_version"]
+                    self.hello["proto"] = auth.PROTO
+                    self.out += self.chan.seal(HELLO, json.dumps(self.hello, separators=(",", ":")).encode())
+                    continue
+                if self.chan is not None:
+                    payload = self.chan.open(ftype, payload)
+            except auth.AuthError as e:
+                self._refuse(str(e), sim_t)
+                break
             self.last_frame = now
             if ftype == PING:
                 self.counters["pings"] += 1
@@ -263,6 +312,10 @@ class FlowLink:
                 bye_sent = False
                 self.pump(time.monotonic(), sim_t)
                 time.sleep(0.005)
+                continue
+            if not self.ready():  # protocol 2: the handshake first
+                self.pump(time.monotonic(), sim_t)
+                time.sleep(0.001)
                 continue
             if not bye_sent and not self.queue:
                 self.send_now(json_frame(BYE, self.counters))
@@ -361,11 +414,14 @@ class SimNet:
       chunk_ticks: ticks per jitted chunk (default: one monitor interval).
       raw_policy: the senders without their safety net (``jaxcc-sender --raw-policy``;
         ``jaxcc.senders.safety``), else as deployed, with it.
+      learner_key: the pre-shared key's bytes (``auth.load_key``): protocol 2; required for a
+        ``tcp:`` learner.
     """
 
     def __init__(self, scenario, policy_path: str, learner: str | None = None, *, speed: float = 1.0,
                  chunk_ticks: int | None = None, record_queue: int = 8192, learner_timeout_s: float = 5.0,
-                 fallback: str = "keep", seed: int = 0, log=None, raw_policy: bool = False):
+                 fallback: str = "keep", seed: int = 0, log=None, raw_policy: bool = False,
+                 learner_key: bytes | None = None):
         if fallback != "keep":
             raise ValueError(f"--fallback={fallback}: the simulator backend keeps the policy in force "
                              "(fallback=keep); the BBR fallback is jaxcc-sender's")
@@ -373,6 +429,9 @@ class SimNet:
             raise ValueError(f"--speed={speed}: must be a finite number >= 0 (0: as fast as possible)")
         if record_queue < 1:
             raise ValueError(f"--record-queue={record_queue}: must be >= 1")
+        if learner is not None and parse_address(learner)[0] == socket.AF_INET and learner_key is None:
+            raise ValueError(f"--learner={learner}: a tcp: learner link must be authenticated; give "
+                             "--learner-key=FILE")
         self.scenario, self.speed, self.learner = scenario, float(speed), learner
         self.policy_path = os.path.abspath(policy_path)
         self.spec, tensors = policyfile.load(self.policy_path)
@@ -410,7 +469,7 @@ class SimNet:
                 hello = {"proto": PROTO, "flow_id": i, "feature_set": fs, "history": T, "obs_dim": D,
                          "mi_rtts": float(self.spec["mi_rtts"]), "policy_sha256": self.policy_sha256,
                          "weight_version": 0, "fallback": "keep"}
-                self.links[i] = FlowLink(i, learner, hello, record_queue, learner_timeout_s)
+                self.links[i] = FlowLink(i, learner, hello, record_queue, learner_timeout_s, key=learner_key)
         self.versions = np.zeros((self.F,), np.int64)
         self.seq = np.zeros((self.F,), np.int64)
 
@@ -577,6 +636,8 @@ def define_flags(fv):
     flags.DEFINE_string("scenario_file", None, "scenario JSON file (instead of --scenario)", flag_values=fv)
     flags.DEFINE_string("policy", None, "policy file (pareto_v1 / pareto_v2) the senders start with", flag_values=fv)
     flags.DEFINE_string("learner", None, "unix:/abs/path or tcp:HOST:PORT (default: no streaming)", flag_values=fv)
+    flags.DEFINE_string("learner_key", None, "the learner's pre-shared key file (>= 16 bytes; protocol 2, "
+                        "required for tcp:)", flag_values=fv)
     flags.DEFINE_float("speed", 1.0, "simulated seconds per wall second (0: unpaced)", flag_values=fv)
     flags.DEFINE_float("duration_s", None, "override the scenario's duration", flag_values=fv)
     flags.DEFINE_integer("record_queue", 8192, "records a flow queues while the learner is slow", flag_values=fv)
@@ -601,13 +662,14 @@ def main(fv, argv: Sequence[str] = ()) -> int:
 
     if (fv.scenario is None) == (fv.scenario_file is None):
         raise ValueError("give exactly one of --scenario, --scenario-file")
+    key = auth.load_key(fv.learner_key, "--learner-key") if fv.learner_key else None
     try:
         sc = emu_spec.load(path=fv.scenario_file) if fv.scenario_file else emu_spec.load(name=fv.scenario)
         if fv.duration_s is not None:
             sc = emu_spec.with_duration(sc, fv.duration_s)
         net = SimNet(sc, fv.policy, fv.learner, speed=fv.speed, chunk_ticks=fv.chunk_ticks,
                      record_queue=fv.record_queue, learner_timeout_s=fv.learner_timeout_s, fallback=fv.fallback,
-                     seed=fv.seed, raw_policy=fv.raw_policy)
+                     seed=fv.seed, raw_policy=fv.raw_policy, learner_key=key)
     except (OSError, EmulationError) as e:
         raise ValueError(str(e)) from e
     path = save_run(net.run(), Path(fv.out))
