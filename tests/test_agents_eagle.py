@@ -63,10 +63,11 @@ def test_ce_step_moves_the_policy_to_the_elite_actions():
     acts = jnp.full((32,), UP)
     w = jnp.ones((32,))
     logits = lambda p: jax.vmap(lambda o: ec.logits_fn(spec, p, o))(obs)  # noqa: E731
-    before = float(ec.ce_loss(logits(params), acts, w))
-    g = jax.grad(lambda p: ec.ce_loss(logits(p), acts, w))(params)
+    loss = jax.jit(lambda p: ec.ce_loss(logits(p), acts, w))  # one program each, not op by op
+    before = float(loss(params))
+    g = jax.jit(jax.grad(lambda p: ec.ce_loss(logits(p), acts, w)))(params)
     params = jax.tree.map(lambda x, d: x - 0.5 * d, params, g)
-    assert float(ec.ce_loss(logits(params), acts, w)) < before
+    assert float(loss(params)) < before
     assert before == pytest.approx(math.log(5), abs=0.05)  # the untrained policy is ~uniform
 
 
@@ -155,9 +156,9 @@ def test_export_reload_gives_identical_actions(tmp_path):
     assert spec2["head"] == {"type": "discrete", "n": 5}
     assert spec2["action"]["multipliers"] == pytest.approx([2.89, 1.25, 1.0, 0.8, 1 / 2.89])
     obs = jax.random.normal(jax.random.PRNGKey(5), (128, 4, 5))
-    train_a = jax.vmap(lambda w: jnp.argmax(ec.logits_fn(spec, params, w)))(obs)
+    train_a = jax.jit(jax.vmap(lambda w: jnp.argmax(ec.logits_fn(spec, params, w))))(obs)  # not op by op
     jt = {k: jnp.asarray(v) for k, v in tensors.items()}
-    file_a = jax.vmap(lambda w: policyfile.apply(spec2, jt, w))(obs)
+    file_a = jax.jit(jax.vmap(lambda w: policyfile.apply(spec2, jt, w)))(obs)
     np.testing.assert_array_equal(np.asarray(train_a), np.asarray(file_a))
     assert len(np.unique(np.asarray(file_a))) > 1
 

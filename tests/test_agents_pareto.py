@@ -14,10 +14,10 @@ def test_actor_is_a_valid_policy_and_in_range():
     params = networks.init_actor(jax.random.PRNGKey(0), 5, 16, 8)
     policyfile.validate(spec, {k: np.asarray(v) for k, v in pipeline.flat(params).items()})
     obs = jax.random.normal(jax.random.PRNGKey(1), (32, 8, 5)) * 3
-    a = jax.vmap(lambda o: networks.actor_apply(spec, params, o))(obs)
+    a = jax.jit(jax.vmap(lambda o: networks.actor_apply(spec, params, o)))(obs)  # one program, not op by op
     assert a.shape == (32,) and float(a.min()) >= -0.7 and float(a.max()) <= 2.0
     c = networks.init_critic(jax.random.PRNGKey(2), 5, 16, 32)
-    q = jax.vmap(networks.critic_apply, in_axes=(None, 0, 0))(c, obs, a)
+    q = jax.jit(jax.vmap(networks.critic_apply, in_axes=(None, 0, 0)))(c, obs, a)
     assert q.shape == (32,) and bool(jnp.all(jnp.isfinite(q)))
 
 

@@ -37,7 +37,7 @@ def _on_fixed_link(env, state, start_cubic_s: float):
 
 def test_competitor_flow_is_the_runners_cubic_flow_and_never_an_agent():
     env, p = _env(p_competitor=1.0)
-    _, st = env.reset(jax.random.PRNGKey(0), p)
+    _, st = jax.jit(env.reset)(jax.random.PRNGKey(0), p)
     st = _on_fixed_link(env, st, 0.5)
     step = jax.jit(lambda s: env.step_env(jax.random.PRNGKey(1), s, jnp.zeros(2), p))  # action 0: 5 Mbit/s held
     acked = np.zeros(2)
@@ -61,13 +61,14 @@ def test_off_by_default_and_bit_identical():
     env0, p0 = make_env("pareto", num_flows=2, feature_set="pareto_v2")
     env1, p1 = _env(p_competitor=0.0)
     assert env0.config.competitor == "" and env1.config.competitor == "cubic"
-    o0, s0 = env0.reset(jax.random.PRNGKey(3), p0)
-    o1, s1 = env1.reset(jax.random.PRNGKey(3), p1)
+    o0, s0 = jax.jit(env0.reset)(jax.random.PRNGKey(3), p0)
+    o1, s1 = jax.jit(env1.reset)(jax.random.PRNGKey(3), p1)
     assert s0.comp is None and not bool(s1.comp.on)
+    step0, step1 = jax.jit(env0.step), jax.jit(env1.step)  # one program each, not op by op
     for i in range(5):
         a = jnp.asarray([0.1, -0.05])
-        o0, s0, r0, *_ = env0.step(jax.random.PRNGKey(10 + i), s0, a, p0)
-        o1, s1, r1, *_ = env1.step(jax.random.PRNGKey(10 + i), s1, a, p1)
+        o0, s0, r0, *_ = step0(jax.random.PRNGKey(10 + i), s0, a, p0)
+        o1, s1, r1, *_ = step1(jax.random.PRNGKey(10 + i), s1, a, p1)
         np.testing.assert_array_equal(np.asarray(o0), np.asarray(o1))
         np.testing.assert_array_equal(np.asarray(r0), np.asarray(r1))
 

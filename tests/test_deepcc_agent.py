@@ -33,8 +33,8 @@ def test_bootstrap_target_uses_the_target_actor_and_the_goal():
     layer reading that unit with weight 2 and the goal with w).  Then eq. 7 is
     y = r + γ(1 − done)(2·μ' + w·g + c)."""
     tr = _trainer()
-    st = jax.jit(tr.init)(jax.random.PRNGKey(0))
-    zero = lambda t: jax.tree.map(jnp.zeros_like, t)  # noqa: E731
+    st = jax.eval_shape(tr.init, jax.random.PRNGKey(0))  # the shapes alone: every weight is set below
+    zero = lambda t: jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), t)  # noqa: E731
     b = 0.7
     actor = zero(st["agent"]["actor"])
     actor["out"]["bias"] = jnp.array([b])
@@ -54,7 +54,8 @@ def test_bootstrap_target_uses_the_target_actor_and_the_goal():
     g = jax.random.dirichlet(key, jnp.ones(3), (5,))
     r = jnp.linspace(-1.0, 1.0, 5)
     done = jnp.array([0.0, 0.0, 1.0, 0.0, 0.0])
-    y = M.bootstrap_target(tr.actor_apply, tr.critic_apply, actor, critic, nobs, g, r, done, 0.9)
+    y = jax.jit(lambda a, q: M.bootstrap_target(tr.actor_apply, tr.critic_apply, a, q, nobs, g, r, done, 0.9))(
+        actor, critic)
     mu = (np.tanh(b) + 1.0) / 2.0
     want = np.asarray(r) + 0.9 * (1 - np.asarray(done)) * (2.0 * mu + np.asarray(g) @ np.asarray(w) + c)
     np.testing.assert_allclose(np.asarray(y), want, rtol=1e-5, atol=1e-6)
@@ -100,7 +101,7 @@ def test_exported_actor_equals_the_training_actor(tmp_path):
     cfg = load_config(SMOKE)
     cfg.ddpg.branch, cfg.ddpg.hidden, cfg.ddpg.conv_filters = 24, 40, 32  # distinct widths: catches a mix-up
     tr = _trainer(cfg)
-    st = jax.jit(tr.init)(jax.random.PRNGKey(5))
+    st = jax.eval_shape(tr.init, jax.random.PRNGKey(5))  # the shapes alone
     # random weights everywhere (the init's output bias is a constant)
     leaves, tdef = jax.tree.flatten(st["agent"]["actor"])
     keys = jax.random.split(jax.random.PRNGKey(6), len(leaves))
@@ -109,8 +110,8 @@ def test_exported_actor_equals_the_training_actor(tmp_path):
     spec, tensors = policyfile.load(path)
     obs = jax.random.uniform(jax.random.PRNGKey(7), (32, 16, 7), maxval=3.0)
     g = jax.random.dirichlet(jax.random.PRNGKey(8), jnp.ones(3), (32,))
-    u_train, _ = tr.actor_apply(actor, obs, g)
-    u_file = jax.vmap(lambda o, gg: policyfile.apply(spec, tensors, o, gg))(obs, g)[:, 0]
+    u_train, _ = jax.jit(tr.actor_apply)(actor, obs, g)
+    u_file = jax.jit(jax.vmap(lambda o, gg: policyfile.apply(spec, tensors, o, gg)))(obs, g)[:, 0]
     np.testing.assert_allclose(np.asarray(u_file), np.asarray(u_train), rtol=1e-5, atol=1e-6)
     assert float(np.std(np.asarray(u_train))) > 0.01  # the inputs matter
     ep = tr.env_params

@@ -89,7 +89,7 @@ def test_bounded_reward_by_hand():
     np.testing.assert_allclose(out.reward, [0.6 * 3e5 / 1.2e6 - 0.3 * m2_max - 0.1 * 0.1 / 0.01], rtol=1e-5)
     # the environment derives the cap from the episode's link: 1 + buffer / (mean capacity x RTT)
     env2, p2 = make_env("deepcc")
-    _, state = env2.reset(jax.random.key(3), p2)
+    _, state = jax.jit(env2.reset)(jax.random.key(3), p2)  # one program, not op by op
     mean = float(jnp.mean(state.link.cap_bps))
     want = 1 + float(state.link.buffer_bytes) / (mean * float(state.link.rtt[0]))
     np.testing.assert_allclose(state.paper.m2_max, [want], rtol=1e-4)

@@ -36,8 +36,8 @@ def _on_fixed_link(env, state):
 
 def _run(flow_clock: bool, actions):
     env, p = _env(flow_clock)
-    _, st = env.reset(jax.random.PRNGKey(0), p)
-    st = _on_fixed_link(env, st)
+    _, st = jax.jit(env.reset)(jax.random.PRNGKey(0), p)  # one program each, not op by op
+    st = jax.jit(lambda s: _on_fixed_link(env, s))(st)
     step = jax.jit(lambda s, a: env.step_env(jax.random.PRNGKey(1), s, a, p))
     out = []
     for a in actions:
@@ -156,3 +156,24 @@ def test_sender_closes_its_mi_after_its_own_rtts_ticks(tmp_path):
 
     assert ticks_to_first_boundary(0.0) == mi_ticks
     assert ticks_to_first_boundary(4.0) == 4 * mi_ticks
+
+
+@pytest.mark.parametrize("module,config", [("aurora_ppo", "aurora_smoke"), ("eagle_cem", "eagle_smoke")])
+def test_trainers_without_masks_refuse_per_flow_clocks_on_shared_links(module, config):
+    """Aurora's PPO and Eagle's CEM learn from every step of every flow; with per-flow clocks a
+    slow flow's held steps are no transitions, so several flows with the clock on are refused in
+    one line (one flow is its own clock, so that stays allowed)."""
+    import importlib
+
+    from jaxcc.training.configs import load_config
+
+    trainer = importlib.import_module(f"jaxcc.agents.{module}")
+    import os
+
+    c = load_config(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "configs", f"{config}.py"))
+    c.env.overrides.flow_clock = True
+    env, _ = trainer.make_env(c)  # one flow per link: allowed
+    assert env.config.flow_clock and env.config.num_flows == 1
+    c.env.overrides.num_flows = 2
+    with pytest.raises(ValueError, match=r"^config\.env\.overrides\.flow_clock=True with num_flows=2: expected num_flows=1 \("):
+        trainer.make_env(c)

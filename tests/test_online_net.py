@@ -151,6 +151,7 @@ def test_sim_records_match_the_senders_own(tmp_path):
     from jaxcc.senders import common, pareto_v2
     from jaxcc.sim import runner as sim_runner
     import dataclasses
+    import jax
     import jax.numpy as jnp
 
     sock = str(tmp_path / "l.sock")
@@ -181,20 +182,23 @@ def test_sim_records_match_the_senders_own(tmp_path):
     run_stats = mi_lib.running_zero(1)
     own = snd.decide(own, hist, run_stats, None)
     prev_t = 0.0
+    # one program per step of the sender's loop, not op by op
+    running_update, observe, push = jax.jit(mi_lib.running_update), jax.jit(snd.observe), jax.jit(common.push)
+    decide, apply = jax.jit(snd.decide), jax.jit(lambda h: policyfile.apply(spec, tensors, h))
     for vals, feats in recs:
         m = mi_lib.MIStats(**{f: jnp.asarray([vals[7 + k]], jnp.float32) for k, f in enumerate(simnet.MI_FIELDS)})
         assert vals[7] == pytest.approx(2 * 0.09, rel=1e-5)   # the interval lasts 2 RTTs
         assert vals[1] == pytest.approx(prev_t + 0.18, abs=1e-4)
         prev_t = vals[1]
-        run_stats = mi_lib.running_update(run_stats, m)
+        run_stats = running_update(run_stats, m)
         assert vals[4] == pytest.approx(float(own.rate), rel=1e-5)
-        own = own._replace(rate=jnp.float32(vals[4]))   # each step checked on its own (jit vs eager ulps)
-        x, own = snd.observe(own, m, run_stats, rtt0)
+        own = own._replace(rate=jnp.float32(vals[4]))   # each step checked on its own (ulps of reassociation)
+        x, own = observe(own, m, run_stats, rtt0)
         np.testing.assert_allclose(feats, np.asarray(x), rtol=1e-5, atol=1e-6)
-        hist = common.push(hist, x)
-        a = float(np.asarray(policyfile.apply(spec, tensors, hist))[0])
+        hist = push(hist, x)
+        a = float(np.asarray(apply(hist))[0])
         assert vals[3] == pytest.approx(a, abs=1e-5)
-        own = snd.decide(own, hist, run_stats, rtt0)
+        own = decide(own, hist, run_stats, rtt0)
         assert vals[5] == pytest.approx(float(own.rate), rel=1e-5)
         assert vals[5] == pytest.approx(min(vals[4] * (1 + a), 1e5 * 125000), rel=1e-5)
         assert vals[6] == pytest.approx(float(mi_lib.known_min_rtt(run_stats, 0.0)[0]), rel=1e-6)

@@ -74,7 +74,7 @@ def test_robust_capacity_steps_go_up_and_down_by_the_drawn_ratio():
 
 def test_paper_mode_draws_the_papers_links():
     env, p = make_env("pareto-fairness")
-    link = env.sample_episode(jax.random.PRNGKey(0), p).link
+    link = jax.jit(env.sample_episode)(jax.random.PRNGKey(0), p).link  # one program, not op by op
     np.testing.assert_allclose(np.asarray(link.rtt), [0.09, 0.09])
     np.testing.assert_allclose(float(link.buffer_bytes), 440_000.0)
     np.testing.assert_allclose(np.asarray(link.start), [0.0, 2.0])
@@ -137,10 +137,11 @@ def test_validation_params_are_point_masses_of_the_robust_distribution():
     env, p = make_env("pareto", num_flows=pareto.VALIDATION_FLOWS, feature_set="pareto_v2")
     vp = pareto.validation_params(p)
     assert vp.robust.shape == (len(pareto.VALIDATION_LINKS),)
+    sample = jax.jit(env.sample_episode)  # one program for every row, not op by op
     for i, (bw, ratio, every, low1st, rtt, buf, flows, gap, init) in enumerate(pareto.VALIDATION_LINKS):
         row = jax.tree.map(lambda x: x[i], vp)
-        a = env.sample_episode(jax.random.PRNGKey(1), row)
-        b = env.sample_episode(jax.random.PRNGKey(2), row)
+        a = sample(jax.random.PRNGKey(1), row)
+        b = sample(jax.random.PRNGKey(2), row)
         jax.tree.map(np.testing.assert_array_equal, a.link, b.link)  # the key changes nothing
         np.testing.assert_allclose(float(a.link.cap_bps[0]) / units.MBPS, bw if low1st or ratio == 1 else bw * ratio,
                                    rtol=1e-5)

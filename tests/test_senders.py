@@ -59,25 +59,28 @@ def test_sender_reproduces_the_parity_vector(name):
             _close(a.rate, st["rate"], 1e-5, 1e-3, "start rate")
             _close(min(float(a.cwnd), 1e30), st["cwnd"], 1e-5, 1e-3, "start cwnd")
         add_sample = jax.jit(mi_lib.mi_add_sample)
+        # One program per step of the sender's loop, as the simulator runs them, not op by op.
+        running_update, observe, push = jax.jit(mi_lib.running_update), jax.jit(snd.observe), jax.jit(common.push)
+        decide, act = jax.jit(snd.decide), jax.jit(snd.act)
         for i, rec in enumerate(vec["mis"]):
             m = parity_vectors.event_mi(add_sample, rec)
             if "rtt_p95" in rec:  # a per-packet datapath's delay_t (the simulator's is the MI's max sample)
                 m = m.replace(rtt_max=jnp.array([rec["rtt_p95"]], jnp.float64))
-            run = mi_lib.running_update(run, m)
-            x, own = snd.observe(own, m, run, rtt0)
+            run = running_update(run, m)
+            x, own = observe(own, m, run, rtt0)
             x = np.asarray(x, np.float32)
             assert x.shape == (len(rec["features"]),)
             for k, (g, w) in enumerate(zip(x, rec["features"])):
                 _close(g, w, 1e-6, 1e-6, f"MI {i} feature {k}")
-            hist = common.push(hist, jnp.asarray(x))
+            hist = push(hist, jnp.asarray(x))
             if loop:
-                a = snd.act(own)
+                a = act(own)
                 _close(a.rate, rec["rate_in"], 1e-5, 1e-3, f"MI {i} rate_in")
                 _close(min(float(a.cwnd), 1e30), rec["cwnd_in"], 1e-5, 1e-3, f"MI {i} cwnd_in")
             else:  # the generator chains the action block from its own rate_in
                 own = own._replace(rate=jnp.float32(rec["rate_in"]))
-            own = snd.decide(own, hist, run, rtt0)
-            a = snd.act(own)
+            own = decide(own, hist, run, rtt0)
+            a = act(own)
             _close(a.rate, rec["rate"], 1e-5, 1e-3, f"MI {i} rate")
             if loop:
                 _close(min(float(a.cwnd), 1e30), rec["cwnd"], 1e-5, 1e-3, f"MI {i} cwnd")

@@ -14,6 +14,7 @@ from jaxcc.scenarios import parse_scenario
 from jaxcc.sim import core, links, runner
 
 X64 = dict(rtol=1e-12, atol=1e-9)
+_step = jax.jit(core.step)  # tick-by-tick tests: one program per shape, not op by op
 
 
 def link64(schedule, buffer=1e9, loss=0.0, rtts=(0.08,), starts=None, stops=None, dt=None):
@@ -111,7 +112,7 @@ def test_single_tick_by_hand():
     with jax.enable_x64(True):
         p = link64(links.constant(8.0), buffer=12000.0, loss=0.1, rtts=(0.08, 0.12), dt=0.01)
         s = core.init_state(p, 32)
-        s1, out = core.step(p, s, jnp.array([2e6, 1e6]), jnp.array([core.BIG, core.BIG]))
+        s1, out = _step(p, s, jnp.array([2e6, 1e6]), jnp.array([core.BIG, core.BIG]))
         # Random loss first: 18000 + 9000 arrive.  The link serves 10000 in the tick, so the
         # backlog would be 17000 > 12000: 5000 overflow, shared in proportion to arrivals.
         keep = 22000.0 / 27000.0
@@ -150,7 +151,7 @@ def test_single_tick_by_hand():
         s, zero = s1, jnp.zeros(2)
         acked = []
         for k in range(1, 16):
-            s, o = core.step(p, s, zero, zero)
+            s, o = _step(p, s, zero, zero)
             acked.append(np.asarray(o.acked))
             if k == 1:
                 np.testing.assert_allclose(float(o.queue), 2000.0, **X64)
@@ -170,9 +171,9 @@ def test_window_limits_sending():
     with jax.enable_x64(True):
         p = link64(links.constant(8.0), rtts=(0.08,), dt=0.01)
         s = core.init_state(p, 32)
-        s, out = core.step(p, s, jnp.array([core.BIG]), jnp.array([15000.0]))
+        s, out = _step(p, s, jnp.array([core.BIG]), jnp.array([15000.0]))
         np.testing.assert_allclose(out.sent, [15000.0], **X64)
-        s, out = core.step(p, s, jnp.array([core.BIG]), jnp.array([15000.0]))
+        s, out = _step(p, s, jnp.array([core.BIG]), jnp.array([15000.0]))
         np.testing.assert_allclose(out.sent, [0.0], **X64)  # window full until feedback arrives
 
 
@@ -182,7 +183,7 @@ def test_inactive_flows_send_nothing():
         s = core.init_state(p, 32)
         sent = []
         for _ in range(8):
-            s, out = core.step(p, s, jnp.array([1e6, 1e6]), jnp.array([core.BIG, core.BIG]))
+            s, out = _step(p, s, jnp.array([1e6, 1e6]), jnp.array([core.BIG, core.BIG]))
             sent.append(np.asarray(out.sent))
         sent = np.array(sent)
         np.testing.assert_allclose(sent[:, 0], [1e4, 1e4, 0, 0, 0, 0, 0, 0], **X64)

@@ -276,6 +276,10 @@ def make_env(config):
     from jaxcc.envs import base as env_base
 
     env, params = envs.make_env(str(config.env.name), **dict(config.env.get("overrides", {}) or {}))
+    if env.config.flow_clock and env.config.num_flows > 1:
+        raise ValueError(f"config.env.overrides.flow_clock=True with num_flows={env.config.num_flows}: expected "
+                         f"num_flows=1 (Eagle's CEM learns from every step of every flow, not from each flow's "
+                         f"own MIs; the Pareto, MOCC and DeepCC trainers mask by info['active'])")
     return env, env_base.replace_params(params, config.env.get("params", {}))
 
 

@@ -14,7 +14,9 @@ Gymnasium's one-agent-per-environment API does not express; use the gymnax view'
 
 ``GymnasiumEnv`` is one link: ``reset``/``step`` are each one jitted call.  It does not
 auto-reset: after ``terminated or truncated`` the caller resets (``truncated`` is the time limit,
-``terminated`` a true end such as MOCC's win or lose).
+``terminated`` a true end such as MOCC's win or lose).  Instances of one configuration (the same
+``env_id``, ``goal_in_obs`` and hashable overrides) share their jitted functions, so
+``SyncVectorEnv`` over N of them compiles once, not N times (``_single_jitted``).
 
 ``GymnasiumVectorEnv`` is ``num_envs`` links stepped as one jitted, vmapped call, with
 Gymnasium's default autoreset mode, ``AutoresetMode.NEXT_STEP`` (``metadata["autoreset_mode"]``):
@@ -34,6 +36,7 @@ one seed each); ``reset()`` continues the chain, or, before any seed, starts it 
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import gymnasium
@@ -51,6 +54,15 @@ _SEED_HIGH = 2**32  # seeds drawn from np_random when none was given
 
 def _single(env_id: str, goal_in_obs: bool, overrides: dict) -> tuple[gymnax_api.GymnaxEnv, Any]:
     return gymnax_api.make(env_id, single_agent=True, goal_in_obs=goal_in_obs, **overrides)
+
+
+@functools.lru_cache(maxsize=32)
+def _single_jitted(env_id: str, goal_in_obs: bool, overrides: tuple) -> tuple:
+    """``_single``'s env and default params with its jitted ``reset_env``/``step_env``, one per
+    configuration (``overrides``: the sorted items of a hashable overrides mapping).  The env
+    and its functions are pure, so instances may share them."""
+    gx, default = _single(env_id, goal_in_obs, dict(overrides))
+    return gx, default, jax.jit(gx.reset_env), jax.jit(gx.step_env)
 
 
 def _spaces(gx: gymnax_api.GymnaxEnv, params) -> tuple[gymnasium.Space, gymnasium.Space]:
@@ -82,11 +94,16 @@ class GymnasiumEnv(gymnasium.Env):
     metadata = {"render_modes": []}
 
     def __init__(self, env_id: str, params=None, goal_in_obs: bool = False, **config_overrides: Any):
-        self.gymnax_env, default = _single(env_id, goal_in_obs, config_overrides)
+        items = tuple(sorted(config_overrides.items()))
+        try:
+            hash(items)
+        except TypeError:  # an unhashable override (a mapping): this instance's own functions
+            self.gymnax_env, default = _single(env_id, goal_in_obs, config_overrides)
+            self._reset_fn, self._step_fn = jax.jit(self.gymnax_env.reset_env), jax.jit(self.gymnax_env.step_env)
+        else:
+            self.gymnax_env, default, self._reset_fn, self._step_fn = _single_jitted(env_id, bool(goal_in_obs), items)
         self.params = default if params is None else params
         self.observation_space, self.action_space = _spaces(self.gymnax_env, self.params)
-        self._reset_fn = jax.jit(self.gymnax_env.reset_env)
-        self._step_fn = jax.jit(self.gymnax_env.step_env)
         self._chain: jax.Array | None = None
         self._state = None
 
