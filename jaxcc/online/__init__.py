@@ -65,12 +65,17 @@ could not keep.  ``--emulator=external`` starts no network: it serves senders st
 elsewhere on ``--learner`` for ``--minutes`` (or until every sender that said HELLO has said BYE)
 and its windows come from the records (the run's end: the latest record's sender time).
 
+``--control=frozen`` runs, for each seed of ``--learner-seeds``, this run and its frozen control
+(the same run with learning off: no gradient steps, no pushes) on the same network, interleaved,
+in ``OUT/seed<S>/learning`` and ``OUT/seed<S>/frozen``, and compares them in ``OUT/compare.json``
+and ``OUT/compare.md`` (``compare``: the order, the report, what the arms share).
+
 Modules: ``restore`` (the offline state, policy blobs), ``tracks`` (records -> transitions),
 ``learner`` (the ``Learner``), ``experience`` (the learner protocol's Python side: frames,
 records, the listening server), ``auth`` (the protocol's pre-shared-key authentication),
 ``network`` (where fine-tuning runs: netns, Mahimahi or the
 simulator, started beside the learner), ``simnet`` (the simulator behind the protocol),
-``checks`` (forgetting check, first/last minute), ``cli``.  The algorithm's own online stage
+``checks`` (forgetting check, first/last minute), ``compare`` (the frozen control's report), ``cli``.  The algorithm's own online stage
 (Algorithm 4's buffer and TD3 steps) is ``jaxcc.online.pareto``.
 """
 

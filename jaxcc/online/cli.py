@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import os
@@ -11,6 +12,7 @@ import time
 from typing import Any, Sequence
 
 import numpy as np
+from jaxcc.online import compare
 from jaxcc.online.checks import ankh_pair, old_env_check, plot
 from jaxcc.online.learner import REWARDS, Learner
 from jaxcc.online.restore import write_atomic
@@ -98,6 +100,13 @@ def define_flags(fv):
     string("prefix", "onl", "netns name prefix")
     number("speed", 1.0, "sim: simulated seconds per wall second (0: unpaced)")
     integer("seed", 0, "the learner's seed")
+    enum("control", "none", ("none", "frozen"),
+         "frozen: also run the frozen control (learning off) and compare the arms (compare.json, compare.md; "
+         "jaxcc.online.compare); none: the learning run alone")
+    string("learner_seeds", None, "with --control: the learner seeds, one pair of arms each, e.g. 0,1,2 "
+           "(default: --seed)")
+    integer("net_seed", -1, "--emulator=sim: the simulator's link seed (-1: with --control each pair's learner "
+            "seed, else 0)")
     for name in ("checkpoint", "emulator", "minutes", "out"):
         flags.mark_flag_as_required(name, flag_values=fv)
     return dashed_aliases(fv)
@@ -125,6 +134,30 @@ def _check_args(a) -> None:
         raise ValueError(f"--updates-per-s={a.updates_per_s}: must be > 0")
     if a.checkpoint_every_s <= 0:
         raise ValueError(f"--checkpoint-every-s={a.checkpoint_every_s}: must be > 0")
+    if a.net_seed < -1:
+        raise ValueError(f"--net-seed={a.net_seed}: must be >= 0 (or -1: the default)")
+    if a.net_seed >= 0 and a.emulator != "sim":
+        raise ValueError(f"--net-seed={a.net_seed}: only --emulator=sim draws its link from a seed "
+                         f"(not --emulator={a.emulator})")
+    if a.control == "none":
+        if a.learner_seeds is not None:
+            raise ValueError(f"--learner-seeds={a.learner_seeds}: needs --control=frozen")
+        return
+    if a.emulator in ("external", "flood"):
+        raise ValueError(f"--control={a.control}: needs a network this command starts (--emulator=sim, netns or "
+                         f"mahimahi), not --emulator={a.emulator}")
+    if a.learner_seeds is not None:
+        compare.parse_seeds(a.learner_seeds)
+        if _given(a, "seed"):
+            raise ValueError(f"--seed={a.seed} and --learner-seeds={a.learner_seeds}: give one of them")
+
+
+def _given(a, name: str) -> bool:
+    """Whether flag ``name`` was on the command line (absl flags; False for a plain namespace)."""
+    try:
+        return bool(a[name].present)
+    except (TypeError, KeyError, AttributeError):
+        return False
 
 
 def _parse_hp(items: list[str]) -> dict:
@@ -142,10 +175,67 @@ def _parse_hp(items: list[str]) -> dict:
 
 def run(a, log=print) -> dict:
     """The whole command (``a``: the parsed flags of ``define_flags``); returns the results dict it
-    also writes."""
+    also writes (with ``--control=frozen``: the comparison, ``run_control``)."""
+    _check_args(a)
+    if a.control != "none":
+        return run_control(a, log)
+    return _run_arm(a, log, out=a.out, seed=a.seed, learn=True, net_seed=max(a.net_seed, 0))
+
+
+def run_control(a, log=print) -> dict:
+    """``--control=frozen``: for each learner seed the learning arm and the frozen arm
+    (``_run_arm`` with learning off), interleaved in ``compare.plan``'s order, each in
+    ``compare.arm_dir``; then ``OUT/compare.json`` and ``OUT/compare.md`` (``jaxcc.online.compare``:
+    the order, and what the arms of a seed share).  Returns the comparison."""
+    _check_args(a)
+    seeds = compare.parse_seeds(a.learner_seeds) if a.learner_seeds is not None else [a.seed]
+    order = compare.plan(seeds)
+    for s, arm in order:  # fresh arms only: a resumed arm would compare unlike with like
+        d = compare.arm_dir(a.out, s, arm)
+        if os.path.exists(os.path.join(d, "online_ckpt")):
+            raise ValueError(f"--out={a.out}: {d} already holds an online run (online_ckpt); a control compares "
+                             "fresh arms: give a new --out")
+    per_seed: dict[int, dict[str, dict]] = {s: {} for s in seeds}
+    for s, arm in order:
+        net_seed = (a.net_seed if a.net_seed >= 0 else s) if a.emulator == "sim" else None
+        out = compare.arm_dir(a.out, s, arm)
+        log(f"[jaxcc.online] control: seed {s}, {arm} arm -> {out}")
+        t0 = time.time()
+        res = _run_arm(a, log, out=out, seed=s, learn=arm == "learning", net_seed=net_seed or 0)
+        per_seed[s][arm] = {**res, "net_seed": net_seed, "out": os.path.abspath(out),
+                            "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t0)),
+                            "wall_s": time.time() - t0}
+        gc.collect()  # the arm's learner (its replay buffers) before the next arm builds its own
+    scen = per_seed[seeds[0]]["learning"].get("scenario")
+    meta = {"scenario": scen, "emulator": a.emulator, "minutes": a.minutes, "control": a.control,
+            "learner_seeds": seeds, "checkpoint": os.path.abspath(a.checkpoint),
+            "command": _command(a),
+            "held_equal": compare.held_equal(a.emulator)}
+    doc = compare.compare(per_seed, order=order, meta=meta)
+    compare.write(a.out, doc)
+    return doc
+
+
+def _command(a) -> str | None:
+    """The command line of the flags given (absl flags; None for a plain namespace), for the report."""
+    try:
+        names = [n for n in a if a[n].present and "-" not in n]
+    except (TypeError, AttributeError):
+        return None
+    parts = []
+    for n in names:
+        v = a[n].value
+        for x in (v if isinstance(v, list) else [v]):
+            parts.append(f"--{n.replace('_', '-')}={format(x, 'g') if isinstance(x, float) else x}")
+    return "python -m jaxcc.online " + " ".join(parts)
+
+
+def _run_arm(a, log, *, out: str, seed: int, learn: bool, net_seed: int) -> dict:
+    """One run (one arm of a control): the flags ``a`` with ``out``, the learner's ``seed``,
+    learning on or off (``Learner(learn=...)``; off: no forgetting check, the final actor is the
+    start's) and the simulator's link seed ``net_seed``."""
     from jaxcc.online import auth, experience
 
-    _check_args(a)
     # The key before anything starts (a bad file or a tcp: learner without one: one line).
     key = auth.load_key(a.key, "--key") if a.key else None
     if a.learner:
@@ -157,15 +247,15 @@ def run(a, log=print) -> dict:
         sc = (scenarios.get_scenario(a.scenario) if a.scenario
               else scenarios.load_scenario(a.scenario_file, allow_kernel=True))
     replicas = a.replicas or (policy_flow_count(sc) if sc is not None else (3 if a.emulator == "flood" else 1))
-    learner = Learner(a.checkpoint, a.out, buffers=a.buffers, replicas=replicas,
+    learner = Learner(a.checkpoint, out, buffers=a.buffers, replicas=replicas,
                       online_segment=a.online_segment or None, grad_steps=a.grad_steps or None,
                       push_every=a.push_every, updates_per_s=a.updates_per_s,
                       min_online=None if a.min_online < 0 else a.min_online,
-                      checkpoint_every_s=a.checkpoint_every_s, seed=a.seed, replay_ratio=a.replay_ratio,
+                      checkpoint_every_s=a.checkpoint_every_s, seed=seed, replay_ratio=a.replay_ratio,
                       hp=_parse_hp(a.hp), critic_warmup=a.critic_warmup,
                       lr_scale=a.lr_scale, reward=a.reward, max_rate_window_s=a.max_rate_window_s,
-                      new_priority=a.new_priority, anchor_w=a.anchor, log=log)
-    addr = a.learner or default_address(a.out)
+                      new_priority=a.new_priority, anchor_w=a.anchor, learn=learn, log=log)
+    addr = a.learner or default_address(out)
     server = experience.Server(addr, key=key)
     handle = None
     run_result = None
@@ -189,7 +279,7 @@ def run(a, log=print) -> dict:
             handle = network.start(a.emulator, sc, minutes=a.minutes, policy_path=learner.start_actor_path,
                                       learner=server.address, sender_args=sender_args,
                                       out_dir=os.path.join(learner.out, "net"), prefix=a.prefix, speed=a.speed,
-                                      learner_key=a.key)
+                                      learner_key=a.key, seed=net_seed)
             done = handle.done
             if getattr(handle, "pid", None):  # a child-process network outlives a killed learner
                 with open(os.path.join(learner.out, "net.pid"), "w") as f:
@@ -238,7 +328,7 @@ def run(a, log=print) -> dict:
         src = "records"
     ankh_pair(first, last)
     gap, gap_src = learner.max_decision_gap()
-    names = [n.strip() for n in a.old_envs.split(",") if n.strip()]
+    names = [n.strip() for n in a.old_envs.split(",") if n.strip()] if learn else []
     final = os.path.join(learner.out, "policy_final.safetensors")
     write_atomic(final, open(learner.latest_path, "rb").read())
     before, after = old_env_check(learner.v0_path, final, names)
@@ -249,6 +339,7 @@ def run(a, log=print) -> dict:
         "buffers": a.buffers, "replicas": learner.K, "replay_ratio": a.replay_ratio,
         "updates_per_s": a.updates_per_s, "push_every": a.push_every, "resumed": learner.resumed,
         "hp": {k: float(v) for k, v in learner.ostate["hp"].items()},
+        "learning": bool(learn), "seed": int(seed), "net_seed": int(net_seed) if a.emulator == "sim" else None,
         "critic_warmup": a.critic_warmup, "lr_scale": a.lr_scale, "reward": a.reward, "anchor": learner.anchor_w, "new_priority": "max" if learner.new_priority_max else "one",
         "max_rate_window_s": a.max_rate_window_s if a.reward == "local" else None,
         "sessions": learner.meta["sessions"],
@@ -305,6 +396,10 @@ def _json_default(o):
 def main(fv, argv: Sequence[str] = ()) -> int:
     """Run the command with parsed flags ``fv`` (``define_flags``); returns the exit status."""
     res = run(fv, log=lambda s: print(s, file=sys.stderr))
+    if fv.control != "none":
+        print(compare.markdown(res), end="")
+        print(f"[jaxcc.online] {os.path.join(os.path.abspath(fv.out), 'compare.json')}")
+        return 0
     print(json.dumps({k: res[k] for k in ("first_minute", "last_minute", "updates_applied", "weights_rejected",
                                           "records_dropped", "max_decision_gap_s")}, default=_json_default))
     print(f"[jaxcc.online] {os.path.join(os.path.abspath(fv.out), 'results.json')}")

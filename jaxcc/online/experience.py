@@ -275,6 +275,16 @@ class Client:
         return got[0], self.chan.open(got[0], got[1])
 
     def close(self) -> None:
+        """Half-closes, reads (and drops) what the learner still sends, such as its PINGs, until it
+        closes its end or 1 s passes, then closes.  A TCP socket closed with unread data sends a
+        reset, and a reset can discard this end's last frames (the BYE) before the learner reads them."""
+        try:
+            self.sock.shutdown(socket.SHUT_WR)
+            self.sock.settimeout(1.0)
+            while self.sock.recv(1 << 16):
+                pass
+        except OSError:
+            pass
         self.sock.close()
 
 

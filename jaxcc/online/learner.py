@@ -28,7 +28,8 @@ class Learner:
                  updates_per_s: float = 40.0, min_online: int | None = None, checkpoint_every_s: float = 30.0,
                  seed: int = 0, add_batch: int = 64, replay_ratio: float = 1.0, hp: dict | None = None,
                  critic_warmup: int = 0, lr_scale: float = 1.0, reward: str = "local",
-                 max_rate_window_s: float = 10.0, new_priority: str = "config", anchor_w: float = 0.0, log=print):
+                 max_rate_window_s: float = 10.0, new_priority: str = "config", anchor_w: float = 0.0,
+                 learn: bool = True, log=print):
         import jax
         import jax.numpy as jnp
         import orbax.checkpoint as ocp
@@ -43,6 +44,9 @@ class Learner:
         if not max_rate_window_s > 0:
             raise ValueError(f"--max-rate-window-s={max_rate_window_s}: must be > 0")
         self.reward = reward
+        # learn=False: the frozen control (``jaxcc.online.compare``): every record is taken and
+        # turned into transitions as in a learning run, but no gradient step runs, so nothing is pushed.
+        self.learn = bool(learn)
         self.max_rate_window_s = float(max_rate_window_s) if reward == "local" else None
         self.log = log
         self.out = os.path.abspath(out)
@@ -265,10 +269,12 @@ class Learner:
     # -- learn, push
     def learn_once(self) -> bool:
         """One jitted batch of ``grad_steps`` TD3 steps on every replica with enough online data,
-        when the ``updates_per_s`` budget allows.  Returns whether it ran."""
+        when the ``updates_per_s`` budget allows (never when ``learn`` is off).  Returns whether it ran."""
         import jax
         import jax.numpy as jnp
 
+        if not self.learn:
+            return False
         now = time.monotonic()
         elapsed = now - self.t0
         # Token bucket: updates_per_s accrue, at most one second's worth (or one batch) banked, so

@@ -102,11 +102,13 @@ class Handle:
 
 def start(emulator: str, scenario: Scenario, *, minutes: float, policy_path: str, learner: str | None,
           sender_args: list[str] | tuple[str, ...] = (), out_dir: str | os.PathLike, prefix: str | None = None,
-          speed: float = 1.0, verbose: bool = False, learner_key: str | None = None) -> Handle:
+          speed: float = 1.0, verbose: bool = False, learner_key: str | None = None, seed: int = 0) -> Handle:
     """Starts ``scenario`` for ``minutes`` on ``emulator`` (module docstring); returns at once.
 
     ``learner_key``: a key file (``--learner-key=FILE`` for every sender, unless ``sender_args``
     already names one); required when the learner's address is ``tcp:``.
+    ``seed``: the simulator's link seed (``sim`` only: random capacity forms and realism draws;
+    the emulators draw the link with seed 0, ``jaxcc.emulation.spec.rate_schedule``).
 
     Raises:
       EmulationError: an unknown emulator, a bad duration, a policy file that cannot be read, a
@@ -144,15 +146,16 @@ def start(emulator: str, scenario: Scenario, *, minutes: float, policy_path: str
         raise EmulationError(f"learner {addr}: a tcp: learner link must be authenticated; give learner_key "
                              "(--learner-key=FILE for the senders)")
     if emulator == "sim":
-        return _start_sim(sc, scen_file, policy_path, args, out, speed)
+        return _start_sim(sc, scen_file, policy_path, args, out, speed, seed)
     if emulator == "mahimahi":
         return _start_mahimahi(sc, scen_file, policy_path, args, out)
     return _start_netns(sc, scen_file, policy_path, args, out, prefix, verbose)
 
 
-def _start_sim(sc, scen_file: Path, policy_path: str, args: list[str], out: Path, speed: float) -> Handle:
+def _start_sim(sc, scen_file: Path, policy_path: str, args: list[str], out: Path, speed: float,
+               seed: int = 0) -> Handle:
     cmd = [sys.executable, "-m", "jaxcc.online.simnet", f"--scenario-file={scen_file}",
-           f"--policy={policy_path}", f"--speed={speed:g}", f"--out={out / 'sim'}", *args]
+           f"--policy={policy_path}", f"--speed={speed:g}", f"--seed={int(seed)}", f"--out={out / 'sim'}", *args]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open(out / "run.stderr", "w"), env=_env())
 
     def collect():

@@ -297,6 +297,10 @@ SUITES: dict[str, tuple[str, ...]] = {
     "aurora-loss": tuple(k for k in _REGISTRY if k.startswith("aurora/loss")),
     "aurora-figs": ("aurora/fig2", "aurora/random16-32"),  # Fig. 2 and Fig. 7 links
     "aurora-val": tuple(k for k in _REGISTRY if k.startswith("aurora-val/")),  # choosing recipes only
+    # Links where the shipped Pareto's Ankh's number is measurably (>= 0.05) above in-sim BBR's and
+    # no bar judges: where online fine-tuning has something to learn (checkpoints/pareto/online/README.md).
+    "online-headroom": ("aurora/queue1", "aurora/loss2", "aurora/loss4", "aurora-val/q200-6mbps-rtt100-loss3",
+                        "aurora/loss1", "aurora/bw128"),
     # One evaluated flow beside CUBIC or BBR flows (COEXIST_*); the bar set ``coexist`` judges them.
     "coexist": tuple(k for k in _REGISTRY if k.startswith("coexist/")),
     "mocc": tuple(k for k in _REGISTRY if k.startswith("mocc/")),
