@@ -13,14 +13,12 @@ CONFIG ?= pareto_staged
 export JAXCC_PYTHON ?= $(shell $(PY) -c 'import sys; print(sys.executable)' 2>/dev/null || echo $(PY))
 
 # The fast tier's pytest runs in two parts: what does not measure wall-clock time on XDIST
-# workers (one more than the cores: with one per core, 1.75 of 2 cores were busy, the rest of the
-# time workers wait on their CLI subprocesses, sockets and emulated links), then the real-time
-# tests (emulated links, pacing, learner timeouts)
+# workers (one per core), then the real-time tests (emulated links, pacing, learner timeouts)
 # alone, so that no other test loads the machine while they measure it (docs/testing.md).
 # pytest's status 5 is "no test selected", not a failure.
 # The tests' compiled JAX programs are shared by every test process of a run (xdist workers, the
 # CLI subprocesses; jaxcc.jax_cache) and kept per checkout, apart from the user's own cache.
-XDIST ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 1 )))
+XDIST ?= auto
 TEST_CACHE ?= $(CURDIR)/build/jax-cache-tests
 PYTEST := JAXCC_COMPILATION_CACHE=$(TEST_CACHE) $(PY) -m pytest -q -p no:cacheprovider --durations=20
 FAST := not full
