@@ -222,13 +222,7 @@ def test_the_sim_link_seed_reaches_the_simulated_link(tmp_path):
 # ----------------------------------------------------------------------------- a short run (full tier)
 
 
-@pytest.fixture(scope="module")
-def smoke_ckpt(tmp_path_factory):
-    """A pareto_smoke run (three tiny stages, ~15 s)."""
-    d = tmp_path_factory.mktemp("smoke") / "run"
-    subprocess.run([sys.executable, "-m", "jaxcc.train", "--config=pareto_smoke", f"--workdir={d}", "--no_progress"],
-                   check=True, cwd=REPO, capture_output=True, timeout=600)
-    return str(d)
+from test_online_learner import smoke_ckpt  # noqa: E402,F401  the learner tests' pareto_smoke run (a fixture)
 
 
 @pytest.mark.full  # a training and four short simulated runs (~1.5 min)

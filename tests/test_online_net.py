@@ -555,18 +555,9 @@ def test_mahimahi_sender_args_reach_policy_flows_only(shared_dir, fake_mm):  # n
 
 # ----------------------------------------------------------------------------- with the learner's own codec
 
-def test_sim_speaks_to_the_learner_server(tmp_path):
-    """The learner's server (jaxcc.online.experience, written apart from simnet's encoder)
-    decodes the sim backend's HELLO / RECORD / BYE, and weights it sends are swapped in."""
-    from jaxcc.online import experience
-    spec, tensors = policyfile.load(POLICY)
-    good = dict(tensors, **{"out.kernel": np.zeros_like(tensors["out.kernel"]),
-                            "out.bias": np.full_like(tensors["out.bias"], -3.0)})
-    blob = policy_blob(tmp_path, "g.safetensors", spec, good)
-    a_good = -0.3 + (math.tanh(-3.0) + 1.0) * 0.4
-    server = experience.Server(f"unix:{tmp_path}/l.sock")
-    events: list = []
-
+def _pushing_learner(server, blob: bytes, events: list) -> threading.Thread:
+    """A learner thread on ``server``: collects every event into ``events``, pushes ``blob`` as
+    version 1 after the 4th record, and returns at the first BYE or close."""
     def learner():
         sent = False
         while True:
@@ -580,6 +571,21 @@ def test_sim_speaks_to_the_learner_server(tmp_path):
 
     t = threading.Thread(target=learner, daemon=True)
     t.start()
+    return t
+
+
+def test_sim_speaks_to_the_learner_server(tmp_path):
+    """The learner's server (jaxcc.online.experience, written apart from simnet's encoder)
+    decodes the sim backend's HELLO / RECORD / BYE, and weights it sends are swapped in."""
+    from jaxcc.online import experience
+    spec, tensors = policyfile.load(POLICY)
+    good = dict(tensors, **{"out.kernel": np.zeros_like(tensors["out.kernel"]),
+                            "out.bias": np.full_like(tensors["out.bias"], -3.0)})
+    blob = policy_blob(tmp_path, "g.safetensors", spec, good)
+    a_good = -0.3 + (math.tanh(-3.0) + 1.0) * 0.4
+    server = experience.Server(f"unix:{tmp_path}/l.sock")
+    events: list = []
+    t = _pushing_learner(server, blob, events)
     sc = es.with_duration(es.load(name="pareto/fixed50"), 6.0)
     run = simnet.SimNet(sc, POLICY, server.address, speed=4.0).run()
     t.join(10)
@@ -608,20 +614,7 @@ def test_sim_speaks_protocol_2_to_a_keyed_learner_and_a_wrong_key_gets_nothing_i
     blob = policy_blob(tmp_path, "g.safetensors", spec, dict(tensors, **{"out.bias": tensors["out.bias"] - 0.5}))
     server = experience.Server("tcp:127.0.0.1:0", key=key)
     events: list = []
-
-    def learner():
-        sent = False
-        while True:
-            evs = server.drain(timeout=0.05)
-            events.extend(evs)
-            if not sent and sum(e[0] == "record" for e in events) >= 4:
-                server.send_weights(1, blob)
-                sent = True
-            if any(e[0] in ("bye", "closed") for e in evs):
-                return
-
-    t = threading.Thread(target=learner, daemon=True)
-    t.start()
+    t = _pushing_learner(server, blob, events)
     sc = es.with_duration(es.load(name="pareto/fixed50"), 4.0)
     run = simnet.SimNet(sc, POLICY, server.address, speed=4.0, learner_key=key).run()
     t.join(10)
