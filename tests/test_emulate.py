@@ -330,6 +330,9 @@ def test_fixed_rate_below_and_above_capacity(tmp_path, prefix):
         assert emulate.timing_verdict(rec["delay_check"]).startswith("timing: valid, p95 hold error ")
     tbf = hi["delay_check"]["tbf_rate"]
     assert tbf["seconds"] > T / 2 and abs(tbf["rel_err"]) < 0.01, tbf
+    # behind the full queue no ARP was needed: all four neighbour entries stayed static
+    assert set(hi["delay_check"]["neighbours"].values()) == {"PERMANENT"}, hi["delay_check"]["neighbours"]
+    assert len(hi["delay_check"]["neighbours"]) == 4
 
 
 def _owd_excess_ms(rec):

@@ -180,6 +180,7 @@ class Runner:
             samples = sampler.stop()
             qstats = link.qdisc_stats()
             if_drops = link.interface_drops()
+            neighbours = link.neighbour_states()
             softnet1 = softnet_drops()
         (self.out_dir / "qdisc_stats.txt").write_text(qstats)
         (self.out_dir / "tbf_samples.json").write_text(json.dumps(
@@ -216,6 +217,8 @@ class Runner:
             "interfaces": {d: c for d, c in if_drops.items() if c["rx_dropped"] or c["tx_dropped"]},
             "softnet_dropped": softnet1["dropped"] - softnet0["dropped"],
             "softnet_time_squeeze": softnet1["time_squeeze"] - softnet0["time_squeeze"]}
+        # the static neighbour entries of both hops at the end (no ARP crossed the link)
+        check["neighbours"] = neighbours
         rec = results.make_record(spec.name, dur, self.controllers, flows, sched, idle,
                                   link.schedule_log, delay_check=check)
         if spec.link.schedule:  # recovery after each step up, as the simulator's records have it
