@@ -25,9 +25,9 @@ FAST := not full
 PARALLEL = -n $(XDIST) --dist=loadgroup -m "$(FAST) and not realtime"
 # The fast tier's parallel part compiles its XLA programs at LLVM's optimisation level 0: its
 # programs are small and most run once, so compiling is most of their cost (measured: -15% on
-# four test files, -23% on a pareto_smoke training).  XLA keeps fast-math off at every level (the
-# committed-vector and bit-identical tests pass at both); the real-time part and the full tier
-# compile as users do.
+# four test files, -23% on a pareto_smoke training).  Its values agree with the optimised
+# programs' to float32 rounding, not bit for bit (docs/testing.md); the real-time part and the
+# full tier compile as users do.
 FAST_XLA_FLAGS := $(strip $(XLA_FLAGS) --xla_backend_optimization_level=0)
 SERIAL = -m "$(FAST) and realtime"
 
