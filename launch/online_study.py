@@ -2,11 +2,12 @@
 frozen policy, on study links kept apart from the judged ones.
 
     PYTHONPATH=. python3 launch/online_study.py --checkpoint=runs/p0 --links=aurora/loss1,aurora/bw128 \
-        --variants=all --seeds=0,1,2 --minutes=3 --speed=2 --jobs=2 --out=results/online/study
+        --variants=default,paper,anchor1,lr0.3,lr1,alg1,warmup750 --seeds=0,1,2 --minutes=3 --speed=4 \
+        --jobs=1 --out=results/online/study
 
-For each link the frozen control runs once: ``python -m jaxcc.online --control=frozen`` with the
-default flags and the first learner seed gives the frozen arm and the default variant's first
-learning arm.  The simulated link is deterministic with the link seed held at 0
+For each link the frozen control runs once: ``python -m jaxcc.online --control=frozen`` with
+``BASE`` (below) and the first learner seed gives the frozen arm and the ``default`` variant's
+first learning arm.  The simulated link is deterministic with the link seed held at 0
 (``--net-seed=0``), so the frozen arm repeats bit for bit and one frozen arm serves every
 variant and seed.  Every other learning arm is ``python -m jaxcc.online --seed=S --net-seed=0``
 with the variant's flags.  Each variant's arms are then compared with the frozen one exactly as
@@ -15,13 +16,18 @@ minute's Ankh, learning − frozen), into ``OUT/<link>/<variant>/compare.json|md
 variant and link into ``OUT/study.json`` and ``OUT/study.md``, with each variant's forgetting: the
 worst old link's Ankh change (``jaxcc.online``'s forgetting check), median over its arms.
 
-``--jobs`` runs that many arms at once (2 on the 2-core machine at ``--speed=2``).  A learner
-that falls behind its records takes fewer gradient steps than its transitions allow (the
-``--replay-ratio`` cap); ``study.md`` lists each arm's steps against its transitions so that an
-arm slowed by its neighbour shows.
+Arms whose results exist are kept, so a second run with more variants or seeds runs only the
+new arms (the frozen arm and the first seeds' stay as they were).  ``--jobs`` runs that many
+arms at once.  A learner that falls behind its records takes fewer gradient steps than its
+transitions allow (the ``--replay-ratio`` cap); ``study.md`` lists each arm's steps against its
+transitions, so a learner too slow for ``--speed`` shows (at ``--speed=4`` one arm at a time
+kept up on the 2-core machine: 1496 steps for 1499 transitions).  It also lists the learner's
+own objective, the last minute's mean reward (``records_last_minute.reward_mean``) of the
+learning arms beside the frozen arm's, for variants on the default reward.
 
-Variants (the flags they change from the command's defaults: ``--anchor=10 --lr-scale=0.1
---replay-ratio=1 --reward=local``):
+Every arm runs ``BASE``, the command's defaults before this study (``--anchor=10 --lr-scale=0.1
+--replay-ratio=1 --reward=local``), then its variant's flags (a later flag wins), so the study
+repeats after a default changes.  Variants:
 """
 
 from __future__ import annotations
@@ -38,15 +44,18 @@ import numpy as np
 
 from jaxcc.online import compare
 
+BASE = ("--anchor=10", "--lr-scale=0.1", "--replay-ratio=1", "--reward=local")
 VARIANTS: dict[str, tuple[str, ...]] = {
-    "default": (),
+    "default": (),  # BASE alone
     "paper": ("--anchor=0", "--lr-scale=1", "--reward=alg1"),  # Algorithm 4 as the paper gives it
     "anchor1": ("--anchor=1",),
     "anchor100": ("--anchor=100",),
     "lr0.03": ("--lr-scale=0.03",),
     "lr0.3": ("--lr-scale=0.3",),
+    "lr1": ("--lr-scale=1",),  # the offline learning rates, with the anchor
     "replay0.25": ("--replay-ratio=0.25",),
     "alg1": ("--reward=alg1",),
+    "warmup750": ("--critic-warmup=750",),  # the critics alone for the first half of a 3-min run's steps
 }
 __doc__ += "".join(f"\n* ``{k}``: {' '.join(v) or '(the defaults)'}" for k, v in VARIANTS.items()) + "\n"
 
@@ -84,20 +93,21 @@ def main(argv: list[str]) -> int:
     seeds = compare.parse_seeds(a.seeds, "--seeds")
     links = [x for x in a.links.split(",") if x]
     common = [f"--checkpoint={a.checkpoint}", "--emulator=sim", f"--minutes={a.minutes:g}", f"--speed={a.speed:g}",
-              "--net-seed=0"]
+              "--net-seed=0", *BASE]
 
     jobs = []  # (description, args, log path, arm dir)
     for link in links:
         base = os.path.join(a.out, link.replace("/", "_"))
         ctl = os.path.join(base, "control")
-        jobs.append((f"{link} frozen + default s{seeds[0]}",
-                     common + [f"--scenario={link}", "--control=frozen", f"--learner-seeds={seeds[0]}", f"--out={ctl}"],
-                     os.path.join(ctl, "log.txt")))
+        if not os.path.exists(os.path.join(ctl, "compare.json")):  # arms already run are kept
+            jobs.append((f"{link} frozen + default s{seeds[0]}",
+                         common + [f"--scenario={link}", "--control=frozen", f"--learner-seeds={seeds[0]}", f"--out={ctl}"],
+                         os.path.join(ctl, "log.txt")))
         for v in variants:
             for s in seeds:
-                if v == "default" and s == seeds[0]:
-                    continue
                 d = os.path.join(base, v, f"seed{s}")
+                if (v == "default" and s == seeds[0]) or os.path.exists(os.path.join(d, "results.json")):
+                    continue
                 jobs.append((f"{link} {v} s{s}", common + [f"--scenario={link}", f"--seed={s}", f"--out={d}",
                                                             *VARIANTS[v]], d + ".log"))
     t0 = time.time()
@@ -128,6 +138,9 @@ def main(argv: list[str]) -> int:
                 # forgetting: per seed the worst old link's Ankh change (simulator, start -> final actor)
                 "worst_old_change": [max((per_seed[s]["learning"].get("old_env_ankh_change") or {"-": float("nan")}).values())
                                      for s in seeds],
+                "reward_last": [(per_seed[s]["learning"].get("records_last_minute") or {}).get("reward_mean")
+                                for s in seeds],
+                "frozen_reward_last": (frozen.get("records_last_minute") or {}).get("reward_mean"),
                 "grad_steps": [r["learning"]["grad_steps"] for r in doc["rows"]],
                 "transitions": [r["learning"]["transitions"] for r in doc["rows"]]}
     ranked = sorted(variants, key=lambda v: float(np.median(
@@ -136,8 +149,10 @@ def main(argv: list[str]) -> int:
     with open(os.path.join(a.out, "study.json"), "w") as f:
         json.dump(study, f, indent=1)
     lines = ["| variant | flags | " + " | ".join(f"{ln}: learning − frozen, median (min … max)" for ln in links)
-             + " | worst old link's Ankh change, median | gradient steps / transitions |",
-             "|---|---|" + "---|" * len(links) + "---|---|"]
+             + " | worst old link's Ankh change, median | "
+             + " | ".join(f"{ln}: last-minute mean reward, learning seeds (frozen)" for ln in links)
+             + " | gradient steps / transitions |",
+             "|---|---|" + "---|" * len(links) + "---|" + "---|" * len(links) + "---|"]
     for v in ranked:
         cells = []
         for ln in links:
@@ -146,8 +161,13 @@ def main(argv: list[str]) -> int:
         steps = "; ".join(",".join(f"{g}/{t}" for g, t in zip(study["per_link"][ln][v]["grad_steps"],
                                                               study["per_link"][ln][v]["transitions"])) for ln in links)
         forget = float(np.median([x for ln in links for x in study["per_link"][ln][v]["worst_old_change"]]))
-        lines.append(f"| {v} | {' '.join(VARIANTS[v]) or '(defaults)'} | " + " | ".join(cells)
-                     + f" | {100 * forget:+.1f} % | {steps} |")
+        rew = []
+        for ln in links:
+            x = study["per_link"][ln][v]
+            fr = "–" if x["frozen_reward_last"] is None else f"{x['frozen_reward_last']:.2f}"
+            rew.append(", ".join("–" if r is None else f"{r:.2f}" for r in x["reward_last"]) + f" ({fr})")
+        lines.append(f"| {v} | {' '.join(VARIANTS[v]) or '(BASE)'} | " + " | ".join(cells)
+                     + f" | {100 * forget:+.1f} % | " + " | ".join(rew) + f" | {steps} |")
     md = "\n".join(lines) + "\n"
     with open(os.path.join(a.out, "study.md"), "w") as f:
         f.write(md)

@@ -238,6 +238,24 @@ def test_flow_track_transitions_and_gaps():
     assert tr.pending[1] == 2.0
 
 
+def test_records_window_sums_throughput_loss_and_the_transitions_reward_by_hand():
+    """The learner's own window over [t0, t1) of sender time: records of two flows and the
+    rewards of the transitions their records closed (hand-computed)."""
+    import types
+    from jaxcc import online
+
+    # (flow, t_s, delivery B/s, rtt s, weight version, wall, lost, acked bytes, duration)
+    tl = [(0, 0.5, 0, 0.05, 0, 0, 0.0, 1_000.0, 0.1), (1, 0.7, 0, 0.07, 0, 0, 100.0, 3_000.0, 0.1),
+          (0, 1.5, 0, 0.06, 0, 0, 0.0, 9_000.0, 0.1)]  # the last record is outside [0, 1)
+    obj = types.SimpleNamespace(timeline=tl, rewards=[(0.5, 2.0), (0.7, -1.0), (1.5, 40.0)])
+    w = online.Learner.records_window(obj, 0.0, 1.0)
+    assert w["records"] == 2 and w["transitions"] == 2 and w["reward_mean"] == 0.5
+    assert math.isclose(w["throughput_mbps"], 4_000.0 * 8 / 1e6) and math.isclose(w["loss"], 100.0 / 4_100.0)
+    assert math.isclose(w["jain"], 16e6 / (2 * 10e6))   # (1000 + 3000)² / (2 · (1000² + 3000²))
+    empty = online.Learner.records_window(obj, 5.0, 6.0)
+    assert empty["records"] == 0 and empty["transitions"] == 0 and empty["reward_mean"] is None
+
+
 # ----------------------------------------------------------------------------- the learner
 
 

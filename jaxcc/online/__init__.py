@@ -30,7 +30,7 @@
    learner sharing a small CPU with the senders leaves them room to pace; ``--replay-ratio``
    caps the gradient steps per online transition, 1 by default: offline training takes about
    one step per 30 new transitions), and pushes the actor every ``--push-every`` gradient steps as a
-   versioned policy file.  The online learning rates are ``--lr-scale`` (0.1) times the
+   versioned policy file.  The online learning rates are ``--lr-scale`` (0.3) times the
    offline ones, and the actor's loss holds it toward the offline actor (``--anchor``, 10;
    ``jaxcc.online.pareto``, variant ``anchor``; ``--anchor=0 --reward=alg1 --lr-scale=1``
    is Algorithm 4 as the paper gives it).  Why these defaults, with every run measured

@@ -75,7 +75,8 @@ def define_flags(fv):
     integer("push_every", 64, "push weights every N gradient steps")
     number("updates_per_s", 40.0, "cap on gradient steps per second")
     number("replay_ratio", 1.0, "at most this many gradient steps per online transition (0: no cap)")
-    number("lr_scale", 0.1, "online learning rates = this × the offline ones (a fresh online stage; --hp wins)")
+    number("lr_scale", 0.3, "online learning rates = this × the offline ones (a fresh online stage; --hp wins; "
+           "0.3 from the learner study, checkpoints/pareto/online/README.md)")
     enum("reward", "local", REWARDS,
          "online reward: local = Algorithm 1 + Pareto-Fair v2's utilization term as the sender estimates it "
          "(jaxcc.online.pareto.local_util); alg1 = Algorithm 1 alone (the paper's)")

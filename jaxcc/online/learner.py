@@ -148,6 +148,7 @@ class Learner:
         self.byes: dict[int, dict] = {}
         self.hellos: dict[int, dict] = {}
         self.timeline: list[tuple] = []  # (flow, t_s, delivery B/s, rtt s, weight_version, wall)
+        self.rewards: list[tuple[float, float]] = []  # (t_s of the record that closed it, reward) per transition
         self.learn_metrics: list[dict] = []
         self.t0 = time.monotonic()
         self.t_last_ckpt = self.t0
@@ -225,6 +226,7 @@ class Learner:
                 t = tr.push(fx, feats)
                 if t is not None:
                     self.pending[self.replica(fid)].append(t)
+                    self.rewards.append((float(fx[F["t_s"]]), float(t["reward"])))
                     self.counters["transitions"] += 1
             elif kind == "ack":
                 self.acks.append({**payload, "flow_id": self.flow_of_conn.get(cid),
@@ -410,10 +412,15 @@ class Learner:
 
     def records_window(self, t0: float, t1: float) -> dict:
         """Throughput, loss and Jain over the records whose sender time lies in [t0, t1) (the
-        learner's own view; the network's logs give the reported windows)."""
+        learner's own view; the network's logs give the reported windows), and the mean reward
+        of the transitions those records closed."""
         rows = [r for r in self.timeline if t0 <= r[1] < t1]
+        rs = [r for t, r in self.rewards if t0 <= t < t1]
+        # the learner's own objective: the mean reward of the transitions closed in the window
+        # (--reward's, before reward_scale), learning's target where the window's Ankh is the judge's
+        reward = {"reward_mean": float(np.mean(rs)) if rs else None, "transitions": len(rs)}
         if not rows:
-            return {"throughput_mbps": None, "loss": None, "jain": None, "p95_rtt_ms": None, "records": 0}
+            return {"throughput_mbps": None, "loss": None, "jain": None, "p95_rtt_ms": None, "records": 0, **reward}
         per = collections.defaultdict(lambda: [0.0, 0.0])
         lost = acked = 0.0
         rtts = []
@@ -427,4 +434,4 @@ class Learner:
         jain = float(x.sum() ** 2 / (x.size * np.sum(x * x))) if np.sum(x * x) > 0 else 1.0
         return {"throughput_mbps": float(acked * 8 / 1e6 / (t1 - t0)), "loss": float(lost / max(acked + lost, 1.0)),
                 "jain": jain, "p95_rtt_ms": float(np.percentile(rtts, 95) * 1e3) if rtts else None,
-                "records": len(rows)}
+                "records": len(rows), **reward}
