@@ -166,9 +166,7 @@ class EmulatedLink:
         configuration asked for (measured: a fixed 15-Mbit/s flow into 12 Mbit/s lost 15% of its
         ACKs, its last 256 with RTTs near 1 s).
         """
-        p = self.prefix
-        mac = {dev: self._mac(ns, dev) for ns, dev in ((self.ns_snd, f"{p}-sa"), (self.ns_rtr, f"{p}-sb"),
-                                                        (self.ns_rtr, f"{p}-db"), (self.ns_rcv, f"{p}-da"))}
+        mac = {dev: self._mac(ns, dev) for ns, dev, _, _ in self._hops()}
         for ns, dev, peer_ip, peer_dev in self._hops():
             self.sh(ns, ["ip", "neigh", "replace", peer_ip, "lladdr", mac[peer_dev], "dev", dev, "nud", "permanent"])
 

@@ -153,7 +153,7 @@ def start(emulator: str, scenario: Scenario, *, minutes: float, policy_path: str
 
 
 def _start_sim(sc, scen_file: Path, policy_path: str, args: list[str], out: Path, speed: float,
-               seed: int = 0) -> Handle:
+               seed: int) -> Handle:
     cmd = [sys.executable, "-m", "jaxcc.online.simnet", f"--scenario-file={scen_file}",
            f"--policy={policy_path}", f"--speed={speed:g}", f"--seed={int(seed)}", f"--out={out / 'sim'}", *args]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open(out / "run.stderr", "w"), env=_env())
