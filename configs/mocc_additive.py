@@ -1,4 +1,5 @@
-"""MOCC with §IV-A's action list read as seven additive steps (a named variant of ``mocc``).
+"""MOCC with §IV-A's action list read as seven additive steps (a named variant of ``mocc_paper``,
+§IV-A's delay objective, the one it was measured with).
 
     python -m jaxcc.train --config=mocc_additive
 
@@ -13,7 +14,7 @@ from jaxcc.training.configs import load_config
 
 
 def get_config():
-    c = load_config(os.path.join(os.path.dirname(os.path.abspath(__file__)), "mocc.py"))  # its sibling
+    c = load_config(os.path.join(os.path.dirname(os.path.abspath(__file__)), "mocc_paper.py"))  # as measured
     c.env.params.cwnd_deltas_pkts = (-0.5, -50.0, -10.0, 0.0, 10.0, 2.0, 50.0)  # mocc.LITERAL_DELTAS_PKTS
     c.env.params.cwnd_mults = (1.0,) * 7
     c.wandb.group = "mocc-additive"

@@ -20,7 +20,7 @@ from jaxcc.evaluation import bars
 from jaxcc.evaluation.runs import resolve_scenarios, scenario_specs
 from jaxcc.evaluation.tcr import DEFAULT_TARGETS, MAX_LOSS, MAX_TARGETS, TUNING_INTERVAL_RTTS, WARMUP_TUNING_INTERVALS, controller_entries, load_results, run_tcr, table_markdown, write_outputs
 from jaxcc.scenarios import SUITES
-from jaxcc.sim.controller import TUNER_CODES
+from jaxcc.sim.controller import DEFAULT_TUNER, TUNER_CODES
 
 
 def main(fv, argv: Sequence[str] = ()) -> int:
@@ -90,8 +90,9 @@ def define_flags(fv):
     flags.DEFINE_string("scenario_file", None, "comma-separated scenario spec JSON files (one flow each)",
                         flag_values=fv)
     flags.DEFINE_alias("scenario-file", "scenario_file", flag_values=fv)
-    flags.DEFINE_string("tuner", "paper", "a DeepCC policy's online goal tuner (jaxcc.senders.goal_tuning): paper "
-                        "(§IV-C read literally) or p95 (delay judged by its tail, g3 follows g2)", flag_values=fv)
+    flags.DEFINE_string("tuner", DEFAULT_TUNER, "a DeepCC policy's online goal tuner (jaxcc.senders.goal_tuning): p95 "
+                        "(delay judged by its tail, g3 follows g2; the default) or paper (§IV-C read literally)",
+                        flag_values=fv)
     flags.DEFINE_integer("targets", DEFAULT_TARGETS, "targets per link (DeepCC §VI-B: 500)", flag_values=fv)
     flags.DEFINE_integer("seed", 0, "draws the targets (with the link's name) and a random link's capacity",
                          flag_values=fv)

@@ -59,7 +59,8 @@ def test_unreachable_throughput_target_raises_g1_every_interval(policy):
     ∂m¹/∂g¹ > 0 and ∂J/∂f¹ < 0: +), g², g³ only the renormalisation: g¹ rises at every step, g²:g³
     stays 1:1 (until g², g³ reach the floor 0.01), and after k steps g¹ >= 1 − (2/3)/1.1^k.  Steps: one per 8 decisions (½-RTT MIs of
     20 ms: 160 ms), so DURATION_S / 0.16 = 25 at most (the first MI waits for the first RTT sample)."""
-    goals, steps, cp = _run(_scenario(policy, target={"throughput_mbps": 100, "delay_ms": 1000, "loss": 1.0}))
+    goals, steps, cp = _run(_scenario(policy, target={"throughput_mbps": 100, "delay_ms": 1000, "loss": 1.0,
+                                                      "tuner": "paper"}))  # the bound below is the paper's lr 0.05
     np.testing.assert_allclose([*cp.target, cp.target_on], [100, 1000, 1, 1])
     n = int(steps[-1])
     assert DURATION_S / 0.16 - 3 <= n <= DURATION_S / 0.16, n
@@ -115,8 +116,8 @@ def test_scenario_field_errors():
 
 
 def test_tuner_field_reaches_sender_and_p95_moves_g3_with_g2(policy):
-    """A target's ``"tuner"`` reaches ``SenderParams.target_on`` (1 paper, 2 p95) and survives the
-    spec round trip.  Target (0 Mbit/s, 0 ms, 100 %) on a 1 Mbit/s link: throughput and loss always
+    """A target's ``"tuner"`` reaches ``SenderParams.target_on`` (1 paper, 2 p95; none named: p95) and
+    survives the spec round trip.  Target (0 Mbit/s, 0 ms, 100 %) on a 1 Mbit/s link: throughput and loss always
     met, the delay unmet whenever a queue forms.  The paper's tuner then raises g² alone (g³ only
     shrinks by eq. 12); "p95" gives g³ the delay's gradient, so from ⅓ each g² and g³ stay equal."""
     target = {"throughput_mbps": 0.0, "delay_ms": 0.0, "loss": 1.0}
@@ -127,10 +128,11 @@ def test_tuner_field_reaches_sender_and_p95_moves_g3_with_g2(policy):
                                          "flows": [{"rtt_ms": RTT_MS, "controller": f"policy:{policy}",
                                                     "target": {**target, **t}}]})
 
-    p95 = sc(tuner="p95")
-    assert p95.flows[0].tuner == "p95" and p95.to_dict()["flows"][0]["target"]["tuner"] == "p95"
-    assert "tuner" not in sc().to_dict()["flows"][0]["target"]
-    g_paper, steps, sp = _run(sc())
+    p95, paper = sc(tuner="p95"), sc(tuner="paper")
+    assert sc().flows[0].tuner == "p95" and "tuner" not in p95.to_dict()["flows"][0]["target"]
+    assert paper.flows[0].tuner == "paper" and paper.to_dict()["flows"][0]["target"]["tuner"] == "paper"
+    assert scenarios.parse_scenario(paper.to_dict()).flows[0].tuner == "paper"
+    g_paper, steps, sp = _run(paper)
     assert float(sp.target_on) == 1.0 and steps[-1] >= 10
     g_p95, _, sp = _run(p95)
     assert float(sp.target_on) == 2.0

@@ -131,3 +131,17 @@ def test_pipeline_resumes_exactly_and_exports_what_it_trained(tmp_path):
         w = jnp.asarray(w)
         want = int(M.greedy(M.q_values(spec, st["agent"]["actor"], obs, w), w))
         assert int(policyfile.apply(spec, tensors, obs, w)) == want
+
+
+def test_default_trains_the_queueing_delay_objective_and_paper_keeps_iv_a():
+    """``mocc`` rewards delay by the queueing-delay objective (``MoccParams.delay_objective`` 1);
+    ``mocc_paper`` and the variants measured with §IV-A's objective (``mocc_additive``,
+    ``mocc_robust``) keep −L(delay / timeout) (0).  Each env the configs build takes the value."""
+    from jaxcc.agents import mocc_envelope
+    from jaxcc.envs import make_env
+    from jaxcc.training.configs import load_config
+
+    want = {"mocc": 1.0, "mocc_smoke": 1.0, "mocc_paper": 0.0, "mocc_additive": 0.0, "mocc_robust": 0.0}
+    for name, v in want.items():
+        assert float(mocc_envelope.make_env(load_config(f"configs/{name}.py"))[1].delay_objective) == v, name
+    assert float(make_env("mocc")[1].delay_objective) == 0.0  # the env's own default is the paper's

@@ -295,13 +295,14 @@ def test_a_flows_own_objective_is_dropped_for_the_untuned_runs(tmp_path):
 
 
 def test_tuner_reaches_the_tuned_lanes(tmp_path):
-    """``--tuner`` (``run_tcr(tuner=)``) becomes each tuned lane's target field ``"tuner"``; the paper's
-    is the default and is left out of the field."""
+    """``--tuner`` (``run_tcr(tuner=)``) becomes each tuned lane's target field ``"tuner"``; "p95" is
+    the default."""
     sc = scenarios.load_scenario(_spec(tmp_path, {"bandwidth_mbps": 4, "buffer_bytes": 60_000}, rtt_ms=40.0,
                                        duration=2.0))
-    assert evaluation_tcr.target_field([1, 2, 0.01]) == {"throughput_mbps": 1.0, "delay_ms": 2.0, "loss": 0.01}
-    assert evaluation_tcr.target_field([1, 2, 0.01], "p95")["tuner"] == "p95"
-    assert evaluation_tcr.with_target(sc, "bbr", [1, 2, 0.01], "p95").flows[0].tuner == "p95"
-    assert evaluation_tcr.with_target(sc, "bbr", [1, 2, 0.01]).flows[0].tuner == "paper"
+    assert evaluation_tcr.target_field([1, 2, 0.01]) == {"throughput_mbps": 1.0, "delay_ms": 2.0, "loss": 0.01,
+                                                         "tuner": "p95"}
+    assert evaluation_tcr.target_field([1, 2, 0.01], "paper")["tuner"] == "paper"
+    assert evaluation_tcr.with_target(sc, "bbr", [1, 2, 0.01], "paper").flows[0].tuner == "paper"
+    assert evaluation_tcr.with_target(sc, "bbr", [1, 2, 0.01]).flows[0].tuner == "p95"
     with pytest.raises(ValueError, match="--tuner must be one of paper, p95, got 'x'"):
         evaluation_tcr.run_tcr([sc], evaluation_tcr.controller_entries("bbr"), n_targets=1, tuner="x")

@@ -80,7 +80,7 @@ struct DecisionOptions {
   std::vector<float> goal;
   bool target_given = false;   // DeepCC online goal tuning from the start (--target)
   GoalTuner::Vec target{};
-  GoalTuner::Mode tuner = GoalTuner::Mode::kPaper;  // --tuner: which tuner a target (flag or line) gets
+  GoalTuner::Mode tuner = GoalTuner::kDefaultMode;  // --tuner: which tuner a target (flag or line) gets
   // A policy's safety net (src/safety.h): the guard and the monitor that hands the pacing to
   // BBR (DecisionIo::bbr_drives). Off: the raw policy (--raw-policy).
   bool safety = true;

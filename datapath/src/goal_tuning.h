@@ -9,7 +9,7 @@
 // Objective order (throughput, delay, loss). A target is (throughput_mbps >= x, delay_ms <= y,
 // loss <= z), y the 95th-percentile queueing delay the flow may add.
 //
-// Two tuners (Mode; jaxcc-sender --tuner): kPaper, §IV-C read literally (the default), and kP95,
+// Two tuners (Mode; jaxcc-sender --tuner): kPaper, §IV-C read literally, and kP95 (kDefaultMode),
 // whose delay measurement is the nearest-rank 95th percentile of the interval's MI delay ratios
 // (DelayTail), whose g3 follows g2 while the delay is unmet, with its own learning rate and a
 // delay jump-out judged against the target's queueing delay (goal_tuning.py's docstring, "p95").
@@ -41,6 +41,7 @@ class GoalTuner {
   static constexpr float kLrP95 = 0.4f;        // "p95": Adam's learning rate
   using Vec = std::array<float, kDim>;
   enum class Mode { kPaper, kP95 };
+  static constexpr Mode kDefaultMode = Mode::kP95;  // jaxcc.sim.controller.DEFAULT_TUNER
 
   // "paper" or "p95" into *out (returns true); anything else: false, *out untouched.
   static bool ParseMode(const std::string& text, Mode* out);
@@ -60,7 +61,7 @@ class GoalTuner {
   // The target in eq.-1 units: (x*125000/thr_max, 1 + y/1000/min_rtt, z).
   static Vec TargetHat(const Vec& target, float thr_max_bytes_per_s, float min_rtt_s);
 
-  GoalTuner(const Vec& target, const Vec& g0, Mode mode = Mode::kPaper);
+  GoalTuner(const Vec& target, const Vec& g0, Mode mode);
 
   // One step on the interval's mean measurement m against the target in eq.-1 units; in kP95 mode
   // d_tail (DelayTail of the interval's MI delay ratios) replaces m[1].

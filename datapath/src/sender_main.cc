@@ -118,10 +118,10 @@ Options:
                        1/3 each); the summary has target, tuning_steps, goal_final,
                        tuning_met_steps and tuning_first_met_step (intervals that met the
                        whole target; the first, 1-based, 0 never)
-  --tuner=NAME         the tuner a target (--target or a target line) gets: paper (default,
-                       §IV-C read literally) or p95 (the delay judged by the 95th percentile of
-                       the interval's MI delay ratios, the loss weight following the delay
-                       weight while the delay is unmet; src/goal_tuning.h)
+  --tuner=NAME         the tuner a target (--target or a target line) gets: p95 (default;
+                       the delay judged by the 95th percentile of the interval's MI delay
+                       ratios, the loss weight following the delay weight while the delay is
+                       unmet; src/goal_tuning.h) or paper (§IV-C read literally)
   --control-stdin      read control lines from stdin while running; commands:
                          preference a,b,c   (checked as --preference) applied at the next
                                             decision, without a restart
@@ -198,7 +198,7 @@ struct Config {
   bool control_stdin = false;
   bool target_given = false;  // --target: DeepCC online goal tuning
   GoalTuner::Vec target{};
-  GoalTuner::Mode tuner = GoalTuner::Mode::kPaper;  // --tuner
+  GoalTuner::Mode tuner = GoalTuner::kDefaultMode;  // --tuner
   std::string fallback;
   bool realtime = false;
   std::string learner;           // --learner address ("" = streaming off)

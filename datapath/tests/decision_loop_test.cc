@@ -451,6 +451,7 @@ TEST(DecisionLoop, GoalTuningStepsEveryFourRttsOnTheMeanMeasurement) {
   DecisionOptions opt = Raw();
   opt.mi_rtts = 1;
   opt.goal = {0.5f, 0.25f, 0.25f};
+  opt.tuner = GoalTuner::Mode::kPaper;  // the reference steps below are on the interval's mean alone
   opt.target_given = true;
   opt.target = {8.0f, 5.0f, 0.01f};
   Rig r(GoalPolicy(7), 7, std::vector<float>(7, 0.0f), opt);
@@ -476,7 +477,7 @@ TEST(DecisionLoop, GoalTuningStepsEveryFourRttsOnTheMeanMeasurement) {
   // The reference: steps on the hand-computed means, (1.5/4, 5/4, 0.5/4) then (3/4, 8/4, 0),
   // with thr_max 2e6 B/s and min RTT 12 ms: the target in eq.-1 units is (0.5, 1 + 5/12, 0.01),
   // so the first mean misses throughput (0.375) and loss, meets delay (1.25).
-  GoalTuner ref(opt.target, {0.5f, 0.25f, 0.25f});
+  GoalTuner ref(opt.target, {0.5f, 0.25f, 0.25f}, GoalTuner::Mode::kPaper);
   ref.Step({0.375f, 1.25f, 0.125f}, 2e6f, 0.012f);
   const std::vector<float> want1(ref.goal().begin(), ref.goal().end());
   EXPECT_NE(want1, opt.goal);  // the step moved the goal
@@ -489,7 +490,7 @@ TEST(DecisionLoop, GoalTuningStepsEveryFourRttsOnTheMeanMeasurement) {
   // The last MI's rate (target 1.0: a jump-out) or the RTT guess of 100 ms (delay target 1.05:
   // missed) in place of the flow's figures would give other goals.
   for (auto [thr, rtt] : {std::pair<float, float>{1e6f, 0.012f}, {2e6f, 0.1f}}) {
-    GoalTuner wrong(opt.target, {0.5f, 0.25f, 0.25f});
+    GoalTuner wrong(opt.target, {0.5f, 0.25f, 0.25f}, GoalTuner::Mode::kPaper);
     wrong.Step({0.375f, 1.25f, 0.125f}, thr, rtt);
     EXPECT_NE(std::vector<float>(wrong.goal().begin(), wrong.goal().end()), want1) << thr << " " << rtt;
   }
@@ -526,6 +527,7 @@ TEST(DecisionLoop, TargetLineStartsTuningAndGoalLineStopsIt) {
   DecisionOptions opt = Raw();
   opt.mi_rtts = 2;  // a step every 2 decisions
   opt.goal = {0.4f, 0.4f, 0.2f};
+  opt.tuner = GoalTuner::Mode::kPaper;  // the reference steps below are on the interval's mean alone
   Rig r(GoalPolicy(7), 7, std::vector<float>(7, 0.0f), opt);
   r.Start(1e6, true);
   r.Attach();
@@ -553,7 +555,7 @@ TEST(DecisionLoop, TargetLineStartsTuningAndGoalLineStopsIt) {
   r.Close(t += 10 * kMs, 0, mi);  // decision 3: the step, on the two measurements since the line
   EXPECT_EQ(r.loop->counters().tuning_steps, 1);
   // Mean of two equal measurements; thr_max 10000 B / 10 ms = 1e6 B/s, min RTT 20 ms.
-  GoalTuner ref({20.0f, 5.0f, 0.01f}, {0.4f, 0.4f, 0.2f});
+  GoalTuner ref({20.0f, 5.0f, 0.01f}, {0.4f, 0.4f, 0.2f}, GoalTuner::Mode::kPaper);
   ref.Step({1.0f, 1.5f, 0.0f}, 1e6f, 0.020f);
   EXPECT_EQ(r.loop->goal(), std::vector<float>(ref.goal().begin(), ref.goal().end()));
   r.Close(t += 10 * kMs, 0, mi);  // decision 4: half an interval
@@ -590,7 +592,7 @@ TEST(DecisionLoop, TargetLineStartsTuningAndGoalLineStopsIt) {
   r.features->next = {0, 0, 0, 0, 1.5f, 1.0f, 0.5f};
   r.Close(t += 10 * kMs, 0, mi);  // decision 10: a step on (1, 1, 0.25)
   EXPECT_EQ(r.loop->counters().tuning_steps, 2);
-  GoalTuner ref2({20.0f, 5.0f, 0.01f}, {0.2f, 0.7f, 0.1f});
+  GoalTuner ref2({20.0f, 5.0f, 0.01f}, {0.2f, 0.7f, 0.1f}, GoalTuner::Mode::kPaper);
   ref2.Step({1.0f, 1.0f, 0.25f}, 1e6f, 0.020f);
   EXPECT_EQ(r.loop->goal(), std::vector<float>(ref2.goal().begin(), ref2.goal().end()));
 }

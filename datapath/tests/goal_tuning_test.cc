@@ -108,7 +108,7 @@ TEST(GoalTuner, P95OneStepByHand) {
   EXPECT_NEAR(t.goal()[0], 0.7 / 1.8, 2e-6);
   EXPECT_NEAR(t.goal()[1], 0.6 / 1.8, 2e-6);
   EXPECT_NEAR(t.goal()[2], 0.5 / 1.8, 2e-6);
-  GoalTuner paper({1.0f, 20.0f, 0.01f}, {0.7f, 0.2f, 0.1f});
+  GoalTuner paper({1.0f, 20.0f, 0.01f}, {0.7f, 0.2f, 0.1f}, GoalTuner::Mode::kPaper);
   paper.Step({0.9f, 1.15f, 0.0f}, 2e6f, 0.1f, 1.25f);
   EXPECT_FLOAT_EQ(paper.goal()[1], 0.2f);
   // Tail 1.4: 0.2 / 0.2 = 100 % of T2 over -> g2 and g3 also jump by 0.1: (0.7, 0.7, 0.6) / 2.
@@ -117,6 +117,9 @@ TEST(GoalTuner, P95OneStepByHand) {
   EXPECT_NEAR(j.goal()[1], 0.7 / 2.0, 2e-6);
   EXPECT_NEAR(j.goal()[2], 0.6 / 2.0, 2e-6);
 }
+
+// The tuner a target gets when none is named: "p95", as jaxcc.sim.controller.DEFAULT_TUNER.
+TEST(GoalTuner, DefaultModeIsP95) { EXPECT_EQ(GoalTuner::kDefaultMode, GoalTuner::Mode::kP95); }
 
 TEST(GoalTuner, ParseMode) {
   GoalTuner::Mode m = GoalTuner::Mode::kPaper;
@@ -133,7 +136,7 @@ TEST(GoalTuner, ParseMode) {
 // no jump), delay and loss met. dJ/df1 = 0.8 - 1.25 = -0.45, no usable pair: prior +1, so
 // grad1 = -0.45; Adam's first step is -lr * sign = +0.05; g = (1/3 + 0.05, 1/3, 1/3) / 1.05.
 TEST(GoalTuner, OneAdamStepByHand) {
-  GoalTuner t({20.0f, 50.0f, 0.01f}, {1.0f / 3, 1.0f / 3, 1.0f / 3});
+  GoalTuner t({20.0f, 50.0f, 0.01f}, {1.0f / 3, 1.0f / 3, 1.0f / 3}, GoalTuner::Mode::kPaper);
   t.Step({0.8f, 1.1f, 0.0f}, 2e6f, 0.1f);
   const double s = 1.0 + 0.05;
   EXPECT_NEAR(t.goal()[0], (1.0 / 3 + 0.05) / s, 1e-6);
@@ -144,7 +147,7 @@ TEST(GoalTuner, OneAdamStepByHand) {
 // Jump-out: T1 = 100 Mbit/s / 12 Mbit/s = 8.33, m1 = 0.9 (relative distance 0.89 > 0.5):
 // g1 += 0.05 (Adam) + 0.1 (jump); delay and loss targets loose (met).
 TEST(GoalTuner, JumpOutByHand) {
-  GoalTuner t({100.0f, 1000.0f, 1.0f}, {1.0f / 3, 1.0f / 3, 1.0f / 3});
+  GoalTuner t({100.0f, 1000.0f, 1.0f}, {1.0f / 3, 1.0f / 3, 1.0f / 3}, GoalTuner::Mode::kPaper);
   t.Step({0.9f, 1.2f, 0.0f}, 1.5e6f, 0.1f);
   const double s = 1.0 + 0.15;
   EXPECT_NEAR(t.goal()[0], (1.0 / 3 + 0.15) / s, 1e-6);
@@ -152,7 +155,7 @@ TEST(GoalTuner, JumpOutByHand) {
 }
 
 TEST(GoalTuner, AllMetKeepsGoal) {
-  GoalTuner t({1.0f, 200.0f, 0.05f}, {0.7f, 0.2f, 0.1f});
+  GoalTuner t({1.0f, 200.0f, 0.05f}, {0.7f, 0.2f, 0.1f}, GoalTuner::Mode::kPaper);
   for (int k = 0; k < 5; ++k) t.Step({0.9f, 1.1f, 0.0f}, 2e6f, 0.1f);
   EXPECT_FLOAT_EQ(t.goal()[0], 0.7f);
   EXPECT_FLOAT_EQ(t.goal()[1], 0.2f);
@@ -161,7 +164,7 @@ TEST(GoalTuner, AllMetKeepsGoal) {
 
 TEST(GoalTuner, CountsStepsThatMetTheWholeTarget) {
   // Target 8 Mbit/s of a 2e6 B/s max (T1 = 0.5), 50 ms over 0.2 s (T2 = 1.25), loss 0.02.
-  GoalTuner t({8.0f, 50.0f, 0.02f}, {1.0f / 3, 1.0f / 3, 1.0f / 3});
+  GoalTuner t({8.0f, 50.0f, 0.02f}, {1.0f / 3, 1.0f / 3, 1.0f / 3}, GoalTuner::Mode::kPaper);
   t.Step({0.4f, 1.1f, 0.0f}, 2e6f, 0.2f);  // throughput short
   t.Step({0.6f, 1.3f, 0.0f}, 2e6f, 0.2f);  // delay over
   EXPECT_EQ(t.first_met_step(), 0);

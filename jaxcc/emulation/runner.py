@@ -38,6 +38,7 @@ from jaxcc.emulation.netns import ETH_HEADER, RCV_IP, TBF_SCALE, EmulatedLink, s
 from jaxcc.emulation.spec import (assign_controllers, flow_goals, flow_preferences, preference_arg, rate_schedule,
                                   refuse_sim_only)
 from jaxcc.scenarios import Scenario
+from jaxcc.sim.controller import DEFAULT_TUNER
 from jaxcc.units import PACKET_BYTES
 
 
@@ -57,7 +58,7 @@ class FlowRun:
     preference_changes: tuple = ()     # ((at_s, weights), ...): control lines at t0 + at_s
     goal: tuple[float, float, float] | None = None    # --goal (DeepCC fixed goal)
     target: tuple[float, float, float] | None = None  # --target (DeepCC online goal tuning)
-    tuner: str = "paper"  # --tuner (the target's tuner, jaxcc.senders.goal_tuning.TUNERS)
+    tuner: str = DEFAULT_TUNER  # --tuner (the target's tuner, jaxcc.senders.goal_tuning.TUNERS)
     control_log: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
 
@@ -132,7 +133,7 @@ class Runner:
             fl.dir.mkdir(parents=True, exist_ok=True)
             fl.preference, fl.preference_changes = pref, changes
         for fl, f, (goal, target) in zip(flows, spec.flows, flow_goals(spec, self.controllers)):
-            fl.goal, fl.target, fl.tuner = goal, target, getattr(f, "tuner", "paper")
+            fl.goal, fl.target, fl.tuner = goal, target, getattr(f, "tuner", DEFAULT_TUNER)
         check_requirements(need_iperf3=any(f.kind == "iperf3" for f in flows))
 
         with EmulatedLink(self.prefix, self.out_dir, self.verbose) as link:
@@ -200,9 +201,8 @@ class Runner:
             if fl.goal is not None:
                 fl.result["goal"] = list(fl.goal)
             if fl.target is not None:
-                fl.result["target"] = dict(zip(("throughput_mbps", "delay_ms", "loss"), fl.target))
-                if fl.tuner != "paper":
-                    fl.result["target"]["tuner"] = fl.tuner
+                fl.result["target"] = {**dict(zip(("throughput_mbps", "delay_ms", "loss"), fl.target)),
+                                       "tuner": fl.tuner}
             if fl.preference_changes:
                 fl.result["control_log"] = fl.control_log
                 try:
@@ -286,9 +286,7 @@ class Runner:
             if fl.goal is not None:
                 cmd.append(f"--goal={preference_arg(fl.goal)}")
             if fl.target is not None:
-                cmd.append(f"--target={preference_arg(fl.target)}")
-                if fl.tuner != "paper":
-                    cmd.append(f"--tuner={fl.tuner}")
+                cmd += [f"--target={preference_arg(fl.target)}", f"--tuner={fl.tuner}"]
             if path is not None:
                 cmd += self.sender_args + (["--raw-policy"] if is_raw_policy(fl.controller) else [])
         else:

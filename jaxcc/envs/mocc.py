@@ -42,7 +42,7 @@ Paper: MOCC: A Multi-objective Reinforcement Learning Perspective on Internet Co
   saturating activation with L(0) = 0.  Loss and delay are penalties, so their objectives are
   negated, and every objective is "higher is better" under ω ≥ 0.  Throughput is the ACK rate
   and "bandwidth" the link's mean capacity over the step (privileged, training only).
-  ``MoccParams.delay_objective = 1`` (``configs/mocc_qdelay.py``, ours) replaces the delay
+  ``MoccParams.delay_objective = 1`` (``configs/mocc.py``, the default config; ours) replaces the delay
   objective by the queueing delay in the path's own round trips on a log scale
   (``delay_objective`` says why).
 * Timeout: TCP's retransmission timeout, modelled as max(200 ms, 2 × min RTT) (Linux's
@@ -128,7 +128,7 @@ class MoccParams:
     cwnd_mults: jax.Array = CWND_MULTS
     max_cwnd_pkts: jax.Array = 10_000.0
     # The delay objective: 0, §IV-A's −L(delay / timeout); 1, the queueing-delay objective of
-    # ``configs/mocc_qdelay.py``, −log2(1 + (delay − min RTT) / min RTT) / qdelay_scale (see
+    # ``configs/mocc.py``, −log2(1 + (delay − min RTT) / min RTT) / qdelay_scale (see
     # ``delay_objective``).
     delay_objective: jax.Array = 0.0
     qdelay_scale: jax.Array = 4.0

@@ -13,8 +13,8 @@ Who runs how often (§VI-B: "we test each scheme with its default objective ... 
 test it with different targets and leave the agent unchanged"):
 
 * a DeepCC policy (``policy:FILE`` whose feature set is ``deepcc_v1``) runs **once per target**
-  with online goal tuning (§IV-C; ``--tuner``: the paper's tuner, the default, or the "p95" variant
-  of ``jaxcc.senders.goal_tuning``): target i is the scenario flow field ``"target":
+  with online goal tuning (§IV-C; ``--tuner``: the "p95" variant of ``jaxcc.senders.goal_tuning``,
+  the default, or "paper", the paper's tuner as written): target i is the scenario flow field ``"target":
   {"throughput_mbps", "delay_ms", "loss"}`` of lane i, and all the targets of a link are the lanes
   of one jitted simulator run (``jaxcc.sim.runner``: one batch), each lane judged on its own target;
 * every other controller (``bbr``, ``cubic``, ``copa``, ``fixed:MBPS``, ``policy:FILE`` of Aurora,
@@ -92,7 +92,7 @@ from jaxcc.envs.deepcc import TARGET_MAX_LOSS
 from jaxcc.evaluation import bars
 from jaxcc.evaluation import metrics
 from jaxcc.scenarios import Scenario, parse_scenario
-from jaxcc.sim.controller import TUNER_CODES
+from jaxcc.sim.controller import DEFAULT_TUNER, TUNER_CODES
 
 
 MAX_LOSS = TARGET_MAX_LOSS  # T3's range, DeepCC §VI-B: "ranges from 0 to 10%" (the bounded reward's too)
@@ -231,17 +231,16 @@ class _DrawnLink:
         return self._schedule
 
 
-def target_field(t: Sequence[float], tuner: str = "paper") -> dict:
-    """A target row [T1, T2, T3] as the scenario flow field ``"target"`` (with ``"tuner"`` when not the paper's)."""
-    d = {"throughput_mbps": float(t[0]), "delay_ms": float(t[1]), "loss": float(t[2])}
-    return d if tuner == "paper" else {**d, "tuner": tuner}
+def target_field(t: Sequence[float], tuner: str = DEFAULT_TUNER) -> dict:
+    """A target row [T1, T2, T3] as the scenario flow field ``"target"``, naming its ``"tuner"``."""
+    return {"throughput_mbps": float(t[0]), "delay_ms": float(t[1]), "loss": float(t[2]), "tuner": tuner}
 
 
 # A scenario file's per-flow objective fields: TCR sets its own (a target per lane, or none).
 _OBJECTIVE_FIELDS = ("preference", "preference_changes", "target", "goal")
 
 
-def _with_flows(sc: Scenario, controller: str, target: Sequence[float] | None, tuner: str = "paper") -> Scenario:
+def _with_flows(sc: Scenario, controller: str, target: Sequence[float] | None, tuner: str = DEFAULT_TUNER) -> Scenario:
     d = sc.to_dict()
     for f in d["flows"]:
         for k in _OBJECTIVE_FIELDS:
@@ -252,7 +251,7 @@ def _with_flows(sc: Scenario, controller: str, target: Sequence[float] | None, t
     return parse_scenario(d, source=sc.name, allow_kernel=False)
 
 
-def with_target(sc: Scenario, controller: str, target: Sequence[float], tuner: str = "paper") -> Scenario:
+def with_target(sc: Scenario, controller: str, target: Sequence[float], tuner: str = DEFAULT_TUNER) -> Scenario:
     """``sc`` with its flow driven by ``controller`` and carrying ``"target"`` (online tuning with
     ``tuner``, ``jaxcc.senders.goal_tuning.TUNERS``)."""
     return _with_flows(sc, controller, target, tuner)
@@ -295,9 +294,9 @@ def _achieved(m: dict) -> list[float]:
 
 
 def run_tcr(scenarios: Sequence[Scenario], entries: Sequence[Entry], *, n_targets: int = DEFAULT_TARGETS,
-            seed: int = 0, ticks_per_rtt: int | None = None, progress: bool = True, tuner: str = "paper") -> dict:
+            seed: int = 0, ticks_per_rtt: int | None = None, progress: bool = True, tuner: str = DEFAULT_TUNER) -> dict:
     """Draw each link's targets and judge every controller on them (module docstring); a DeepCC
-    policy is tuned by ``tuner`` (``jaxcc.senders.goal_tuning.TUNERS``: "paper", the default, or "p95").
+    policy is tuned by ``tuner`` (``jaxcc.senders.goal_tuning.TUNERS``: "p95", the default, or "paper").
 
     Returns ``{"tcr": [row, ...], "links": [link, ...], "wall_s": {...}}`` (``results.json``'s).
     """

@@ -51,7 +51,7 @@ for a goal-tuned policy (``policy:FILE`` of a DeepCC policy: features ``deepcc_v
 throughput, delay and loss weights; no tuning); ``target`` turns online goal tuning on
 (``jaxcc.senders.goal_tuning``) toward throughput >= ``throughput_mbps`` (>= 0), 95th-percentile
 queueing delay (RTT − min RTT) <= ``delay_ms`` (>= 0) and loss rate <= ``loss`` (in [0, 1]); all
-three are required; an optional ``"tuner"`` picks the tuner (``"paper"``, the default, or ``"p95"``;
+three are required; an optional ``"tuner"`` picks the tuner (``"p95"``, the default, or ``"paper"``, §IV-C as written;
 ``jaxcc.senders.goal_tuning``).  Neither goes with ``preference`` / ``preference_changes``.  As for the
 preference, a flow whose controller is not a DeepCC policy is refused where the controller is
 resolved (``jaxcc.senders.preference_refusals``; ``jaxcc.sim.runner``), naming the field.
@@ -106,7 +106,7 @@ import numpy as np
 from jaxcc import units
 from jaxcc.controllers import parse_controller, policy_file, user_file, user_name, with_policy_file
 from jaxcc.sim import links
-from jaxcc.sim.controller import MAX_PREFERENCE_CHANGES, TUNER_CODES
+from jaxcc.sim.controller import DEFAULT_TUNER, MAX_PREFERENCE_CHANGES, TUNER_CODES
 from jaxcc.sim.trace import TRACE_BIN_MS, find_trace
 from jaxcc.units import PACKET_BYTES
 
@@ -132,7 +132,7 @@ class FlowSpec:
     goal: tuple[float, float, float] | None = None  # a DeepCC policy's fixed goal (throughput, delay, loss)
     target: tuple[float, float, float] | None = None  # DeepCC tuning target (throughput_mbps, delay_ms, loss)
     keep_controller: bool = False  # --controller does not replace this flow's (a fixed neighbour)
-    tuner: str = "paper"  # the target's tuner (jaxcc.senders.goal_tuning.TUNERS)
+    tuner: str = DEFAULT_TUNER  # the target's tuner (jaxcc.senders.goal_tuning.TUNERS)
 
 
 def init_rate_refusal(controller: str, where: str) -> str | None:
@@ -276,7 +276,7 @@ def _flow_dict(f: FlowSpec) -> dict:
         d["goal"] = list(f.goal)
     if f.target is not None:
         d["target"] = dict(zip(TARGET_FIELDS, f.target))
-        if f.tuner != "paper":
+        if f.tuner != DEFAULT_TUNER:
             d["target"]["tuner"] = f.tuner
     if f.keep_controller:
         d["keep_controller"] = True
@@ -377,8 +377,8 @@ def _target(v: Any, where: str) -> tuple[float, float, float]:
 
 
 def _tuner(v: dict, where: str) -> str:
-    """A target's optional ``"tuner"``: a key of ``TUNER_CODES`` (``jaxcc.senders.goal_tuning``; default "paper")."""
-    t = v.get("tuner", "paper")
+    """A target's optional ``"tuner"``: a key of ``TUNER_CODES`` (``jaxcc.senders.goal_tuning``; default ``DEFAULT_TUNER``)."""
+    t = v.get("tuner", DEFAULT_TUNER)
     if t not in TUNER_CODES:
         raise ValueError(f"{where}.tuner: must be one of {', '.join(TUNER_CODES)}, got {t!r}")
     return t
@@ -513,7 +513,7 @@ def parse_scenario(spec: dict, *, source: str = "scenario", base_dir: str | None
                                  f"(give one)")
         goal = _preference(fl["goal"], f"{w}.goal") if "goal" in fl else None
         target = _target(fl["target"], f"{w}.target") if "target" in fl else None
-        tuner = _tuner(fl["target"], f"{w}.target") if "target" in fl else "paper"
+        tuner = _tuner(fl["target"], f"{w}.target") if "target" in fl else DEFAULT_TUNER
         keep = fl.get("keep_controller", False)
         if not isinstance(keep, bool):
             raise ValueError(f"{w}.keep_controller: expected true or false, got {keep!r}")

@@ -29,6 +29,7 @@ from jaxcc.sim.core import BIG, TickOut
 # (throughput_mbps, delay_ms, loss).
 PREFERENCE_DIM, MAX_PREFERENCE_CHANGES, TARGET_DIM = 3, 8, 3
 TUNER_CODES = {"paper": 1.0, "p95": 2.0}  # SenderParams.target_on per tuner (jaxcc.senders.goal_tuning)
+DEFAULT_TUNER = "p95"  # the tuner a target gets when it names none (jaxcc.senders.goal_tuning says why)
 
 
 class FixedParams(NamedTuple):

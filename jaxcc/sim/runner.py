@@ -210,7 +210,7 @@ def _put_target(sp: ctl.SenderParams, fl: FlowSpec, ctrl: ctl.Controller, j: int
     if goal is not None:
         sp.preference[j] = np.asarray(goal, np.float32)
     else:
-        tuner = getattr(fl, "tuner", "paper")
+        tuner = getattr(fl, "tuner", ctl.DEFAULT_TUNER)
         if tuner not in ctl.TUNER_CODES:
             raise ValueError(f"flows[{j}].target.tuner: must be one of {', '.join(ctl.TUNER_CODES)}, got {tuner!r}")
         sp.target[j] = np.asarray(target, np.float32)
