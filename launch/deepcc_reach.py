@@ -22,7 +22,7 @@ goodput, byte-weighted p95 queueing delay and loss, as ``jaxcc.tcr`` judges them
    from 1/3 each by raising the delay weight alone, eq. 12's normalisation taking from the other
    two in proportion) or its throughput path (g2 = g3: raising g1 alone) meets.
 2. **The tuner.**  Every target runs once with tuning on (the scenario flow's ``target``), the
-   sender's state read at every simulator tick (``probe_run``): the goal in force, the tuner's
+   sender's state read at every simulator tick (``probe``): the goal in force, the tuner's
    steps and each tuning interval's mean measurement m (eq. 1).  Each target is *met* (tuned),
    *reachable but missed*, or *unreachable*.  For the missed ones: which bound failed, the goal
    at the end, how far g2 and g3 moved, how often the jump-out fired, and the tuner's view of the
@@ -57,8 +57,6 @@ import sys
 import time
 from typing import Sequence
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
 from jaxcc import scenarios, senders, units
@@ -66,8 +64,7 @@ from jaxcc.cli import run_absl_cli
 from jaxcc.envs import deepcc
 from jaxcc.evaluation import metrics, tcr
 from jaxcc.senders import goal_tuning as gt
-from jaxcc.sim import controller as ctl
-from jaxcc.sim import core, runner
+from jaxcc.sim import runner
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 JUDGED = ("deepcc/wifi", "deepcc/cellular", "deepcc/satellite")
@@ -142,40 +139,15 @@ def flow_with(sc: scenarios.Scenario, controller: str, goal=None, target=None, t
     return scenarios.parse_scenario(d, source=sc.name)
 
 
-def probe_run(controllers, num_ticks: int, ring_len: int):
-    """``jaxcc.sim.runner.make_run`` for one link, also returning flow 0's sender state every tick
-    (controller 0 must be the DeepCC policy): ``(traj, rates, probe)``.  The tick body is
-    ``make_run``'s, line for line; the probe only reads the state."""
-
-    def sel(mask, a, b):
-        return jax.tree.map(lambda x, y: jnp.where(mask.reshape(mask.shape + (1,) * (x.ndim - 1)), x, y), a, b)
-
-    def run(p, ctrl_ids, cparams):
-        inits = tuple(jax.vmap(c.init)(cparams) for c in controllers)
-
-        def body(carry, _):
-            sim, cstates = carry
-            acts = [jax.vmap(c.act)(cs, cparams) for c, cs in zip(controllers, cstates)]
-            rates = jnp.stack([a.rate for a in acts])
-            cwnds = jnp.stack([a.cwnd for a in acts])
-            rate = jnp.take_along_axis(rates, ctrl_ids[None], axis=0)[0]
-            cwnd = jnp.take_along_axis(cwnds, ctrl_ids[None], axis=0)[0]
-            sim, out = core.step(p, sim, rate, cwnd)
-            obs = ctl.tick_obs(out, p.dt)
-            cstates = tuple(jax.vmap(c.update)(cs, obs, cparams) for c, cs in zip(controllers, cstates))
-            cstates = tuple(sel(out.active, cs, ini) for cs, ini in zip(cstates, inits))
-            s = cstates[0]
-            probe = {"goal": s.own.goal[0], "u": s.own.paper.last_action[0, 0], "rate": s.own.rate[0, 0],
-                     "thr_max": s.own.paper.thr_max[0, 0], "last_m": s.own.last_m[0],
-                     "steps": s.own.tuner.steps[0], "m_tuned": s.own.tuner.m_hist[0, -1],
-                     "min_rtt": s.run.min_rtt[0, 0], "decided": s.tick[0] == 0,
-                     "fallback": s.mon.fallback[0]}
-            return (sim, cstates), (out, jnp.where(out.active, rate, 0.0), probe)
-
-        _, (traj, rates, probe) = jax.lax.scan(body, (core.init_state(p, ring_len), inits), None, length=num_ticks)
-        return traj, rates, probe
-
-    return run
+def probe(cstates) -> dict:
+    """Flow 0's DeepCC sender state after a tick (``jaxcc.sim.runner.make_run``'s ``probe``;
+    controller 0 must be the DeepCC policy)."""
+    s = cstates[0]
+    return {"goal": s.own.goal[0], "u": s.own.paper.last_action[0, 0], "rate": s.own.rate[0, 0],
+            "thr_max": s.own.paper.thr_max[0, 0], "last_m": s.own.last_m[0],
+            "steps": s.own.tuner.steps[0], "m_tuned": s.own.tuner.m_hist[0, -1],
+            "min_rtt": s.run.min_rtt[0, 0], "decided": s.tick[0] == 0,
+            "fallback": s.mon.fallback[0]}
 
 
 def simulate(scs: Sequence[scenarios.Scenario], seed: int, window) -> list[dict]:
@@ -186,10 +158,8 @@ def simulate(scs: Sequence[scenarios.Scenario], seed: int, window) -> list[dict]
     found = {}
     for b in runner.build_batches(items, resolve=senders.resolve):
         if len(b.controllers) != 1:
-            raise ValueError("probe_run: one controller per batch (the DeepCC policy)")
-        run = jax.jit(jax.vmap(probe_run(b.controllers, b.num_ticks, b.ring_len)))
-        traj, rates, probe = jax.device_get(run(jax.tree.map(jnp.asarray, b.params), jnp.asarray(b.ctrl_ids),
-                                                jax.tree.map(jnp.asarray, b.cparams)))
+            raise ValueError("probe: one controller per batch (the DeepCC policy)")
+        _, traj, rates, probed = runner.run_batch(b, probe=probe)
         for i, it in enumerate(b.items):
             tr = metrics.from_batch(traj, rates, b, i)
             fm = metrics.flow_metrics(tr, 0, window)
@@ -197,8 +167,8 @@ def simulate(scs: Sequence[scenarios.Scenario], seed: int, window) -> list[dict]
             found[id(it)] = {
                 "throughput_mbps": fm["throughput"] / units.MBPS, "p95_qdelay_ms": fm["p95_qdelay"] * 1e3,
                 "loss": fm["loss"], "capacity_mbps": float(np.mean(tr.capacity[m])) / units.MBPS,
-                "fallback_frac": float(np.mean(probe["fallback"][i][m])),
-                "probe": {k: np.asarray(v[i]) for k, v in probe.items()}, "time": tr.time, "acked": tr.acked[:, 0],
+                "fallback_frac": float(np.mean(probed["fallback"][i][m])),
+                "probe": {k: np.asarray(v[i]) for k, v in probed.items()}, "time": tr.time, "acked": tr.acked[:, 0],
                 "dt": tr.dt}
     return [found[id(it)] for it in items]
 

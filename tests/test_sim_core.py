@@ -329,3 +329,22 @@ def test_no_float32_drift_at_300_s():
     np.testing.assert_allclose(qdelay[late], buf / c, rtol=1e-5)
     np.testing.assert_allclose(cap[late], c, rtol=1e-6)
     assert served.sum() == pytest.approx(c * n * float(p.dt), rel=1e-5)
+
+
+def test_probe_records_sender_state_every_tick_and_changes_nothing():
+    """``make_run``'s ``probe`` records a function of the controllers' states after every tick
+    ([B, T, ...]) and leaves the run as it was: the same trajectory and rates bit for bit; its
+    last record is the final state ``keep_states`` returns."""
+    sc = parse_scenario({"name": "probe", "duration_s": 1.0, "link": {"bandwidth_mbps": 10, "buffer_bytes": 60000},
+                         "flows": [{"rtt_ms": 40.0, "controller": "fixed:4"},
+                                   {"rtt_ms": 40.0, "start_s": 0.5, "controller": "fixed:2"}]})
+    (batch,) = runner.build_batches([runner.Item(sc)], resolve=senders.resolve)
+    _, traj, rates = runner.run_batch(batch)
+    _, traj_p, rates_p, rec = runner.run_batch(batch, probe=lambda cs: {"n": jnp.asarray(len(cs))})
+    for a, b in zip(jax.tree.leaves(traj), jax.tree.leaves(traj_p)):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(rates, rates_p)
+    assert rec["n"].shape == (1, batch.num_ticks) and np.all(rec["n"] == len(batch.controllers))
+    _, _, _, states, rec2 = runner.run_batch(batch, keep_states=True, probe=lambda cs: cs)
+    for a, b in zip(jax.tree.leaves(states), jax.tree.leaves(rec2)):  # the last tick's record is the final state
+        np.testing.assert_array_equal(a, np.asarray(b)[:, -1])

@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections import defaultdict
-from typing import Callable, Protocol, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -224,10 +224,16 @@ def _where_flow(mask: jax.Array, a, b):
     return jax.tree.map(sel, a, b)
 
 
-def make_run(controllers: tuple[ctl.Controller, ...], num_ticks: int, ring_len: int, keep_states: bool = False):
+def make_run(controllers: tuple[ctl.Controller, ...], num_ticks: int, ring_len: int, keep_states: bool = False,
+             probe: Callable[[tuple], Any] | None = None):
     """A pure ``run(params, ctrl_ids, cparams) -> (final SimState, TickOut trajectory, rates)``
     for one link (``keep_states``: and the controllers' final states, one ``[F, ...]`` pytree per
-    controller, each flow's in its own controller's entry); vmap it for a batch."""
+    controller, each flow's in its own controller's entry); vmap it for a batch.
+
+    ``probe``: a function of the controllers' states after each tick's update (the tuple
+    ``keep_states`` returns at the end) whose pytree is recorded every tick and returned last,
+    leaves ``[T, ...]`` (for measurements of a sender's internals, e.g. its window or goal at
+    every decision).  It only reads the states: the run is the same with or without it."""
 
     def run(p: core.LinkParams, ctrl_ids: jax.Array, cparams: ctl.ControllerParams):
         inits = tuple(jax.vmap(c.init)(cparams) for c in controllers)
@@ -245,19 +251,20 @@ def make_run(controllers: tuple[ctl.Controller, ...], num_ticks: int, ring_len: 
             # A flow idle during this tick starts its next tick from a fresh state, so a flow that
             # starts (or restarts) does so from ``init``, not from updates it saw while idle.
             cstates = tuple(_where_flow(out.active, cs, ini) for cs, ini in zip(cstates, inits))
-            return (sim, cstates), (out, jnp.where(out.active, rate, 0.0))
+            ys = (out, jnp.where(out.active, rate, 0.0))
+            return (sim, cstates), (ys + (probe(cstates),) if probe is not None else ys)
 
-        (sim, cstates), (traj, rates) = jax.lax.scan(body, (core.init_state(p, ring_len), inits), None,
-                                                     length=num_ticks)
-        return (sim, traj, rates, cstates) if keep_states else (sim, traj, rates)
+        (sim, cstates), ys = jax.lax.scan(body, (core.init_state(p, ring_len), inits), None, length=num_ticks)
+        return (sim, *ys[:2]) + ((cstates,) if keep_states else ()) + tuple(ys[2:])
 
     return run
 
 
-def run_batch(batch: Batch, keep_states: bool = False):
+def run_batch(batch: Batch, keep_states: bool = False, probe: Callable[[tuple], Any] | None = None):
     """Simulate a batch; returns NumPy (final states, trajectories [B, T, ...], rates [B, T, F])
-    (``keep_states``: and the controllers' final states, leaves ``[B, F, ...]``, ``make_run``)."""
-    run = jax.jit(jax.vmap(make_run(batch.controllers, batch.num_ticks, batch.ring_len, keep_states)))
+    (``keep_states``: and the controllers' final states, leaves ``[B, F, ...]``; ``probe``: and
+    its per-tick record, leaves ``[B, T, ...]``; ``make_run``)."""
+    run = jax.jit(jax.vmap(make_run(batch.controllers, batch.num_ticks, batch.ring_len, keep_states, probe)))
     out = run(jax.tree.map(jnp.asarray, batch.params), jnp.asarray(batch.ctrl_ids),
               jax.tree.map(jnp.asarray, batch.cparams))
     return jax.device_get(out)
