@@ -100,7 +100,7 @@ def define_flags(fv):
                          upper_bound=8, flag_values=fv)
     flags.DEFINE_string("tuner", "paper", "the tuner of the tuned runs: paper or p95 (jaxcc.senders.goal_tuning)",
                         flag_values=fv)
-    flags.DEFINE_string("tcr_records", os.path.join(REPO, "checkpoints", "deepcc", "tcr", "results.json"),
+    flags.DEFINE_string("tcr_records", os.path.join(REPO, "checkpoints", "deepcc", "tcr_tuner", "paper.json"),
                         "a jaxcc.tcr results.json of the same policy to check the tuned runs against ('' : none)",
                         flag_values=fv)
     flags.DEFINE_string("tcr_controller", "deepcc_seed0", "the controller label of --policy in --tcr_records",
