@@ -330,6 +330,20 @@ def test_bad_learner_address_is_one_line(addr):
         simnet.parse_address(addr)
 
 
+def test_simnet_keeps_a_kept_neighbour():
+    """``coexist/cubic1``'s second flow keeps its CUBIC (``keep_controller``): the simulator backend
+    runs it as CUBIC beside the policy flow, as ``jaxcc.evaluate`` does, and only flow 0 is a
+    policy flow (the only one to connect to a learner and to take policy decisions)."""
+    sc = es.with_duration(es.load(name="coexist/cubic1"), 2.0)
+    assert [f.keep_controller for f in sc.flows] == [False, True]
+    net = simnet.SimNet(sc, POLICY, None, speed=0)
+    assert net.controllers[1] == "cubic" and net.controllers[0] != "cubic"
+    assert net.policy_flows == [0]
+    run = net.run()
+    assert run["controllers"] == net.controllers
+    assert run["decisions"][0] > 0 and run["decisions"][1] == 0  # decisions per flow: CUBIC takes none
+
+
 def test_simnet_refuses_bbr_fallback_and_bad_speed():
     sc = es.load(name="pareto/fixed50")
     with pytest.raises(ValueError, match="--fallback=bbr"):

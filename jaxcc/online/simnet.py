@@ -13,7 +13,9 @@ swapped in between two decisions and acknowledged, BYE with the counters at the 
 (protocol 2, ``jaxcc.online.auth``), a refused frame counted in ``auth_refused`` and the
 connection dropped, as the C++ sender does. Flows whose
 controller is ``kernel:cubic`` / ``kernel:bbr`` (cross traffic in a scenario) run as the
-simulator's CUBIC / BBR; other flows run the policy.
+simulator's CUBIC / BBR, and a flow that keeps its controller (``keep_controller``, e.g. the
+CUBIC neighbour of ``coexist/*``) runs its own, as ``jaxcc.emulate`` and ``jaxcc.evaluate``
+keep it; other flows run the policy.
 
 Weights are a traced argument of the jitted chunk (``[F, ...]`` per flow: each flow has its own
 connection and may run its own weight version), so a swap never recompiles. The simulation
@@ -406,8 +408,8 @@ class SimNet:
     """One scenario in the simulator, each policy flow connected to a learner (module docstring).
 
     Args:
-      scenario: a ``jaxcc.scenarios.Scenario`` (its flows' ``kernel:*`` controllers are cross
-        traffic; every other flow runs the policy).
+      scenario: a ``jaxcc.scenarios.Scenario`` (its flows' ``kernel:*`` controllers and those
+        it keeps, ``keep_controller``, are cross traffic; every other flow runs the policy).
       policy_path: the exported policy the senders start with (``pareto_v1`` / ``pareto_v2``).
       learner: the learner's address, or None (no streaming: the policy runs as is).
       speed: simulated seconds per wall second (0: as fast as possible).
@@ -442,8 +444,9 @@ class SimNet:
             self.policy_sha256 = hashlib.sha256(f.read()).hexdigest()
         self.log = log or (lambda msg: print(f"[simnet] {msg}", file=sys.stderr))
         pol_name = policy_name(self.policy_path, raw_policy)
-        flows = [dataclasses.replace(f, controller=sim_controller(f.controller) if f.controller.startswith("kernel:")
-                                     else pol_name) for f in scenario.flows]
+        flows = [dataclasses.replace(f, controller=sim_controller(f.controller)
+                                     if f.controller.startswith("kernel:") or f.keep_controller else pol_name)
+                 for f in scenario.flows]
         self.controllers = [f.controller for f in flows]
         sc = dataclasses.replace(scenario, flows=tuple(flows))
         (batch,) = sim_runner.build_batches([sim_runner.Item(sc, seed)], resolve=resolve_controller)
