@@ -11,6 +11,8 @@ actions through Aurora's rate rule x(1+αa) / x/(1−αa).  With ``--mode=env`` 
 
 Also measured: the same workload on 1 Mbit/s and on 1 Gbit/s links — a fluid model's cost must
 not depend on the link rate.  Timings exclude compilation (one warm-up call per size).
+``--ticks_per_rtt`` sets the model's resolution (ticks per RTT; default the simulator's), for the
+trade-off of speed against the error ``jaxcc.fidelity --ticks_per_rtt`` measures.
 
     python -m jaxcc.bench --train=aurora --sizes=1,64,1024,4096 --out=bench_cpu.json
     python -m jaxcc.bench --train=all --devices=1,8 --out=bench_train.json   # + bench_train.md
@@ -61,12 +63,16 @@ TRAIN_ALL = ("aurora_smoke", "eagle_smoke", "pareto_smoke", "mocc_smoke", "deepc
 CHILD_ENV = "JAXCC_BENCH_DEVICES"  # set in a --devices subprocess: the device count it measures at
 
 TICKS_PER_RTT = links.DEFAULT_TICKS_PER_RTT
-MI_TICKS = TICKS_PER_RTT // 2  # Aurora: one decision every ½ RTT
 RING = 1024  # covers Table 1's deepest queues except the far tail (see links.ring_len_for)
 ALPHA = 0.025
 
 
-def _table1_link(key, fixed_mbps=None):
+def mi_ticks_for(ticks_per_rtt: int) -> int:
+    """Ticks per Aurora monitor interval (½ RTT) at ``ticks_per_rtt``."""
+    return max(1, int(ticks_per_rtt) // 2)
+
+
+def _table1_link(key, fixed_mbps=None, ticks_per_rtt=TICKS_PER_RTT):
     kb, kl, kq, kloss = jax.random.split(key, 4)
     bw = jax.random.uniform(kb, (), minval=100.0, maxval=500.0) * units.MSS  # bytes/s
     if fixed_mbps is not None:
@@ -77,16 +83,18 @@ def _table1_link(key, fixed_mbps=None):
         queue = queue * bw / (300.0 * units.MSS)
     loss = jax.random.uniform(kloss, (), maxval=0.05)
     p = links.link_from_arrays(jnp.zeros((1,)), bw[None], queue, loss, jnp.array([2.0 * latency]),
-                               jnp.zeros((1,)), jnp.full((1,), 1e9), TICKS_PER_RTT)
+                               jnp.zeros((1,)), jnp.full((1,), 1e9), ticks_per_rtt)
     return p, bw
 
 
-def make_sim_rollout(n, num_decisions, fixed_mbps=None):
-    """``n`` links driven by random Aurora actions every MI on the bare model (PureJaxRL layout:
-    a ``lax.scan`` over decisions whose body steps the vmapped batch)."""
+def make_sim_rollout(n, num_decisions, fixed_mbps=None, ticks_per_rtt=TICKS_PER_RTT):
+    """``n`` links driven by random Aurora actions every MI (½ RTT: ``ticks_per_rtt // 2`` ticks) on
+    the bare model (PureJaxRL layout: a ``lax.scan`` over decisions whose body steps the vmapped
+    batch)."""
+    mi_ticks = mi_ticks_for(ticks_per_rtt)
 
     def rollout(key):
-        p, bw = jax.vmap(lambda k: _table1_link(k, fixed_mbps))(jax.random.split(key, n))
+        p, bw = jax.vmap(lambda k: _table1_link(k, fixed_mbps, ticks_per_rtt))(jax.random.split(key, n))
         rate = (bw * jax.random.uniform(jax.random.fold_in(key, 7), (n,), minval=0.3, maxval=1.5))[:, None]
         cwnd = jnp.full((n, 1), core.BIG)
         state = jax.vmap(lambda q: core.init_state(q, RING))(p)
@@ -98,7 +106,7 @@ def make_sim_rollout(n, num_decisions, fixed_mbps=None):
                 s, out = jax.vmap(core.step)(p, s, rate, cwnd)
                 return s, jnp.sum(out.acked + out.lost + out.rtt_wsum)
 
-            s, fb = jax.lax.scan(tick, s, None, length=MI_TICKS)
+            s, fb = jax.lax.scan(tick, s, None, length=mi_ticks)
             a = jax.random.uniform(k, (n, 1), minval=-1.0, maxval=1.0)
             rate = jnp.where(a >= 0, rate * (1 + ALPHA * a), rate / (1 - ALPHA * a))
             return (s, rate), jnp.sum(fb)
@@ -109,11 +117,11 @@ def make_sim_rollout(n, num_decisions, fixed_mbps=None):
     return rollout
 
 
-def make_env_rollout(n, num_decisions):
+def make_env_rollout(n, num_decisions, ticks_per_rtt=TICKS_PER_RTT):
     """``n`` Aurora environments (features and reward included) stepped with random actions."""
     from jaxcc.envs import make_env  # the env layer is optional for this benchmark
 
-    env, params = make_env("aurora")
+    env, params = make_env("aurora", ticks_per_rtt=ticks_per_rtt)
 
     def rollout(key):
         obs, state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(key, n), params)
@@ -309,6 +317,8 @@ def define_flags(fv):
     flags.DEFINE_list("sizes", ["1", "16", "256", "1024", "4096", "16384"], "Numbers of parallel links.",
                       flag_values=fv)
     flags.DEFINE_integer("decisions", 100, "Decisions per link per timed call.", flag_values=fv)
+    flags.DEFINE_integer("ticks_per_rtt", TICKS_PER_RTT, "The model's resolution: ticks per RTT (a decision every "
+                         "½ RTT).", flag_values=fv)
     flags.DEFINE_integer("repeats", 3, "Timed calls per size (the best is reported).", flag_values=fv)
     flags.DEFINE_enum("mode", "auto", ["auto", "env", "sim"], "Drive the Aurora env or the bare simulator.",
                       flag_values=fv)
@@ -386,12 +396,15 @@ def main(fv, argv=()) -> int:
             return 2
     if fv.train:
         return main_train(fv, fv.train)
-    mode, nd = fv.mode, fv.decisions
-    make = lambda n: make_sim_rollout(n, nd)  # noqa: E731
+    mode, nd, tpr = fv.mode, fv.decisions, fv.ticks_per_rtt
+    if tpr < 2:
+        raise ValueError(f"--ticks_per_rtt={tpr}: must be >= 2 (a decision every ½ RTT)")
+    mi_ticks = mi_ticks_for(tpr)
+    make = lambda n: make_sim_rollout(n, nd, ticks_per_rtt=tpr)  # noqa: E731
     if mode in ("auto", "env"):
         try:
-            make_env_rollout(1, 1)(jax.random.PRNGKey(0))
-            make = lambda n: make_env_rollout(n, nd)  # noqa: E731
+            make_env_rollout(1, 1, tpr)(jax.random.PRNGKey(0))
+            make = lambda n: make_env_rollout(n, nd, tpr)  # noqa: E731
             mode = "env"
         except (ImportError, AttributeError, ValueError, TypeError) as e:
             if mode == "env":
@@ -405,7 +418,7 @@ def main(fv, argv=()) -> int:
         # ("complete": false until the rate-independence rows are in).
         result = {
             "sim": rows, "rate_independence": rate, "complete": complete, "mode": mode, "decisions_per_call": nd,
-            "mi_ticks": MI_TICKS, "ring_len": RING, "device": str(jax.devices()[0]), "backend": jax.default_backend(),
+            "ticks_per_rtt": tpr, "mi_ticks": mi_ticks, "ring_len": RING, "device": str(jax.devices()[0]), "backend": jax.default_backend(),
             "cpu_count": os.cpu_count(), "machine": platform.machine(), "jax": jax.__version__,
         }
         with open(fv.out, "w") as fh:
@@ -414,13 +427,13 @@ def main(fv, argv=()) -> int:
     for n in [int(s) for s in fv.sizes]:
         secs = _time(make(n), fv.repeats)
         dec = n * nd / secs
-        rows.append({"num_envs": n, "decisions_per_s": dec, "flow_ticks_per_s": dec * MI_TICKS, "seconds": secs})
-        print(f"links={n:6d}  decisions/s={dec:12,.0f}  flow-ticks/s={dec * MI_TICKS:14,.0f}", flush=True)
+        rows.append({"num_envs": n, "decisions_per_s": dec, "flow_ticks_per_s": dec * mi_ticks, "seconds": secs})
+        print(f"links={n:6d}  decisions/s={dec:12,.0f}  flow-ticks/s={dec * mi_ticks:14,.0f}", flush=True)
         write(False)
     best_n = max(rows, key=lambda r: r["decisions_per_s"])["num_envs"]
     rate = {"num_envs": best_n}
     for mbps, key in ((1.0, "decisions_per_s_1mbps"), (1000.0, "decisions_per_s_1gbps")):
-        rate[key] = best_n * nd / _time(make_sim_rollout(best_n, nd, mbps), fv.repeats)
+        rate[key] = best_n * nd / _time(make_sim_rollout(best_n, nd, mbps, tpr), fv.repeats)
     rate["ratio_1gbps_over_1mbps"] = rate["decisions_per_s_1gbps"] / rate["decisions_per_s_1mbps"]
     print(f"rate independence at {best_n} links (bare model): 1 Mbit/s {rate['decisions_per_s_1mbps']:,.0f}/s, "
           f"1 Gbit/s {rate['decisions_per_s_1gbps']:,.0f}/s")

@@ -84,6 +84,24 @@ def test_bench_makes_its_output_folder_first(tmp_path):
     assert "Traceback" not in r.stderr
 
 
+def test_bench_at_another_resolution(tmp_path):
+    """``--ticks_per_rtt=16``: a decision is 8 ticks (½ RTT), so flow-ticks/s = 8 × decisions/s, and
+    the JSON says the resolution; below 2 ticks per RTT there is no ½-RTT decision: one error line."""
+    out = tmp_path / "bench.json"
+    env = dict(os.environ, JAX_PLATFORMS="cpu")
+    r = subprocess.run([sys.executable, "-m", "jaxcc.bench", "--sizes=1", "--decisions=2", "--repeats=1",
+                        "--mode=sim", "--ticks_per_rtt=16", f"--out={out}"], cwd=REPO, capture_output=True,
+                       text=True, timeout=300, env=env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    res = json.loads(out.read_text())
+    assert (res["ticks_per_rtt"], res["mi_ticks"]) == (16, 8)
+    assert res["sim"][0]["flow_ticks_per_s"] == pytest.approx(8 * res["sim"][0]["decisions_per_s"])
+    r = subprocess.run([sys.executable, "-m", "jaxcc.bench", "--sizes=1", "--ticks_per_rtt=1", f"--out={out}"],
+                       cwd=REPO, capture_output=True, text=True, timeout=300, env=env)
+    err = [ln for ln in r.stderr.splitlines() if ln.startswith("error:")]
+    assert r.returncode == 2 and len(err) == 1 and "--ticks_per_rtt=1: must be >= 2" in err[0], r.stderr[-2000:]
+
+
 @pytest.mark.full  # five training programs compile
 def test_gpu_check_writes_every_table_and_counts_a_step_it_stopped(tmp_path):
     """``launch/gpu_check.sh`` on this CPU with tiny sizes: every table is written (Eagle's size

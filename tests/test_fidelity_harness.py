@@ -7,6 +7,7 @@ pass rates, the random case generator, the simulator's one-batch padding, the CL
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
@@ -15,6 +16,7 @@ import numpy as np
 import pytest
 
 from jaxcc import fidelity as F
+from jaxcc.sim import links
 
 CTRLS = list(F.available_controllers())  # reno once the simulator has it
 
@@ -382,3 +384,34 @@ def test_short_of_target_by_hand():
     too_few, short = F.short_of_target(F.pass_rates(invalid))
     assert too_few == ["cubic: only 1 of 3 runs valid (the emulator could not keep time)"] and short == []
     assert F.short_of_target(F.pass_rates(vs[:1])) == ([], [])
+
+
+def test_a_sweep_reuses_stored_reference_runs_at_another_resolution(monkeypatch, tmp_path):
+    """``--references``: a second sweep of the same cases takes the reference runs from the first
+    one's fidelity.json and runs only the simulator (here at 4 ticks per RTT), and it refuses a
+    file of another reference, with a case missing or drawn with another scenario."""
+    def fake_ns3(case, out_dir, seed):  # the reference: the simulator's own record, so every metric agrees
+        return dict(F.simulate([case])[case.name])
+
+    monkeypatch.setattr(F.runs, "_run_ns3", fake_ns3)
+    first = F.run_sweep("ns3", ["fixed"], 1, 0, tmp_path / "a", log=io.StringIO())
+    assert first["ticks_per_rtt"] == links.DEFAULT_TICKS_PER_RTT and first["references_from"] is None
+    assert first["verdicts"][0]["verdict"] == "pass"
+    monkeypatch.setattr(F.runs, "_run_ns3", lambda *a: pytest.fail("the reference ran again"))
+    stored = tmp_path / "a" / "fidelity.json"
+    second = F.run_sweep("ns3", ["fixed"], 1, 0, tmp_path / "b", log=io.StringIO(), ticks_per_rtt=4,
+                         references=str(stored))
+    assert second["ticks_per_rtt"] == 4 and second["references_from"] == str(stored)
+    assert second["records"][0]["reference"] == first["records"][0]["reference"]
+    assert second["records"][0]["sim"] != first["records"][0]["sim"]  # another resolution, another run
+    with pytest.raises(ValueError, match=r"--references=.*a sweep against 'ns3', not 'kernel'"):
+        F.run_sweep("kernel", ["fixed"], 1, 0, tmp_path / "c", references=str(stored))
+    with pytest.raises(ValueError, match=r"--references=.*: no case fid-ns3-fixed-s0-1"):
+        F.run_sweep("ns3", ["fixed"], 2, 0, tmp_path / "c", references=str(stored))
+    doc = json.loads(stored.read_text())
+    doc["records"][0]["scenario"]["duration_s"] += 1
+    stored.write_text(json.dumps(doc))
+    with pytest.raises(ValueError, match=r"case fid-ns3-fixed-s0-0 was drawn with another scenario"):
+        F.run_sweep("ns3", ["fixed"], 1, 0, tmp_path / "c", references=str(stored))
+    with pytest.raises(ValueError, match=r"--ticks_per_rtt: must be >= 1, got 0"):
+        F.run_sweep("ns3", ["fixed"], 1, 0, tmp_path / "c", ticks_per_rtt=0)

@@ -2,6 +2,7 @@
 
     python -m jaxcc.fidelity --reference=kernel --controllers=cubic,reno,bbr,fixed --cases=10 --seed=0 --out=DIR
     python -m jaxcc.fidelity --reference=ns3 --controllers=reno,cubic,fixed --cases=14 --out=DIR
+    python -m jaxcc.fidelity --reference=ns3 --cases=14 --ticks_per_rtt=16 --references=DIR/fidelity.json --out=DIR16
 
 For each controller, ``draw_cases`` draws ``--cases`` random links from the target space
 (1–5 flows with mixed RTTs, at most 8× apart as a scenario allows, and start times; 1–200
@@ -38,6 +39,12 @@ ns-3's credible region: ns-3.37's ``TcpCubic`` has no Reno-friendly region (RFC 
 collapses after a retransmission timeout (measured here with single flows too), so BBR is
 compared with the kernel only (``NS3_NOT_CREDIBLE``).
 
+The simulator's resolution is ``--ticks_per_rtt`` (ticks per smallest flow RTT; default the
+simulator's).  A reference run does not depend on it, so ``--references=FILE`` takes the
+reference runs from an earlier sweep's ``fidelity.json`` of the same cases (``stored_references``
+checks that every case is there with the same scenario) and only the simulator runs: the error
+against the resolution, for the trade-off against speed (``jaxcc.bench --ticks_per_rtt``).
+
 Output: the table (one block per case: parameters, then sim vs reference per metric), the pass
 rates per controller and metric, ``DIR/fidelity.json`` with every case, both records and the
 verdicts, and ``DIR/fidelity.md``: the pass rates as the Markdown table ``docs/fidelity.md``
@@ -63,7 +70,7 @@ from jaxcc.fidelity.cli import define_flags, main, run_cli, write_pass_rate_tabl
 from jaxcc.fidelity.compare import (check_metric, compare_case, ip_factor, limitation_counts,
                                     limited_fraction, link_view, pass_rates, short_of_target)
 from jaxcc.fidelity.runs import (KERNEL_NAMES, delay_valid, lateness, reference_controller, run_reference,
-                                 run_sweep, simulate)
+                                 run_sweep, simulate, stored_references)
 from jaxcc.fidelity.tables import (against_record, describe, fmt_metric, format_cases, format_pass_rates,
                                    markdown_pass_rates, misses, per_run_misses, record_misses, write_record)
 
@@ -78,7 +85,7 @@ __all__ = [
     "ns3_credible", "per_flow_window_pkts", "sim_controller", "check_metric", "compare_case",
     "ip_factor", "limitation_counts", "limited_fraction", "link_view", "pass_rates",
     "short_of_target", "KERNEL_NAMES", "delay_valid", "lateness", "reference_controller",
-    "run_reference", "run_sweep", "simulate", "against_record", "describe", "format_cases",
+    "run_reference", "run_sweep", "simulate", "stored_references", "against_record", "describe", "format_cases",
     "format_pass_rates", "markdown_pass_rates", "misses", "per_run_misses", "record_misses",
     "write_record", "fmt_metric", "define_flags", "main", "run_cli", "write_pass_rate_table",
 ]

@@ -32,6 +32,11 @@ def define_flags(fv):
     flags.DEFINE_integer("seed", 0, "the seed the cases are drawn from (>= 0)", flag_values=fv)
     flags.DEFINE_integer("repeats", 1, "reference runs per case; each metric is compared with their median (their "
                          "spread printed)", flag_values=fv)
+    flags.DEFINE_integer("ticks_per_rtt", None, "the simulator's ticks per smallest flow RTT (default: the "
+                         "simulator's, jaxcc.sim.links.DEFAULT_TICKS_PER_RTT)", flag_values=fv)
+    flags.DEFINE_string("references", None, "take the reference runs from this earlier sweep's fidelity.json (the "
+                        "same --reference, --controllers, --cases, --seed and --repeats) instead of running them",
+                        flag_values=fv)
     flags.DEFINE_string("out", None, "output folder (fidelity.json, runs/)", flag_values=fv)
     flags.DEFINE_string("prefix", None, "netns name prefix (default jxekf + random hex)", flag_values=fv)
     flags.DEFINE_string("record", None, "write the cases' misses into this record file (tests/fidelity_misses.json "
@@ -71,16 +76,20 @@ def main(fv, argv: Sequence[str] = ()) -> int:
             raise ValueError(f"--repeats: must be >= 1, got {fv.repeats}")
         if fv.prefix is not None and (not fv.prefix.startswith("jxe") or len(fv.prefix) > 9):
             raise ValueError(f"--prefix: must start with 'jxe' and have at most 9 characters, got {fv.prefix!r}")
-        if fv.reference == "kernel" and os.geteuid() != 0:
+        if fv.ticks_per_rtt is not None and fv.ticks_per_rtt < 1:
+            raise ValueError(f"--ticks_per_rtt: must be >= 1, got {fv.ticks_per_rtt}")
+        if fv.references is not None and not os.path.isfile(fv.references):
+            raise ValueError(f"--references={fv.references}: no such file")
+        if fv.reference == "kernel" and os.geteuid() != 0 and fv.references is None:
             raise ValueError("--reference=kernel: the netns harness needs root")
-        if fv.reference == "ns3":
+        if fv.reference == "ns3" and fv.references is None:
             from jaxcc.emulation import ns3
             if not ns3.available():
                 raise ValueError("--reference=ns3: the ns-3 program is not built (make ns3)")
         from jaxcc import jax_cache
         jax_cache.enable_compilation_cache()
         report = run_sweep(fv.reference, controllers, fv.cases, fv.seed, fv.out, prefix=fv.prefix,
-                           repeats=fv.repeats)
+                           repeats=fv.repeats, ticks_per_rtt=fv.ticks_per_rtt, references=fv.references)
     except (ImportError, EmulationError) as e:
         raise ValueError(str(e)) from e
     print(format_cases(report["verdicts"], fv.reference))

@@ -149,29 +149,63 @@ def _strip_series(rec: dict) -> dict:
     return r
 
 
+def stored_references(path: str | os.PathLike, reference: str, cases: Sequence[Case], repeats: int) -> dict:
+    """The reference runs of an earlier sweep's ``fidelity.json`` (``--references``), case name ->
+    list of records, for exactly ``cases``: the same reference, each case present with the same
+    scenario and ``repeats`` runs (a reference run does not depend on the simulator's settings, so
+    a sweep that only changes those, e.g. ``--ticks_per_rtt``, can reuse them)."""
+    with open(path, encoding="utf-8") as fh:
+        doc = json.load(fh)
+    if doc.get("reference") != reference:
+        raise ValueError(f"--references={path}: a sweep against {doc.get('reference')!r}, not {reference!r}")
+    stored = {r["case"]: r for r in doc.get("records", [])}
+    out = {}
+    for case in cases:
+        r = stored.get(case.name)
+        if r is None:
+            raise ValueError(f"--references={path}: no case {case.name} (draw it with the same "
+                             f"--controllers, --cases and --seed)")
+        if r["scenario"] != metrics.json_safe(case.scenario.to_dict()):
+            raise ValueError(f"--references={path}: case {case.name} was drawn with another scenario")
+        runs = r["reference"] if isinstance(r["reference"], list) else [r["reference"]]
+        if len(runs) != repeats:
+            raise ValueError(f"--references={path}: case {case.name} has {len(runs)} reference runs, "
+                             f"--repeats={repeats}")
+        out[case.name] = runs
+    return out
+
+
 def run_sweep(reference: str, controllers: Sequence[str], n: int, seed: int, out_dir: str | os.PathLike, *,
               prefix: str | None = None, log=sys.stderr, table: dict[str, Limitation] | None = None,
-              repeats: int = 1) -> dict:
-    """Draw, simulate, run the reference (``repeats`` times per case; compared with the median of
-    the valid runs), compare; writes ``out_dir/fidelity.json``; returns the report."""
+              repeats: int = 1, ticks_per_rtt: int | None = None, references: str | None = None) -> dict:
+    """Draw, simulate (at ``ticks_per_rtt``, default the simulator's), run the reference
+    (``repeats`` times per case; compared with the median of the valid runs) or take its runs from
+    an earlier sweep's ``fidelity.json`` (``references``: ``stored_references``), compare; writes
+    ``out_dir/fidelity.json``; returns the report."""
+    from jaxcc.sim import links
+
     if repeats < 1:
         raise ValueError(f"--repeats: must be >= 1, got {repeats}")
+    if ticks_per_rtt is not None and ticks_per_rtt < 1:
+        raise ValueError(f"--ticks_per_rtt: must be >= 1, got {ticks_per_rtt}")
     out = Path(out_dir)
     cases = draw_cases(controllers, n, seed, reference)
+    stored = stored_references(references, reference, cases, repeats) if references else None
     t0 = time.time()
-    sim = simulate(cases)
+    sim = simulate(cases, ticks_per_rtt=ticks_per_rtt)
     print(f"[fidelity] simulated {len(cases)} cases in {time.time() - t0:.1f} s", file=log)
     prefix = prefix or "jxekf" + secrets.token_hex(2)
     verdicts, records = [], []
     for k, case in enumerate(cases):
         t1 = time.time()
-        runs = [run_reference(case, reference, out / "runs" / case.name / (f"r{r}" if repeats > 1 else ""),
-                              prefix=prefix, seed=seed + r)
-                for r in range(repeats)]
+        runs = stored[case.name] if stored else [
+            run_reference(case, reference, out / "runs" / case.name / (f"r{r}" if repeats > 1 else ""),
+                          prefix=prefix, seed=seed + r)
+            for r in range(repeats)]
         ok = [x for x in runs if x["valid"]]
         v = compare_case(case, sim[case.name], ok, reference, valid=bool(ok), table=table)
-        v["attempts"] = sum(x["attempts"] for x in runs)     # reference runs, re-runs included
-        v["reruns"] = sum(x["attempts"] - 1 for x in runs)   # runs repeated for an invalid delay check
+        v["attempts"] = sum(x.get("attempts", 1) for x in runs)     # reference runs, re-runs included
+        v["reruns"] = sum(x.get("attempts", 1) - 1 for x in runs)   # runs repeated for an invalid delay check
         v["lateness"] = lateness(runs[-1])
         verdicts.append(v)
         records.append({"case": case.name, "scenario": case.scenario.to_dict(), "sim": _strip_series(sim[case.name]),
@@ -179,6 +213,8 @@ def run_sweep(reference: str, controllers: Sequence[str], n: int, seed: int, out
         print(f"[fidelity] {k + 1}/{len(cases)} {case.name}: {v['verdict']} ({time.time() - t1:.0f} s)", file=log)
     report = {"reference": reference, "controllers": list(controllers), "cases_per_controller": n, "seed": seed,
               "repeats": repeats,
+              "ticks_per_rtt": links.DEFAULT_TICKS_PER_RTT if ticks_per_rtt is None else int(ticks_per_rtt),
+              "references_from": os.path.abspath(references) if references else None,
               "tolerances": TOLERANCES, "pass_rate_target": PASS_RATE_TARGET,
               "limitations": {name: {"metrics": lim.metrics, "controllers": lim.controllers, "why": lim.why,
                                      "references": lim.references}
