@@ -85,7 +85,9 @@ def test_sender_tunes_toward_target_on_a_real_link(tmp_path, prefix):
     f = rec["per_flow"][0]
     snd = f["sender_summary"]
     assert f["client_rc"] == 0, (tmp_path / "run" / "flow0" / "sender.stderr").read_text()
-    assert f["target"] == TARGET and snd["target"] == {"throughput_mbps": 100, "delay_ms": 1000, "loss": 1}
+    # The default tuner ("p95", jaxcc.sim.controller.DEFAULT_TUNER) is recorded and passed explicitly.
+    assert f["target"] == {**TARGET, "tuner": "p95"} and snd["tuner"] == "p95"
+    assert snd["target"] == {"throughput_mbps": 100, "delay_ms": 1000, "loss": 1}
     rows = list(csv.DictReader(open(tmp_path / "run" / "flow0" / "sender.csv")))
     # The safety net may hand the flow to BBR while the random policy overshoots: those MIs are
     # logged (control "bbr") and tuned on, but they are not the policy's decisions.
