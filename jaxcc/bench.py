@@ -418,7 +418,8 @@ def main(fv, argv=()) -> int:
         # ("complete": false until the rate-independence rows are in).
         result = {
             "sim": rows, "rate_independence": rate, "complete": complete, "mode": mode, "decisions_per_call": nd,
-            "ticks_per_rtt": tpr, "mi_ticks": mi_ticks, "ring_len": RING, "device": str(jax.devices()[0]), "backend": jax.default_backend(),
+            "ticks_per_rtt": tpr, "mi_ticks": mi_ticks, "ring_len": RING, "device": str(jax.devices()[0]),
+            "backend": jax.default_backend(),
             "cpu_count": os.cpu_count(), "machine": platform.machine(), "jax": jax.__version__,
         }
         with open(fv.out, "w") as fh:

@@ -220,8 +220,9 @@ def test_mocc_scores_what_its_readme_says():
 def test_deepcc_scores_what_its_tcr_results_say():
     """The shipped DeepCC file (checkpoints/deepcc/deepcc.safetensors = the seed-0 file of
     checkpoints/deepcc/tcr/results.json, label deepcc_seed0) re-scores its Wi-Fi TCR: the same 500
-    targets (seed 0), one tuned lane each (the default tuner, "p95"), the same met flags up to a few lanes (float reordering
-    across versions), and the tuned lanes' throughput and delay where they were."""
+    targets (seed 0), one tuned lane each (the default tuner, "p95"), the same met flags up to a
+    few lanes (float reordering across versions), and the tuned lanes' throughput and delay where
+    they were."""
     import json
 
     import numpy as np

@@ -377,7 +377,8 @@ def _target(v: Any, where: str) -> tuple[float, float, float]:
 
 
 def _tuner(v: dict, where: str) -> str:
-    """A target's optional ``"tuner"``: a key of ``TUNER_CODES`` (``jaxcc.senders.goal_tuning``; default ``DEFAULT_TUNER``)."""
+    """A target's optional ``"tuner"``: a key of ``TUNER_CODES`` (``jaxcc.senders.goal_tuning``;
+    default ``DEFAULT_TUNER``)."""
     t = v.get("tuner", DEFAULT_TUNER)
     if t not in TUNER_CODES:
         raise ValueError(f"{where}.tuner: must be one of {', '.join(TUNER_CODES)}, got {t!r}")
