@@ -5,9 +5,10 @@ fidelity sweeps of the same cases at several resolutions and bench runs at the s
     for t in 2 4 16 32; do
       python -m jaxcc.fidelity --reference=ns3 --cases=14 --seed=0 --ticks_per_rtt=$t --references=R/t8/fidelity.json --out=R/t$t
     done
-    for t in 2 4 8 16 32; do for m in sim env; do
-      python -m jaxcc.bench --sizes=16384 --mode=$m --ticks_per_rtt=$t --out=R/bench_${m}_t$t.json
-    done; done
+    for t in 2 4 8 16 32; do
+      python -m jaxcc.bench --sizes=16384 --mode=sim --ticks_per_rtt=$t --out=R/bench_sim_t$t.json
+      python -m jaxcc.bench --sizes=16384 --mode=env --ticks_per_rtt=$t --out=R/bench_env_t$t.json
+    done
     PYTHONPATH=. python3 launch/fidelity_resolution.py R
 
 Per resolution and controller: the cases within every tolerance, and the median absolute error
