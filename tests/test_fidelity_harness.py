@@ -331,7 +331,7 @@ def test_sweep_writes_the_report(monkeypatch, tmp_path):
         return {"per_flow": [{"flow": i, "throughput_mbps": mbps, "p95_owd_ms": 50.0, "loss": 0.0}
                              for i in range(case.num_flows)], "jain": 1.0}
 
-    monkeypatch.setattr(F.runs, "simulate", lambda cases: {c.name: rec(c, 1.0) for c in cases})
+    monkeypatch.setattr(F.runs, "simulate", lambda cases, **kw: {c.name: rec(c, 1.0) for c in cases})
     runs = []
 
     def fake_ref(case, reference, out_dir, prefix=None, seed=0):
