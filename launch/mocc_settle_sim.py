@@ -54,7 +54,7 @@ def settle(path: str, smooth: int = 1, band: float = BAND, tail_s: float = TAIL_
     for ch, k, e in zip(d["flows"][0]["preference_changes"], bounds, bounds[1:]):
         seg = settle_segment(list(t), list(x), k, e, band, tail_s, smooth)
         seg["preference"] = ch["preference"]
-        seg["previous_level"] = float(np.median(x[max(0, k - 50):k]))
+        seg["previous_level"] = float(np.median(x[max(0, k - 50):k]))  # the 50 decisions before the change
         out.append(seg)
     return out
 
