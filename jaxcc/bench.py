@@ -57,6 +57,7 @@ from jaxcc import units
 from jaxcc.cli import run_absl_cli
 from jaxcc.training import configs
 from jaxcc.sim import core, links
+from jaxcc.sim import granular as gr
 
 # --train=all: one smoke config per algorithm (config.algo).
 TRAIN_ALL = ("aurora_smoke", "eagle_smoke", "pareto_smoke", "mocc_smoke", "deepcc_smoke")
@@ -87,14 +88,18 @@ def _table1_link(key, fixed_mbps=None, ticks_per_rtt=TICKS_PER_RTT):
     return p, bw
 
 
-def make_sim_rollout(n, num_decisions, fixed_mbps=None, ticks_per_rtt=TICKS_PER_RTT):
+def make_sim_rollout(n, num_decisions, fixed_mbps=None, ticks_per_rtt=TICKS_PER_RTT, granular=()):
     """``n`` links driven by random Aurora actions every MI (½ RTT: ``ticks_per_rtt // 2`` ticks) on
     the bare model (PureJaxRL layout: a ``lax.scan`` over decisions whose body steps the vmapped
-    batch)."""
+    batch); with the ``granular`` effects (``jaxcc.sim.granular``) on every link when named."""
     mi_ticks = mi_ticks_for(ticks_per_rtt)
+    g = gr.params(granular)
 
     def rollout(key):
         p, bw = jax.vmap(lambda k: _table1_link(k, fixed_mbps, ticks_per_rtt))(jax.random.split(key, n))
+        if granular:
+            p = p.replace(granular=gr.Granular(key=jax.random.split(jax.random.fold_in(key, 11), n),
+                                               drops=jnp.full((n,), g.drops), loss=jnp.full((n,), g.loss)))
         rate = (bw * jax.random.uniform(jax.random.fold_in(key, 7), (n,), minval=0.3, maxval=1.5))[:, None]
         cwnd = jnp.full((n, 1), core.BIG)
         state = jax.vmap(lambda q: core.init_state(q, RING))(p)
@@ -319,6 +324,8 @@ def define_flags(fv):
     flags.DEFINE_integer("decisions", 100, "Decisions per link per timed call.", flag_values=fv)
     flags.DEFINE_integer("ticks_per_rtt", TICKS_PER_RTT, "The model's resolution: ticks per RTT (a decision every "
                          "½ RTT).", flag_values=fv)
+    flags.DEFINE_list("granular", [], "--mode=sim: the packet-granular effects on every link, comma-separated from "
+                      "drops,loss (jaxcc.sim.granular; default none)", flag_values=fv)
     flags.DEFINE_integer("repeats", 3, "Timed calls per size (the best is reported).", flag_values=fv)
     flags.DEFINE_enum("mode", "auto", ["auto", "env", "sim"], "Drive the Aurora env or the bare simulator.",
                       flag_values=fv)
@@ -396,11 +403,17 @@ def main(fv, argv=()) -> int:
             return 2
     if fv.train:
         return main_train(fv, fv.train)
-    mode, nd, tpr = fv.mode, fv.decisions, fv.ticks_per_rtt
+    mode, nd, tpr, granular = fv.mode, fv.decisions, fv.ticks_per_rtt, tuple(fv.granular)
+    try:
+        gr.check(granular)
+    except ValueError as e:
+        raise ValueError(f"--granular: {e}") from None
     if tpr < 2:
         raise ValueError(f"--ticks_per_rtt={tpr}: must be >= 2 (a decision every ½ RTT)")
     mi_ticks = mi_ticks_for(tpr)
-    make = lambda n: make_sim_rollout(n, nd, ticks_per_rtt=tpr)  # noqa: E731
+    make = lambda n: make_sim_rollout(n, nd, ticks_per_rtt=tpr, granular=granular)  # noqa: E731
+    if granular and mode != "sim":
+        raise ValueError(f"--granular={','.join(granular)}: only with --mode=sim (the bare model)")
     if mode in ("auto", "env"):
         try:
             make_env_rollout(1, 1, tpr)(jax.random.PRNGKey(0))
@@ -418,7 +431,7 @@ def main(fv, argv=()) -> int:
         # ("complete": false until the rate-independence rows are in).
         result = {
             "sim": rows, "rate_independence": rate, "complete": complete, "mode": mode, "decisions_per_call": nd,
-            "ticks_per_rtt": tpr, "mi_ticks": mi_ticks, "ring_len": RING, "device": str(jax.devices()[0]),
+            "ticks_per_rtt": tpr, "granular": list(granular), "mi_ticks": mi_ticks, "ring_len": RING, "device": str(jax.devices()[0]),
             "backend": jax.default_backend(),
             "cpu_count": os.cpu_count(), "machine": platform.machine(), "jax": jax.__version__,
         }
@@ -434,7 +447,7 @@ def main(fv, argv=()) -> int:
     best_n = max(rows, key=lambda r: r["decisions_per_s"])["num_envs"]
     rate = {"num_envs": best_n}
     for mbps, key in ((1.0, "decisions_per_s_1mbps"), (1000.0, "decisions_per_s_1gbps")):
-        rate[key] = best_n * nd / _time(make_sim_rollout(best_n, nd, mbps, tpr), fv.repeats)
+        rate[key] = best_n * nd / _time(make_sim_rollout(best_n, nd, mbps, tpr, granular), fv.repeats)
     rate["ratio_1gbps_over_1mbps"] = rate["decisions_per_s_1gbps"] / rate["decisions_per_s_1mbps"]
     print(f"rate independence at {best_n} links (bare model): 1 Mbit/s {rate['decisions_per_s_1mbps']:,.0f}/s, "
           f"1 Gbit/s {rate['decisions_per_s_1gbps']:,.0f}/s")

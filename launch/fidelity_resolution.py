@@ -25,35 +25,9 @@ import os
 import re
 import sys
 
-import numpy as np
+from jaxcc.fidelity.tables import error_summary
 
 METRICS = ("throughput_mbps", "p95_owd_ms", "loss", "jain")
-
-
-def abs_error(check: dict, metric: str) -> float:
-    """A check's absolute error in the table's unit (nan when it has no value)."""
-    sim, ref = check.get("sim"), check.get("ref")
-    if sim is None or ref is None or not (math.isfinite(sim) and math.isfinite(ref)):
-        return float("nan")
-    if metric == "throughput_mbps":
-        return 100.0 * abs(sim - ref) / max(abs(ref), 1e-9)
-    if metric == "loss":
-        return 100.0 * abs(sim - ref)
-    return abs(sim - ref)
-
-
-def summarise(doc: dict) -> dict:
-    """controller -> {"pass": "p/n", metric: median absolute error}."""
-    out = {}
-    for c, pr in doc["pass_rates"].items():
-        row = {"pass": f"{pr['cases']['pass']}/{pr['cases']['valid']}"}
-        vs = [v for v in doc["verdicts"] if v["controller"] == c]
-        for m in METRICS:
-            xs = [abs_error(v["checks"][m], m) for v in vs if m in v["checks"]]
-            xs = [x for x in xs if math.isfinite(x)]
-            row[m] = float(np.median(xs)) if xs else float("nan")
-        out[c] = row
-    return out
 
 
 def bench_rate(folder: str, mode: str, t: int) -> str:
@@ -80,7 +54,7 @@ def main(argv: list[str]) -> None:
             doc = json.load(fh)
         if doc.get("ticks_per_rtt") not in (None, t):
             raise SystemExit(f"{path}: ticks_per_rtt {doc['ticks_per_rtt']}, its folder says {t}")
-        table.append((t, doc["reference"], summarise(doc)))
+        table.append((t, doc["reference"], error_summary(doc)))
     ctrls = sorted(table[0][2])
     print(f"| ticks per RTT | {' | '.join(f'`{c}` all metrics' for c in ctrls)} | "
           + " | ".join(f"`{c}` median error: throughput % / p95 ms / loss pp / Jain" for c in ctrls)

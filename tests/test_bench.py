@@ -86,20 +86,27 @@ def test_bench_makes_its_output_folder_first(tmp_path):
 
 def test_bench_at_another_resolution(tmp_path):
     """``--ticks_per_rtt=16``: a decision is 8 ticks (½ RTT), so flow-ticks/s = 8 × decisions/s, and
-    the JSON says the resolution; below 2 ticks per RTT there is no ½-RTT decision: one error line."""
+    the JSON says the resolution (and the packet-granular effects it ran with); below 2 ticks per
+    RTT there is no ½-RTT decision, and an unknown effect is none: one error line each."""
     out = tmp_path / "bench.json"
     env = dict(os.environ, JAX_PLATFORMS="cpu")
     r = subprocess.run([sys.executable, "-m", "jaxcc.bench", "--sizes=1", "--decisions=2", "--repeats=1",
-                        "--mode=sim", "--ticks_per_rtt=16", f"--out={out}"], cwd=REPO, capture_output=True,
+                        "--mode=sim", "--ticks_per_rtt=16", "--granular=drops,loss", f"--out={out}"], cwd=REPO,
+                       capture_output=True,
                        text=True, timeout=300, env=env)
     assert r.returncode == 0, r.stderr[-3000:]
     res = json.loads(out.read_text())
-    assert (res["ticks_per_rtt"], res["mi_ticks"]) == (16, 8)
+    assert (res["ticks_per_rtt"], res["mi_ticks"], res["granular"]) == (16, 8, ["drops", "loss"])
     assert res["sim"][0]["flow_ticks_per_s"] == pytest.approx(8 * res["sim"][0]["decisions_per_s"])
     r = subprocess.run([sys.executable, "-m", "jaxcc.bench", "--sizes=1", "--ticks_per_rtt=1", f"--out={out}"],
                        cwd=REPO, capture_output=True, text=True, timeout=300, env=env)
     err = [ln for ln in r.stderr.splitlines() if ln.startswith("error:")]
     assert r.returncode == 2 and len(err) == 1 and "--ticks_per_rtt=1: must be >= 2" in err[0], r.stderr[-2000:]
+    r = subprocess.run([sys.executable, "-m", "jaxcc.bench", "--sizes=1", "--mode=sim", "--granular=burst",
+                        f"--out={out}"], cwd=REPO, capture_output=True, text=True, timeout=300, env=env)
+    err = [ln for ln in r.stderr.splitlines() if ln.startswith("error:")]
+    assert r.returncode == 2 and err == ["error: --granular: unknown effect(s) burst; allowed drops,loss"], \
+        r.stderr[-2000:]
 
 
 @pytest.mark.full  # five training programs compile

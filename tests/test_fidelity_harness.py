@@ -304,6 +304,8 @@ def test_bad_arguments_are_one_line_errors(capsys):
     assert capsys.readouterr().err.strip() == "error: --repeats: must be >= 1, got 0"
     assert cli("--reference=ns3", "--controllers=bbr", "--out=/tmp/x") == 2
     assert "bbr is not compared with ns-3" in capsys.readouterr().err
+    assert cli("--reference=ns3", "--granular=drops,burst", "--out=/tmp/x") == 2
+    assert capsys.readouterr().err.strip() == "error: --granular: unknown effect(s) burst; allowed drops,loss"
 
 
 # ----------------------------------------------------------------------------- simulator side
@@ -402,6 +404,7 @@ def test_a_sweep_reuses_stored_reference_runs_at_another_resolution(monkeypatch,
     second = F.run_sweep("ns3", ["fixed"], 1, 0, tmp_path / "b", log=io.StringIO(), ticks_per_rtt=4,
                          references=str(stored))
     assert second["ticks_per_rtt"] == 4 and second["references_from"] == str(stored)
+    assert first["granular"] == second["granular"] == []
     assert second["records"][0]["reference"] == first["records"][0]["reference"]
     assert second["records"][0]["sim"] != first["records"][0]["sim"]  # another resolution, another run
     with pytest.raises(ValueError, match=r"--references=.*a sweep against 'ns3', not 'kernel'"):
@@ -415,3 +418,25 @@ def test_a_sweep_reuses_stored_reference_runs_at_another_resolution(monkeypatch,
         F.run_sweep("ns3", ["fixed"], 1, 0, tmp_path / "c", references=str(stored))
     with pytest.raises(ValueError, match=r"--ticks_per_rtt: must be >= 1, got 0"):
         F.run_sweep("ns3", ["fixed"], 1, 0, tmp_path / "c", ticks_per_rtt=0)
+
+
+def test_error_summary_by_hand():
+    """Two cubic cases: throughput 105 vs 100 (5 %) and 90 vs 100 (10 %), median 7.5 %; loss
+    1 % vs 3 % and 2 % vs 2 % (2 and 0 pp, median 1 pp); Jain only in the first (0.1); delay
+    within tolerance in both.  One case passes every metric, the other fails throughput."""
+    def chk(sim, ref, ok):
+        return {"sim": sim, "ref": ref, "ok": ok}
+
+    verdicts = [
+        {"controller": "cubic", "checks": {"throughput_mbps": chk(105.0, 100.0, True), "p95_owd_ms": chk(50.0, 52.0, True),
+                                           "loss": chk(0.01, 0.03, False), "jain": chk(0.8, 0.9, False)}},
+        {"controller": "cubic", "checks": {"throughput_mbps": chk(90.0, 100.0, False), "p95_owd_ms": chk(50.0, 50.0, True),
+                                           "loss": chk(0.02, 0.02, True), "jain": {"sim": None, "ref": None, "ok": None}}},
+    ]
+    report = {"pass_rates": {"cubic": {"cases": {"pass": 0, "valid": 2}}}, "verdicts": verdicts}
+    row = F.tables.error_summary(report)["cubic"]
+    assert row["pass"] == "0/2"
+    assert (row["pass_throughput_mbps"], row["pass_p95_owd_ms"], row["pass_loss"], row["pass_jain"]) == \
+        ("1/2", "2/2", "1/2", "0/1")
+    assert row["throughput_mbps"] == pytest.approx(7.5) and row["p95_owd_ms"] == pytest.approx(1.0)
+    assert row["loss"] == pytest.approx(1.0) and row["jain"] == pytest.approx(0.1)

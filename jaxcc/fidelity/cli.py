@@ -34,6 +34,8 @@ def define_flags(fv):
                          "spread printed)", flag_values=fv)
     flags.DEFINE_integer("ticks_per_rtt", None, "the simulator's ticks per smallest flow RTT (default: the "
                          "simulator's, jaxcc.sim.links.DEFAULT_TICKS_PER_RTT)", flag_values=fv)
+    flags.DEFINE_list("granular", [], "the simulator's packet-granular effects, comma-separated from drops,loss "
+                      "(jaxcc.sim.granular; default none: the bare model)", flag_values=fv)
     flags.DEFINE_string("references", None, "take the reference runs from this earlier sweep's fidelity.json (the "
                         "same --reference, --controllers, --cases, --seed and --repeats) instead of running them",
                         flag_values=fv)
@@ -78,6 +80,11 @@ def main(fv, argv: Sequence[str] = ()) -> int:
             raise ValueError(f"--prefix: must start with 'jxe' and have at most 9 characters, got {fv.prefix!r}")
         if fv.ticks_per_rtt is not None and fv.ticks_per_rtt < 1:
             raise ValueError(f"--ticks_per_rtt: must be >= 1, got {fv.ticks_per_rtt}")
+        from jaxcc.sim import granular as gr
+        try:
+            gr.check(fv.granular)
+        except ValueError as e:
+            raise ValueError(f"--granular: {e}") from None
         if fv.references is not None and not os.path.isfile(fv.references):
             raise ValueError(f"--references={fv.references}: no such file")
         if fv.reference == "kernel" and os.geteuid() != 0 and fv.references is None:
@@ -89,7 +96,8 @@ def main(fv, argv: Sequence[str] = ()) -> int:
         from jaxcc import jax_cache
         jax_cache.enable_compilation_cache()
         report = run_sweep(fv.reference, controllers, fv.cases, fv.seed, fv.out, prefix=fv.prefix,
-                           repeats=fv.repeats, ticks_per_rtt=fv.ticks_per_rtt, references=fv.references)
+                           repeats=fv.repeats, ticks_per_rtt=fv.ticks_per_rtt, references=fv.references,
+                           granular=tuple(fv.granular))
     except (ImportError, EmulationError) as e:
         raise ValueError(str(e)) from e
     print(format_cases(report["verdicts"], fv.reference))

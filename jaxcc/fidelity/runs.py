@@ -32,15 +32,18 @@ def _trim(tr: metrics.Trace, n: int) -> metrics.Trace:
     return metrics.Trace(**kw)
 
 
-def simulate(cases: Sequence[Case], *, ticks_per_rtt: int | None = None) -> dict[str, dict]:
+def simulate(cases: Sequence[Case], *, ticks_per_rtt: int | None = None, granular: Sequence[str] = ()) -> dict[str, dict]:
     """Every case in the simulator, one compiled batch per controller; case name -> record
     (the results.json record's fields, as ``jaxcc.evaluate`` writes them for one seed).
+    ``granular`` names the packet-granular effects (``jaxcc.sim.granular.EFFECTS``) the links
+    get; none by default (the bare model).  Each link's draws are keyed by its place in the batch.
 
     The runner compiles one program per tick count; a case of ``n`` ticks is run for the group's
     longest tick count (its flows still stop at the case's end) and its trace cut back to ``n``
     ticks, which is exactly the run of ``n`` ticks.
     """
     from jaxcc import senders
+    from jaxcc.sim import granular as gr
     from jaxcc.sim import links, runner
 
     tpr = links.DEFAULT_TICKS_PER_RTT if ticks_per_rtt is None else int(ticks_per_rtt)
@@ -58,6 +61,9 @@ def simulate(cases: Sequence[Case], *, ticks_per_rtt: int | None = None) -> dict
         if len(batches) != 1:  # pragma: no cover - the padding above makes every tick count equal
             raise RuntimeError(f"{ctrl}: {len(batches)} batches, expected one")
         b = batches[0]
+        if granular:
+            b = dataclasses.replace(b, params=b.params.replace(granular=links.stack_granular(
+                [gr.params(granular, seed=i) for i in range(len(b.items))])))
         _, traj, rates = runner.run_batch(b)
         own = {c.name: (c, n) for c, n in zip(group, ticks)}
         for i, it in enumerate(b.items):
@@ -177,8 +183,10 @@ def stored_references(path: str | os.PathLike, reference: str, cases: Sequence[C
 
 def run_sweep(reference: str, controllers: Sequence[str], n: int, seed: int, out_dir: str | os.PathLike, *,
               prefix: str | None = None, log=sys.stderr, table: dict[str, Limitation] | None = None,
-              repeats: int = 1, ticks_per_rtt: int | None = None, references: str | None = None) -> dict:
-    """Draw, simulate (at ``ticks_per_rtt``, default the simulator's), run the reference
+              repeats: int = 1, ticks_per_rtt: int | None = None, references: str | None = None,
+              granular: Sequence[str] = ()) -> dict:
+    """Draw, simulate (at ``ticks_per_rtt``, default the simulator's; with the ``granular``
+    effects, default none), run the reference
     (``repeats`` times per case; compared with the median of the valid runs) or take its runs from
     an earlier sweep's ``fidelity.json`` (``references``: ``stored_references``), compare; writes
     ``out_dir/fidelity.json``; returns the report."""
@@ -192,7 +200,7 @@ def run_sweep(reference: str, controllers: Sequence[str], n: int, seed: int, out
     cases = draw_cases(controllers, n, seed, reference)
     stored = stored_references(references, reference, cases, repeats) if references else None
     t0 = time.time()
-    sim = simulate(cases, ticks_per_rtt=ticks_per_rtt)
+    sim = simulate(cases, ticks_per_rtt=ticks_per_rtt, granular=granular)
     print(f"[fidelity] simulated {len(cases)} cases in {time.time() - t0:.1f} s", file=log)
     prefix = prefix or "jxekf" + secrets.token_hex(2)
     verdicts, records = [], []
@@ -214,6 +222,7 @@ def run_sweep(reference: str, controllers: Sequence[str], n: int, seed: int, out
     report = {"reference": reference, "controllers": list(controllers), "cases_per_controller": n, "seed": seed,
               "repeats": repeats,
               "ticks_per_rtt": links.DEFAULT_TICKS_PER_RTT if ticks_per_rtt is None else int(ticks_per_rtt),
+              "granular": list(granular),
               "references_from": os.path.abspath(references) if references else None,
               "tolerances": TOLERANCES, "pass_rate_target": PASS_RATE_TARGET,
               "limitations": {name: {"metrics": lim.metrics, "controllers": lim.controllers, "why": lim.why,

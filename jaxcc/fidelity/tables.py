@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 from typing import Sequence
 
+import numpy as np
 
 from jaxcc.evaluation import metrics
 from jaxcc.fidelity.cases import METRICS, PASS_RATE_TARGET, TOLERANCES
@@ -16,6 +17,38 @@ from jaxcc.fidelity.compare import check_metric
 
 
 # ----------------------------------------------------------------------------- tables
+
+def abs_error(check: dict, metric: str) -> float:
+    """A check's absolute error in the unit the error tables use: throughput in % of the
+    reference, p95 one-way delay in ms, loss in percentage points, Jain's index as is (nan when
+    either side has no value)."""
+    sim, ref = check.get("sim"), check.get("ref")
+    if sim is None or ref is None or not (math.isfinite(sim) and math.isfinite(ref)):
+        return float("nan")
+    if metric == "throughput_mbps":
+        return 100.0 * abs(sim - ref) / max(abs(ref), 1e-9)
+    if metric == "loss":
+        return 100.0 * abs(sim - ref)
+    return abs(sim - ref)
+
+
+def error_summary(report: dict) -> dict:
+    """A sweep's report (``fidelity.json``) per controller: ``"pass"``, the cases within every
+    tolerance as "p/n"; ``"pass_<metric>"``, the cases within that metric's tolerance as "p/n";
+    and per metric its median absolute error over the cases (``abs_error``)."""
+    out = {}
+    for c, pr in report["pass_rates"].items():
+        row = {"pass": f"{pr['cases']['pass']}/{pr['cases']['valid']}"}
+        vs = [v for v in report["verdicts"] if v["controller"] == c]
+        for m in METRICS:
+            checks = [v["checks"][m] for v in vs if m in v["checks"] and v["checks"][m].get("ok") is not None]
+            row[f"pass_{m}"] = f"{sum(bool(x['ok']) for x in checks)}/{len(checks)}"
+            xs = [abs_error(v["checks"][m], m) for v in vs if m in v["checks"]]
+            xs = [x for x in xs if math.isfinite(x)]
+            row[m] = float(np.median(xs)) if xs else float("nan")
+        out[c] = row
+    return out
+
 
 def fmt_metric(metric: str, x: float) -> str:
     """One metric as the tables print it: loss in %, Jain to 3 decimals, the rest to 2; NaN as "nan"."""
