@@ -307,8 +307,8 @@ def step(p: LinkParams, s: SimState, rate: jax.Array, cwnd: jax.Array) -> tuple[
     if p.granular is None:
         arriving = sent * (1.0 - p.loss)
     else:  # GRANULAR: random loss in discrete events
-        ug = gr.tick_uniforms(p.granular, s.tick, p.rtt.shape[-1], dt.dtype)
-        arriving = gr.random_loss(p.granular, ug[:p.rtt.shape[-1]], sent, p.loss)
+        ug = gr.tick_uniforms(p.granular, s.tick, p.num_flows, dt.dtype)
+        arriving = gr.random_loss(p.granular, ug[:p.num_flows], sent, p.loss)
     total_arriving = jnp.sum(arriving)
     if p.realism is not None:  # REALISM: unresponsive cross traffic joins the queue
         cross_in = rz.cross_offered(p.realism, t0, t1)
@@ -320,8 +320,8 @@ def step(p: LinkParams, s: SimState, rate: jax.Array, cwnd: jax.Array) -> tuple[
     if p.granular is None:
         admitted = arriving * (1.0 - drop_frac)
     else:  # GRANULAR: the flows' share of the overflow split by whole packets
-        nf_ = p.rtt.shape[-1]
-        admitted = gr.drop_tail(p.granular, ug[nf_], ug[nf_ + 1:], arriving, drop_frac * jnp.sum(arriving))
+        admitted = gr.drop_tail(p.granular, ug[p.num_flows], ug[p.num_flows + 1:], arriving,
+                                drop_frac * jnp.sum(arriving))
     lost_now = sent - admitted
     queue = jnp.clip(backlog - overflow, 0.0, p.buffer_bytes)
     served = s.queue + jnp.sum(admitted) - queue
