@@ -83,6 +83,7 @@ def main(argv) -> int:
         rto = "-" if r["rto"] is None else str(r["rto"])
         print(f"{r['case']:24s} {r['flow']:4d} {r['ref_share']:12.2f} {r['ref_rel']:14.2f} {rto:>5s}  {cells}")
     print()
+    print(f"{len(first)} flows of {len({r['case'] for r in first})} cases")
     print(f"reference ({docs[0][1]['reference']}): {summary(first, 'ref')}")
     for (folder, _), rows in zip(docs, others):
         print(f"simulator ({folder}): {summary(rows, 'sim')}")
