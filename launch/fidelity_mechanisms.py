@@ -16,13 +16,11 @@ absolute error of each metric (``jaxcc.fidelity.tables.error_summary``).  A fold
 from __future__ import annotations
 
 import json
-import math
 import os
 import sys
 
-from jaxcc.fidelity.tables import error_summary
-
-METRICS = ("throughput_mbps", "p95_owd_ms", "loss", "jain")
+from jaxcc.fidelity.cases import METRICS
+from jaxcc.fidelity.tables import error_cells, error_summary
 
 
 def main(argv: list[str]) -> int:
@@ -52,7 +50,7 @@ def main(argv: list[str]) -> int:
     for doc, speed in docs:
         label = ",".join(doc.get("granular") or []) or "none"
         for c, row in error_summary(doc).items():
-            errs = " / ".join("–" if math.isnan(row[m]) else f"{row[m]:.{3 if m == 'jain' else 1}f}" for m in METRICS)
+            errs = error_cells(row)
             print(f"| {label} | `{c}` | {row['pass']} | " + " | ".join(row[f"pass_{m}"] for m in METRICS)
                   + f" | {errs} | {speed} |")
     return 0

@@ -20,14 +20,11 @@ full Aurora environment) where its files are there.
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 import sys
 
-from jaxcc.fidelity.tables import error_summary
-
-METRICS = ("throughput_mbps", "p95_owd_ms", "loss", "jain")
+from jaxcc.fidelity.tables import error_cells, error_summary
 
 
 def bench_rate(folder: str, mode: str, t: int) -> str:
@@ -61,8 +58,7 @@ def main(argv: list[str]) -> None:
           + " | decisions/s at 16,384 links: bare model / environment |")
     print("|---:|" + "---:|" * len(ctrls) + "---|" * len(ctrls) + "---|")
     for t, _, s in table:
-        errs = [" / ".join("–" if math.isnan(s[c][m]) else f"{s[c][m]:.{3 if m == 'jain' else 1}f}" for m in METRICS)
-                for c in ctrls]
+        errs = [error_cells(s[c]) for c in ctrls]
         print(f"| {t} | " + " | ".join(s[c]["pass"] for c in ctrls) + " | " + " | ".join(errs)
               + f" | {bench_rate(folder, 'sim', t)} / {bench_rate(folder, 'env', t)} |")
 

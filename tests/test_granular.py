@@ -109,7 +109,7 @@ def _run(sc, effects, seed=0):
     b = runner.build_batches([runner.Item(sc, 0)], resolve=senders.resolve)[0]
     if effects is not None:
         b = dataclasses.replace(b, params=b.params.replace(
-            granular=jax.tree.map(lambda x: np.asarray(x)[None], gr.params(effects, seed=seed))))
+            granular=gr.batch(effects, [seed])))
     sim, traj, _ = runner.run_batch(b)
     return jax.tree.map(lambda x: np.asarray(x)[0], sim), jax.tree.map(lambda x: np.asarray(x)[0], traj)
 

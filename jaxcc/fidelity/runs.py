@@ -62,8 +62,7 @@ def simulate(cases: Sequence[Case], *, ticks_per_rtt: int | None = None, granula
             raise RuntimeError(f"{ctrl}: {len(batches)} batches, expected one")
         b = batches[0]
         if granular:
-            b = dataclasses.replace(b, params=b.params.replace(granular=links.stack_granular(
-                [gr.params(granular, seed=i) for i in range(len(b.items))])))
+            b = dataclasses.replace(b, params=b.params.replace(granular=gr.batch(granular, range(len(b.items)))))
         _, traj, rates = runner.run_batch(b)
         own = {c.name: (c, n) for c, n in zip(group, ticks)}
         for i, it in enumerate(b.items):

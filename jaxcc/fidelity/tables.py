@@ -50,6 +50,12 @@ def error_summary(report: dict) -> dict:
     return out
 
 
+def error_cells(row: dict) -> str:
+    """An ``error_summary`` row's median errors as the docs' tables print them:
+    "throughput % / p95 ms / loss pp / Jain" ("–" where a metric has none)."""
+    return " / ".join("–" if math.isnan(row[m]) else f"{row[m]:.{3 if m == 'jain' else 1}f}" for m in METRICS)
+
+
 def fmt_metric(metric: str, x: float) -> str:
     """One metric as the tables print it: loss in %, Jain to 3 decimals, the rest to 2; NaN as "nan"."""
     if x is None or not math.isfinite(x):

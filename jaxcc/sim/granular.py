@@ -78,6 +78,13 @@ def params(effects, *, seed: int = 0) -> Granular:
                     drops=np.float32("drops" in effects), loss=np.float32("loss" in effects))
 
 
+def batch(effects, seeds) -> Granular:
+    """One ``params(effects, seed=s)`` per seed, stacked on a leading axis (a batch of links)."""
+    links = [params(effects, seed=int(s)) for s in seeds]
+    return Granular(key=np.stack([g.key for g in links]), drops=np.stack([g.drops for g in links]),
+                    loss=np.stack([g.loss for g in links]))
+
+
 def tick_uniforms(g: Granular, tick: jax.Array, num_flows: int, dtype) -> jax.Array:
     """[2F + 1] uniforms in [0, 1) for one tick: F for the random-loss events, then one for the
     first dropped packet's flow and F for the others (deterministic in (key, tick))."""

@@ -27,7 +27,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxcc.sim import granular as gr  # noqa: F401 (the type ``stack_granular`` stacks)
 from jaxcc.sim import realism as rz
 from jaxcc.sim.core import PAD, LinkParams
 from jaxcc.sim.trace import TRACE_BIN_MS, read_mahimahi
@@ -231,11 +230,6 @@ def stack_links(links: Sequence[LinkParams]) -> LinkParams:
         links = [ln.replace(realism=_pad_realism(realism_params() if ln.realism is None else ln.realism, c))
                  for ln in links]
     return jax.tree.map(lambda *xs: np.stack(xs), *links)
-
-
-def stack_granular(gs: Sequence["gr.Granular"]) -> "gr.Granular":
-    """A batch's ``LinkParams.granular`` (leading axis) from one ``jaxcc.sim.granular.params`` per link."""
-    return jax.tree.map(lambda *xs: np.stack(xs), *gs)
 
 
 def ring_len_for(
