@@ -395,7 +395,11 @@ ON = {"p_each": 1.0, "jitter_ms_max": 20.0, "ack_agg_ms_max": 20.0, "rtt_noise_m
       "cross_every_s": 2.0, "cross_segments": 3}
 
 
-@pytest.mark.parametrize("name", envs.ENV_NAMES)
+# The fast tier holds the multi-flow continuous environment and the discrete-action one (every
+# environment reaches the realism through ``jaxcc.envs.base``); make test-full holds every one
+# (each compile costs 5-8 s on two cores).
+@pytest.mark.parametrize("name", [n if n in ("pareto-fairness", "mocc") else pytest.param(n, marks=pytest.mark.full)
+                                  for n in envs.ENV_NAMES])
 def test_envs_off_by_default_and_on_when_asked(name):
     env0, p0 = envs.make_env(name)
     assert env0.config.realism is None

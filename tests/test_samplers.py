@@ -139,7 +139,15 @@ def test_a_second_step_over_an_environments_own_is_refused():
 ENVS = ("aurora", "eagle", "mocc", "deepcc", "pareto")
 
 
-@pytest.mark.parametrize("name", ENVS)
+def tiered(fast: tuple[str, ...]) -> list:
+    """``ENVS`` with those outside ``fast`` in ``make test-full`` only: every environment draws
+    its dynamics through ``jaxcc.envs.base``, so the fast tier holds Pareto and, where a test
+    acts differently per environment, DeepCC (its own time average under dynamics); each
+    compile costs 3-8 s on two cores."""
+    return [n if n in fast else pytest.param(n, marks=pytest.mark.full) for n in ENVS]
+
+
+@pytest.mark.parametrize("name", tiered(("pareto",)))
 def test_dynamics_off_is_bit_identical(name):
     env0, p = make_env(name)
     env1, _ = make_env(name, dynamics=samplers.dynamics_config())
@@ -150,7 +158,7 @@ def test_dynamics_off_is_bit_identical(name):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
-@pytest.mark.parametrize("name", ENVS)
+@pytest.mark.parametrize("name", tiered(("pareto", "deepcc")))
 def test_every_env_meets_an_outage_with_its_feedback_intact(name):
     """Two sure outages of at least 1 s (capped at 30 % of the episode) in every episode: the
     link is dark in them, the flow's ACKs stop, and no feedback is clamped to the ring."""

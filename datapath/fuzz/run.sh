@@ -13,7 +13,9 @@
 # Why 60 s per target (`make fuzz`, in `make test-full`): on 2 shared cores fuzz_policy runs
 # ~1.1e4 inputs/s and fuzz_packet ~1e6/s, so 60 s is ~6e5 and ~6e7 inputs -- past the
 # >= 1e5-inputs mark with room for a slower machine.  `make test` runs 10 s per target
-# (`make fuzz-short`: the build and ~7e4 and ~8e6 inputs, under a minute) with the same floors.
+# (`make fuzz-short`: the build and ~6e4 and ~7e6 inputs, under a minute) with the same floors.
+# The three targets run at the same time (measured: ~14 % fewer inputs each than one after the
+# other, in a third of the time).
 # The floor rates (1.7e3/s and 1.7e4/s, about 6x and 60x below those) turn "the fuzzer ran
 # but hardly executed anything" into a failure: at 60 s, >= 1.02e5 and >= 1.02e6 inputs.
 # Seeds: the policy files in datapath/fuzz/seeds, a few valid packets and link frames.
@@ -64,34 +66,42 @@ printf 'JXCD\x01\x01\x00\x00\x07\x00\x00\x00\x20\x00\x00\x00\x05\x00\x00\x00\x00
 printf '\x22\x00\x00\x00\x07\x02abcdefghijklmnopqrstuvwxyz012345' > "$CORPUS/frame/auth"
 
 cd "$HERE"
+# The three targets fuzz at the same time (libFuzzer is single-threaded; on two cores each still
+# runs at 2/3 of its rate alone or more, far above its floor), then each is checked in turn.
+declare -A PID FLOOR BUDGET
 for t in policy packet frame; do
   if [ -n "$RUNS" ]; then
-    LIMIT=(-runs="$RUNS"); FLOOR=$RUNS; BUDGET="$RUNS inputs"
+    LIMIT=(-runs="$RUNS"); FLOOR[$t]=$RUNS; BUDGET[$t]="$RUNS inputs"
   else
-    LIMIT=(-max_total_time="$SECONDS_BUDGET"); FLOOR=$((SECONDS_BUDGET * FLOOR_RATE[$t])); BUDGET="${SECONDS_BUDGET} s"
+    LIMIT=(-max_total_time="$SECONDS_BUDGET"); FLOOR[$t]=$((SECONDS_BUDGET * FLOOR_RATE[$t])); BUDGET[$t]="${SECONDS_BUDGET} s"
   fi
   # -max_len: the seed policies are under 2 KB (8 KB leaves room to grow); packets <= 64 KB;
   # link frames 4 KB (a few frames, each through the reader, the handshake parser and two
   # HMAC checks; longer inputs only cost hashing time).
   case $t in policy) ML=8192 ;; packet) ML=70000 ;; frame) ML=4096 ;; esac
+  "$BUILD/fuzz_$t" "${LIMIT[@]}" -max_len=$ML -rss_limit_mb=2048 -print_final_stats=1 "$CORPUS/$t" >"$BUILD/fuzz_$t.log" 2>&1 &
+  PID[$t]=$!
+done
+FAILED=0
+for t in policy packet frame; do
   LOG=$BUILD/fuzz_$t.log
   set +e
-  "$BUILD/fuzz_$t" "${LIMIT[@]}" -max_len=$ML -rss_limit_mb=2048 -print_final_stats=1 "$CORPUS/$t" >"$LOG" 2>&1
+  wait "${PID[$t]}"
   RC=$?
   set -e
   grep -E "^(==[0-9]+==ERROR|SUMMARY)" "$LOG" || true
   UNITS=$(sed -n 's/^stat::number_of_executed_units: *\([0-9]*\)$/\1/p' "$LOG" | tail -n1)
   if [ $RC -ne 0 ] || grep -q "ERROR\|SUMMARY: .*Sanitizer\|deadly signal" "$LOG"; then
     echo "fuzz_$t: FAILED, exit status $RC (see $LOG; reproducer: $HERE/crash-*)"
-    exit 1
-  fi
-  if [ -z "$UNITS" ]; then
+    FAILED=1
+  elif [ -z "$UNITS" ]; then
     echo "fuzz_$t: FAILED, no stat::number_of_executed_units in $LOG"
-    exit 1
+    FAILED=1
+  elif [ "$UNITS" -lt "${FLOOR[$t]}" ]; then
+    echo "fuzz_$t: FAILED, executed $UNITS inputs, fewer than the ${FLOOR[$t]} its budget (${BUDGET[$t]}) implies (see $LOG)"
+    FAILED=1
+  else
+    echo "fuzz_$t: ok, $UNITS inputs executed (budget ${BUDGET[$t]}, floor ${FLOOR[$t]})"
   fi
-  if [ "$UNITS" -lt "$FLOOR" ]; then
-    echo "fuzz_$t: FAILED, executed $UNITS inputs, fewer than the $FLOOR its budget ($BUDGET) implies (see $LOG)"
-    exit 1
-  fi
-  echo "fuzz_$t: ok, $UNITS inputs executed (budget $BUDGET, floor $FLOOR)"
 done
+exit $FAILED
