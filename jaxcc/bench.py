@@ -99,7 +99,8 @@ def make_sim_rollout(n, num_decisions, fixed_mbps=None, ticks_per_rtt=TICKS_PER_
         p, bw = jax.vmap(lambda k: _table1_link(k, fixed_mbps, ticks_per_rtt))(jax.random.split(key, n))
         if granular:
             p = p.replace(granular=gr.Granular(key=jax.random.split(jax.random.fold_in(key, 11), n),
-                                               drops=jnp.full((n,), g.drops), loss=jnp.full((n,), g.loss)))
+                                               drops=jnp.full((n,), g.drops), loss=jnp.full((n,), g.loss),
+                                               clocked=jnp.full((n,), g.clocked)))
         rate = (bw * jax.random.uniform(jax.random.fold_in(key, 7), (n,), minval=0.3, maxval=1.5))[:, None]
         cwnd = jnp.full((n, 1), core.BIG)
         state = jax.vmap(lambda q: core.init_state(q, RING))(p)
@@ -325,7 +326,7 @@ def define_flags(fv):
     flags.DEFINE_integer("ticks_per_rtt", TICKS_PER_RTT, "The model's resolution: ticks per RTT (a decision every "
                          "½ RTT).", flag_values=fv)
     flags.DEFINE_list("granular", [], "--mode=sim: the packet-granular effects on every link, comma-separated from "
-                      "drops,loss (jaxcc.sim.granular; default none)", flag_values=fv)
+                      "drops,loss,clocked (jaxcc.sim.granular; drops or clocked, not both; default none)", flag_values=fv)
     flags.DEFINE_integer("repeats", 3, "Timed calls per size (the best is reported).", flag_values=fv)
     flags.DEFINE_enum("mode", "auto", ["auto", "env", "sim"], "Drive the Aurora env or the bare simulator.",
                       flag_values=fv)

@@ -105,7 +105,7 @@ def test_bench_at_another_resolution(tmp_path):
     r = subprocess.run([sys.executable, "-m", "jaxcc.bench", "--sizes=1", "--mode=sim", "--granular=burst",
                         f"--out={out}"], cwd=REPO, capture_output=True, text=True, timeout=300, env=env)
     err = [ln for ln in r.stderr.splitlines() if ln.startswith("error:")]
-    assert r.returncode == 2 and err == ["error: --granular: unknown effect(s) burst; allowed drops,loss"], \
+    assert r.returncode == 2 and err == ["error: --granular: unknown effect(s) burst; allowed drops,loss,clocked"], \
         r.stderr[-2000:]
 
 

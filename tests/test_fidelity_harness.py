@@ -305,7 +305,10 @@ def test_bad_arguments_are_one_line_errors(capsys):
     assert cli("--reference=ns3", "--controllers=bbr", "--out=/tmp/x") == 2
     assert "bbr is not compared with ns-3" in capsys.readouterr().err
     assert cli("--reference=ns3", "--granular=drops,burst", "--out=/tmp/x") == 2
-    assert capsys.readouterr().err.strip() == "error: --granular: unknown effect(s) burst; allowed drops,loss"
+    assert capsys.readouterr().err.strip() == "error: --granular: unknown effect(s) burst; allowed drops,loss,clocked"
+    assert cli("--reference=ns3", "--granular=clocked,drops", "--out=/tmp/x") == 2
+    assert capsys.readouterr().err.strip() == ("error: --granular: drops and clocked both split the same overflow "
+                                               "between the flows; name one of them")
 
 
 # ----------------------------------------------------------------------------- simulator side

@@ -97,9 +97,45 @@ def test_random_loss_event_sizes_by_hand():
                                [2970.0], rtol=1e-6)
 
 
-def test_params_rejects_an_unknown_effect():
-    with pytest.raises(ValueError, match=r"^unknown effect\(s\) burst; allowed drops,loss$"):
+def test_params_rejects_an_unknown_effect_and_two_splits_of_one_overflow():
+    with pytest.raises(ValueError, match=r"^unknown effect\(s\) burst; allowed drops,loss,clocked$"):
         gr.params(("drops", "burst"))
+    with pytest.raises(ValueError, match=r"^drops and clocked both split the same overflow between the flows; name one of them$"):
+        gr.check(("clocked", "loss", "drops"))
+
+
+# ----------------------------------------------------------------------------- beyond the ACK clock first
+
+CLOCKED = gr.params(("clocked",))
+
+
+def _clocked(arriving, excess, overflow, g=CLOCKED):
+    return np.asarray(gr.clocked_split(g, np.asarray(arriving, np.float32), np.asarray(excess, np.float32),
+                                       np.float32(overflow)))
+
+
+def test_clocked_split_by_hand():
+    """A new flow's 2-packet burst (all excess) beside a clocked 4-packet stream: one packet of
+    overflow is the burst's, three packets take the burst's two and one of the stream's; two
+    flows with 1000 and 3000 B of excess share 2000 B of overflow 1:3 (500 and 1500 B)."""
+    np.testing.assert_allclose(_clocked([3000.0, 6000.0], [3000.0, 0.0], 1500.0), [1500.0, 6000.0], rtol=1e-6)
+    np.testing.assert_allclose(_clocked([3000.0, 6000.0], [3000.0, 0.0], 4500.0), [0.0, 4500.0], atol=1e-3)
+    np.testing.assert_allclose(_clocked([3000.0, 3000.0], [1000.0, 3000.0], 2000.0), [2500.0, 1500.0], rtol=1e-6)
+    # Off, or nobody beyond the clock: the bare model's proportional split.
+    np.testing.assert_allclose(_clocked([3000.0, 6000.0], [3000.0, 0.0], 1500.0, g=gr.params(())), [2500.0, 5000.0],
+                               rtol=1e-6)
+    np.testing.assert_allclose(_clocked([3000.0, 6000.0], [0.0, 0.0], 1500.0), [2500.0, 5000.0], rtol=1e-6)
+
+
+def test_clocked_drop_total_is_the_overflow_for_random_splits():
+    rng = np.random.default_rng(1)
+    for _ in range(200):
+        arriving = rng.uniform(0, 20_000, 5) * (rng.uniform(size=5) > 0.2)
+        excess = arriving * rng.uniform(size=5) * (rng.uniform(size=5) > 0.5)
+        overflow = rng.uniform(0, 1) * arriving.sum()
+        adm = _clocked(arriving, excess, overflow)
+        assert np.all(adm >= -1e-3) and np.all(adm <= arriving + 1e-3)
+        np.testing.assert_allclose(arriving.sum() - adm.sum(), overflow, rtol=1e-4, atol=0.5)
 
 
 # ----------------------------------------------------------------------------- closed loop
@@ -159,3 +195,21 @@ def test_loss_events_keep_a_constant_rate_flows_mean_loss():
     assert abs(loss - 0.01) < 0.004, loss
     sending = traj.sent[:, 0] > 0
     assert np.mean(traj.lost[sending, 0] > 0) < 0.3  # feedback ticks with a loss notice
+
+
+def test_a_late_flows_burst_takes_the_drops_beyond_the_clock():
+    """A NewReno flow joins a link that another keeps full (10 Mbit/s, 40 ms, a 20-packet
+    buffer): its initial window arrives on a full queue.  Beyond the ACK clock first, the late
+    flow loses a larger share of what it sends than the bare split gives it, and the first
+    flow a smaller one; the link's loss stays within a percentage point."""
+    sc = scenarios.parse_scenario({
+        "name": "late-reno", "duration_s": 6.0, "link": {"bandwidth_mbps": 10, "buffer_bytes": 30_000},
+        "flows": [{"rtt_ms": 40, "controller": "reno"}, {"rtt_ms": 40, "start_s": 2.0, "controller": "reno"}]})
+    bare, _ = _run(sc, None)
+    clk, _ = _run(sc, ("clocked",))
+    rate = lambda s, i: float(s.lost_total[i] / s.sent_total[i])  # noqa: E731
+    assert rate(clk, 1) > rate(bare, 1) and rate(clk, 0) < rate(bare, 0), (
+        [rate(bare, i) for i in (0, 1)], [rate(clk, i) for i in (0, 1)])
+    loss = lambda s: float(s.lost_total.sum() / s.sent_total.sum())  # noqa: E731
+    assert abs(loss(clk) - loss(bare)) < 0.01, (loss(clk), loss(bare))
+    np.testing.assert_allclose(clk.sent_total, clk.acked_total + clk.lost_total + clk.inflight, rtol=1e-4, atol=64)

@@ -45,7 +45,8 @@ reference runs from an earlier sweep's ``fidelity.json`` of the same cases (``st
 checks that every case is there with the same scenario) and only the simulator runs: the error
 against the resolution, for the trade-off against speed (``jaxcc.bench --ticks_per_rtt``).
 ``--granular=drops,loss`` turns on the simulator's packet-granular effects
-(``jaxcc.sim.granular``: drop-tail drops split by whole packets, random loss in discrete events;
+(``jaxcc.sim.granular``: drop-tail drops split by whole packets, random loss in discrete events,
+or ``clocked``, the overflow taken from the bytes sent beyond the ACK clock first;
 off by default), each link keyed by its place in the batch, to measure each on and off.
 
 Output: the table (one block per case: parameters, then sim vs reference per metric), the pass

@@ -34,8 +34,8 @@ def define_flags(fv):
                          "spread printed)", flag_values=fv)
     flags.DEFINE_integer("ticks_per_rtt", None, "the simulator's ticks per smallest flow RTT (default: the "
                          "simulator's, jaxcc.sim.links.DEFAULT_TICKS_PER_RTT)", flag_values=fv)
-    flags.DEFINE_list("granular", [], "the simulator's packet-granular effects, comma-separated from drops,loss "
-                      "(jaxcc.sim.granular; default none: the bare model)", flag_values=fv)
+    flags.DEFINE_list("granular", [], "the simulator's packet-granular effects, comma-separated from drops,loss,clocked "
+                      "(jaxcc.sim.granular; drops or clocked, not both; default none: the bare model)", flag_values=fv)
     flags.DEFINE_string("references", None, "take the reference runs from this earlier sweep's fidelity.json (the "
                         "same --reference, --controllers, --cases, --seed and --repeats) instead of running them",
                         flag_values=fv)

@@ -53,7 +53,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from jaxcc.sim import granular as gr  # GRANULAR: packet-granular drops and random-loss events
+from jaxcc.sim import granular as gr  # GRANULAR: packet-granular drops, random-loss events, drops beyond the ACK clock
 from jaxcc.sim import realism as rz  # REALISM: jitter, ACK aggregation, RTT noise, cross traffic
 from jaxcc.units import MSS
 
@@ -319,9 +319,12 @@ def step(p: LinkParams, s: SimState, rate: jax.Array, cwnd: jax.Array) -> tuple[
     drop_frac = jnp.where(total_arriving > 0, jnp.minimum(overflow / jnp.maximum(total_arriving, 1e-30), 1.0), 0.0)
     if p.granular is None:
         admitted = arriving * (1.0 - drop_frac)
-    else:  # GRANULAR: the flows' share of the overflow split by whole packets
-        admitted = gr.drop_tail(p.granular, ug[p.num_flows], ug[p.num_flows + 1:], arriving,
-                                drop_frac * jnp.sum(arriving))
+    else:  # GRANULAR: the flows' share of the overflow split by whole packets, or beyond the ACK clock first
+        flows_over = drop_frac * jnp.sum(arriving)
+        admitted = gr.drop_tail(p.granular, ug[p.num_flows], ug[p.num_flows + 1:], arriving, flows_over)
+        excess = arriving * jnp.clip(1.0 - (acked + lost) / jnp.maximum(sent, 1e-30), 0.0, 1.0)
+        admitted = jnp.where(p.granular.clocked > 0, gr.clocked_split(p.granular, arriving, excess, flows_over),
+                             admitted)
     lost_now = sent - admitted
     queue = jnp.clip(backlog - overflow, 0.0, p.buffer_bytes)
     served = s.queue + jnp.sum(admitted) - queue

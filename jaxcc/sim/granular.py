@@ -10,7 +10,7 @@ drops whole packets: when a tick overflows by one packet, one flow loses it and 
 do not, which desynchronises their windows and decides how they share the link.
 
 A link may carry a ``Granular`` (``LinkParams.granular``; ``None`` means the bare model, whose
-code and arithmetic then run unchanged: bit-identical results, no extra cost).  Its two effects
+code and arithmetic then run unchanged: bit-identical results, no extra cost).  Its three effects
 are switched separately (1.0 on, 0.0 off), so each can be measured on and off:
 
 * **Drops** (``drops``).  A tick whose flows overflow the buffer by ``O`` bytes drops
@@ -30,6 +30,18 @@ are switched separately (1.0 on, 0.0 off), so each can be measured on and off:
   otherwise nothing.  The mean loss is exactly the bare model's ``p · sent``; what changes is that
   a loss-based sender now sees discrete events, as it does on a real lossy path.
 
+* **Drops beyond the ACK clock first** (``clocked``; deterministic, no draws).  A flow that sends
+  only what its ACKs (and loss notices) of the tick freed puts its packets into the queue as
+  the packets ahead of them leave it; what it sends beyond that (slow start, a window's growth,
+  a new flow's initial window, a rate raised above what comes back) arrives on top of a queue
+  that others keep full.  In a drop-tail FIFO those are the packets that find it full: bursts
+  lose more than an ACK-clocked stream (the traffic phase effects of Floyd and Jacobson, 1992).
+  So the flows' overflow ``O`` is taken first from each flow's *excess*
+  ``e_i = max(sent_i − acked_i − lost_i, 0)`` (its arrivals beyond the ACK clock, after random
+  loss), split in proportion to the excesses; only what the excesses cannot cover falls on the
+  clocked arrivals, in proportion to them.  The link's drops are the bare model's, as with
+  ``drops``; the two split the same overflow, so a link takes one of them, not both.
+
 All randomness comes from ``Granular.key`` folded with the tick index: one draw of ``2F + 1``
 uniforms per tick, deterministic under the seed (the same counter-based scheme as
 ``jaxcc.sim.realism``).  Conservation is unaffected: every byte sent is still admitted or lost.
@@ -44,7 +56,7 @@ from flax import struct
 
 from jaxcc.units import MSS
 
-EFFECTS = ("drops", "loss")  # the names ``params`` takes
+EFFECTS = ("drops", "loss", "clocked")  # the names ``params`` takes
 
 
 @struct.dataclass
@@ -55,11 +67,14 @@ class Granular:
       key: a ``jax.random`` key (uint32 [2]); the tick's draws fold the tick index into it.
       drops: 1.0 to split drop-tail drops by whole packets, 0.0 for the bare model's split.
       loss: 1.0 for discrete random-loss events, 0.0 for the bare model's mean loss.
+      clocked: 1.0 to take the overflow from the bytes sent beyond the ACK clock first, 0.0 for
+        the bare model's split.
     """
 
     key: jax.Array
     drops: jax.Array
     loss: jax.Array
+    clocked: jax.Array
 
 
 def check(effects) -> tuple[str, ...]:
@@ -68,6 +83,8 @@ def check(effects) -> tuple[str, ...]:
     bad = [e for e in effects if e not in EFFECTS]
     if bad:
         raise ValueError(f"unknown effect(s) {','.join(bad)}; allowed {','.join(EFFECTS)}")
+    if "drops" in effects and "clocked" in effects:
+        raise ValueError("drops and clocked both split the same overflow between the flows; name one of them")
     return effects
 
 
@@ -75,14 +92,14 @@ def params(effects, *, seed: int = 0) -> Granular:
     """A link's ``Granular`` as NumPy leaves, with the named ``effects`` (a subset of ``EFFECTS``) on."""
     effects = check(effects)
     return Granular(key=np.asarray(jax.random.key_data(jax.random.PRNGKey(seed))),
-                    drops=np.float32("drops" in effects), loss=np.float32("loss" in effects))
+                    drops=np.float32("drops" in effects), loss=np.float32("loss" in effects),
+                    clocked=np.float32("clocked" in effects))
 
 
 def batch(effects, seeds) -> Granular:
     """One ``params(effects, seed=s)`` per seed, stacked on a leading axis (a batch of links)."""
     links = [params(effects, seed=int(s)) for s in seeds]
-    return Granular(key=np.stack([g.key for g in links]), drops=np.stack([g.drops for g in links]),
-                    loss=np.stack([g.loss for g in links]))
+    return jax.tree.map(lambda *xs: np.stack(xs), *links)
 
 
 def tick_uniforms(g: Granular, tick: jax.Array, num_flows: int, dtype) -> jax.Array:
@@ -119,3 +136,18 @@ def drop_tail(g: Granular, u_first: jax.Array, u: jax.Array, arriving: jax.Array
     drop_miss = jnp.where(hit, 0.0, jnp.minimum(arriving * rest / jnp.maximum(miss_total, 1e-30), arriving))
     granular = arriving - drop_hit - drop_miss
     return jnp.where((g.drops > 0) & (overflow > 0), granular, proportional)
+
+
+def clocked_split(g: Granular, arriving: jax.Array, excess: jax.Array, overflow: jax.Array) -> jax.Array:
+    """[F] bytes of each flow's ``arriving`` admitted when the flows' overflow is ``overflow``
+    bytes (at most their total arrivals), taken first from ``excess`` ([F], each at most the
+    flow's arrivals: what it sent beyond its ACK clock), then from the rest, each in proportion."""
+    proportional = arriving - overflow * arriving / jnp.maximum(jnp.sum(arriving), 1e-30)
+    e_total = jnp.sum(excess)
+    from_excess = jnp.minimum(overflow, e_total)
+    clocked = arriving - excess
+    rest = overflow - from_excess
+    drop = (excess * (from_excess / jnp.maximum(e_total, 1e-30))
+            + clocked * jnp.minimum(rest / jnp.maximum(jnp.sum(clocked), 1e-30), 1.0))
+    split = jnp.clip(arriving - drop, 0.0, arriving)
+    return jnp.where((g.clocked > 0) & (overflow > 0), split, proportional)
