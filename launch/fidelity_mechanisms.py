@@ -1,6 +1,7 @@
 """The model's error with each packet-granular mechanism on and off: one table from fidelity sweeps
-of the same cases that differ only in ``--granular`` (the first without, the others reusing its
-reference runs), beside the bare model's speed with each (``jaxcc.bench --mode=sim --granular``).
+of the same cases that differ only in ``--granular`` or ``--hystart`` (the first without, the
+others reusing its reference runs), beside the bare model's speed with each (``jaxcc.bench
+--mode=sim --granular``).
 
     python -m jaxcc.fidelity --reference=ns3 --cases=14 --seed=0 --out=R/none
     for g in drops loss drops,loss; do
@@ -44,11 +45,11 @@ def main(argv: list[str]) -> int:
         if other != cases:
             raise SystemExit("the sweeps are not of the same cases")
     print(f"reference: {docs[0][0]['reference']}, {len(cases)} cases")
-    print("| granular | controller | all metrics | throughput | p95 one-way delay | loss | Jain | median error: "
+    print("| switches | controller | all metrics | throughput | p95 one-way delay | loss | Jain | median error: "
           "thr % / p95 ms / loss pp / Jain | decisions/s, bare model |")
     print("|---|---|---:|---:|---:|---:|---:|---|---:|")
     for doc, speed in docs:
-        label = ",".join(doc.get("granular") or []) or "none"
+        label = ",".join((doc.get("granular") or []) + (["hystart"] if doc.get("hystart") else [])) or "none"
         for c, row in error_summary(doc).items():
             errs = error_cells(row)
             print(f"| {label} | `{c}` | {row['pass']} | " + " | ".join(row[f"pass_{m}"] for m in METRICS)

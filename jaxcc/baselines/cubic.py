@@ -16,7 +16,9 @@ RFC 8312's form.  Around it:
   when the RTT of a round's first ACKs exceeds the minimum by ``clamp(min_rtt/8, 4 ms, 16 ms)``
   (the ACK-train detector needs per-packet ACK spacing and is left out).  It is off by default
   because on links already queued by other flows it makes newcomers leave slow start at a tiny
-  window and starve for many seconds — real, but it hides CUBIC's own convergence;
+  window and starve for many seconds — real, but it hides CUBIC's own convergence.  Linux and
+  ns-3 run it by default; ``jaxcc.fidelity --hystart`` compares the model with it on
+  (docs/fidelity.md: it brings the loss of slow start to the references' level);
 * on a loss notice outside recovery: one multiplicative decrease ``cwnd ← β·cwnd``, ``W_max``
   from the window before it (reduced further by *fast convergence* when the window is
   shrinking, so an older flow yields to a newer one), and *recovery*: further losses of data

@@ -47,7 +47,9 @@ against the resolution, for the trade-off against speed (``jaxcc.bench --ticks_p
 ``--granular=drops,loss`` turns on the simulator's packet-granular effects
 (``jaxcc.sim.granular``: drop-tail drops split by whole packets, random loss in discrete events,
 or ``clocked``, the overflow taken from the bytes sent beyond the ACK clock first;
-off by default), each link keyed by its place in the batch, to measure each on and off.
+off by default), each link keyed by its place in the batch, to measure each on and off;
+``--hystart`` runs the simulator's ``cubic`` with HyStart's delay detector, as Linux and ns-3
+run theirs by default (the simulator's ``cubic`` leaves it off).
 
 Output: the table (one block per case: parameters, then sim vs reference per metric), the pass
 rates per controller and metric, ``DIR/fidelity.json`` with every case, both records and the

@@ -36,6 +36,8 @@ def define_flags(fv):
                          "simulator's, jaxcc.sim.links.DEFAULT_TICKS_PER_RTT)", flag_values=fv)
     flags.DEFINE_list("granular", [], "the simulator's packet-granular effects, comma-separated from drops,loss,clocked "
                       "(jaxcc.sim.granular; drops or clocked, not both; default none: the bare model)", flag_values=fv)
+    flags.DEFINE_bool("hystart", False, "the simulator's cubic with HyStart's delay detector on (jaxcc.baselines.cubic; "
+                      "off in the simulator's cubic by default, on in Linux's and ns-3's)", flag_values=fv)
     flags.DEFINE_string("references", None, "take the reference runs from this earlier sweep's fidelity.json (the "
                         "same --reference, --controllers, --cases, --seed and --repeats) instead of running them",
                         flag_values=fv)
@@ -97,7 +99,7 @@ def main(fv, argv: Sequence[str] = ()) -> int:
         jax_cache.enable_compilation_cache()
         report = run_sweep(fv.reference, controllers, fv.cases, fv.seed, fv.out, prefix=fv.prefix,
                            repeats=fv.repeats, ticks_per_rtt=fv.ticks_per_rtt, references=fv.references,
-                           granular=tuple(fv.granular))
+                           granular=tuple(fv.granular), hystart=fv.hystart)
     except (ImportError, EmulationError) as e:
         raise ValueError(str(e)) from e
     print(format_cases(report["verdicts"], fv.reference))

@@ -32,11 +32,15 @@ def _trim(tr: metrics.Trace, n: int) -> metrics.Trace:
     return metrics.Trace(**kw)
 
 
-def simulate(cases: Sequence[Case], *, ticks_per_rtt: int | None = None, granular: Sequence[str] = ()) -> dict[str, dict]:
+def simulate(cases: Sequence[Case], *, ticks_per_rtt: int | None = None, granular: Sequence[str] = (),
+             hystart: bool = False) -> dict[str, dict]:
     """Every case in the simulator, one compiled batch per controller; case name -> record
     (the results.json record's fields, as ``jaxcc.evaluate`` writes them for one seed).
     ``granular`` names the packet-granular effects (``jaxcc.sim.granular.EFFECTS``) the links
     get; none by default (the bare model).  Each link's draws are keyed by its place in the batch.
+    ``hystart`` turns on the ``cubic`` flows' HyStart delay detector (``CubicParams.hystart``,
+    ``jaxcc.baselines.cubic``; off in the simulator's ``cubic``, on by default in Linux's and
+    ns-3's CUBIC).
 
     The runner compiles one program per tick count; a case of ``n`` ticks is run for the group's
     longest tick count (its flows still stop at the case's end) and its trace cut back to ``n``
@@ -63,6 +67,9 @@ def simulate(cases: Sequence[Case], *, ticks_per_rtt: int | None = None, granula
         b = batches[0]
         if granular:
             b = dataclasses.replace(b, params=b.params.replace(granular=gr.batch(granular, range(len(b.items)))))
+        if hystart:
+            b = dataclasses.replace(b, cparams=b.cparams._replace(
+                cubic=b.cparams.cubic._replace(hystart=np.ones_like(b.cparams.cubic.hystart))))
         _, traj, rates = runner.run_batch(b)
         own = {c.name: (c, n) for c, n in zip(group, ticks)}
         for i, it in enumerate(b.items):
@@ -183,9 +190,9 @@ def stored_references(path: str | os.PathLike, reference: str, cases: Sequence[C
 def run_sweep(reference: str, controllers: Sequence[str], n: int, seed: int, out_dir: str | os.PathLike, *,
               prefix: str | None = None, log=sys.stderr, table: dict[str, Limitation] | None = None,
               repeats: int = 1, ticks_per_rtt: int | None = None, references: str | None = None,
-              granular: Sequence[str] = ()) -> dict:
+              granular: Sequence[str] = (), hystart: bool = False) -> dict:
     """Draw, simulate (at ``ticks_per_rtt``, default the simulator's; with the ``granular``
-    effects, default none), run the reference
+    effects, default none; ``hystart``: CUBIC's HyStart on, ``simulate``), run the reference
     (``repeats`` times per case; compared with the median of the valid runs) or take its runs from
     an earlier sweep's ``fidelity.json`` (``references``: ``stored_references``), compare; writes
     ``out_dir/fidelity.json``; returns the report."""
@@ -199,7 +206,7 @@ def run_sweep(reference: str, controllers: Sequence[str], n: int, seed: int, out
     cases = draw_cases(controllers, n, seed, reference)
     stored = stored_references(references, reference, cases, repeats) if references else None
     t0 = time.time()
-    sim = simulate(cases, ticks_per_rtt=ticks_per_rtt, granular=granular)
+    sim = simulate(cases, ticks_per_rtt=ticks_per_rtt, granular=granular, hystart=hystart)
     print(f"[fidelity] simulated {len(cases)} cases in {time.time() - t0:.1f} s", file=log)
     prefix = prefix or "jxekf" + secrets.token_hex(2)
     verdicts, records = [], []
@@ -221,7 +228,7 @@ def run_sweep(reference: str, controllers: Sequence[str], n: int, seed: int, out
     report = {"reference": reference, "controllers": list(controllers), "cases_per_controller": n, "seed": seed,
               "repeats": repeats,
               "ticks_per_rtt": links.DEFAULT_TICKS_PER_RTT if ticks_per_rtt is None else int(ticks_per_rtt),
-              "granular": list(granular),
+              "granular": list(granular), "hystart": bool(hystart),
               "references_from": os.path.abspath(references) if references else None,
               "tolerances": TOLERANCES, "pass_rate_target": PASS_RATE_TARGET,
               "limitations": {name: {"metrics": lim.metrics, "controllers": lim.controllers, "why": lim.why,
