@@ -421,7 +421,7 @@ def test_a_sweep_reuses_stored_reference_runs_at_another_resolution(monkeypatch,
     second = F.run_sweep("ns3", ["fixed"], 1, 0, tmp_path / "b", log=io.StringIO(), ticks_per_rtt=4,
                          references=str(stored))
     assert second["ticks_per_rtt"] == 4 and second["references_from"] == str(stored)
-    assert first["granular"] == second["granular"] == []
+    assert first["granular"] == second["granular"] == [] and first["hystart"] is second["hystart"] is False
     assert second["records"][0]["reference"] == first["records"][0]["reference"]
     assert second["records"][0]["sim"] != first["records"][0]["sim"]  # another resolution, another run
     with pytest.raises(ValueError, match=r"--references=.*a sweep against 'ns3', not 'kernel'"):

@@ -212,4 +212,28 @@ def test_a_late_flows_burst_takes_the_drops_beyond_the_clock():
         [rate(bare, i) for i in (0, 1)], [rate(clk, i) for i in (0, 1)])
     loss = lambda s: float(s.lost_total.sum() / s.sent_total.sum())  # noqa: E731
     assert abs(loss(clk) - loss(bare)) < 0.01, (loss(clk), loss(bare))
-    np.testing.assert_allclose(clk.sent_total, clk.acked_total + clk.lost_total + clk.inflight, rtol=1e-4, atol=64)
+
+
+def test_one_tick_of_core_takes_the_overflow_beyond_the_ack_clock_by_hand():
+    """One tick of ``core.step``: 8 Mbit/s (5,000 B per 5-ms tick), a full 15,000-B buffer, 10 %
+    random loss.  Flow 0 got 3,000 B of ACKs and sends 6,000 (half beyond its clock); flow 1 got
+    3,000 B of loss notices and sends 3,000 (all clocked).  Arrivals 5,400 and 2,700 B overflow
+    the buffer by 3,100 B.  Flow 0's excess is 5,400 · (1 − 3,000/6,000) = 2,700 B, all dropped;
+    the other 400 B fall on the clocked 2,700 + 2,700 B equally: both admit 2,500 B.  The bare
+    split is in proportion to the arrivals: 3,333.3 and 1,666.7 B."""
+    import jax.numpy as jnp
+
+    from jaxcc.sim import core, links
+
+    p = links.link_from_arrays(jnp.zeros((1,)), jnp.full((1,), 1e6), 15_000.0, 0.1, jnp.full((2,), 0.04),
+                               jnp.zeros((2,)), jnp.full((2,), 1e9), 8)
+    s = core.init_state(p, 64)
+    s = s.replace(queue=jnp.float32(15_000.0), inflight=jnp.full((2,), 10_000.0, jnp.float32),
+                  pending=jnp.asarray([[3000.0, 0.0, 120.0], [0.0, 3000.0, 0.0]], jnp.float32))
+    rate, cwnd = jnp.full((2,), core.BIG), jnp.asarray([13_000.0, 10_000.0])
+    _, bare = core.step(p, s, rate, cwnd)
+    _, clk = core.step(p.replace(granular=jax.tree.map(jnp.asarray, CLOCKED)), s, rate, cwnd)
+    np.testing.assert_allclose(np.asarray(bare.sent), [6000.0, 3000.0], rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(bare.admitted), [3333.33, 1666.67], rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(clk.admitted), [2500.0, 2500.0], rtol=1e-5)
+    np.testing.assert_allclose(float(clk.queue), float(bare.queue), rtol=1e-6)  # the link's drops are the same

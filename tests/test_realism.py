@@ -395,10 +395,14 @@ ON = {"p_each": 1.0, "jitter_ms_max": 20.0, "ack_agg_ms_max": 20.0, "rtt_noise_m
       "cross_every_s": 2.0, "cross_segments": 3}
 
 
-# The fast tier holds the multi-flow continuous environment and the discrete-action one (every
+# The fast tier holds the multi-flow continuous environment and a discrete-action one, MOCC (every
 # environment reaches the realism through ``jaxcc.envs.base``); make test-full holds every one
 # (each compile costs 5-8 s on two cores).
-@pytest.mark.parametrize("name", [n if n in ("pareto-fairness", "mocc") else pytest.param(n, marks=pytest.mark.full)
+_REALISM_FAST = ("pareto-fairness", "mocc")
+assert set(_REALISM_FAST) <= set(envs.ENV_NAMES)
+
+
+@pytest.mark.parametrize("name", [n if n in _REALISM_FAST else pytest.param(n, marks=pytest.mark.full)
                                   for n in envs.ENV_NAMES])
 def test_envs_off_by_default_and_on_when_asked(name):
     env0, p0 = envs.make_env(name)

@@ -142,8 +142,10 @@ ENVS = ("aurora", "eagle", "mocc", "deepcc", "pareto")
 def tiered(fast: tuple[str, ...]) -> list:
     """``ENVS`` with those outside ``fast`` in ``make test-full`` only: every environment draws
     its dynamics through ``jaxcc.envs.base``, so the fast tier holds Pareto and, where a test
-    acts differently per environment, DeepCC (its own time average under dynamics); each
+    acts differently per environment, DeepCC (its own time average under dynamics; the
+    discrete-action branch, Eagle's and MOCC's, runs in the full tier); each
     compile costs 3-8 s on two cores."""
+    assert set(fast) <= set(ENVS), fast
     return [n if n in fast else pytest.param(n, marks=pytest.mark.full) for n in ENVS]
 
 

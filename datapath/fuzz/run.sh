@@ -69,6 +69,7 @@ cd "$HERE"
 # The three targets fuzz at the same time (libFuzzer is single-threaded; on two cores each still
 # runs at 2/3 of its rate alone or more, far above its floor), then each is checked in turn.
 declare -A PID FLOOR BUDGET
+trap 'kill "${PID[@]}" 2>/dev/null || true; rm -rf "$CORPUS"' EXIT  # a killed run takes its fuzzers with it
 for t in policy packet frame; do
   if [ -n "$RUNS" ]; then
     LIMIT=(-runs="$RUNS"); FLOOR[$t]=$RUNS; BUDGET[$t]="$RUNS inputs"

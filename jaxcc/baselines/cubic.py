@@ -18,7 +18,7 @@ RFC 8312's form.  Around it:
   because on links already queued by other flows it makes newcomers leave slow start at a tiny
   window and starve for many seconds — real, but it hides CUBIC's own convergence.  Linux and
   ns-3 run it by default; ``jaxcc.fidelity --hystart`` compares the model with it on
-  (docs/fidelity.md: it brings the loss of slow start to the references' level);
+  (docs/fidelity.md: against the kernel it brings the model's loss close to the kernel's);
 * on a loss notice outside recovery: one multiplicative decrease ``cwnd ← β·cwnd``, ``W_max``
   from the window before it (reduced further by *fast convergence* when the window is
   shrinking, so an older flow yields to a newer one), and *recovery*: further losses of data

@@ -37,8 +37,9 @@ are switched separately (1.0 on, 0.0 off), so each can be measured on and off:
   that others keep full.  In a drop-tail FIFO those are the packets that find it full: bursts
   lose more than an ACK-clocked stream (the traffic phase effects of Floyd and Jacobson, 1992).
   So the flows' overflow ``O`` is taken first from each flow's *excess*
-  ``e_i = max(sent_i − acked_i − lost_i, 0)`` (its arrivals beyond the ACK clock, after random
-  loss), split in proportion to the excesses; only what the excesses cannot cover falls on the
+  ``e_i = a_i · max(sent_i − acked_i − lost_i, 0) / sent_i`` (its arrivals ``a_i`` beyond the ACK
+  clock: random loss is taken to hit a flow's excess and its clocked bytes in proportion),
+  split in proportion to the excesses; only what the excesses cannot cover falls on the
   clocked arrivals, in proportion to them.  The link's drops are the bare model's, as with
   ``drops``; the two split the same overflow, so a link takes one of them, not both.
 
