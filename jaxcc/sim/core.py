@@ -320,11 +320,8 @@ def step(p: LinkParams, s: SimState, rate: jax.Array, cwnd: jax.Array) -> tuple[
     if p.granular is None:
         admitted = arriving * (1.0 - drop_frac)
     else:  # GRANULAR: the flows' share of the overflow split by whole packets, or beyond the ACK clock first
-        flows_over = drop_frac * jnp.sum(arriving)
-        admitted = gr.drop_tail(p.granular, ug[p.num_flows], ug[p.num_flows + 1:], arriving, flows_over)
-        excess = arriving * jnp.clip(1.0 - (acked + lost) / jnp.maximum(sent, 1e-30), 0.0, 1.0)
-        admitted = jnp.where(p.granular.clocked > 0, gr.clocked_split(p.granular, arriving, excess, flows_over),
-                             admitted)
+        admitted = gr.split_overflow(p.granular, ug[p.num_flows], ug[p.num_flows + 1:], arriving,
+                                     drop_frac * jnp.sum(arriving), sent, acked + lost)
     lost_now = sent - admitted
     queue = jnp.clip(backlog - overflow, 0.0, p.buffer_bytes)
     served = s.queue + jnp.sum(admitted) - queue

@@ -152,3 +152,15 @@ def clocked_split(g: Granular, arriving: jax.Array, excess: jax.Array, overflow:
             + clocked * jnp.minimum(rest / jnp.maximum(jnp.sum(clocked), 1e-30), 1.0))
     split = jnp.clip(arriving - drop, 0.0, arriving)
     return jnp.where((g.clocked > 0) & (overflow > 0), split, proportional)
+
+
+def split_overflow(g: Granular, u_first: jax.Array, u: jax.Array, arriving: jax.Array, overflow: jax.Array,
+                   sent: jax.Array, freed: jax.Array) -> jax.Array:
+    """[F] bytes of each flow's ``arriving`` admitted under the link's split of the flows'
+    ``overflow``: ``clocked_split`` when ``clocked`` is on, else ``drop_tail`` (whole packets
+    with ``drops``, the bare model's proportional split without).  ``sent``: [F] the tick's
+    sending; ``freed``: [F] the bytes its ACKs and loss notices of the tick freed; a flow's
+    excess is its arrivals' share beyond them."""
+    excess = arriving * jnp.clip(1.0 - freed / jnp.maximum(sent, 1e-30), 0.0, 1.0)
+    return jnp.where(g.clocked > 0, clocked_split(g, arriving, excess, overflow),
+                     drop_tail(g, u_first, u, arriving, overflow))
