@@ -1,4 +1,4 @@
-"""Why MOCC's preference barely steers on its own link: two measurements on `mocc/12mbps`
+"""Why MOCC's preference barely steers on its own link: three measurements on `mocc/12mbps`
 (12 Mbit/s, 20 ms RTT, 375 KB; the BDP is 20 packets), for one policy file.
 
     PYTHONPATH=. python3 launch/mocc_probe.py checkpoints/mocc/mocc.safetensors
@@ -15,6 +15,11 @@
    definitions (``jaxcc.envs.mocc``): delay / timeout = (20 ms + queue) / 200 ms, ACK rate and
    sending rate at their maximum (1, window-limited at or above the BDP), cwnd / BDP estimate.
    Beside them, the reward a step at each point earns by hand, L(x) = 1 − 10^(−x).
+3. **Below the BDP, at (0, 1, 0).**  Windows of 0.1–1 BDP with no queue (delay = min RTT; the ACK
+   and sending rates that fraction of the maximum, which the start-up set at the link's rate):
+   the action ω·Q takes, the +10-packet step's value minus holding, and the per-objective
+   Q-values of holding.  Where the delay head values larger windows more but +10 ranks below
+   hold, the policy does not climb toward the states its own values prefer.
 """
 
 from __future__ import annotations
@@ -76,11 +81,29 @@ def learned_values(path: str) -> None:
                   f"{s[order[0]] - s[order[1]]:.3f} | {s[2] - s[3]:+.3f} |")
 
 
+def below_bdp(path: str) -> None:
+    spec, tensors = policyfile.load(path)
+    n, m = int(spec["head"]["n"]), policyfile.q_objectives(spec)
+    goal = np.asarray((0.0, 1.0, 0.0), np.float32)
+    print("\n3. Below the BDP at (0, 1, 0), no queue (ω·Q; the per-objective Q of holding):")
+    print("| window / BDP | action | margin | +10 minus hold | Q(hold): throughput, delay, loss |")
+    print("|---:|---|---:|---:|---|")
+    for frac in (0.1, 0.225, 0.4, 0.6, 0.8, 1.0):
+        obs = np.asarray([[RTT_MS / TIMEOUT_MS, frac, frac, frac]], np.float32)
+        out = policyfile.forward(spec, tensors, obs, goal)
+        s = np.asarray(policyfile.scalarised_q(out, goal, n, m))
+        order = np.argsort(-s)
+        q_hold = np.asarray(out).reshape(n, m)[ACTIONS.index("hold")]
+        print(f"| {frac:g} | {ACTIONS[order[0]]} | {s[order[0]] - s[order[1]]:.3f} | {s[4] - s[3]:+.3f} | "
+              + ", ".join(f"{v:.3f}" for v in q_hold) + " |")
+
+
 def main(argv: list[str]) -> None:
     if len(argv) != 1:
         sys.exit("usage: launch/mocc_probe.py POLICY.safetensors")
     episode_length(argv[0])
     learned_values(argv[0])
+    below_bdp(argv[0])
 
 
 if __name__ == "__main__":

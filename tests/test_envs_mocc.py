@@ -36,6 +36,18 @@ def test_delay_objectives_by_hand():
     np.testing.assert_allclose(r[0, 1], -np.log2(1.5) / 4, rtol=1e-5)
 
 
+def test_throughput_floor_by_hand():
+    """ε·r_thr on the delay and loss objectives: under ω the scalarised weight on throughput is
+    w_thr + ε (1 − w_thr); ε = 0 leaves the reward as it was."""
+    r = A(0.9, -0.25, -0.1)[None]  # a full link, a round trip of queue (log2(2)/4), some loss
+    np.testing.assert_allclose(mocc.with_throughput_floor(r, 0.0), r)
+    got = mocc.with_throughput_floor(r, 0.1)
+    np.testing.assert_allclose(got[0], [0.9, -0.25 + 0.09, -0.1 + 0.09], rtol=1e-6)
+    for w in ([0.0, 1.0, 0.0], [0.3, 0.5, 0.2], [1.0, 0.0, 0.0]):
+        want = (w[0] + 0.1 * (1 - w[0])) * 0.9 + w[1] * -0.25 + w[2] * -0.1
+        np.testing.assert_allclose(float(jnp.dot(got[0], A(*w))), want, rtol=1e-6)
+
+
 def test_actions_timeout_and_init_cwnd():
     cw = mocc.apply_delta(jnp.full((6,), 15000.0), jnp.array([1, 6, 0, 3, 5, 2]))
     # -50 pkts to the 2-pkt floor; +50 pkts; x0.5; hold; x2; -10 pkts to the floor

@@ -145,3 +145,8 @@ def test_default_trains_the_queueing_delay_objective_and_paper_keeps_iv_a():
     for name, v in want.items():
         assert float(mocc_envelope.make_env(load_config(f"configs/{name}.py"))[1].delay_objective) == v, name
     assert float(make_env("mocc")[1].delay_objective) == 0.0  # the env's own default is the paper's
+    # The throughput floor: only its variant sets it.
+    for name in ("mocc", "mocc_paper", "mocc_thrfloor"):
+        env_p = mocc_envelope.make_env(load_config(f"configs/{name}.py"))[1]
+        assert float(env_p.thr_floor) == pytest.approx(0.1 if name == "mocc_thrfloor" else 0.0), name
+        assert float(env_p.delay_objective) == (0.0 if name == "mocc_paper" else 1.0), name
