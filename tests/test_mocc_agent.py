@@ -141,7 +141,8 @@ def test_default_trains_the_queueing_delay_objective_and_paper_keeps_iv_a():
     from jaxcc.envs import make_env
     from jaxcc.training.configs import load_config
 
-    want = {"mocc": 1.0, "mocc_smoke": 1.0, "mocc_paper": 0.0, "mocc_additive": 0.0, "mocc_robust": 0.0}
+    want = {"mocc": 1.0, "mocc_smoke": 1.0, "mocc_mixed": 1.0, "mocc_paper": 0.0, "mocc_additive": 0.0,
+            "mocc_robust": 0.0}
     for name, v in want.items():
         assert float(mocc_envelope.make_env(load_config(f"configs/{name}.py"))[1].delay_objective) == v, name
     assert float(make_env("mocc")[1].delay_objective) == 0.0  # the env's own default is the paper's
@@ -150,3 +151,32 @@ def test_default_trains_the_queueing_delay_objective_and_paper_keeps_iv_a():
         env_p = mocc_envelope.make_env(load_config(f"configs/{name}.py"))[1]
         assert float(env_p.thr_floor) == pytest.approx(0.1 if name == "mocc_thrfloor" else 0.0), name
         assert float(env_p.delay_objective) == (0.0 if name == "mocc_paper" else 1.0), name
+
+
+def test_default_table_is_scale_free_and_travels_in_the_policy_file():
+    """``mocc``: seven factors, no packet steps; the policy file's action block carries them, and
+    the file's map_action moves a 20-packet window as the trainer's env does.  ``mocc_mixed`` and
+    the variants measured with the mixed table keep it."""
+    from jaxcc import policyfile
+    from jaxcc.envs import mocc
+    from jaxcc.training.configs import load_config
+
+    for name in ("mocc_mixed", "mocc_paper", "mocc_thrfloor", "mocc_robust"):
+        _, p = M.make_env(load_config(f"configs/{name}.py"))
+        assert list(np.asarray(p.cwnd_mults)) == list(mocc.CWND_MULTS), name
+        assert list(np.asarray(p.cwnd_deltas_pkts)) == list(mocc.CWND_DELTAS_PKTS), name
+    cfg = load_config("configs/mocc.py")
+    _, ep = M.make_env(cfg)
+    feats = M.features_block(cfg, ep)
+    want = [0.5, 1 / 1.5, 1 / 1.1, 1.0, 1.1, 2.0, 1.5]
+    assert feats["cwnd_deltas_pkts"] == [0.0] * 7
+    assert feats["cwnd_mults"] == pytest.approx(want)
+    spec = M.policy_spec(1, 4, 7, 3, features=feats, deltas_pkts=feats["cwnd_deltas_pkts"],
+                         mults=feats["cwnd_mults"])
+    w = 20 * 1500.0
+    by_hand = [10.0, 20 / 1.5, 20 / 1.1, 20.0, 22.0, 40.0, 30.0]  # packets
+    env_next = mocc.apply_delta(jnp.full((7,), w), jnp.arange(7), ep.min_cwnd_pkts, ep.cwnd_deltas_pkts,
+                                ep.cwnd_mults, ep.max_cwnd_pkts)
+    np.testing.assert_allclose(np.asarray(env_next) / 1500.0, by_hand, rtol=1e-5)
+    for a in range(7):
+        np.testing.assert_allclose(float(policyfile.map_action(spec, a, 1e6, w)[1]) / 1500.0, by_hand[a], rtol=1e-5)

@@ -26,7 +26,10 @@ Paper: MOCC: A Multi-objective Reinforcement Learning Perspective on Internet Co
   tens of steps to come back, and trained policies stayed there at 97 % loss on the LTE links
   (the additive table remains a named variant: ``LITERAL_DELTAS_PKTS`` with multipliers 1,
   ``configs/mocc_additive.py``).  ``cwnd_mults`` and ``cwnd_deltas_pkts`` hold the table:
-  cwnd ← min(cwnd · cwnd_mults[a] + cwnd_deltas_pkts[a] · MSS, max_cwnd_pkts · MSS).  The cap
+  cwnd ← min(cwnd · cwnd_mults[a] + cwnd_deltas_pkts[a] · MSS, max_cwnd_pkts · MSS).  The mixed
+  table is this env's default (``configs/mocc_mixed.py``, ``mocc_paper``); the default config,
+  ``configs/mocc.py``, replaces it by a scale-free one, ×0.5, ×1/1.5, ×1/1.1, hold, ×1.1, ×2, ×1.5
+  (its docstring says why).  The cap
   (10 000 packets, 15 MB; not in the paper) stands for the receive window that bounds every real
   TCP window (Linux's default largest receive buffer is 6 MB), far above any BDP here; without
   it a run of doublings overflows float32 and the training stops on NaN.  MOCC is window-based;

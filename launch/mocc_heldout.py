@@ -1,0 +1,64 @@
+"""MOCC's preference steering on links the sweep's bars do not judge: bar (a)'s per-link test,
+applied to the records of preference sweeps over held-out links (several files are read as one).
+
+    python -m jaxcc.preference_sweep --checkpoint=RUN_A0,RUN_A1,RUN_A2,RUN_B0,RUN_B1,RUN_B2 \\
+        --suite=aurora-bw,aurora-latency,aurora-queue --baselines= --bars= --noplots --out=DIR
+    PYTHONPATH=. python3 launch/mocc_heldout.py DIR/sweep.json [MORE/sweep.json ...]
+
+Per MOCC policy of the records, and per link: Spearman's rank correlation between w_thr and
+throughput and between w_thr and p95 queueing over the throughput–delay edge (w_loss = 0), as
+``jaxcc.evaluation.bars`` judges bar (a) on MOCC's own links (both ≥ 0.8; a constant series has
+no rank correlation and fails).  It prints each policy's count of links that pass, and the
+median count over the policies that share a prefix before "@" and a run name's digits (e.g.
+``MOCC@ms0``, ``MOCC@ms1`` → group ``ms``).  Used to compare trainers on links disjoint from
+those that judge them (``checkpoints/mocc/README.md``).
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+import sys
+
+from jaxcc.evaluation import bars
+from jaxcc.evaluation.preference_sweep import load_sweep
+
+
+def main(argv: list[str]) -> None:
+    if not argv:
+        sys.exit("usage: launch/mocc_heldout.py SWEEP.json [MORE.json ...]")
+    records = []
+    for path in argv:
+        try:
+            records += load_sweep(path)[0]
+        except ValueError as e:
+            sys.exit(str(e))
+    policies = sorted({r["controller"] for r in records if r.get("preference") is not None})
+    links = sorted({r["scenario"] for r in records if r.get("preference") is not None})
+    if not policies:
+        sys.exit(f"{', '.join(argv)}: no MOCC records (none carries a preference)")
+    counts: dict[str, int] = {}
+    print("| link | " + " | ".join(policies) + " |")
+    print("|---|" + "---|" * len(policies))
+    for link in links:
+        cells = []
+        for c in policies:
+            edge = bars.edge_points(bars.mocc_points(records, c, link))
+            w = [float(r["preference"][0]) for r in edge]
+            rt = bars.spearman(w, [r["throughput_mbps"] for r in edge])
+            rq = bars.spearman(w, [r["p95_qdelay_ms"] for r in edge])
+            ok = len(edge) >= bars.MOCC_MIN_EDGE_POINTS and rt >= bars.MOCC_SPEARMAN_MIN and rq >= bars.MOCC_SPEARMAN_MIN
+            counts[c] = counts.get(c, 0) + int(ok)
+            cells.append(f"{rt:.2f} / {rq:.2f} {'✓' if ok else '✗'}")
+        print(f"| {link} | " + " | ".join(cells) + " |")
+    print(f"\nlinks passing, of {len(links)}:")
+    groups: dict[str, list[int]] = {}
+    for c in policies:
+        print(f"  {c}: {counts[c]}")
+        groups.setdefault(re.sub(r"\d+$", "", c), []).append(counts[c])
+    for g, v in groups.items():
+        print(f"  median over {g}* ({len(v)} policies): {statistics.median(v):g}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
