@@ -1,4 +1,4 @@
-"""MOCC (Ma et al., IWQoS 2021): envelope multi-objective Q-learning, one policy for every preference.
+"""MOCC (Xia et al., IWQoS 2021): envelope multi-objective Q-learning, one policy for every preference.
 
     python -m jaxcc.train --config=mocc
 

@@ -1,4 +1,4 @@
-"""MOCC: envelope multi-objective Q-learning over preferences (Ma et al., IWQoS 2021).
+"""MOCC: envelope multi-objective Q-learning over preferences (Xia et al., IWQoS 2021).
 
 Paper: MOCC (IWQoS 2021) §IV-D (eq. 5–12) and Algorithm 2; the envelope operator is Yang, Sun and
 Narasimhan (NeurIPS 2019, the paper's [16]), whose algorithm §IV-D restates.  Read top to

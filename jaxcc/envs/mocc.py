@@ -1,6 +1,6 @@
 """MOCC (IWQoS 2021): preference-conditioned multi-objective cwnd control.
 
-Paper: MOCC: A Multi-objective Reinforcement Learning Perspective on Internet Congestion Control (Ma et al., IWQoS 2021), §IV-A (state, actions, reward), §IV-B
+Paper: MOCC: A Multi-objective Reinforcement Learning Perspective on Internet Congestion Control (Xia et al., IWQoS 2021), §IV-A (state, actions, reward), §IV-B
 (init-cwnd, eq. 1–3), §IV-C (dynamic terminal episode, Algorithm 1), Algorithm 2.
 
 * State (§IV-A): S_t = [Delay(t), ACK_rate(t), Sending_rate(t), cwnd(t)], normalised (the
