@@ -9,8 +9,8 @@ Per MOCC policy of the records, and per link: Spearman's rank correlation betwee
 throughput and between w_thr and p95 queueing over the throughput–delay edge (w_loss = 0), as
 ``jaxcc.evaluation.bars`` judges bar (a) on MOCC's own links (both ≥ 0.8; a constant series has
 no rank correlation and fails).  It prints each policy's count of links that pass, and the
-median count over the policies that share a prefix before "@" and a run name's digits (e.g.
-``MOCC@ms0``, ``MOCC@ms1`` → group ``ms``).  Used to compare trainers on links disjoint from
+median count over each group of policies whose labels differ only in their trailing digits
+(``MOCC@ms0``, ``MOCC@ms1``, ... form the group ``MOCC@ms``).  Used to compare trainers on links disjoint from
 those that judge them (``checkpoints/mocc/README.md``).
 """
 

@@ -17,7 +17,8 @@
    Beside them, the reward a step at each point earns by hand, L(x) = 1 − 10^(−x).
 3. **Below the BDP, at (0, 1, 0).**  Windows of 0.1–1 BDP with no queue (delay = min RTT; the ACK
    and sending rates that fraction of the maximum, which the start-up set at the link's rate):
-   the action ω·Q takes, the +10-packet step's value minus holding, and the per-objective
+   the action ω·Q takes, the small step up's value minus holding (+10 packets or ×1.1, as the
+   file's table says; the action names are the file's), and the per-objective
    Q-values of holding.  Where the delay head values larger windows more but +10 ranks below
    hold, the policy does not climb toward the states its own values prefer.
 """
@@ -37,7 +38,18 @@ LINK = "mocc/12mbps"
 MBPS, RTT_MS, TIMEOUT_MS, BDP_PKTS = 12.0, 20.0, 200.0, 20.0
 HORIZON_S = 200 * RTT_MS / 1000.0  # Algorithm 1's T decisions, one per RTT
 PREFERENCES = ((1.0, 0.0, 0.0), (0.75, 0.25, 0.0), (0.5, 0.5, 0.0), (0.25, 0.75, 0.0), (0.0, 1.0, 0.0))
-ACTIONS = ("halve", "-50", "-10", "hold", "+10", "double", "+50")
+HOLD, DOWN, UP = 3, 2, 4  # the table's slots: hold, the small step down and up (−10/+10 packets or ×1/1.1/×1.1)
+
+
+def action_names(spec: dict) -> list[str]:
+    """The file's action table by name (``action.multipliers``, ``action.deltas`` in bytes):
+    ×k for a factor, ±N for packets, "hold" for neither."""
+    act = spec["action"]
+    names = []
+    for k, d in zip(act["multipliers"], act.get("deltas", [0.0] * len(act["multipliers"]))):
+        parts = ([f"×{k:.3g}"] if abs(k - 1.0) > 1e-6 else []) + ([f"{d / 1500.0:+g}"] if d else [])
+        names.append(" ".join(parts) or "hold")
+    return names
 
 
 def L(x):
@@ -67,8 +79,9 @@ def episode_length(path: str) -> None:
 def learned_values(path: str) -> None:
     spec, tensors = policyfile.load(path)
     n, m = int(spec["head"]["n"]), policyfile.q_objectives(spec)
+    names = action_names(spec)
     print("\n2. The policy's choice at steady states of the window (ω·Q; the margin over the next action):")
-    print("| window (pkts) | queue (ms) | delay objective −L(d/timeout) | preference | action | margin | −10 minus hold |")
+    print(f"| window (pkts) | queue (ms) | delay objective −L(d/timeout) | preference | action | margin | {names[DOWN]} minus hold |")
     print("|---:|---:|---:|---|---|---:|---:|")
     for w in (20.0, 25.0, 30.0, 40.0):
         q_ms = max(w - BDP_PKTS, 0.0) * 1500 * 8 / (MBPS * 1e6) * 1000.0
@@ -77,24 +90,25 @@ def learned_values(path: str) -> None:
             goal = np.asarray(p, np.float32)
             s = np.asarray(policyfile.scalarised_q(policyfile.forward(spec, tensors, obs, goal), goal, n, m))
             order = np.argsort(-s)
-            print(f"| {w:g} | {q_ms:.1f} | {-L((RTT_MS + q_ms) / TIMEOUT_MS):.3f} | {p} | {ACTIONS[order[0]]} | "
-                  f"{s[order[0]] - s[order[1]]:.3f} | {s[2] - s[3]:+.3f} |")
+            print(f"| {w:g} | {q_ms:.1f} | {-L((RTT_MS + q_ms) / TIMEOUT_MS):.3f} | {p} | {names[order[0]]} | "
+                  f"{s[order[0]] - s[order[1]]:.3f} | {s[DOWN] - s[HOLD]:+.3f} |")
 
 
 def below_bdp(path: str) -> None:
     spec, tensors = policyfile.load(path)
     n, m = int(spec["head"]["n"]), policyfile.q_objectives(spec)
+    names = action_names(spec)
     goal = np.asarray((0.0, 1.0, 0.0), np.float32)
     print("\n3. Below the BDP at (0, 1, 0), no queue (ω·Q; the per-objective Q of holding):")
-    print("| window / BDP | action | margin | +10 minus hold | Q(hold): throughput, delay, loss |")
+    print(f"| window / BDP | action | margin | {names[UP]} minus hold | Q(hold): throughput, delay, loss |")
     print("|---:|---|---:|---:|---|")
     for frac in (0.1, 0.225, 0.4, 0.6, 0.8, 1.0):
         obs = np.asarray([[RTT_MS / TIMEOUT_MS, frac, frac, frac]], np.float32)
         out = policyfile.forward(spec, tensors, obs, goal)
         s = np.asarray(policyfile.scalarised_q(out, goal, n, m))
         order = np.argsort(-s)
-        q_hold = np.asarray(out).reshape(n, m)[ACTIONS.index("hold")]
-        print(f"| {frac:g} | {ACTIONS[order[0]]} | {s[order[0]] - s[order[1]]:.3f} | {s[4] - s[3]:+.3f} | "
+        q_hold = np.asarray(out).reshape(n, m)[HOLD]
+        print(f"| {frac:g} | {names[order[0]]} | {s[order[0]] - s[order[1]]:.3f} | {s[UP] - s[HOLD]:+.3f} | "
               + ", ".join(f"{v:.3f}" for v in q_hold) + " |")
 
 
