@@ -7,8 +7,8 @@ applied to the records of preference sweeps over held-out links (several files a
 
 Per MOCC policy of the records, and per link: Spearman's rank correlation between w_thr and
 throughput and between w_thr and p95 queueing over the throughput–delay edge (w_loss = 0), as
-``jaxcc.evaluation.bars`` judges bar (a) on MOCC's own links (both ≥ 0.8; a constant series has
-no rank correlation and fails).  It prints each policy's count of links that pass, and the
+``jaxcc.evaluation.bars.mocc_steering`` judges bar (a) on MOCC's own links (both ≥ 0.8; a
+constant series has no rank correlation and fails).  It prints each policy's count of links that pass, and the
 median count over each group of policies whose labels differ only in their trailing digits
 (``MOCC@ms0``, ``MOCC@ms1``, ... form the group ``MOCC@ms``).  Used to compare trainers on links disjoint from
 those that judge them (``checkpoints/mocc/README.md``).
@@ -43,11 +43,7 @@ def main(argv: list[str]) -> None:
     for link in links:
         cells = []
         for c in policies:
-            edge = bars.edge_points(bars.mocc_points(records, c, link))
-            w = [float(r["preference"][0]) for r in edge]
-            rt = bars.spearman(w, [r["throughput_mbps"] for r in edge])
-            rq = bars.spearman(w, [r["p95_qdelay_ms"] for r in edge])
-            ok = len(edge) >= bars.MOCC_MIN_EDGE_POINTS and rt >= bars.MOCC_SPEARMAN_MIN and rq >= bars.MOCC_SPEARMAN_MIN
+            _, rt, rq, ok = bars.mocc_steering(records, c, link)
             counts[c] = counts.get(c, 0) + int(ok)
             cells.append(f"{rt:.2f} / {rq:.2f} {'✓' if ok else '✗'}")
         print(f"| {link} | " + " | ".join(cells) + " |")

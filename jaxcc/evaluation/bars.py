@@ -397,6 +397,20 @@ def _pref_text(p) -> str:
 _NEEDS_SWEEP = "needs the preference sweep's records: python -m jaxcc.preference_sweep --suite=mocc"
 
 
+def mocc_steering(records: Sequence[dict], controller: str, link: str) -> tuple[list[dict], float, float, bool]:
+    """Bar (a)'s test on one link: ``controller``'s throughput–delay edge there (``edge_points``),
+    Spearman(w_thr, throughput), Spearman(w_thr, p95 queueing), and whether the preference steers
+    (≥ ``MOCC_MIN_EDGE_POINTS`` edge points and both ≥ ``MOCC_SPEARMAN_MIN``; NaN, undefined, fails).
+    Used on MOCC's links by bar (a) and on held-out links by ``launch/mocc_heldout.py``."""
+    edge = edge_points(mocc_points(records, controller, link))
+    if len(edge) < MOCC_MIN_EDGE_POINTS:
+        return edge, float("nan"), float("nan"), False
+    w = [_pref(r)[0] for r in edge]
+    rt = spearman(w, [r["throughput_mbps"] for r in edge])
+    rq = spearman(w, [r["p95_qdelay_ms"] for r in edge])
+    return edge, rt, rq, rt >= MOCC_SPEARMAN_MIN and rq >= MOCC_SPEARMAN_MIN
+
+
 def _mocc(records: Sequence[dict], controller: str) -> list[tuple[Verdict, dict]]:
     """Each MOCC bar's verdict with the numbers it was judged on (NaN: not measured)."""
     nan = float("nan")
@@ -405,16 +419,12 @@ def _mocc(records: Sequence[dict], controller: str) -> list[tuple[Verdict, dict]
     for link in MOCC_LINKS:
         bar = (f"{link}: Spearman(w_thr, throughput) >= {MOCC_SPEARMAN_MIN:g} and "
                f"Spearman(w_thr, p95 queueing) >= {MOCC_SPEARMAN_MIN:g}")
-        edge = edge_points(mocc_points(records, controller, link))
-        nums = {"rho_throughput": nan, "rho_p95_qdelay": nan, "edge_points": len(edge)}
+        edge, rt, rq, ok = mocc_steering(records, controller, link)
+        nums = {"rho_throughput": rt, "rho_p95_qdelay": rq, "edge_points": len(edge)}
         if len(edge) < MOCC_MIN_EDGE_POINTS:
             why = _NEEDS_SWEEP if not edge else f"{len(edge)} edge preferences, needs >= {MOCC_MIN_EDGE_POINTS}"
             out.append((Verdict(bar, f"{NOT_EVALUATED} ({why})", False), nums))
             continue
-        w = [_pref(r)[0] for r in edge]
-        rt = spearman(w, [r["throughput_mbps"] for r in edge])
-        rq = spearman(w, [r["p95_qdelay_ms"] for r in edge])
-        nums.update(rho_throughput=rt, rho_p95_qdelay=rq)
         def rho_text(rho, ys):
             if not math.isnan(rho):
                 return f"{rho:.2f}"
@@ -422,7 +432,7 @@ def _mocc(records: Sequence[dict], controller: str) -> list[tuple[Verdict, dict]
 
         txt = " / ".join(rho_text(rho, [float(r[k]) for r in edge])
                          for rho, k in ((rt, "throughput_mbps"), (rq, "p95_qdelay_ms")))
-        out.append((Verdict(bar, f"{txt} over {len(edge)} points", rt >= MOCC_SPEARMAN_MIN and rq >= MOCC_SPEARMAN_MIN),
+        out.append((Verdict(bar, f"{txt} over {len(edge)} points", ok),
                     nums))
     # (b), (c) on the 12 Mbit/s link
     pts = mocc_points(records, controller, MOCC_LINK12)
