@@ -256,3 +256,45 @@ def test_frozen_arm_applies_no_weights_over_the_sim_backend(smoke_ckpt, tmp_path
     assert not np.array_equal(cap[(0, "frozen")], cap[(1, "frozen")])
     assert [r["seed"] for r in doc["rows"]] == [0, 1] and doc["summary"]["last_ankh_diff"]["n"] == 2
     assert (out / "compare.md").read_text().startswith("# Online fine-tuning against the frozen policy")
+
+
+def test_objective_and_operating_point_times_by_hand():
+    """The learner's objective per window (records_*_minute.reward_mean) and each arm's
+    operating-point time (results.json operating_point) go into the rows and the spread."""
+    arms = _fake([0, 1, 2])
+    for s, (lrn, frz, t) in enumerate(((0.30, 0.20, 35.0), (0.25, 0.24, 0.0), (0.10, 0.15, None))):
+        for a, v in (("learning", lrn), ("frozen", frz)):
+            arms[s][a]["records_first_minute"] = {"reward_mean": 0.0}
+            arms[s][a]["records_last_minute"] = {"reward_mean": v}
+            arms[s][a]["operating_point"] = {"time_s": t if a == "learning" else 5.0, "first_time_s": 0.0}
+    doc = compare.compare(arms)
+    diffs = [r["last_objective_diff"] for r in doc["rows"]]
+    assert diffs == pytest.approx([0.10, 0.01, -0.05])
+    s = doc["summary"]["last_objective_diff"]
+    assert (s["median"], s["min"], s["max"]) == pytest.approx((0.01, -0.05, 0.10))
+    t = doc["summary"]["learning_op_time_s"]
+    assert (t["n"], t["median"], t["max"]) == (2, 17.5, 35.0)  # the seed that never settled is left out
+    md = compare.markdown(doc)
+    assert "| 0 | learning | 0.0000 | 0.3000 | 0 | 35 |" in md and "| 2 | learning | 0.0000 | 0.1000 | 0 | – |" in md
+    assert "last-minute objective over 3 seed(s): median +0.0100, min–max -0.0500 … +0.1000" in md
+    assert "frozen arm, operating point held from over 3 seed(s): median 5 s, min–max 5 s … 5 s" in md
+
+
+def test_operating_point_time_by_hand():
+    from jaxcc.online.checks import operating_point_time
+
+    # 5-s bins over 90 s; the last minute (bins from 30 s) at 10 Mbit/s / 20 ms.  The bin at
+    # 40–45 s is 12 % off in throughput, so the point is reached at 45 s; without it, at 15 s (the
+    # bins before are 20 % and 15 % off in RTT).
+    t = [2.5 + 5 * i for i in range(18)]
+    thr = [10.0] * 18
+    rtt = [24.0, 23.0, 23.0] + [20.0] * 15
+    thr_bad = list(thr)
+    thr_bad[8] = 8.8
+    rtt_bad = list(rtt)
+    got = operating_point_time({"t_s": t, "throughput_mbps": thr_bad, "rtt_ms": rtt_bad}, bin_s=5.0)
+    assert got["time_s"] == 45.0 and got["first_time_s"] == 15.0
+    assert got["target_rtt_ms"] == 20.0
+    assert got["target_throughput_mbps"] == pytest.approx((8.8 + 11 * 10.0) / 12)
+    assert operating_point_time({"t_s": t, "throughput_mbps": thr, "rtt_ms": rtt}, bin_s=5.0)["time_s"] == 15.0
+    assert operating_point_time({"t_s": [], "throughput_mbps": [], "rtt_ms": []}, bin_s=5.0)["time_s"] is None

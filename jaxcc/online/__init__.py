@@ -1,4 +1,5 @@
-"""``python -m jaxcc.online``: fine-tune Pareto online from the senders' experience (Algorithm 4).
+"""``python -m jaxcc.online``: fine-tune Pareto (Algorithm 4) or MOCC (toward a new preference)
+online from the senders' experience.
 
     python -m jaxcc.online --checkpoint=DIR (--scenario=NAME | --scenario-file=F) \
         --emulator=netns|mahimahi|sim --minutes=M --out=DIR
@@ -70,13 +71,20 @@ and its windows come from the records (the run's end: the latest record's sender
 in ``OUT/seed<S>/learning`` and ``OUT/seed<S>/frozen``, and compares them in ``OUT/compare.json``
 and ``OUT/compare.md`` (``compare``: the order, the report, what the arms share).
 
+A MOCC run (``config.algo`` ``mocc_envelope``) takes ``--preference=THR,DELAY,LOSS``, the
+application objective ω* every learned flow runs with and the learner fine-tunes toward: §IV-A's
+vector reward from the records, envelope updates on an online ring beside the frozen offline
+buffer (``--old-share``), the Q network pushed as the policy file (``jaxcc.online.mocc``;
+netns and Mahimahi only: the simulator backend runs Pareto's senders).  ``results.json`` then
+has the objective ω*·r per window and ``operating_point`` (``checks.operating_point_time``).
+
 Modules: ``restore`` (the offline state, policy blobs), ``tracks`` (records -> transitions),
 ``learner`` (the ``Learner``), ``experience`` (the learner protocol's Python side: frames,
 records, the listening server), ``auth`` (the protocol's pre-shared-key authentication),
 ``network`` (where fine-tuning runs: netns, Mahimahi or the
 simulator, started beside the learner), ``simnet`` (the simulator behind the protocol),
-``checks`` (forgetting check, first/last minute), ``compare`` (the frozen control's report), ``cli``.  The algorithm's own online stage
-(Algorithm 4's buffer and TD3 steps) is ``jaxcc.online.pareto``.
+``checks`` (forgetting check, first/last minute), ``compare`` (the frozen control's report), ``cli``.  The algorithms' own online stages
+are ``jaxcc.online.pareto`` (Algorithm 4's buffer and TD3 steps) and ``jaxcc.online.mocc``.
 """
 
 from __future__ import annotations

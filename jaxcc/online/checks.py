@@ -28,6 +28,35 @@ def old_env_check(before: str, after: str, names: list[str]) -> tuple[dict, dict
     return out["before"], out["after"]
 
 
+def operating_point_time(bins: dict, *, bin_s: float, last_s: float = 60.0, tol: float = 0.1) -> dict:
+    """When the run reached its operating point: the first bin from which every bin's throughput
+    and mean RTT stay within ``tol`` (relative) of the last ``last_s`` seconds' means (``time_s``),
+    and the first bin within it at all (``first_time_s``).
+
+    ``bins``: ``Learner.timeline_bins(bin_s)`` (``t_s`` bin centres, ``throughput_mbps``, ``rtt_ms``).
+    Returns ``{"target_throughput_mbps", "target_rtt_ms", "time_s", "first_time_s"}`` (times: the
+    start of the bin, seconds of sender time; None without bins or RTTs)."""
+    import numpy as np
+
+    t = np.asarray(bins.get("t_s", []), np.float64)
+    thr = np.asarray(bins.get("throughput_mbps", []), np.float64)
+    rtt = np.asarray(bins.get("rtt_ms", []), np.float64)
+    none = {"target_throughput_mbps": None, "target_rtt_ms": None, "time_s": None, "first_time_s": None}
+    if t.size < 2:
+        return none
+    width = float(bin_s)
+    last = t >= t[-1] + 0.5 * width - last_s
+    if not np.all(np.isfinite(rtt[last])):
+        return none
+    thr0, rtt0 = float(np.mean(thr[last])), float(np.mean(rtt[last]))
+    ok = (np.abs(thr - thr0) <= tol * thr0) & (np.abs(rtt - rtt0) <= tol * rtt0)
+    bad = np.flatnonzero(~ok)
+    first = 0 if bad.size == 0 else int(bad[-1]) + 1
+    return {"target_throughput_mbps": thr0, "target_rtt_ms": rtt0,
+            "time_s": float(t[first] - 0.5 * width) if first < t.size else None,
+            "first_time_s": float(t[np.flatnonzero(ok)[0]] - 0.5 * width) if ok.any() else None}
+
+
 def ankh_pair(first: dict, last: dict) -> None:
     """Adds ``ankh`` to both windows with d_max the larger of their p95 delays (Pareto eq. 10)."""
     from jaxcc.evaluation import metrics

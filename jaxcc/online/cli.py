@@ -13,7 +13,7 @@ from typing import Any, Sequence
 
 import numpy as np
 from jaxcc.online import compare
-from jaxcc.online.checks import ankh_pair, old_env_check, plot
+from jaxcc.online.checks import ankh_pair, old_env_check, operating_point_time, plot
 from jaxcc.online.learner import REWARDS, Learner
 from jaxcc.online.restore import write_atomic
 
@@ -22,6 +22,8 @@ EMULATORS = ("netns", "mahimahi", "sim", "external", "flood")
 
 
 DEFAULT_OLD_ENVS = "pareto/fixed50,pareto/dyn10-30,pareto/shared2"
+OP_BIN_S = 5.0  # results.json operating_point: the bins (s)
+MOCC_OLD_ENVS = "mocc/12mbps,mocc/50mbps"  # a MOCC run's forgetting check when --old-envs is not given
 
 
 # ----------------------------------------------------------------------------- CLI
@@ -70,8 +72,10 @@ def define_flags(fv):
     enum("buffers", "local", ("local", "shared"),
          "local: one agent+buffer per sender (the paper's); shared: one for all")
     integer("replicas", 0, "local buffers: how many (0: the scenario's policy flows)")
-    integer("online_segment", 0, "online buffer segment size (0: the largest stage's)")
-    integer("grad_steps", 0, "TD3 steps per learn batch (0: config td3.grad_steps)")
+    integer("online_segment", 0, "online buffer segment size (0: Pareto: the largest stage's; MOCC: "
+            "jaxcc.online.mocc.ONLINE_SIZE)")
+    integer("grad_steps", 0, "gradient steps per learn batch (0: Pareto: config td3.grad_steps; MOCC: "
+            "jaxcc.online.mocc.GRAD_STEPS)")
     integer("push_every", 64, "push weights every N gradient steps")
     number("updates_per_s", 40.0, "cap on gradient steps per second")
     number("replay_ratio", 1.0, "at most this many gradient steps per online transition (0: no cap)")
@@ -89,8 +93,11 @@ def define_flags(fv):
            "Algorithm 4 as the paper gives it; the default 10 was chosen on eagle/lte with pareto/link12 and "
            "pareto/dyn10-20 as the old links, checkpoints/pareto/online/README.md)")
     integer("critic_warmup", 0, "online gradient steps that train the critics only (the actor's learning rate 0)")
-    flags.DEFINE_multi_string("hp", [], "KEY=VALUE: override a TD3 hyperparameter online, e.g. --hp=lr_actor=1e-4 "
-                              "(repeatable)", flag_values=fv)
+    flags.DEFINE_multi_string("hp", [], "KEY=VALUE: override an online hyperparameter (Pareto: TD3's, e.g. "
+                              "--hp=lr_actor=1e-4; MOCC: lr_scale) (repeatable)", flag_values=fv)
+    string("preference", None, "MOCC runs: the application objective to fine-tune toward, THR,DELAY,LOSS (weights "
+           ">= 0 summing to 1); every learned flow runs with it (jaxcc.online.mocc)")
+    number("old_share", 0.5, "MOCC runs: the share of each minibatch drawn from the frozen offline buffer, in [0, 1)")
     integer("min_online", -1, "online transitions before learning (-1: batch size)")
     number("checkpoint_every_s", 30.0, "seconds between checkpoints of the online state")
     number("yield_ms", 5.0, "sleep after every learn batch (ms)")
@@ -125,6 +132,15 @@ def _check_args(a) -> None:
             raise ValueError(f"{name}={v}: must be >= {lo}")
     if a.speed < 0:
         raise ValueError(f"--speed={a.speed}: must be >= 0")
+    if a.preference is not None:  # before the learner restores anything
+        from jaxcc.online import mocc
+
+        mocc.check_preference(_parse_preference(a.preference))
+        if a.emulator == "sim":
+            raise ValueError("--preference: the simulator backend runs pareto_v1 / pareto_v2 senders only; fine-tune "
+                             "MOCC over --emulator=netns or mahimahi")
+    if not 0.0 <= a.old_share < 1.0:
+        raise ValueError(f"--old-share={a.old_share}: must be in [0, 1)")
     if not a.lr_scale > 0:
         raise ValueError(f"--lr-scale={a.lr_scale}: must be > 0")
     if a.critic_warmup < 0:
@@ -151,6 +167,29 @@ def _check_args(a) -> None:
         compare.parse_seeds(a.learner_seeds)
         if _given(a, "seed"):
             raise ValueError(f"--seed={a.seed} and --learner-seeds={a.learner_seeds}: give one of them")
+
+
+def _parse_preference(text: str | None):
+    """``--preference=a,b,c`` as three floats (checked by the learner), None when not given."""
+    if text is None:
+        return None
+    try:
+        return [float(x) for x in text.split(",")]
+    except ValueError:
+        raise ValueError(f"--preference={text}: expected 3 numbers >= 0 (throughput, delay, loss) summing to 1")
+
+
+def with_preference(sc, w):
+    """``sc`` with preference ``w`` (and no preference changes) on every flow that runs the learned
+    policy (``jaxcc.emulation.spec.assign_controllers``: all but kept and kernel cross-traffic flows)."""
+    import dataclasses
+
+    from jaxcc.emulation.spec import assign_controllers
+
+    mine = [c == "policy:learned" for c in assign_controllers(sc, "policy:learned")]
+    flows = tuple(dataclasses.replace(f, preference=tuple(float(x) for x in w), preference_changes=())
+                  if m else f for f, m in zip(sc.flows, mine))
+    return dataclasses.replace(sc, flows=flows)
 
 
 def _given(a, name: str) -> bool:
@@ -255,7 +294,12 @@ def _run_arm(a, log, *, out: str, seed: int, learn: bool, net_seed: int) -> dict
                       checkpoint_every_s=a.checkpoint_every_s, seed=seed, replay_ratio=a.replay_ratio,
                       hp=_parse_hp(a.hp), critic_warmup=a.critic_warmup,
                       lr_scale=a.lr_scale, reward=a.reward, max_rate_window_s=a.max_rate_window_s,
-                      new_priority=a.new_priority, anchor_w=a.anchor, learn=learn, log=log)
+                      new_priority=a.new_priority, learn=learn, log=log,
+                      # --anchor's default is Pareto's; a MOCC run (--preference) refuses only a given one
+                      anchor_w=a.anchor if a.preference is None or _given(a, "anchor") else 0.0,
+                      preference=_parse_preference(a.preference), old_share=a.old_share)
+    if learner.family == "mocc" and sc is not None:  # every learned flow runs with the new objective
+        sc = with_preference(sc, learner.preference)
     addr = a.learner or default_address(out)
     server = experience.Server(addr, key=key)
     handle = None
@@ -329,7 +373,10 @@ def _run_arm(a, log, *, out: str, seed: int, learn: bool, net_seed: int) -> dict
         src = "records"
     ankh_pair(first, last)
     gap, gap_src = learner.max_decision_gap()
-    names = [n.strip() for n in a.old_envs.split(",") if n.strip()] if learn else []
+    old_envs = a.old_envs
+    if learner.family == "mocc" and not _given(a, "old_envs"):  # Pareto's links are not MOCC's
+        old_envs = MOCC_OLD_ENVS
+    names = [n.strip() for n in old_envs.split(",") if n.strip()] if learn else []
     final = os.path.join(learner.out, "policy_final.safetensors")
     write_atomic(final, open(learner.latest_path, "rb").read())
     before, after = old_env_check(learner.v0_path, final, names)
@@ -341,8 +388,10 @@ def _run_arm(a, log, *, out: str, seed: int, learn: bool, net_seed: int) -> dict
         "updates_per_s": a.updates_per_s, "push_every": a.push_every, "resumed": learner.resumed,
         "hp": {k: float(v) for k, v in learner.ostate["hp"].items()},
         "learning": bool(learn), "seed": int(seed), "net_seed": int(net_seed) if a.emulator == "sim" else None,
-        "critic_warmup": a.critic_warmup, "lr_scale": a.lr_scale, "reward": a.reward, "anchor": learner.anchor_w, "new_priority": "max" if learner.new_priority_max else "one",
-        "max_rate_window_s": a.max_rate_window_s if a.reward == "local" else None,
+        "family": learner.family, "preference": list(learner.preference) if learner.preference else None,
+        "old_share": learner.old_share if learner.family == "mocc" else None,
+        "critic_warmup": a.critic_warmup, "lr_scale": a.lr_scale, "reward": learner.reward, "anchor": learner.anchor_w, "new_priority": "max" if learner.new_priority_max else "one",
+        "max_rate_window_s": learner.max_rate_window_s,
         "sessions": learner.meta["sessions"],
         "first_minute": first, "last_minute": last, "window_source": src,
         "updates_applied": int(learner.counters["updates_applied"]),
@@ -372,6 +421,8 @@ def _run_arm(a, log, *, out: str, seed: int, learn: bool, net_seed: int) -> dict
         "records_first_minute": learner.records_window(0.0, w),
         "records_last_minute": learner.records_window(dur - w, dur),
         "timeline": tl,
+        # when the flows' 5-s throughput and mean RTT entered, and stayed within 10 % of, the last minute's
+        "operating_point": operating_point_time(learner.timeline_bins(OP_BIN_S), bin_s=OP_BIN_S, last_s=w),
     }
     if flood is not None:  # the benchmark's own counts beside what the learner took
         with open(os.path.join(learner.out, "flood.json")) as f:

@@ -145,6 +145,15 @@ def seed_row(seed: int, arms: dict[str, dict]) -> dict[str, Any]:
     row["last_ankh_rel"] = None if diff is None or not frz else diff / frz
     fl, ff = row["learning"]["first"]["ankh"], row["frozen"]["first"]["ankh"]
     row["first_ankh_diff"] = None if None in (fl, ff) else fl - ff
+    # The learner's own objective (the mean reward of the window's transitions: MOCC's ω*·r,
+    # Pareto's --reward) and when each arm reached its operating point (``checks.operating_point_time``).
+    for a in ARMS:
+        for m in ("first", "last"):
+            row[a][f"objective_{m}"] = _num((arms[a].get(f"records_{m}_minute") or {}).get("reward_mean"))
+        op = arms[a].get("operating_point") or {}
+        row[a]["op_time_s"], row[a]["op_first_time_s"] = _num(op.get("time_s")), _num(op.get("first_time_s"))
+    ol, of = row["learning"]["objective_last"], row["frozen"]["objective_last"]
+    row["last_objective_diff"] = None if None in (ol, of) else ol - of
     return row
 
 
@@ -157,7 +166,10 @@ def compare(per_seed: dict[int, dict[str, dict]], *, order: Sequence[tuple[int, 
     summary = {"last_ankh_diff": spread([r["last_ankh_diff"] for r in rows]),
                "last_ankh_rel": spread([r["last_ankh_rel"] for r in rows]),
                "learning_last_ankh": spread([r["learning"]["last"]["ankh"] for r in rows]),
-               "frozen_last_ankh": spread([r["frozen"]["last"]["ankh"] for r in rows])}
+               "frozen_last_ankh": spread([r["frozen"]["last"]["ankh"] for r in rows]),
+               "last_objective_diff": spread([r["last_objective_diff"] for r in rows]),
+               "learning_op_time_s": spread([r["learning"]["op_time_s"] for r in rows]),
+               "frozen_op_time_s": spread([r["frozen"]["op_time_s"] for r in rows])}
     return {**(meta or {}), "order": [[int(s), a] for s, a in order], "rows": rows, "summary": summary}
 
 
@@ -195,16 +207,34 @@ def markdown(doc: dict) -> str:
         rel = None if r["last_ankh_rel"] is None else 100 * r["last_ankh_rel"]
         lines.append(f"| {r['seed']} | {_f(r['learning']['last']['ankh'])} | {_f(r['frozen']['last']['ankh'])} | "
                      f"{_f(r['last_ankh_diff'], '+.4f')} | {_f(rel, '+.1f')} % | {_f(r['ankh_d_max_ms'], '.1f')} |")
+    lines += ["", "The learner's objective (the mean reward of the transitions a window's records closed; higher is "
+              "better) and when the flows' 5-s throughput and mean RTT entered, and stayed within 10 % of, the "
+              "last minute's (sender time):", "",
+              "| seed | arm | objective, first minute | last minute | operating point first reached at (s) | "
+              "and held from (s) |",
+              "|---|---|---|---|---|---|"]
+    for r in doc["rows"]:
+        for a in ARMS:
+            x = r[a]
+            lines.append(f"| {r['seed']} | {a} | {_f(x.get('objective_first'), '.4f')} | "
+                         f"{_f(x.get('objective_last'), '.4f')} | {_f(x.get('op_first_time_s'), '.0f')} | "
+                         f"{_f(x.get('op_time_s'), '.0f')} |")
     lines.append("")
-    for key, label, scale, fmt, unit in (("last_ankh_diff", "learning − frozen, last-minute Ankh", 1.0, ".4f", ""),
-                                         ("last_ankh_rel", "relative to frozen", 100.0, ".1f", " %")):
+    # (summary key, label, scale, format, unit, signed: a difference)
+    for key, label, scale, fmt, unit, signed in (
+            ("last_ankh_diff", "learning − frozen, last-minute Ankh", 1.0, ".4f", "", True),
+            ("last_ankh_rel", "relative to frozen", 100.0, ".1f", " %", True),
+            ("last_objective_diff", "learning − frozen, last-minute objective", 1.0, ".4f", "", True),
+            ("learning_op_time_s", "learning arm, operating point held from", 1.0, ".0f", " s", False),
+            ("frozen_op_time_s", "frozen arm, operating point held from", 1.0, ".0f", " s", False)):
         s = doc["summary"][key]
         sc = (lambda v: None if v is None else scale * v)
-        txt = (f"- {label} over {s['n']} seed(s): median {_f(sc(s['median']), '+' + fmt)}{unit}, "
-               f"min–max {_f(sc(s['min']), '+' + fmt)}{unit} … {_f(sc(s['max']), '+' + fmt)}{unit}")
+        sf = ("+" if signed else "") + fmt
+        txt = (f"- {label} over {s['n']} seed(s): median {_f(sc(s['median']), sf)}{unit}, "
+               f"min–max {_f(sc(s['min']), sf)}{unit} … {_f(sc(s['max']), sf)}{unit}")
         if s["iqr"] is not None:
-            txt += (f", IQR {_f(sc(s['iqr']), fmt)}{unit} ({_f(sc(s['q25']), '+' + fmt)}{unit} … "
-                    f"{_f(sc(s['q75']), '+' + fmt)}{unit})")
+            txt += (f", IQR {_f(sc(s['iqr']), fmt)}{unit} ({_f(sc(s['q25']), sf)}{unit} … "
+                    f"{_f(sc(s['q75']), sf)}{unit})")
         lines.append(txt)
     if doc.get("held_equal"):
         lines += ["", "Held equal within a seed: " + doc["held_equal"]]

@@ -1,5 +1,6 @@
-"""The learner of online fine-tuning (Pareto §IV, Algorithm 4): replicas of Pareto's TD3 agent
-fed by the senders' records, learning at its own pace and pushing new weights (``Learner``)."""
+"""The learner of online fine-tuning (Pareto §IV, Algorithm 4; MOCC toward a new preference,
+``jaxcc.online.mocc``): replicas of the run's agent fed by the senders' records, learning at its
+own pace and pushing new weights (``Learner``)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import time
 
 import numpy as np
 from jaxcc.online.restore import policy_blob, restore_offline, write_atomic
-from jaxcc.online.tracks import FlowTrack
+from jaxcc.online.tracks import FlowTrack, MoccTrack
 
 
 REWARDS = ("local", "alg1")  # jaxcc.online.pareto.record_reward
@@ -21,7 +22,12 @@ REWARDS = ("local", "alg1")  # jaxcc.online.pareto.record_reward
 
 
 class Learner:
-    """Algorithm 4 around a ``experience.Server``: ingest records, learn, push, checkpoint."""
+    """An online stage around a ``experience.Server``: ingest records, learn, push, checkpoint.
+
+    The stage follows the run's algorithm (``family``): Pareto's Algorithm 4
+    (``jaxcc.online.pareto``, ``FlowTrack``) or MOCC's toward ``preference``
+    (``jaxcc.online.mocc``, ``MoccTrack``; ``old_share`` of each minibatch from the frozen
+    offline buffer)."""
 
     def __init__(self, checkpoint: str, out: str, *, buffers: str = "local", replicas: int = 1,
                  online_segment: int | None = None, grad_steps: int | None = None, push_every: int = 64,
@@ -29,69 +35,53 @@ class Learner:
                  seed: int = 0, add_batch: int = 64, replay_ratio: float = 1.0, hp: dict | None = None,
                  critic_warmup: int = 0, lr_scale: float = 1.0, reward: str = "local",
                  max_rate_window_s: float = 10.0, new_priority: str = "config", anchor_w: float = 0.0,
-                 learn: bool = True, log=print):
+                 preference=None, old_share: float = 0.5, learn: bool = True, log=print):
         import jax
         import jax.numpy as jnp
         import orbax.checkpoint as ocp
 
-        from jaxcc.online import pareto as alg
-        from jaxcc.agents.pareto import env_adapter
-
         if buffers not in ("local", "shared"):
             raise ValueError(f"--buffers={buffers!r}: expected local or shared")
-        if reward not in REWARDS:
-            raise ValueError(f"--reward={reward!r}: expected one of {', '.join(REWARDS)}")
-        if not max_rate_window_s > 0:
-            raise ValueError(f"--max-rate-window-s={max_rate_window_s}: must be > 0")
-        self.reward = reward
+        self.log = log
         # learn=False: the frozen control (``jaxcc.online.compare``): every record is taken and
         # turned into transitions as in a learning run, but no gradient step runs, so nothing is pushed.
         self.learn = bool(learn)
-        self.max_rate_window_s = float(max_rate_window_s) if reward == "local" else None
-        self.log = log
         self.out = os.path.abspath(out)
         os.makedirs(self.out, exist_ok=True)
         off = restore_offline(checkpoint)
         cfg = off["config"]
         self.config, self.spec, self.label = cfg, off["spec"], off["label"]
+        # Which online stage: Pareto's Algorithm 4 or MOCC's (``jaxcc.online.mocc``), by the run's algorithm.
+        self.family = "mocc" if str(cfg.algo) == "mocc_envelope" else "pareto"
         feats = self.spec["features"]
         self.T, self.D = int(feats["history"]), int(feats["obs_dim"])
         self.feature_set = str(feats.get("name", "pareto_v1"))
         self.empty = feats.get("empty", [0.0] * self.D)
-        self.a_range = (float(self.spec["head"]["low"]), float(self.spec["head"]["high"]))
         self.K = 1 if buffers == "shared" else max(1, int(replicas))
         self.buffers = buffers
-        seg = int(online_segment or max(int(s.buffer_segment) for s in cfg.stages.values()))
-        self.grad_steps = int(grad_steps or int(cfg.td3.grad_steps))
         self.push_every = int(push_every)
         self.updates_per_s = float(updates_per_s)
         self.replay_ratio = float(replay_ratio)
         self.critic_warmup = int(critic_warmup)
-        self.min_online = int(min_online if min_online is not None else int(cfg.td3.batch_size))
         self.ckpt_every_s = float(checkpoint_every_s)
         self.M = int(add_batch)
-        if new_priority not in ("config", "max", "one"):
-            raise ValueError(f"--new-priority={new_priority!r}: expected config, max or one")
-        # A new online transition's priority: the largest seen (the offline config's default) or
-        # 1, the paper's initial value (§IV), which samples online experience less at first.
-        self.new_priority_max = (bool(cfg.replay.new_priority_max) if new_priority == "config"
-                                 else new_priority == "max")
-        # Algorithm 1's parameters: the last stage's environment (its reward leaves, d_min, EWMA gain...).
-        names = [n.strip() for n in str(cfg.stage_order).split(",") if n.strip()]
-        over = dict(cfg.env.overrides) if "overrides" in cfg.env else {}
-        last = cfg.stages[names[-1]]
-        se = env_adapter.make_stage_env(names[-1], overrides={**over, **dict(last.get("env_overrides", {}))},
-                                        params=dict(cfg.env.params) if "params" in cfg.env else {})
-        self.reward_params = se.params
-        fs = self.feature_set
-        self._reward = jax.jit(lambda m, mi, r, mx=None: alg.record_reward(m, mi, r, self.reward_params, fs, mx))
-        kw = alg.learn_kwargs(cfg.td3, self.spec, self.a_range)
-        # Donated: the buffers are updated in place (no copy of the replay per call).
-        self._learn = jax.jit(lambda s, on: alg.learn(s, on, n_steps=self.grad_steps, kw=kw), donate_argnums=0)
-        self._add = jax.jit(lambda s, b, v: alg.add(s, b, v, new_priority_max=self.new_priority_max),
-                            donate_argnums=0)
-        self._count = jax.jit(alg.online_count)
-        self.alg = alg
+        self.preference = None
+        if self.family == "mocc":
+            if preference is None:
+                raise ValueError(f"--checkpoint {checkpoint}: a MOCC run fine-tunes toward one preference; give "
+                                 f"--preference=THR,DELAY,LOSS")
+            if critic_warmup:
+                raise ValueError(f"--critic-warmup={critic_warmup}: MOCC's learner has no critic apart from its "
+                                 f"Q network")
+            if anchor_w:
+                raise ValueError(f"--anchor={anchor_w}: the anchor is Pareto's actor loss term; MOCC's learner "
+                                 f"keeps its offline experience instead (--old-share)")
+            seg = self._setup_mocc(off, preference, online_segment, grad_steps, min_online, old_share)
+        else:
+            if preference is not None:
+                raise ValueError(f"--preference: only a MOCC run takes one (this run's algorithm is {cfg.algo})")
+            seg = self._setup_pareto(cfg, online_segment, grad_steps, min_online, reward, max_rate_window_s,
+                                     new_priority)
 
         # The starting policy (the offline actor) and the online state, fresh or resumed.
         self.v0_path = os.path.join(self.out, "policy_v0.safetensors")
@@ -108,21 +98,32 @@ class Learner:
         self.resumed = step is not None
         self.meta = {"version": 0, "grad_steps": 0, "records": 0, "transitions": 0, "replica_of": {},
                      "pushes": [], "wall_s": 0.0, "sessions": 0, "replicas": self.K, "buffers": buffers,
-                     "online_segment": seg, "anchor_w": float(anchor_w)}
+                     "online_segment": seg, "anchor_w": float(anchor_w),
+                     "preference": list(self.preference) if self.preference else None}
         if self.resumed:  # the shapes are the checkpoint's (replicas, segment), whatever was asked now
             m0 = dict(self.mgr.restore(step, args=ocp.args.Composite(meta=ocp.args.JsonRestore()))["meta"])
             self.K, seg = int(m0.get("replicas", self.K)), int(m0.get("online_segment", seg))
             self.buffers = str(m0.get("buffers", buffers))
         if self.resumed:  # the variant is the checkpoint's too
             anchor_w = float(m0.get("anchor_w", 0.0))
+            was = m0.get("preference")
+            if self.preference is not None and was is not None and \
+                    not np.allclose(np.asarray(was, np.float64), self.preference, atol=1e-6):
+                raise ValueError(f"--preference={','.join(f'{x:g}' for x in self.preference)}: {self.out}/online_ckpt "
+                                 f"fine-tunes toward {','.join(f'{float(x):g}' for x in was)}; use a new --out")
         self.anchor_w = float(anchor_w)
-        fresh = alg.init_online(off["state"], replicas=self.K, online_size=seg, seed=seed, anchor_w=anchor_w)
+        if self.family == "mocc":
+            fresh = self.alg.init_online(off["state"], replicas=self.K, online_size=seg, seed=seed, lr_scale=lr_scale)
+        else:
+            fresh = self.alg.init_online(off["state"], replicas=self.K, online_size=seg, seed=seed, anchor_w=anchor_w)
         if self.resumed:
             r = self.mgr.restore(step, args=ocp.args.Composite(state=ocp.args.StandardRestore(fresh),
                                                                meta=ocp.args.JsonRestore()))
             self.ostate, self.meta = r["state"], {**self.meta, **dict(r["meta"])}
             self.log(f"[jaxcc.online] resumed {self.out}/online_ckpt at step {step}: weight version "
                      f"{self.meta['version']}, {self.meta['grad_steps']} online gradient steps")
+        elif self.family == "mocc":  # lr_scale is the online state's own hp leaf
+            self.ostate = fresh
         else:  # a fresh online stage: the learning rates scaled (the hp leaves are checkpointed after)
             hp0 = fresh["hp"]
             scaled = {k: hp0[k] * jnp.float32(lr_scale) for k in ("lr_actor", "lr_critic")}
@@ -130,7 +131,7 @@ class Learner:
         self.meta["sessions"] = int(self.meta["sessions"]) + 1
         for k, v in (hp or {}).items():  # e.g. a smaller online learning rate (no recompile: hp leaves)
             if k not in self.ostate["hp"]:
-                raise ValueError(f"--hp {k}: not a TD3 hyperparameter; allowed: {', '.join(sorted(self.ostate['hp']))}")
+                raise ValueError(f"--hp {k}: not an online hyperparameter of this learner; allowed: {', '.join(sorted(self.ostate['hp']))}")
             self.ostate = {**self.ostate, "hp": {**self.ostate["hp"], k: jnp.asarray(float(v), jnp.float32)}}
         resume_actor = self.resumed and os.path.isfile(self.latest_path)
         self.start_actor_path = self.latest_path if resume_actor else self.v0_path
@@ -160,9 +161,86 @@ class Learner:
         # server's queue is bounded and drops the oldest, counted, beyond that).
         self.max_events_per_tick = 2048
 
+    def _setup_pareto(self, cfg, online_segment, grad_steps, min_online, reward, max_rate_window_s,
+                      new_priority) -> int:
+        """Pareto's online stage (Algorithm 4, ``jaxcc.online.pareto``): its reward, steps and
+        buffer options; returns the online segment's size."""
+        import jax
+
+        from jaxcc.agents.pareto import env_adapter
+        from jaxcc.online import pareto as alg
+
+        if reward not in REWARDS:
+            raise ValueError(f"--reward={reward!r}: expected one of {', '.join(REWARDS)}")
+        if not max_rate_window_s > 0:
+            raise ValueError(f"--max-rate-window-s={max_rate_window_s}: must be > 0")
+        self.reward = reward
+        self.max_rate_window_s = float(max_rate_window_s) if reward == "local" else None
+        self.a_range = (float(self.spec["head"]["low"]), float(self.spec["head"]["high"]))
+        seg = int(online_segment or max(int(s.buffer_segment) for s in cfg.stages.values()))
+        self.grad_steps = int(grad_steps or int(cfg.td3.grad_steps))
+        self.min_online = int(min_online if min_online is not None else int(cfg.td3.batch_size))
+        if new_priority not in ("config", "max", "one"):
+            raise ValueError(f"--new-priority={new_priority!r}: expected config, max or one")
+        # A new online transition's priority: the largest seen (the offline config's default) or
+        # 1, the paper's initial value (§IV), which samples online experience less at first.
+        self.new_priority_max = (bool(cfg.replay.new_priority_max) if new_priority == "config"
+                                 else new_priority == "max")
+        # Algorithm 1's parameters: the last stage's environment (its reward leaves, d_min, EWMA gain...).
+        names = [n.strip() for n in str(cfg.stage_order).split(",") if n.strip()]
+        over = dict(cfg.env.overrides) if "overrides" in cfg.env else {}
+        last = cfg.stages[names[-1]]
+        se = env_adapter.make_stage_env(names[-1], overrides={**over, **dict(last.get("env_overrides", {}))},
+                                        params=dict(cfg.env.params) if "params" in cfg.env else {})
+        self.reward_params = se.params
+        fs = self.feature_set
+        self._reward = jax.jit(lambda m, mi, r, mx=None: alg.record_reward(m, mi, r, self.reward_params, fs, mx))
+        kw = alg.learn_kwargs(cfg.td3, self.spec, self.a_range)
+        # Donated: the buffers are updated in place (no copy of the replay per call).
+        self._learn = jax.jit(lambda s, on: alg.learn(s, on, n_steps=self.grad_steps, kw=kw), donate_argnums=0)
+        self._add = jax.jit(lambda s, b, v: alg.add(s, b, v, new_priority_max=self.new_priority_max),
+                            donate_argnums=0)
+        self._count = jax.jit(alg.online_count)
+        self.alg = alg
+        return seg
+
+    def _setup_mocc(self, off, preference, online_segment, grad_steps, min_online, old_share) -> int:
+        """MOCC's online stage (``jaxcc.online.mocc``): §IV-A's vector reward from the records,
+        envelope updates toward ``preference``; returns the online ring's size."""
+        import jax
+
+        from jaxcc.agents import mocc_envelope as moq
+        from jaxcc.online import mocc as alg
+
+        cfg = off["config"]
+        self.preference = alg.check_preference(preference)
+        self.reward, self.max_rate_window_s, self.new_priority_max = "mocc", None, False
+        self.old_share = float(old_share)
+        self.grad_steps = int(grad_steps or alg.GRAD_STEPS)
+        self.min_online = int(min_online if min_online is not None else int(cfg.moq.batch_transitions))
+        _, ep = moq.make_env(cfg)
+        self.reward_params = ep
+        self.n_actions = int(self.spec["head"]["n"])
+        self.init_step = int(round(float(np.asarray(ep.init_step))))
+        self._reward = jax.jit(lambda m, mr, mx: alg.record_reward(m, mr, mx, self.reward_params))
+        kw = alg.learn_kwargs(cfg.moq, self.spec, preference=self.preference, old_share=self.old_share)
+        # The frozen offline buffer is an argument (a closure would make it a compile-time constant).
+        self.offline_buffer = off["state"]["buffer"]
+        learn_j = jax.jit(lambda s, on, ob: alg.learn(s, ob, on, n_steps=self.grad_steps, kw=kw), donate_argnums=0)
+        self._learn = lambda s, on: learn_j(s, on, self.offline_buffer)
+        self._add = jax.jit(alg.add, donate_argnums=0)
+        self._count = jax.jit(alg.online_count)
+        self.alg = alg
+        return int(online_segment or alg.ONLINE_SIZE)
+
     def _empty_batch(self) -> dict[str, np.ndarray]:
         """A zero batch of ``add_batch`` rows per replica, in the shapes ``alg.add`` takes."""
         km, kmtd = (self.K, self.M), (self.K, self.M, self.T, self.D)
+        if self.family == "mocc":  # MOCC's replay rows: flattened windows, an action index, a reward vector
+            return {"obs": np.zeros(km + (self.T * self.D,), np.float32),
+                    "next_obs": np.zeros(km + (self.T * self.D,), np.float32),
+                    "action": np.zeros(km, np.int32), "reward": np.zeros(km + (len(self.preference),), np.float32),
+                    "done": np.zeros(km, np.float32)}
         return {"obs": np.zeros(kmtd, np.float32), "next_obs": np.zeros(kmtd, np.float32),
                 "action": np.zeros(km, np.float32), "reward": np.zeros(km, np.float32),
                 "done": np.zeros(km, np.float32)}
@@ -192,6 +270,11 @@ class Learner:
             m[k] = len(m) % self.K
         return int(m[k])
 
+    def _new_track(self):
+        if self.family == "mocc":
+            return MoccTrack(self.T, self.D, self.empty, self.n_actions, self.init_step, self._reward)
+        return FlowTrack(self.T, self.D, self.empty, self.a_range, self._reward, self.max_rate_window_s)
+
     def handle(self, events) -> None:
         from jaxcc.online.experience import F
 
@@ -215,8 +298,7 @@ class Learner:
                     continue
                 tr = self.tracks.get(fid)
                 if tr is None:
-                    tr = self.tracks[fid] = FlowTrack(self.T, self.D, self.empty, self.a_range, self._reward,
-                                                        self.max_rate_window_s)
+                    tr = self.tracks[fid] = self._new_track()
                 self.counters["records"] += 1
                 acked, dur = fx[F["mi_acked"]], fx[F["mi_duration"]]
                 rtt = fx[F["mi_rtt_wsum"]] / acked if acked > 0 else float("nan")
@@ -226,7 +308,10 @@ class Learner:
                 t = tr.push(fx, feats)
                 if t is not None:
                     self.pending[self.replica(fid)].append(t)
-                    self.rewards.append((float(fx[F["t_s"]]), float(t["reward"])))
+                    # MOCC: the preference's scalarisation ω*·r, the objective it fine-tunes toward
+                    rew = (float(np.dot(t["reward"], self.preference)) if self.family == "mocc"
+                           else float(t["reward"]))
+                    self.rewards.append((float(fx[F["t_s"]]), rew))
                     self.counters["transitions"] += 1
             elif kind == "ack":
                 self.acks.append({**payload, "flow_id": self.flow_of_conn.get(cid),
@@ -263,7 +348,8 @@ class Learner:
                     valid[k, i] = True
                     for key in batch:
                         batch[key][k, i] = t[key]
-            batch["reward"] = batch["reward"] * np.float32(float(np.asarray(self.ostate["hp"]["reward_scale"])))
+            if self.family == "pareto":  # offline training's reward scale (MOCC's vector is unscaled)
+                batch["reward"] = batch["reward"] * np.float32(float(np.asarray(self.ostate["hp"]["reward_scale"])))
             self.ostate = self._add(self.ostate, batch, valid)
             n += int(valid.sum())
         return n
@@ -297,11 +383,13 @@ class Learner:
         self.tokens -= self.grad_steps
         prev_agent = jax.tree.map(np.asarray, self.ostate["agent"])  # the buffers are donated; agents are small
         hp = {k: np.asarray(v) for k, v in self.ostate["hp"].items()}  # host copies: the state is donated
-        if int(self.meta["grad_steps"]) < self.critic_warmup:
+        if self.family == "pareto" and int(self.meta["grad_steps"]) < self.critic_warmup:
             # critics first: the actor holds still (its learning rate 0) while the critics fit it
             self.ostate = {**self.ostate, "hp": {**self.ostate["hp"], "lr_actor": jnp.zeros((), jnp.float32)}}
         self.ostate, m = self._learn(self.ostate, active)
-        self.ostate = {**self.ostate, "hp": {k: jnp.asarray(v) for k, v in hp.items()}}
+        # Put back where the step left them (committed like its outputs: an uncommitted leaf is
+        # another jit signature, and the next batch compiled again, 2 s measured).
+        self.ostate = {**self.ostate, "hp": {k: jax.device_put(v, self.ostate["hp"][k].sharding) for k, v in hp.items()}}
         m = jax.device_get(m)
         if not np.all(m["params_finite"][active]):
             self.counters["nonfinite_batches"] += 1  # keep the last good agent; the batch is dropped
@@ -311,9 +399,8 @@ class Learner:
         self.grad_steps_run += self.grad_steps
         self.steps_since_push += self.grad_steps
         self.meta["grad_steps"] = int(self.meta["grad_steps"]) + self.grad_steps
-        self.learn_metrics.append({"wall_s": elapsed, "critic_loss": float(np.mean(m["critic_loss"][active])),
-                                   "actor_loss": float(np.mean(m["actor_loss"][active])),
-                                   "q": float(np.mean(m["q"][active]))})
+        names = ("loss", "loss_s", "loss_t", "q") if self.family == "mocc" else ("critic_loss", "actor_loss", "q")
+        self.learn_metrics.append({"wall_s": elapsed, **{k: float(np.mean(m[k][active])) for k in names}})
         return True
 
     def actor_blob(self, k: int) -> bytes:

@@ -1,5 +1,5 @@
-"""The learner's start: Pareto's offline training state restored from a ``jaxcc.train`` workdir
-(``restore_offline``), and policy files as the bytes the learner pushes (``policy_blob``)."""
+"""The learner's start: a Pareto or MOCC offline training state restored from a ``jaxcc.train``
+workdir (``restore_offline``), and policy files as the bytes the learner pushes (``policy_blob``)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import os
 
 import numpy as np
 
+ONLINE_ALGOS = ("pareto_td3", "mocc_envelope")  # the runs an online stage exists for
 
 
 # ----------------------------------------------------------------------------- restore
@@ -30,7 +31,7 @@ def _stage_dirs(workdir: str) -> list[tuple[int, str]]:
 
 
 def restore_offline(ckpt: str) -> dict:
-    """Pareto's offline state from a run workdir, a stage checkpoint or a rolling checkpoint.
+    """A Pareto or MOCC offline state from a run workdir, a stage checkpoint or a rolling checkpoint.
 
     Returns ``{"config", "trainer", "state", "spec", "label", "stage"}``; ``spec`` is the actor's
     policy-file spec with the stage label.
@@ -68,9 +69,9 @@ def restore_offline(ckpt: str) -> dict:
     if not os.path.isfile(cfg_path):
         raise ValueError(f"--checkpoint {ckpt}: the run's config.json is missing ({cfg_path})")
     config = ml_collections.ConfigDict(_read_json(cfg_path))
-    if str(config.get("algo", "")) != "pareto_td3":
+    if str(config.get("algo", "")) not in ONLINE_ALGOS:
         raise ValueError(f"--checkpoint {ckpt}: config.algo is {config.get('algo')!r}; online training needs "
-                         f"a Pareto run (pareto_td3)")
+                         f"a Pareto (pareto_td3) or MOCC (mocc_envelope) run")
     trainer = agents.make_train(config)
     if stage_dir is not None:
         meta = _read_json(os.path.join(stage_dir, "meta.json"))
@@ -79,7 +80,7 @@ def restore_offline(ckpt: str) -> dict:
     else:
         roll = checkpointing.RunCheckpoints(workdir)
         meta = roll.meta(roll_step)
-        stage, label = int(meta["stage"]), f"{meta.get('stage_label', 'Pareto')}@{roll_step}"
+        stage, label = int(meta["stage"]), f"{meta.get('stage_label', 'Pareto' if config.algo == 'pareto_td3' else trainer.stages[0].label)}@{roll_step}"
         state = roll.restore(roll_step, trainer.template(stage))
         roll.close()
     spec = {**trainer.actor_spec, "stage": label}

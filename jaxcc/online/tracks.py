@@ -13,6 +13,30 @@ import numpy as np
 # ----------------------------------------------------------------------------- records -> transitions
 
 
+def _take(track, fx: np.ndarray, feats: np.ndarray) -> tuple[int, bool]:
+    """A track's bookkeeping for one record: counts it, checks its feature count, and after a gap
+    in ``seq`` (or at the first record) starts the window again (``empty`` rows before seq 0) and
+    drops the transition under way.  Returns (seq, whether it follows the previous record)."""
+    from jaxcc.online.experience import F
+
+    track.records += 1
+    track.dropped = float(fx[F["records_dropped"]])
+    seq = int(fx[F["seq"]])
+    if feats.shape != (track.D,):
+        raise ValueError(f"RECORD with {feats.shape[0]} features; the policy's windows have D={track.D}")
+    contiguous = track.prev_seq is not None and seq == track.prev_seq + 1
+    if not contiguous:
+        if track.prev_seq is not None:
+            track.gaps += 1
+        track.win.clear()
+        track.pending = None
+        if seq == 0:
+            for _ in range(track.T - 1):
+                track.win.append(track.empty)
+    track.prev_seq = seq
+    return seq, contiguous
+
+
 class FlowTrack:
     """One flow's view: its window ring, Algorithm 1's memory and the transition under way.
 
@@ -63,22 +87,9 @@ class FlowTrack:
         from jaxcc.online.experience import F, MI_COLS
         from jaxcc.envs import pareto as penv
 
-        self.records += 1
-        self.dropped = float(fx[F["records_dropped"]])
-        seq = int(fx[F["seq"]])
-        if feats.shape != (self.D,):
-            raise ValueError(f"RECORD with {feats.shape[0]} features; the policy's windows have D={self.D}")
-        contiguous = self.prev_seq is not None and seq == self.prev_seq + 1
+        seq, contiguous = _take(self, fx, feats)
         if not contiguous:
-            if self.prev_seq is not None:
-                self.gaps += 1
-            self.win.clear()
-            self.pending = None
             self.memory = penv.zero_flows(1)
-            if seq == 0:
-                for _ in range(self.T - 1):
-                    self.win.append(self.empty)
-        self.prev_seq = seq
         args = (self.memory, fx[MI_COLS][None], np.asarray([fx[F["min_rtt_s"]]]))
         if self.max_rate_window_s is not None:
             t, dur = float(fx[F["t_s"]]), float(fx[F["mi_duration"]])
@@ -102,4 +113,60 @@ class FlowTrack:
                    "next_obs": np.stack(self.win), "done": np.float32(0.0)}
         a = self.action_of(fx)
         self.pending = (np.stack(self.win), a) if full and a is not None else None
+        return out
+
+
+class MoccTrack:
+    """One MOCC flow's view (``jaxcc.online.mocc``): its window ring, its largest ACK rate so far
+    and the transition under way.
+
+    As ``FlowTrack``: record k's transition is (window_k, a_k, r_{k+1}, window_{k+1}) with the
+    reward §IV-A's vector on the next record's MI (``reward_fn(mi16, min_rtt, max_ack)`` ->
+    (reward [1, 3], features [1, 3])), and no transition spans a gap in ``seq``.  The action is
+    the discrete index the sender recorded; a decision without one (the fallback decided) is not
+    stored, nor the decision §IV-B's init-cwnd overrode (record ``init_step − 1``: the sender's
+    step counter reaches ``init_step`` at that record's decision), as offline.  The window rows
+    are flattened as MOCC's replay stores them.
+    """
+
+    def __init__(self, T: int, D: int, empty, n_actions: int, init_step: int, reward_fn):
+        self.T, self.D = T, D
+        self.empty = np.asarray(empty, np.float32)
+        self.n_actions, self.init_step = int(n_actions), int(init_step)
+        self.reward_fn = reward_fn
+        self.win: collections.deque = collections.deque(maxlen=T)
+        self.max_ack = 0.0  # the flow's largest MI ACK rate (B/s), as the sender's features keep it
+        self.prev_seq = None
+        self.pending = None  # (window [T*D], action index)
+        self.gaps = 0
+        self.dropped = 0.0
+        self.records = 0
+        self.skipped_override = 0
+        # Largest relative difference between features 0–2 re-derived here and the sender's own.
+        self.feature_err = 0.0
+
+    def push(self, fx: np.ndarray, feats: np.ndarray):
+        """Consume one record; returns a transition dict or None."""
+        from jaxcc.online.experience import F, MI_COLS
+
+        seq, contiguous = _take(self, fx, feats)
+        dur = float(fx[F["mi_duration"]])
+        self.max_ack = max(self.max_ack, float(fx[F["mi_acked"]]) / max(dur, 1e-30))
+        r, own = self.reward_fn(fx[MI_COLS][None], np.asarray([fx[F["min_rtt_s"]]]), np.asarray([self.max_ack]))
+        if contiguous or seq == 0:
+            err = np.abs(np.asarray(own, np.float64)[0] - feats[:3])
+            self.feature_err = max(self.feature_err, float(np.max(err / np.maximum(1.0, np.abs(feats[:3])))))
+        self.win.append(feats.astype(np.float32))
+        out = None
+        full = len(self.win) == self.T
+        if self.pending is not None and full:
+            w0, a0 = self.pending
+            out = {"obs": w0, "action": np.int32(a0), "reward": np.asarray(r, np.float32)[0],
+                   "next_obs": np.stack(self.win).reshape(-1), "done": np.float32(0.0)}
+        a = fx[F["action"]]
+        ok = math.isfinite(a) and 0 <= a < self.n_actions and a == int(a)
+        if seq == self.init_step - 1:
+            self.skipped_override += 1
+            ok = False
+        self.pending = (np.stack(self.win).reshape(-1), int(a)) if full and ok else None
         return out
