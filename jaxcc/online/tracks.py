@@ -1,5 +1,6 @@
-"""A sender's records turned into transitions (``FlowTrack``): the flow's window ring of the last
-T feature vectors, the action it took, and Algorithm 1's reward from the record's sums."""
+"""A sender's records turned into transitions: the flow's window ring of the last T feature
+vectors, the action it took, and the reward from the record's sums: Algorithm 1's for Pareto
+(``FlowTrack``), §IV-A's vector for MOCC (``MoccTrack``)."""
 
 from __future__ import annotations
 
