@@ -32,7 +32,6 @@ sender or group of senders, ``--buffers=local``; ``K = 1`` shared), updated with
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 
 import jax
@@ -43,17 +42,11 @@ from jaxcc.agents import mocc_envelope as moq
 from jaxcc.agents.replay import replay_add, replay_init, replay_sample
 from jaxcc.envs import mi as mi_lib
 from jaxcc.envs import mocc as menv
+from jaxcc.online.pareto import mi_stats  # a RECORD's 16 MI sums as MIStats
 from jaxcc.params import all_finite
 
-MI_FIELDS = tuple(f.name for f in dataclasses.fields(mi_lib.MIStats))  # a RECORD's 16 sums, in order
 GRAD_STEPS = 16  # envelope updates per learn batch unless --grad-steps is given (decided, not studied)
 ONLINE_SIZE = 65536  # rows of the online ring unless --online-segment is given (~20 min of one flow at 20-ms MIs)
-
-
-def mi_stats(mi16: jax.Array) -> mi_lib.MIStats:
-    """``MIStats`` from the 16 sums of a RECORD (``[..., 16]`` in ``MI_FIELDS`` order)."""
-    mi16 = jnp.asarray(mi16, jnp.float32)
-    return mi_lib.MIStats(**{f: mi16[..., i] for i, f in enumerate(MI_FIELDS)})
 
 
 def check_preference(w) -> tuple[float, float, float]:
@@ -217,5 +210,5 @@ def learn(ostate: dict, offline_buf: dict, active: jax.Array, *, n_steps: int, k
     return {**ostate, "agent": agent, "key": key, "gstep": gstep}, {**met, "params_finite": finite}
 
 
-__all__ = ["mi_stats", "check_preference", "record_reward", "init_online", "add", "online_count", "actor_of",
+__all__ = ["check_preference", "record_reward", "init_online", "add", "online_count", "actor_of",
            "learn_kwargs", "learn"]
