@@ -56,6 +56,13 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "replay0.25": ("--replay-ratio=0.25",),
     "alg1": ("--reward=alg1",),
     "warmup750": ("--critic-warmup=750",),  # the critics alone for the first half of a 3-min run's steps
+    # On top of lr0.3 (the default the first study chose): a fixed share of each minibatch from the
+    # offline segments, the rest from the online one (by priority alone it gets about 1-2 %).
+    "lr0.3+old0.5": ("--lr-scale=0.3", "--old-share=0.5"),
+    "lr0.3+old0.9": ("--lr-scale=0.3", "--old-share=0.9"),
+    # On top of lr0.3: a stronger anchor to the offline actor, against forgetting.
+    "lr0.3+anchor30": ("--lr-scale=0.3", "--anchor=30"),
+    "lr0.3+anchor100": ("--lr-scale=0.3", "--anchor=100"),
 }
 __doc__ += "".join(f"\n* ``{k}``: {' '.join(v) or '(the defaults)'}" for k, v in VARIANTS.items()) + "\n"
 
@@ -141,6 +148,9 @@ def main(argv: list[str]) -> int:
                 "reward_last": [(per_seed[s]["learning"].get("records_last_minute") or {}).get("reward_mean")
                                 for s in seeds],
                 "frozen_reward_last": (frozen.get("records_last_minute") or {}).get("reward_mean"),
+                # the share of a minibatch from the online segment at the run's end (mean over replicas)
+                "online_share": [float(np.mean(per_seed[s]["learning"].get("online_sample_share") or [np.nan]))
+                                 for s in seeds],
                 "grad_steps": [r["learning"]["grad_steps"] for r in doc["rows"]],
                 "transitions": [r["learning"]["transitions"] for r in doc["rows"]]}
     ranked = sorted(variants, key=lambda v: float(np.median(
@@ -151,8 +161,8 @@ def main(argv: list[str]) -> int:
     lines = ["| variant | flags | " + " | ".join(f"{ln}: learning − frozen, median (min … max)" for ln in links)
              + " | worst old link's Ankh change, median | "
              + " | ".join(f"{ln}: last-minute mean reward, learning seeds (frozen)" for ln in links)
-             + " | gradient steps / transitions |",
-             "|---|---|" + "---|" * len(links) + "---|" + "---|" * len(links) + "---|"]
+             + " | online share of a minibatch at the end, median | gradient steps / transitions |",
+             "|---|---|" + "---|" * len(links) + "---|" + "---|" * len(links) + "---|---|"]
     for v in ranked:
         cells = []
         for ln in links:
@@ -166,8 +176,9 @@ def main(argv: list[str]) -> int:
             x = study["per_link"][ln][v]
             fr = "–" if x["frozen_reward_last"] is None else f"{x['frozen_reward_last']:.2f}"
             rew.append(", ".join("–" if r is None else f"{r:.2f}" for r in x["reward_last"]) + f" ({fr})")
+        share = float(np.median([x for ln in links for x in study["per_link"][ln][v]["online_share"]]))
         lines.append(f"| {v} | {' '.join(VARIANTS[v]) or '(BASE)'} | " + " | ".join(cells)
-                     + f" | {100 * forget:+.1f} % | " + " | ".join(rew) + f" | {steps} |")
+                     + f" | {100 * forget:+.1f} % | " + " | ".join(rew) + f" | {100 * share:.1f} % | {steps} |")
     md = "\n".join(lines) + "\n"
     with open(os.path.join(a.out, "study.md"), "w") as f:
         f.write(md)

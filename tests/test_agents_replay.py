@@ -3,6 +3,7 @@
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from jaxcc.agents.pareto import replay
 
@@ -47,6 +48,38 @@ def test_sampling_follows_priorities_and_weights_eq6():
     _, idx, w, probs = replay.sample(s, key, 16, alpha, beta)
     expect = (4 * p[np.asarray(idx)]) ** -beta
     np.testing.assert_allclose(np.asarray(w), expect / expect.max(), rtol=1e-5)
+
+
+def test_split_sampling_fixes_each_segments_rows_and_weights():
+    # Segment 0: 6 filled slots (priorities 1, 1, 1, 1, 1, 32); segment 1: 2 (priority 1 each).
+    s = replay.init(_ex(), [6, 4])
+    s = replay.add(s, {"x": jnp.zeros((6, 2)), "r": jnp.arange(6.0)}, jnp.ones(6, bool), 0)
+    s = replay.add(s, {"x": jnp.zeros((2, 2)), "r": jnp.asarray([10.0, 11.0])}, jnp.ones(2, bool), 1)
+    s = replay.update_priorities(s, jnp.arange(8), jnp.asarray([1.0, 1, 1, 1, 1, 32, 1, 1]))
+    alpha, beta = 0.5, 0.4
+    counts = np.zeros(10)
+    key = jax.random.PRNGKey(1)
+    for i in range(100):
+        b, idx, w, probs = replay.sample_split(s, jax.random.fold_in(key, i), 8, alpha, beta, segment=1, n_segment=2)
+        idx = np.asarray(idx)
+        assert np.all((idx[:2] >= 6) & (idx[:2] < 8)) and np.all(idx[2:] < 6)  # 2 rows from segment 1, 6 from 0
+        np.testing.assert_array_equal(np.asarray(b["r"]), np.array([0, 1, 2, 3, 4, 5, 10, 11, 0, 0])[idx])
+        np.add.at(counts, idx, 1)
+    # Within segment 0, P ∝ p^α: sqrt(32) ≈ 5.66 against 1 for each of the other five.
+    p0 = np.array([1, 1, 1, 1, 1, 32.0]) ** alpha
+    np.testing.assert_allclose(counts[:6] / counts[:6].sum(), p0 / p0.sum(), atol=0.03)
+    assert counts[6:8].sum() == 200 and counts[8:].sum() == 0
+    # By hand: P(i) = (rows of its part / 8) · p_i^α / Σ_part, w = (N·P)^-β / max, N = 8 filled slots.
+    _, idx, w, probs = replay.sample_split(s, key, 8, alpha, beta, segment=1, n_segment=2)
+    idx = np.asarray(idx)
+    pa = np.array([1, 1, 1, 1, 1, 32.0, 1, 1]) ** alpha
+    expect_p = np.where(idx >= 6, (2 / 8) * pa[idx] / 2.0, (6 / 8) * pa[idx] / pa[:6].sum())
+    np.testing.assert_allclose(np.asarray(probs), expect_p, rtol=1e-5)
+    ew = (8 * expect_p) ** -beta
+    np.testing.assert_allclose(np.asarray(w), ew / ew.max(), rtol=1e-5)
+    for bad in (0, 8):
+        with pytest.raises(ValueError, match="n_segment must be in"):
+            replay.sample_split(s, key, 8, alpha, beta, segment=1, n_segment=bad)
 
 
 def test_pareto_priority_eq2():

@@ -345,6 +345,44 @@ def test_learner_learns_pushes_and_resumes_after_restart(smoke_ckpt, tmp_path):
     b.close()
 
 
+def test_online_rows_by_hand():
+    assert [alg.online_rows(32, x) for x in (0.5, 0.9, 0.99, 0.01)] == [16, 3, 1, 31]  # clamped to [1, 31]
+    for bad in (0.0, 1.0, -0.5):
+        with pytest.raises(ValueError, match="old_share must be in"):
+            alg.online_rows(32, bad)
+
+
+@pytest.mark.full  # needs a pareto_smoke training (the smoke_ckpt fixture)
+def test_old_share_splits_each_minibatch_and_reports_the_share(smoke_ckpt, tmp_path):
+    from jaxcc import online
+
+    kw = dict(buffers="local", replicas=1, online_segment=256, updates_per_s=1e6, push_every=1000,
+              checkpoint_every_s=1e9)
+    a = online.Learner(smoke_ckpt, str(tmp_path / "prio"), **kw)  # Algorithm 4's sampling: priority alone
+    b = online.Learner(smoke_ckpt, str(tmp_path / "split"), old_share=0.25, **kw)
+    changed = []
+    for x in (a, b):
+        _feed(x, 60)
+        before = np.asarray(x.ostate["buffer"].priority)[0].copy()
+        assert x.learn_once()
+        # A sampled slot gets a new priority (eq. 9); one never sampled keeps the one it was added with.
+        start = int(np.asarray(x.ostate["buffer"].seg_start)[0, -1])
+        changed.append(int((np.asarray(x.ostate["buffer"].priority)[0, start:] != before[start:]).sum()))
+    # By priority alone the online segment's share is its share of Σ p^α, by hand from the buffer.
+    buf = jax.tree.map(lambda v: np.asarray(v)[0], a.ostate["buffer"])
+    pa = np.where(buf.priority > 0, buf.priority.astype(np.float64) ** float(a.ostate["hp"]["alpha"]), 0.0)
+    start = int(buf.seg_start[-1])
+    np.testing.assert_allclose(a.online_sample_share(), [pa[start:].sum() / pa.sum()], rtol=1e-4)
+    assert a.online_sample_share()[0] < 0.5  # the smoke run's offline segments are small
+    # The split: 24 of each 32-row minibatch from the online segment, so more online slots are sampled.
+    assert b.online_sample_share() == [0.75] and b.old_share == 0.25
+    assert changed[1] > changed[0] and changed[1] >= 24
+    with pytest.raises(ValueError, match=r"--old-share=0.0: Pareto's online stage .* must be in \(0, 1\)"):
+        online.Learner(smoke_ckpt, str(tmp_path / "bad"), old_share=0.0, **kw)
+    for x in (a, b):
+        x.close()
+
+
 # ----------------------------------------------------------------------------- end to end over the simulator
 
 
@@ -450,6 +488,7 @@ def test_cli_refuses_bad_arguments_in_one_line(tmp_path, capsys, monkeypatch):
     assert "exactly one of --scenario, --scenario-file" in err("--minutes=1")
     assert "--replay-ratio=-1.0" in err("--minutes=1", "--scenario=pareto/lte", "--replay-ratio=-1")
     assert "expected KEY=NUMBER" in err("--minutes=1", "--scenario=pareto/lte", "--hp=lr_actor")
+    assert "--old-share=1.0: must be in [0, 1)" in err("--minutes=1", "--scenario=pareto/lte", "--old-share=1")
     assert "no such directory" in err("--minutes=1", "--scenario=pareto/lte")
     # the key, checked before the checkpoint is read: a tcp: learner needs one; a short one is refused
     assert "a tcp: link must be authenticated; give --key=FILE" in err("--minutes=1", "--scenario=pareto/lte",

@@ -97,7 +97,9 @@ def define_flags(fv):
                               "--hp=lr_actor=1e-4; MOCC: lr_scale) (repeatable)", flag_values=fv)
     string("preference", None, "MOCC runs: the application objective to fine-tune toward, THR,DELAY,LOSS (weights "
            ">= 0 summing to 1); every learned flow runs with it (jaxcc.online.mocc)")
-    number("old_share", 0.5, "MOCC runs: the share of each minibatch drawn from the frozen offline buffer, in [0, 1)")
+    number("old_share", -1.0, "the share of each minibatch drawn from the offline experience (-1: the family's "
+           "default: MOCC 0.5 from its frozen buffer, in [0, 1); Pareto none, every segment sampled by priority "
+           "alone as Algorithm 4 does, else in (0, 1), the rest from the online segment)")
     integer("min_online", -1, "online transitions before learning (-1: batch size)")
     number("checkpoint_every_s", 30.0, "seconds between checkpoints of the online state")
     number("yield_ms", 5.0, "sleep after every learn batch (ms)")
@@ -139,8 +141,8 @@ def _check_args(a) -> None:
         if a.emulator == "sim":
             raise ValueError("--preference: the simulator backend runs pareto_v1 / pareto_v2 senders only; fine-tune "
                              "MOCC over --emulator=netns or mahimahi")
-    if not 0.0 <= a.old_share < 1.0:
-        raise ValueError(f"--old-share={a.old_share}: must be in [0, 1)")
+    if a.old_share != -1.0 and not 0.0 <= a.old_share < 1.0:
+        raise ValueError(f"--old-share={a.old_share}: must be in [0, 1) (or -1: the family's default)")
     if not a.lr_scale > 0:
         raise ValueError(f"--lr-scale={a.lr_scale}: must be > 0")
     if a.critic_warmup < 0:
@@ -297,7 +299,8 @@ def _run_arm(a, log, *, out: str, seed: int, learn: bool, net_seed: int) -> dict
                       new_priority=a.new_priority, learn=learn, log=log,
                       # --anchor's default is Pareto's; a MOCC run (--preference) refuses only a given one
                       anchor_w=a.anchor if a.preference is None or _given(a, "anchor") else 0.0,
-                      preference=_parse_preference(a.preference), old_share=a.old_share)
+                      preference=_parse_preference(a.preference),
+                      old_share=None if a.old_share == -1.0 else a.old_share)
     if learner.family == "mocc" and sc is not None:  # every learned flow runs with the new objective
         sc = with_preference(sc, learner.preference)
     addr = a.learner or default_address(out)
@@ -389,7 +392,7 @@ def _run_arm(a, log, *, out: str, seed: int, learn: bool, net_seed: int) -> dict
         "hp": {k: float(v) for k, v in learner.ostate["hp"].items()},
         "learning": bool(learn), "seed": int(seed), "net_seed": int(net_seed) if a.emulator == "sim" else None,
         "family": learner.family, "preference": list(learner.preference) if learner.preference else None,
-        "old_share": learner.old_share if learner.family == "mocc" else None,
+        "old_share": learner.old_share, "online_sample_share": learner.online_sample_share(),
         "critic_warmup": a.critic_warmup, "lr_scale": a.lr_scale, "reward": learner.reward, "anchor": learner.anchor_w, "new_priority": "max" if learner.new_priority_max else "one",
         "max_rate_window_s": learner.max_rate_window_s,
         "sessions": learner.meta["sessions"],

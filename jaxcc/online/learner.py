@@ -26,8 +26,9 @@ class Learner:
 
     The stage follows the run's algorithm (``family``): Pareto's Algorithm 4
     (``jaxcc.online.pareto``, ``FlowTrack``) or MOCC's toward ``preference``
-    (``jaxcc.online.mocc``, ``MoccTrack``; ``old_share`` of each minibatch from the frozen
-    offline buffer)."""
+    (``jaxcc.online.mocc``, ``MoccTrack``).  ``old_share``: the share of each minibatch drawn from
+    the offline experience (MOCC: its frozen buffer, default 0.5; Pareto: the offline segments,
+    default None, every segment sampled by priority alone as Algorithm 4 does)."""
 
     def __init__(self, checkpoint: str, out: str, *, buffers: str = "local", replicas: int = 1,
                  online_segment: int | None = None, grad_steps: int | None = None, push_every: int = 64,
@@ -35,7 +36,7 @@ class Learner:
                  seed: int = 0, add_batch: int = 64, replay_ratio: float = 1.0, hp: dict | None = None,
                  critic_warmup: int = 0, lr_scale: float = 1.0, reward: str = "local",
                  max_rate_window_s: float = 10.0, new_priority: str = "config", anchor_w: float = 0.0,
-                 preference=None, old_share: float = 0.5, learn: bool = True, log=print):
+                 preference=None, old_share: float | None = None, learn: bool = True, log=print):
         import jax
         import jax.numpy as jnp
         import orbax.checkpoint as ocp
@@ -76,12 +77,13 @@ class Learner:
             if anchor_w:
                 raise ValueError(f"--anchor={anchor_w}: the anchor is Pareto's actor loss term; MOCC's learner "
                                  f"keeps its offline experience instead (--old-share)")
-            seg = self._setup_mocc(off, preference, online_segment, grad_steps, min_online, old_share)
+            seg = self._setup_mocc(off, preference, online_segment, grad_steps, min_online,
+                                   0.5 if old_share is None else old_share)
         else:
             if preference is not None:
                 raise ValueError(f"--preference: only a MOCC run takes one (this run's algorithm is {cfg.algo})")
-            seg = self._setup_pareto(cfg, online_segment, grad_steps, min_online, reward, max_rate_window_s,
-                                     new_priority)
+            seg = self._setup_pareto(off, online_segment, grad_steps, min_online, reward, max_rate_window_s,
+                                     new_priority, old_share)
 
         # The starting policy (the offline actor) and the online state, fresh or resumed.
         self.v0_path = os.path.join(self.out, "policy_v0.safetensors")
@@ -161,14 +163,20 @@ class Learner:
         # server's queue is bounded and drops the oldest, counted, beyond that).
         self.max_events_per_tick = 2048
 
-    def _setup_pareto(self, cfg, online_segment, grad_steps, min_online, reward, max_rate_window_s,
-                      new_priority) -> int:
+    def _setup_pareto(self, off, online_segment, grad_steps, min_online, reward, max_rate_window_s,
+                      new_priority, old_share) -> int:
         """Pareto's online stage (Algorithm 4, ``jaxcc.online.pareto``): its reward, steps and
         buffer options; returns the online segment's size."""
         import jax
 
         from jaxcc.agents.pareto import env_adapter
         from jaxcc.online import pareto as alg
+
+        cfg = off["config"]
+        if old_share is not None and not 0.0 < float(old_share) < 1.0:
+            raise ValueError(f"--old-share={old_share}: Pareto's online stage draws from both the offline and the "
+                             f"online segments; must be in (0, 1)")
+        self.old_share = None if old_share is None else float(old_share)
 
         if reward not in REWARDS:
             raise ValueError(f"--reward={reward!r}: expected one of {', '.join(REWARDS)}")
@@ -195,13 +203,16 @@ class Learner:
         self.reward_params = se.params
         fs = self.feature_set
         self._reward = jax.jit(lambda m, mi, r, mx=None: alg.record_reward(m, mi, r, self.reward_params, fs, mx))
-        kw = alg.learn_kwargs(cfg.td3, self.spec, self.a_range)
+        # The online segment comes after the offline stages' (``alg.grow_buffer``).
+        kw = alg.learn_kwargs(cfg.td3, self.spec, self.a_range, old_share=self.old_share,
+                              segment=int(np.shape(off["state"]["buffer"].seg_size)[-1]))
         # Donated: the buffers are updated in place (no copy of the replay per call).
         self._learn = jax.jit(lambda s, on: alg.learn(s, on, n_steps=self.grad_steps, kw=kw), donate_argnums=0)
         self._add = jax.jit(lambda s, b, v: alg.add(s, b, v, new_priority_max=self.new_priority_max),
                             donate_argnums=0)
         self._count = jax.jit(alg.online_count)
         self.alg = alg
+        self._batch_size = int(cfg.td3.batch_size)
         return seg
 
     def _setup_mocc(self, off, preference, online_segment, grad_steps, min_online, old_share) -> int:
@@ -458,6 +469,15 @@ class Learner:
         self.mgr.close()
 
     # -- reporting
+    def online_sample_share(self) -> list[float]:
+        """Per replica, the share of a minibatch drawn from the online experience (Pareto:
+        ``jaxcc.online.pareto.online_sample_share`` at the buffer's current priorities; MOCC: the
+        fixed 1 − ``old_share``)."""
+        if self.family == "mocc":
+            return [1.0 - self.old_share] * self.K
+        share = self.alg.online_sample_share(self.ostate, self.old_share, self._batch_size)
+        return [float(x) for x in np.asarray(share)]
+
     def records_dropped(self, server) -> float:
         from_byes = {fid: float(b.get("records_dropped", 0)) for fid, b in self.byes.items()}
         per_flow = {fid: max(t.dropped, from_byes.get(fid, 0.0)) for fid, t in self.tracks.items()}

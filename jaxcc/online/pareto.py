@@ -162,10 +162,47 @@ def online_count(ostate: dict) -> jax.Array:
     return ostate["buffer"].seg_count[:, -1]
 
 
-def learn_kwargs(td3_config, spec: dict, a_range) -> dict:
-    """``td3.learn_step``'s keyword arguments for the actor of ``spec`` (the offline ones)."""
+def online_rows(batch_size: int, old_share: float) -> int:
+    """Rows of a ``batch_size`` minibatch drawn from the online segment when ``old_share`` of it
+    comes from the offline ones: ``round((1 − old_share) · batch_size)``, at least 1 and at most
+    ``batch_size − 1`` (both parts sampled)."""
+    if not 0.0 < float(old_share) < 1.0:
+        raise ValueError(f"old_share must be in (0, 1), got {old_share}")
+    return min(max(int(round((1.0 - float(old_share)) * int(batch_size))), 1), int(batch_size) - 1)
+
+
+def online_sample_share(ostate: dict, old_share: float | None, batch_size: int) -> jax.Array:
+    """The share of a minibatch drawn from the online segment, per replica ``[K]``: by priority
+    alone (``old_share`` None) ``Σ_online p^α / Σ_all p^α`` at the buffer's current priorities,
+    else the fixed ``online_rows / batch_size``."""
+    buf = ostate["buffer"]
+    if old_share is not None:
+        return jnp.full(buf.priority.shape[:1], online_rows(batch_size, old_share) / int(batch_size), jnp.float32)
+    seg = online_segment(buf)
+    pa = jnp.where(buf.priority > 0, jnp.power(jnp.maximum(buf.priority, 1e-30), ostate["hp"]["alpha"]), 0.0)
+    slot = jnp.arange(pa.shape[-1])
+    inside = (slot >= buf.seg_start[:, seg, None]) & (slot < (buf.seg_start + buf.seg_size)[:, seg, None])
+    return jnp.sum(jnp.where(inside, pa, 0.0), -1) / jnp.maximum(jnp.sum(pa, -1), 1e-30)
+
+
+def learn_kwargs(td3_config, spec: dict, a_range, *, old_share: float | None = None,
+                 segment: int | None = None) -> dict:
+    """``td3.learn_step``'s keyword arguments for the actor of ``spec`` (the offline ones).
+
+    ``old_share`` None: every minibatch is drawn over all segments by priority alone
+    (Algorithm 3's sampling, as Algorithm 4 runs it).  A number (variant ``old-share``, ours):
+    that share of each minibatch from the offline segments and the rest from the online one,
+    ``segment`` (``replay.sample_split``).  By priority alone the online segment gets about its
+    share of the filled slots: a few hundred of the offline stages' tens of thousands.
+    """
     actor = functools.partial(networks.actor_apply, spec)
-    return dict(batch_size=int(td3_config.batch_size), actor_b=jax.vmap(actor, in_axes=(None, 0)),
+    sample = replay.sample
+    if old_share is not None:
+        if segment is None:
+            raise ValueError("old_share needs the online segment's index")
+        sample = functools.partial(replay.sample_split, segment=int(segment),
+                                   n_segment=online_rows(int(td3_config.batch_size), old_share))
+    return dict(batch_size=int(td3_config.batch_size), sample=sample, actor_b=jax.vmap(actor, in_axes=(None, 0)),
                 critic_b=jax.vmap(functools.partial(networks.critic_apply, a_range=a_range), in_axes=(None, 0, 0)),
                 opt=td3.optimizer(td3_config), policy_delay=int(td3_config.policy_delay), a_range=tuple(a_range))
 
@@ -203,4 +240,4 @@ def actor_of(ostate: dict, replica: int) -> dict:
 
 
 __all__ = ["grow_buffer", "online_segment", "init_online", "mi_stats", "local_util", "record_reward", "add", "online_count",
-           "learn_kwargs", "learn", "actor_of"]
+           "online_rows", "online_sample_share", "learn_kwargs", "learn", "actor_of"]

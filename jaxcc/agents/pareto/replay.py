@@ -110,6 +110,35 @@ def sample(state: ReplayState, key: jax.Array, batch_size: int, alpha, beta):
     return batch, idx, w, probs
 
 
+def sample_split(state: ReplayState, key: jax.Array, batch_size: int, alpha, beta, *, segment: int, n_segment: int):
+    """``sample`` with a fixed split: ``n_segment`` of the ``batch_size`` rows from ``segment``
+    and the rest from every other segment, each part with ``P(i) ∝ p_i^α`` within it.
+
+    Jaxcc's (the paper samples every segment by priority alone, ``sample``): it sets how much of
+    each minibatch a small segment gets, such as the online one beside the offline stages'
+    (``jaxcc.online.pareto``).  The importance weights correct for the split as eq. (6) corrects
+    for the priorities: ``P(i) = (n_part / batch_size) · p_i^α / Σ_part p^α``,
+    ``w_i = (N·P(i))^{−β} / max_j w_j``.  Both parts need a filled slot.
+
+    Returns:
+      (batch, idx [B], weights [B], probs [B]), as ``sample``.
+    """
+    n_new, n_old = int(n_segment), int(batch_size) - int(n_segment)
+    if not 0 < n_new < int(batch_size):
+        raise ValueError(f"n_segment must be in (0, {batch_size}), got {n_segment}")
+    slot = jnp.arange(state.priority.shape[0])
+    inside = (slot >= state.seg_start[segment]) & (slot < state.seg_start[segment] + state.seg_size[segment])
+    k_new, k_old = jax.random.split(key)
+    parts = [sample(state.replace(priority=jnp.where(keep, state.priority, 0.0)), k, n, alpha, beta)
+             for keep, k, n in ((inside, k_new, n_new), (~inside, k_old, n_old))]
+    probs = jnp.concatenate([parts[0][3] * (n_new / batch_size), parts[1][3] * (n_old / batch_size)])
+    n = jnp.maximum(size(state), 1).astype(jnp.float32)
+    w = jnp.power(n * probs, -beta)
+    w = w / jnp.max(w)
+    batch = jax.tree.map(lambda a, b: jnp.concatenate([a, b]), parts[0][0], parts[1][0])
+    return batch, jnp.concatenate([parts[0][1], parts[1][1]]), w, probs
+
+
 def pareto_priority(critic_loss: jax.Array, actor_loss: jax.Array, c, zeta) -> jax.Array:
     """Eq. (2)/(9): ``tanh(δ_i / c + J_i) + 1 + ζ``."""
     return jnp.tanh(critic_loss / c + actor_loss) + 1.0 + zeta

@@ -180,20 +180,21 @@ def td3_update(agent: dict, batch: dict, w: jax.Array, noise: jax.Array, hp: dic
 
 
 def learn_step(agent: dict, buf: replay.ReplayState, key: jax.Array, hp: dict, gstep: jax.Array, *,
-               batch_size: int, shard: Callable = lambda x: x, **update_kw):
+               batch_size: int, shard: Callable = lambda x: x, sample: Callable = replay.sample, **update_kw):
     """Sample, update, re-prioritise: one gradient step of Algorithm 3 (lines 6–13).
 
     β = min(1, beta0 + beta_inc · gstep); a stratified batch with ``P(i) ∝ p_i^α`` and
     importance weights ``w_i = (N·P(i))^{−β} / max_j w_j`` (eq. 6, ``replay.sample``);
     ``td3_update`` (``update_kw``: its keyword arguments); then the sampled slots get the new
-    priorities ``tanh(δ_i / c + J_i) + 1 + ζ`` (eq. 9, ``replay.pareto_priority``).
+    priorities ``tanh(δ_i / c + J_i) + 1 + ζ`` (eq. 9, ``replay.pareto_priority``).  ``sample``
+    draws the batch (``replay.sample``, or ``replay.sample_split`` with its split bound).
 
     Returns:
       (agent, buffer, key, metrics).
     """
     key, k_s, k_n = jax.random.split(key, 3)
     beta = jnp.minimum(1.0, hp["beta0"] + hp["beta_inc"] * gstep.astype(jnp.float32))
-    b, idx, w, _ = replay.sample(buf, k_s, batch_size, hp["alpha"], beta)
+    b, idx, w, _ = sample(buf, k_s, batch_size, hp["alpha"], beta)
     b = jax.tree.map(shard, b)
     w = shard(w)
     noise = jax.random.normal(k_n, (batch_size,))
