@@ -63,6 +63,9 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     # On top of lr0.3: a stronger anchor to the offline actor, against forgetting.
     "lr0.3+anchor30": ("--lr-scale=0.3", "--anchor=30"),
     "lr0.3+anchor100": ("--lr-scale=0.3", "--anchor=100"),
+    # On top of lr0.3: behaviour noise in the learning arm's senders (TD3's exploration, offline 0.1).
+    "lr0.3+explore0.05": ("--lr-scale=0.3", "--explore=0.05"),
+    "lr0.3+explore0.1": ("--lr-scale=0.3", "--explore=0.1"),
 }
 __doc__ += "".join(f"\n* ``{k}``: {' '.join(v) or '(the defaults)'}" for k, v in VARIANTS.items()) + "\n"
 

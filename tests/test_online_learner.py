@@ -489,6 +489,9 @@ def test_cli_refuses_bad_arguments_in_one_line(tmp_path, capsys, monkeypatch):
     assert "--replay-ratio=-1.0" in err("--minutes=1", "--scenario=pareto/lte", "--replay-ratio=-1")
     assert "expected KEY=NUMBER" in err("--minutes=1", "--scenario=pareto/lte", "--hp=lr_actor")
     assert "--old-share=1.0: must be in [0, 1)" in err("--minutes=1", "--scenario=pareto/lte", "--old-share=1")
+    assert "--explore=0.1: only the simulator backend's senders explore" in err(
+        "--minutes=1", "--scenario=pareto/lte", "--explore=0.1", "--emulator=netns")
+    assert "--explore=2.0: must be in [0, 1]" in err("--minutes=1", "--scenario=pareto/lte", "--explore=2")
     assert "no such directory" in err("--minutes=1", "--scenario=pareto/lte")
     # the key, checked before the checkpoint is read: a tcp: learner needs one; a short one is refused
     assert "a tcp: link must be authenticated; give --key=FILE" in err("--minutes=1", "--scenario=pareto/lte",

@@ -218,6 +218,51 @@ def test_sim_records_match_the_senders_own(tmp_path):
     np.testing.assert_allclose(np.cumsum(mine.acked), np.cumsum(ref.acked), rtol=1e-3)
 
 
+def test_sim_explore_records_the_noisy_action_it_took(tmp_path):
+    """--explore: each decision's action is the head's plus N(0, σ²) half-ranges, clipped to the
+    head's range; the record carries the action the rate change applied; the noise repeats under
+    its seed and changes with it."""
+    import jax
+    import jax.numpy as jnp
+
+    from jaxcc.senders import common
+
+    spec, tensors = policyfile.load(POLICY)
+    lo, hi = float(spec["head"]["low"]), float(spec["head"]["high"])
+    sc = es.with_duration(es.load(name="pareto/fixed50"), 6.0)
+    apply = jax.jit(lambda h: policyfile.apply(spec, tensors, h))
+
+    runs = []
+
+    def records(seed, sigma=0.1):
+        runs.append(seed)
+        sock = str(tmp_path / f"l{len(runs)}.sock")
+        stub = StubLearner(sock)
+        run = simnet.SimNet(sc, POLICY, f"unix:{sock}", speed=0, explore=sigma, explore_seed=seed).run()
+        stub.close()
+        assert run["explore"] == sigma
+        return [parse_record(p) for p in frames_of(stub.conns[0], 2)]
+
+    recs = records(3)
+    hist = common.empty_window(spec)
+    z = []
+    for vals, feats in recs:
+        hist = common.push(hist, jnp.asarray(feats))
+        a_head = float(np.asarray(apply(hist))[0])
+        a = vals[3]
+        assert lo <= a <= hi
+        # the rate after the decision is rate·(1 + a) with the recorded, noisy a
+        assert vals[5] == pytest.approx(min(vals[4] * (1 + a), 1e5 * 125000), rel=1e-5)
+        if lo < a < hi:
+            z.append((a - a_head) / (0.5 * (hi - lo)))
+    z = np.asarray(z)
+    assert len(z) >= 25 and np.all(z != 0)
+    assert 0.05 < np.std(z) < 0.2 and abs(np.mean(z)) < 0.06  # σ = 0.1 over ~33 draws
+    again, other = records(3), records(4)
+    assert [v[3] for v, _ in again] == [v[3] for v, _ in recs]
+    assert [v[3] for v, _ in other] != [v[3] for v, _ in recs]
+
+
 def test_sim_weight_swap_rejects_bad_blobs_and_changes_actions(tmp_path):
     """A corrupted and a mis-shaped blob are rejected (ACK ok=false, counted, the policy in force
     keeps deciding); a good one is swapped in between two decisions: from the decision its ACK

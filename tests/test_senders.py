@@ -119,6 +119,28 @@ def test_eagle_reads_the_bdp_window():
             eagle_v1.sender(dict(spec, features=dict(spec["features"], bw_window_steps=bad)), tensors)
 
 
+
+def test_explore_noise_and_the_noisy_action_by_hand():
+    from jaxcc.senders import pareto_v1
+
+    sp = ControllerParams.zeros().sender
+    noisy = sp._replace(explore=np.asarray([0.1, 7.0], np.float32))
+    now = jnp.asarray(1.2345, jnp.float32)
+    assert float(common.explore_noise(sp, now)) == 0.0  # σ 0: no noise, whatever the time
+    assert float(common.explore_noise(noisy, jnp.asarray(-jnp.inf))) == 0.0  # the decision before the first tick
+    # σ·z with z from the flow's stream: its seed folded with the decision's time in 0.1-ms steps
+    z = jax.random.normal(jax.random.fold_in(jax.random.PRNGKey(7), 12345), (), jnp.float32)
+    assert float(common.explore_noise(noisy, now)) == pytest.approx(0.1 * float(z), rel=1e-6)
+    draws = np.asarray(jax.vmap(lambda t: common.explore_noise(noisy, t))(jnp.arange(1, 4001) * 0.01))
+    assert len(set(draws.tolist())) == 4000 and abs(draws.mean()) < 0.01 and abs(draws.std() - 0.1) < 0.01
+    spec = {"head": {"type": "continuous", "low": -0.3, "high": 0.5}}
+    out = jnp.asarray([0.1], jnp.float32)
+    np.testing.assert_array_equal(np.asarray(pareto_v1.explored(spec, out, 0.0)), np.asarray(out))  # untouched
+    # + 0.5 half-ranges of 0.4 = +0.2; beyond the range, clipped
+    assert float(pareto_v1.explored(spec, out, 0.5)[0]) == pytest.approx(0.3, abs=1e-6)
+    assert float(pareto_v1.explored(spec, out, 3.0)[0]) == pytest.approx(0.5)
+    assert float(pareto_v1.explored(spec, out, -3.0)[0]) == pytest.approx(-0.3)
+
 @pytest.mark.parametrize("name,field", [("mocc_v1", "action must be cwnd_table"),
                                         ("deepcc_v1", "action must be rate_absolute")])
 def test_goal_conditioned_sets_refuse_a_policy_that_does_not_fit(name, field):

@@ -92,6 +92,9 @@ def define_flags(fv):
            "variant anchor (ours): weight of ((actor - offline actor) / half-range)^2 in the actor's loss (0: "
            "Algorithm 4 as the paper gives it; the default 10 was chosen on eagle/lte with pareto/link12 and "
            "pareto/dyn10-20 as the old links, checkpoints/pareto/online/README.md)")
+    number("explore", 0.0, "--emulator=sim: behaviour noise of the learning arm's senders, σ as a fraction of "
+           "the action's half-range (TD3's exploration, as td3.expl_noise offline; 0: none, the frozen arm never "
+           "explores; jaxcc-sender has none)")
     integer("critic_warmup", 0, "online gradient steps that train the critics only (the actor's learning rate 0)")
     flags.DEFINE_multi_string("hp", [], "KEY=VALUE: override an online hyperparameter (Pareto: TD3's, e.g. "
                               "--hp=lr_actor=1e-4; MOCC: lr_scale) (repeatable)", flag_values=fv)
@@ -145,6 +148,11 @@ def _check_args(a) -> None:
         raise ValueError(f"--old-share={a.old_share}: must be in [0, 1) (or -1: the family's default)")
     if not a.lr_scale > 0:
         raise ValueError(f"--lr-scale={a.lr_scale}: must be > 0")
+    if not 0.0 <= a.explore <= 1.0:
+        raise ValueError(f"--explore={a.explore}: must be in [0, 1] (a fraction of the action's half-range)")
+    if a.explore > 0 and a.emulator != "sim":
+        raise ValueError(f"--explore={a.explore}: only the simulator backend's senders explore (jaxcc-sender has no "
+                         f"behaviour noise); use --emulator=sim")
     if a.critic_warmup < 0:
         raise ValueError(f"--critic-warmup={a.critic_warmup}: must be >= 0")
     if a.replay_ratio < 0:
@@ -324,6 +332,8 @@ def _run_arm(a, log, *, out: str, seed: int, learn: bool, net_seed: int) -> dict
 
             sender_args = [f"--fallback={a.fallback}", f"--learner-timeout-s={a.learner_timeout_s}",
                            *a.sender_arg]
+            if learn and a.explore > 0:  # the learning arm's senders explore, on the learner seed's streams
+                sender_args += [f"--explore={a.explore:g}", f"--explore-seed={seed}"]
             handle = network.start(a.emulator, sc, minutes=a.minutes, policy_path=learner.start_actor_path,
                                       learner=server.address, sender_args=sender_args,
                                       out_dir=os.path.join(learner.out, "net"), prefix=a.prefix, speed=a.speed,
@@ -393,6 +403,7 @@ def _run_arm(a, log, *, out: str, seed: int, learn: bool, net_seed: int) -> dict
         "learning": bool(learn), "seed": int(seed), "net_seed": int(net_seed) if a.emulator == "sim" else None,
         "family": learner.family, "preference": list(learner.preference) if learner.preference else None,
         "old_share": learner.old_share, "online_sample_share": learner.online_sample_share(),
+        "explore": a.explore if learn else 0.0,
         "critic_warmup": a.critic_warmup, "lr_scale": a.lr_scale, "reward": learner.reward, "anchor": learner.anchor_w, "new_priority": "max" if learner.new_priority_max else "one",
         "max_rate_window_s": learner.max_rate_window_s,
         "sessions": learner.meta["sessions"],

@@ -330,7 +330,7 @@ class FlowLink:
 
 # ----------------------------------------------------------------------------- the simulation
 
-def _chunk_fn(spec: dict, controllers: tuple, pi: int, n_ticks: int, safe: bool = True):
+def _chunk_fn(spec: dict, controllers: tuple, pi: int, n_ticks: int, safe: bool = True, explore: bool = False):
     """The jitted ``chunk(p, carry, ctrl_ids, cparams, tensors)`` → (carry, per-tick outputs):
     ``jaxcc.sim.runner.make_run``'s tick body with the policy controller rebuilt from traced
     tensors (``[F, ...]``, one set per flow), plus each tick's decision record per flow."""
@@ -338,7 +338,7 @@ def _chunk_fn(spec: dict, controllers: tuple, pi: int, n_ticks: int, safe: bool 
     T, D, mi_ticks = common.spec_window(spec)
 
     def pol(ten):
-        return common.make_controller("policy", spec, mod.sender(spec, ten), safe=safe)
+        return common.make_controller("policy", spec, mod.sender(spec, ten, explore=explore), safe=safe)
 
     def inits(cparams, tensors):
         out = []
@@ -377,6 +377,8 @@ def _chunk_fn(spec: dict, controllers: tuple, pi: int, n_ticks: int, safe: bool 
             m = jax.vmap(lambda s, o: mi_lib.mi_add_tick(s.m, common.mi_tick(o), o.dt))(old, obs)
             decided = is_pol & (old.tick + 1 >= mi_ticks) & (m.active[:, 0] > 0)
             action = jax.vmap(lambda h, ten: jnp.reshape(policyfile.apply(spec, ten, h), (-1,))[0])(upd.hist, tensors)
+            if explore:  # the action the sender took: with its behaviour noise, drawn as its decide drew it
+                action = mod.explored(spec, action, jax.vmap(common.explore_noise)(cparams.sender, obs.now))
             # As the datapath's record: while the safety monitor has BBR pace, no action (NaN) and
             # BBR's rate in force before and after the MI's close.
             def in_force(s):
@@ -423,7 +425,7 @@ class SimNet:
     def __init__(self, scenario, policy_path: str, learner: str | None = None, *, speed: float = 1.0,
                  chunk_ticks: int | None = None, record_queue: int = 8192, learner_timeout_s: float = 5.0,
                  fallback: str = "keep", seed: int = 0, log=None, raw_policy: bool = False,
-                 learner_key: bytes | None = None):
+                 learner_key: bytes | None = None, explore: float = 0.0, explore_seed: int = 0):
         if fallback != "keep":
             raise ValueError(f"--fallback={fallback}: the simulator backend keeps the policy in force "
                              "(fallback=keep); the BBR fallback is jaxcc-sender's")
@@ -431,6 +433,8 @@ class SimNet:
             raise ValueError(f"--speed={speed}: must be a finite number >= 0 (0: as fast as possible)")
         if record_queue < 1:
             raise ValueError(f"--record-queue={record_queue}: must be >= 1")
+        if not 0.0 <= explore <= 1.0:
+            raise ValueError(f"--explore={explore}: must be in [0, 1] (a fraction of the action's half-range)")
         if learner is not None and parse_address(learner)[0] == socket.AF_INET and learner_key is None:
             raise ValueError(f"--learner={learner}: a tcp: learner link must be authenticated; give "
                              "--learner-key=FILE")
@@ -455,17 +459,23 @@ class SimNet:
         self.batch = batch
         self.params = jax.tree.map(lambda x: jnp.asarray(x[0]), batch.params)
         self.ctrl_ids = jnp.asarray(batch.ctrl_ids[0])
-        self.cparams = jax.tree.map(lambda x: jnp.asarray(x[0]), batch.cparams)
         self.num_flows = len(flows)
         self.policy_flows = [i for i, c in enumerate(batch.ctrl_ids[0][:self.num_flows]) if c == self.pi]
         self.F = batch.ctrl_ids.shape[1]
+        # Behaviour noise (--explore): each policy flow its own stream, (σ, seed · 1009 + flow).
+        ex = np.zeros((self.F, 2), np.float32)
+        for i in self.policy_flows:
+            ex[i] = (float(explore), int(explore_seed) * 1009 + i)
+        cp = jax.tree.map(lambda x: x[0], batch.cparams)
+        self.cparams = jax.tree.map(jnp.asarray, cp._replace(sender=cp.sender._replace(explore=ex)))
+        self.explore = float(explore)
         self.dt = float(np.asarray(batch.params.dt)[0])
         self.tensors = {k: np.repeat(v[None], self.F, 0) for k, v in tensors.items()}
         self.base_tensors = tensors
         T, D, mi_ticks = common.spec_window(self.spec)
         self.chunk_ticks = int(chunk_ticks or mi_ticks)
         self._chunk, self._init, _ = _chunk_fn(self.spec, batch.controllers, self.pi, self.chunk_ticks,
-                                               safe=not raw_policy)
+                                               safe=not raw_policy, explore=self.explore > 0)
         self.links: dict[int, FlowLink] = {}
         if learner is not None:
             for i in self.policy_flows:
@@ -596,6 +606,7 @@ class SimNet:
         traj["rate"] = np.concatenate([r for _, r in parts])[:, :f]
         return {"emulator": "sim", "scenario": self.scenario.name, "duration_s": sim_t, "dt": self.dt,
                 "controllers": self.controllers, "policy": self.policy_path, "policy_sha256": self.policy_sha256,
+                "explore": self.explore,
                 "speed": self.speed, "wall_s": time.monotonic() - wall0, "chunk_ticks": self.chunk_ticks,
                 "max_chunk_wall_s": chunk_wall_max, "decisions": [int(self.seq[i]) for i in range(f)],
                 "max_decision_gap_s": [float(max_gap[i]) for i in range(f)],
@@ -652,6 +663,9 @@ def define_flags(fv):
     flags.DEFINE_integer("seed", 0, "the simulator's link seed", flag_values=fv)
     flags.DEFINE_bool("raw_policy", False, "the senders without their safety net (jaxcc-sender --raw-policy)",
                       flag_values=fv)
+    flags.DEFINE_float("explore", 0.0, "behaviour noise of the policy flows: σ as a fraction of the action's "
+                       "half-range (0: none; jaxcc.senders.common.explore_noise)", flag_values=fv)
+    flags.DEFINE_integer("explore_seed", 0, "the noise streams' seed", flag_values=fv)
     flags.DEFINE_string("out", None, "output folder (simnet.json, trace.npz)", flag_values=fv)
     for name in ("policy", "out"):
         flags.mark_flag_as_required(name, flag_values=fv)
@@ -672,7 +686,8 @@ def main(fv, argv: Sequence[str] = ()) -> int:
             sc = emu_spec.with_duration(sc, fv.duration_s)
         net = SimNet(sc, fv.policy, fv.learner, speed=fv.speed, chunk_ticks=fv.chunk_ticks,
                      record_queue=fv.record_queue, learner_timeout_s=fv.learner_timeout_s, fallback=fv.fallback,
-                     seed=fv.seed, raw_policy=fv.raw_policy, learner_key=key)
+                     seed=fv.seed, raw_policy=fv.raw_policy, learner_key=key, explore=fv.explore,
+                     explore_seed=fv.explore_seed)
     except (OSError, EmulationError) as e:
         raise ValueError(str(e)) from e
     path = save_run(net.run(), Path(fv.out))

@@ -82,6 +82,10 @@ class Sender(NamedTuple):
     # A goal-tuned sender (``deepcc_v1``): its ``decide`` also takes ``target=`` the flow's
     # ``[target (throughput_mbps, delay_ms, loss)..., target_on]`` (``SenderParams``).
     takes_target: bool = False
+    # A sender built to explore (``pareto_v1``/``v2`` with ``explore=True``, online fine-tuning's
+    # ``--explore``): its ``decide`` also takes ``noise=``, a draw of N(0, σ²) in units of the
+    # action's half-range (``explore_noise``).
+    takes_noise: bool = False
 
 
 class SenderState(NamedTuple):
@@ -171,6 +175,17 @@ def guarded(new, old, dark):
     return new._replace(rate=rate, cwnd=cwnd)
 
 
+def explore_noise(sp: SenderParams, now: jax.Array) -> jax.Array:
+    """σ·z for a decision taken at ``now`` (s since the scenario began), z ~ N(0, 1) from the
+    flow's stream: ``sp.explore`` = (σ, seed), the key folded with the decision's time in 0.1-ms
+    steps (a flow decides at most once a tick, and ticks are longer).  0 when σ is 0 and for the
+    decision before the first tick (``now`` = −inf)."""
+    sigma, seed = sp.explore[0], sp.explore[1]
+    step = jnp.where(jnp.isfinite(now), jnp.round(now * 1e4), 0.0).astype(jnp.int32)
+    z = jax.random.normal(jax.random.fold_in(jax.random.PRNGKey(seed.astype(jnp.int32)), step), (), jnp.float32)
+    return jnp.where((sigma > 0) & jnp.isfinite(now), sigma * z, 0.0).astype(jnp.float32)
+
+
 def make_controller(name: str, spec: dict, sender: Sender, default_empty=None, safe: bool = True) -> Controller:
     """The per-tick ``Controller`` that runs ``sender`` (see the module docstring); ``safe``: with
     the deployed sender's guard and monitor (``jaxcc.senders.safety``), else the raw policy."""
@@ -185,6 +200,8 @@ def make_controller(name: str, spec: dict, sender: Sender, default_empty=None, s
 
     def decide(own, hist, run, rtt0, sp: SenderParams, now):
         kw = {"target": jnp.concatenate([sp.target, sp.target_on[None]])} if sender.takes_target else {}
+        if sender.takes_noise:
+            kw["noise"] = explore_noise(sp, now)
         if not takes_pref:
             return sender.decide(own, hist, run, rtt0, **kw)
         return sender.decide(own, hist, run, rtt0, preference_at(sp, now, sender.preference), **kw)

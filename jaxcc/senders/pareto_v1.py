@@ -46,9 +46,19 @@ def params(spec: dict) -> pareto.ParetoParams:
     return p.replace(**{k: jnp.asarray(v, jnp.float32) for k, v in over.items()})
 
 
-def sender(spec: dict, tensors: dict, feature_set: str = NAME) -> common.Sender:
+def explored(spec: dict, out: jax.Array, noise) -> jax.Array:
+    """The head's action ``out`` plus behaviour noise ``noise`` (``common.explore_noise``: σ·z in
+    units of the action's half-range, as TD3's exploration offline), kept in the head's range
+    [low, high]; ``out`` itself where ``noise`` is 0."""
+    lo, hi = float(spec["head"]["low"]), float(spec["head"]["high"])
+    return jnp.where(noise != 0, jnp.clip(out + noise * 0.5 * (hi - lo), lo, hi), out)
+
+
+def sender(spec: dict, tensors: dict, feature_set: str = NAME, explore: bool = False) -> common.Sender:
     """The ``pareto_v1`` sender of a policy (see the module docstring); ``feature_set``
-    ``pareto_v2`` is Pareto-Fair v2's (``jaxcc.senders.pareto_v2``)."""
+    ``pareto_v2`` is Pareto-Fair v2's (``jaxcc.senders.pareto_v2``).  ``explore``: its decisions
+    take behaviour noise (``takes_noise``; off, the program has none of it, so a run without
+    noise is the same bit for bit)."""
     feats = spec["features"]
     p = params(spec)
     init_rtt = float(feats.get("init_rtt_s", 0.09))
@@ -59,8 +69,10 @@ def sender(spec: dict, tensors: dict, feature_set: str = NAME) -> common.Sender:
         return Own(rate=jnp.clip(jnp.float32(init_rate), env_base.MIN_RATE, env_base.MAX_RATE),
                    paper=pareto.zero_flows(1))
 
-    def decide(own: Own, hist, run, rtt0):
+    def decide(own: Own, hist, run, rtt0, noise=None):
         out = policyfile.apply(spec, ten, hist)
+        if noise is not None:
+            out = explored(spec, out, noise)
         new_rate, _ = policyfile.map_action(spec, out, own.rate, jnp.inf)
         return own._replace(rate=new_rate.astype(jnp.float32))
 
@@ -71,7 +83,7 @@ def sender(spec: dict, tensors: dict, feature_set: str = NAME) -> common.Sender:
     def act(own: Own):
         return rate_only(own.rate)
 
-    return common.Sender(start=start, decide=decide, observe=observe, act=act)
+    return common.Sender(start=start, decide=decide, observe=observe, act=act, takes_noise=bool(explore))
 
 
 def controller(name: str, spec: dict, tensors: dict, safe: bool = True) -> Controller:

@@ -15,6 +15,8 @@ from __future__ import annotations
 from jaxcc.senders import common, pareto_v1
 from jaxcc.sim.controller import Controller
 
+explored = pareto_v1.explored  # the behaviour noise on the action, as pareto_v1's
+
 NAME = "pareto_v2"
 SPEC_PARAMS = pareto_v1.SPEC_PARAMS
 
@@ -36,10 +38,11 @@ def check(spec: dict) -> None:
                          f"(features.action_low/high), got {head}")
 
 
-def sender(spec: dict, tensors: dict) -> common.Sender:
-    """The ``pareto_v2`` sender of a policy (see the module docstring)."""
+def sender(spec: dict, tensors: dict, explore: bool = False) -> common.Sender:
+    """The ``pareto_v2`` sender of a policy (see the module docstring); ``explore``: with
+    behaviour noise (``pareto_v1.sender``)."""
     check(spec)
-    return pareto_v1.sender(spec, tensors, feature_set=NAME)
+    return pareto_v1.sender(spec, tensors, feature_set=NAME, explore=explore)
 
 
 def controller(name: str, spec: dict, tensors: dict, safe: bool = True) -> Controller:

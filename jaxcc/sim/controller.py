@@ -71,6 +71,11 @@ class SenderParams(NamedTuple):
     # link's smallest RTT (the runner sets round(flow RTT / smallest RTT), as the environments'
     # per-flow clocks, ``jaxcc.envs.base``); 0 (the default) or 1: the smallest RTT's MI.
     mi_scale: jax.Array
+    # Behaviour noise of a continuous-action sender (online fine-tuning's ``--explore``; Algorithm
+    # 3's "play an episode" with TD3's exploration): [σ, seed], σ as a fraction of the action's
+    # half-range (as ``td3.expl_noise`` offline) and the seed of the flow's noise stream
+    # (``jaxcc.senders.common.explore_noise``); σ 0 (the default): none.
+    explore: jax.Array
 
 
 class ControllerParams(NamedTuple):
@@ -90,7 +95,7 @@ class ControllerParams(NamedTuple):
         return cls(fixed=FixedParams(mbps=z()), bbr=BBRParams(seed=z()), cubic=CubicParams(hystart=z()),
                    sender=SenderParams(init_rate=z(), preference=z(PREFERENCE_DIM),
                                        preference_changes=z(MAX_PREFERENCE_CHANGES, 1 + PREFERENCE_DIM),
-                                       target=z(TARGET_DIM), target_on=z(), mi_scale=z()))
+                                       target=z(TARGET_DIM), target_on=z(), mi_scale=z(), explore=z(2)))
 
 
 def set_flow(rows: ControllerParams, j: int, flow: ControllerParams) -> None:
