@@ -379,8 +379,15 @@ def test_old_share_splits_each_minibatch_and_reports_the_share(smoke_ckpt, tmp_p
     assert changed[1] > changed[0] and changed[1] >= 24
     with pytest.raises(ValueError, match=r"--old-share=0.0: Pareto's online stage .* must be in \(0, 1\)"):
         online.Learner(smoke_ckpt, str(tmp_path / "bad"), old_share=0.0, **kw)
+    b.checkpoint()
     for x in (a, b):
         x.close()
+    # A resume samples as the checkpoint was learnt, or is refused in one line.
+    with pytest.raises(ValueError, match=r"--old-share=-1: .*/split/online_ckpt was learnt with 0.25; give that"):
+        online.Learner(smoke_ckpt, str(tmp_path / "split"), **kw)
+    c = online.Learner(smoke_ckpt, str(tmp_path / "split"), old_share=0.25, **kw)
+    assert c.resumed and c.online_sample_share() == [0.75]
+    c.close()
 
 
 # ----------------------------------------------------------------------------- end to end over the simulator

@@ -101,7 +101,8 @@ class Learner:
         self.meta = {"version": 0, "grad_steps": 0, "records": 0, "transitions": 0, "replica_of": {},
                      "pushes": [], "wall_s": 0.0, "sessions": 0, "replicas": self.K, "buffers": buffers,
                      "online_segment": seg, "anchor_w": float(anchor_w),
-                     "preference": list(self.preference) if self.preference else None}
+                     "preference": list(self.preference) if self.preference else None,
+                     "old_share": self.old_share}
         if self.resumed:  # the shapes are the checkpoint's (replicas, segment), whatever was asked now
             m0 = dict(self.mgr.restore(step, args=ocp.args.Composite(meta=ocp.args.JsonRestore()))["meta"])
             self.K, seg = int(m0.get("replicas", self.K)), int(m0.get("online_segment", seg))
@@ -113,6 +114,10 @@ class Learner:
                     not np.allclose(np.asarray(was, np.float64), self.preference, atol=1e-6):
                 raise ValueError(f"--preference={','.join(f'{x:g}' for x in self.preference)}: {self.out}/online_ckpt "
                                  f"fine-tunes toward {','.join(f'{float(x):g}' for x in was)}; use a new --out")
+            if "old_share" in m0 and m0["old_share"] != self.old_share:  # the sampling is the checkpoint's too
+                raise ValueError(f"--old-share={-1 if old_share is None else old_share:g}: {self.out}/online_ckpt was "
+                                 f"learnt with {-1 if m0['old_share'] is None else m0['old_share']:g}; give that, "
+                                 f"or use a new --out")
         self.anchor_w = float(anchor_w)
         if self.family == "mocc":
             fresh = self.alg.init_online(off["state"], replicas=self.K, online_size=seg, seed=seed, lr_scale=lr_scale)
