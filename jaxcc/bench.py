@@ -180,7 +180,7 @@ def bench_config(config, updates: int, n: int, devices: int | None = None) -> di
     return cfg
 
 
-def bench_training(config, updates: int = 2, sizes=None, repeats: int = 2, devices=None) -> list[dict]:
+def bench_training(config, updates: int = 2, sizes=None, repeats: int = 2, devices=None, on_row=None) -> list[dict]:
     """Environment steps and updates per second of the agent's whole training loop (``run_chunk``
     of ``updates`` updates), compilation excluded (one warm-up call per size).  Also per
     CPU-second of this process (all its threads), which is the fairer figure on a shared machine.
@@ -188,7 +188,8 @@ def bench_training(config, updates: int = 2, sizes=None, repeats: int = 2, devic
     ``config.num_envs`` is set to each size; a PPO config's ``ppo.num_minibatches`` shrinks to
     keep minibatches of at least 256 samples (and a divisor of the batch that splits over the
     devices).  ``devices``: the mesh (default every device); the state is placed as
-    ``jaxcc.train`` places it and the agent gets the mesh.
+    ``jaxcc.train`` places it and the agent gets the mesh.  ``on_row(row)`` is called as each
+    size is measured (a caller stopped at a time limit keeps the sizes it finished).
     """
     from jaxcc import agents
     from jaxcc.agents import pipeline
@@ -222,6 +223,8 @@ def bench_training(config, updates: int = 2, sizes=None, repeats: int = 2, devic
                      "env_steps": steps, "seconds": best, "env_steps_per_s": steps / best,
                      "updates_per_s": updates / best, "cpu_seconds": best_cpu,
                      "env_steps_per_cpu_s": steps / max(best_cpu, 1e-9), "first_call_s": t_first})
+        if on_row is not None:
+            on_row(rows[-1])
         print(f"{cfg.algo:14s} devices={len(devs)}  links={n:6d}  env-steps/s={steps / best:12,.0f}  "
               f"updates/s={updates / best:9.2f}  (first call incl. compile {t_first:.1f} s)", flush=True)
     return rows
@@ -259,8 +262,9 @@ def markdown(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _train_rows(fv, names, device_counts, sizes) -> list[dict]:
-    """This process's rows: every config at this process's device count (``CHILD_ENV`` or all)."""
+def _train_rows(fv, names, device_counts, sizes, on_row=None) -> list[dict]:
+    """This process's rows: every config at this process's device count (``CHILD_ENV`` or all);
+    ``on_row(rows)`` with the rows so far after each one."""
     want = int(os.environ.get(CHILD_ENV, "0")) or None
     devs = jax.devices()
     if want is not None:
@@ -271,8 +275,12 @@ def _train_rows(fv, names, device_counts, sizes) -> list[dict]:
     for name in names:
         cfg = configs.load_config(name)
         size = sizes or [default_size(cfg, device_counts or [len(devs)])]
-        for r in bench_training(cfg, fv.updates, size, fv.repeats if fv["repeats"].present else 2, devs):
+        def keep(r, name=name):
             rows.append({"algorithm": r.pop("config_algo"), "config": name, **r})
+            if on_row is not None:
+                on_row(rows)
+
+        bench_training(cfg, fv.updates, size, fv.repeats if fv["repeats"].present else 2, devs, on_row=keep)
     return rows
 
 
@@ -346,8 +354,23 @@ class ChildFailed(RuntimeError):
 
 
 def main_train(fv, arg: str):
-    """The training-loop benchmark; a bad config or size is one ``error:`` line, exit 2."""
+    """The training-loop benchmark; a bad config or size is one ``error:`` line, exit 2.  ``--out``
+    is rewritten as each size is measured, with ``"complete": false`` until the last one (so a
+    run stopped at a time limit keeps the rows it finished)."""
     names = train_names(arg)
+
+    def write(rows, sweep, complete):
+        result = {"config": arg, "configs": names, "rows": rows, "sweep": sweep, "updates": fv.updates,
+                  "repeats": fv.repeats if fv["repeats"].present else 2, "complete": complete,
+                  "reference_sb3_ppo_packet_sim_1core_steps_per_s": 650, "device": str(jax.devices()[0]),
+                  "backend": jax.default_backend(), "cpu_count": os.cpu_count(), "machine": platform.machine(),
+                  "jax": jax.__version__}
+        tmp = f"{fv.out}.part"  # replaced whole: a run killed while writing leaves the last table
+        with open(tmp, "w") as fh:
+            json.dump(result, fh, indent=2)
+        os.replace(tmp, fv.out)
+        return result
+
     sizes = [int(s) for s in fv.sizes] if fv["sizes"].present else None
     counts = [int(d) for d in fv.devices] if fv.devices else None
     try:
@@ -361,7 +384,7 @@ def main_train(fv, arg: str):
         if counts and not os.environ.get(CHILD_ENV):
             rows = _spawn(fv, counts)
         else:
-            rows = _train_rows(fv, names, counts, sizes)
+            rows = _train_rows(fv, names, counts, sizes, on_row=lambda so_far: write(so_far, [], False))
         sweep = []
         if fv.sweep_k and not os.environ.get(CHILD_ENV):
             for name in names:  # K members in one jitted program vs K separate runs
@@ -371,13 +394,7 @@ def main_train(fv, arg: str):
     except ValueError as e:
         print(f"error: --train={arg}: {' '.join(str(e).split())}", file=sys.stderr)
         return 2
-    result = {"config": arg, "configs": names, "rows": rows, "sweep": sweep, "updates": fv.updates,
-              "repeats": fv.repeats if fv["repeats"].present else 2,
-              "reference_sb3_ppo_packet_sim_1core_steps_per_s": 650, "device": str(jax.devices()[0]),
-              "backend": jax.default_backend(), "cpu_count": os.cpu_count(), "machine": platform.machine(),
-              "jax": jax.__version__}
-    with open(fv.out, "w") as fh:
-        json.dump(result, fh, indent=2)
+    result = write(rows, sweep, True)
     if not os.environ.get(CHILD_ENV):
         md = fv.md or os.path.splitext(fv.out)[0] + ".md"
         with open(md, "w") as fh:

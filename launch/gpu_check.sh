@@ -5,11 +5,14 @@
 # Writes OUT_DIR/device.json (what JAX sees), bench_sim.json (the bare network model),
 # bench_env.json (the Aurora environment's step, features and reward included; both from
 # 1 to 1,048,576 links, with the 1 Mbit/s and 1 Gbit/s rows that show the cost flat in the link
-# rate), bench_train.json (the five algorithms' training loops; train_CONFIG.json each) and
-# summary.json (each step's exit status and seconds).  Each step has its own time limit (below), so one slow
-# or failing step costs only its own table; the exit status is 0 only when every step wrote it.
+# rate), bench_train.json (the five algorithms' training loops at 1,024 and 16,384 links;
+# train_CONFIG.json each) and summary.json (each step's exit status and seconds).  Each step has its
+# own time limit (below), so one slow or failing step costs only its own table, and a step stopped
+# at its limit keeps the sizes it finished ("complete": false); the exit status is 0 only when
+# every step finished.  Every training size compiles afresh (14-31 s each on an H200), so the
+# training limit is sized for two sizes.
 # Overrides: SIM_SIZES, ENV_SIZES, TRAIN_SIZES (comma-separated link counts), DECISIONS (per
-# timed call), LIMIT_SIM_S, LIMIT_ENV_S (80, 100) and LIMIT_TRAIN_S (55, per algorithm) seconds, JAXCC_PYTHON (the
+# timed call), LIMIT_SIM_S, LIMIT_ENV_S (80, 100) and LIMIT_TRAIN_S (70, per algorithm) seconds, JAXCC_PYTHON (the
 # interpreter; default python3).  jaxcc must be importable by it (installed, or PYTHONPATH=.).
 set -uo pipefail
 PY="${JAXCC_PYTHON:-python3}"
@@ -20,7 +23,7 @@ cd "$(dirname "$0")/.."
 mkdir -p "$OUT"
 SIM_SIZES="${SIM_SIZES:-1,256,4096,65536,262144,1048576}"
 ENV_SIZES="${ENV_SIZES:-1,256,4096,16384,65536,262144,1048576}"
-TRAIN_SIZES="${TRAIN_SIZES:-64,1024,16384}"
+TRAIN_SIZES="${TRAIN_SIZES:-1024,16384}"
 DECISIONS="${DECISIONS:-100}"
 export XLA_PYTHON_CLIENT_PREALLOCATE="${XLA_PYTHON_CLIENT_PREALLOCATE:-false}"
 
@@ -53,7 +56,7 @@ for c in "${TRAIN[@]}"; do
   if [ "$c" = eagle_smoke ]; then  # CEM takes its episodes in batches of 5: each size rounded up to a multiple
     sizes=$(IFS=,; for n in $TRAIN_SIZES; do printf '%s,' $(( (n + 4) / 5 * 5 )); done); sizes=${sizes%,}
   fi
-  step "train_$c" "${LIMIT_TRAIN_S:-55}" --train="$c" --sizes="$sizes" --out="$OUT/train_$c.json"
+  step "train_$c" "${LIMIT_TRAIN_S:-70}" --train="$c" --sizes="$sizes" --out="$OUT/train_$c.json"
 done
 
 # The training rows of every algorithm in one table, and summary.json: per step, its exit status
@@ -77,8 +80,9 @@ for line in open(os.path.join(out, "steps.txt")):
     name, rc, secs = line.split()
     p = os.path.join(out, f"{name}.json")
     written = os.path.exists(p) and os.path.getsize(p) > 0
-    summary[name] = {"exit": int(rc), "seconds": int(secs), "written": written}
-    ok = ok and written and rc == "0"
+    complete = written and json.load(open(p)).get("complete", True)  # False: stopped with some sizes kept
+    summary[name] = {"exit": int(rc), "seconds": int(secs), "written": written, "complete": complete}
+    ok = ok and complete and rc == "0"
 json.dump(summary, open(os.path.join(out, "summary.json"), "w"), indent=1)
 print(json.dumps(summary, indent=1))
 sys.exit(0 if ok else 1)

@@ -132,3 +132,37 @@ def test_gpu_check_writes_every_table_and_counts_a_step_it_stopped(tmp_path):
     assert [row["config"] for row in train["rows"]] == list(configs) and train["backend"] == "cpu"
     assert [row["num_envs"] for row in train["rows"]] == [2, 5, 2, 2, 2]  # CEM: batches of 5 episodes
     assert json.loads((out / "device.json").read_text())["platform"] == "cpu"
+
+
+def test_train_bench_stopped_keeps_the_sizes_it_finished(tmp_path, monkeypatch):
+    """``--out`` is rewritten after each measured size with ``"complete": false``, so a run stopped
+    at a time limit (here: interrupted while timing its second size) leaves the first size's row;
+    a finished run says ``"complete": true``."""
+    from absl import flags
+
+    from jaxcc import bench
+
+    def fake(config, updates, sizes, repeats, devices, on_row=None):
+        rows = []
+        for n in sizes:
+            if n == 16:
+                raise KeyboardInterrupt  # what the time limit's signal does mid-size
+            rows.append({"config_algo": "aurora_ppo", "devices": 1, "num_envs": n, "env_steps_per_s": 1.0,
+                         "updates_per_s": 1.0})
+            on_row(rows[-1])
+        return rows
+
+    monkeypatch.setattr(bench, "bench_training", fake)
+    out = tmp_path / "t.json"
+    fv = bench.define_flags(flags.FlagValues())
+    fv(["bench", "--train=aurora_smoke", "--sizes=8,16", f"--out={out}"])
+    with pytest.raises(KeyboardInterrupt):
+        bench.main_train(fv, "aurora_smoke")
+    got = json.loads(out.read_text())
+    assert got["complete"] is False and [(r["config"], r["num_envs"]) for r in got["rows"]] == [("aurora_smoke", 8)]
+    assert not os.path.exists(f"{out}.part")
+    fv2 = bench.define_flags(flags.FlagValues())
+    fv2(["bench", "--train=aurora_smoke", "--sizes=8", f"--out={out}"])
+    assert bench.main_train(fv2, "aurora_smoke") == 0
+    got = json.loads(out.read_text())
+    assert got["complete"] is True and [r["num_envs"] for r in got["rows"]] == [8]
