@@ -179,10 +179,7 @@ def online_sample_share(ostate: dict, old_share: float | None, batch_size: int) 
     if old_share is not None:
         return jnp.full(buf.priority.shape[:1], online_rows(batch_size, old_share) / int(batch_size), jnp.float32)
     seg = online_segment(buf)
-    pa = jnp.where(buf.priority > 0, jnp.power(jnp.maximum(buf.priority, 1e-30), ostate["hp"]["alpha"]), 0.0)
-    slot = jnp.arange(pa.shape[-1])
-    inside = (slot >= buf.seg_start[:, seg, None]) & (slot < (buf.seg_start + buf.seg_size)[:, seg, None])
-    return jnp.sum(jnp.where(inside, pa, 0.0), -1) / jnp.maximum(jnp.sum(pa, -1), 1e-30)
+    return jax.vmap(replay.segment_share, in_axes=(0, None, None))(buf, seg, ostate["hp"]["alpha"])
 
 
 def learn_kwargs(td3_config, spec: dict, a_range, *, old_share: float | None = None,

@@ -88,13 +88,30 @@ def size(state: ReplayState) -> jax.Array:
     return jnp.sum(state.seg_count)
 
 
+def priority_alpha(state: ReplayState, alpha) -> jax.Array:
+    """``p_i^α`` per slot ``[N]``, 0 for an empty slot (the unnormalised P(i) of eq. (5))."""
+    return jnp.where(state.priority > 0, jnp.power(jnp.maximum(state.priority, 1e-30), alpha), 0.0)
+
+
+def segment_mask(state: ReplayState, segment) -> jax.Array:
+    """``[N]`` bool: the slots of ``segment``."""
+    slot = jnp.arange(state.priority.shape[0])
+    return (slot >= state.seg_start[segment]) & (slot < state.seg_start[segment] + state.seg_size[segment])
+
+
+def segment_share(state: ReplayState, segment, alpha) -> jax.Array:
+    """``Σ_segment p^α / Σ p^α``: the share of a ``sample`` minibatch expected from ``segment``."""
+    pa = priority_alpha(state, alpha)
+    return jnp.sum(jnp.where(segment_mask(state, segment), pa, 0.0)) / jnp.maximum(jnp.sum(pa), 1e-30)
+
+
 def sample(state: ReplayState, key: jax.Array, batch_size: int, alpha, beta):
     """Draws ``batch_size`` indices with ``P(i) ∝ p_i^α`` (stratified).
 
     Returns:
       (batch, idx [B], weights [B] eq. (6) normalised by the batch maximum, probs [B]).
     """
-    pa = jnp.where(state.priority > 0, jnp.power(jnp.maximum(state.priority, 1e-30), alpha), 0.0)
+    pa = priority_alpha(state, alpha)
     cdf = jnp.cumsum(pa)
     total = cdf[-1]
     u = (jnp.arange(batch_size, dtype=jnp.float32) + jax.random.uniform(key, (batch_size,))) / batch_size
@@ -126,8 +143,7 @@ def sample_split(state: ReplayState, key: jax.Array, batch_size: int, alpha, bet
     n_new, n_old = int(n_segment), int(batch_size) - int(n_segment)
     if not 0 < n_new < int(batch_size):
         raise ValueError(f"n_segment must be in (0, {batch_size}), got {n_segment}")
-    slot = jnp.arange(state.priority.shape[0])
-    inside = (slot >= state.seg_start[segment]) & (slot < state.seg_start[segment] + state.seg_size[segment])
+    inside = segment_mask(state, segment)
     k_new, k_old = jax.random.split(key)
     parts = [sample(state.replace(priority=jnp.where(keep, state.priority, 0.0)), k, n, alpha, beta)
              for keep, k, n in ((inside, k_new, n_new), (~inside, k_old, n_old))]
