@@ -275,8 +275,10 @@ def _train_rows(fv, names, device_counts, sizes, on_row=None) -> list[dict]:
     for name in names:
         cfg = configs.load_config(name)
         size = sizes or [default_size(cfg, device_counts or [len(devs)])]
+
         def keep(r, name=name):
-            rows.append({"algorithm": r.pop("config_algo"), "config": name, **r})
+            rest = {k: v for k, v in r.items() if k != "config_algo"}
+            rows.append({"algorithm": r["config_algo"], "config": name, **rest})
             if on_row is not None:
                 on_row(rows)
 
