@@ -230,6 +230,20 @@ def test_multi_flow_scenario_is_refused(tmp_path, capsys):
     assert err == "error: two: TCR judges one flow against each target; the scenario has 2 flows (give a single-flow scenario)"
 
 
+def test_a_pair_the_simulator_refuses_fails_before_any_link_runs(tmp_path, capsys, monkeypatch):
+    """A flow with a start rate (``robust/start1pct``) runs only a learned sender: with BBR in the
+    list the run stops in one line naming the link and controller, before the first link (here a
+    runnable one, listed first) is simulated."""
+    spec = _spec(tmp_path, {"bandwidth_mbps": 10, "buffer_bytes": 100_000}, name="ok.json")
+    sims = []
+    monkeypatch.setattr(evaluation_tcr, "_simulate", lambda *a, **k: sims.append(a) or [])
+    scs = [scenarios.load_scenario(spec), scenarios.get_scenario("robust/start1pct")]
+    with pytest.raises(ValueError) as e:
+        evaluation_tcr.run_tcr(scs, evaluation_tcr.controller_entries("bbr"), n_targets=5, progress=False)
+    assert str(e.value).startswith("robust/start1pct with bbr: flows[0].init_rate_mbps: only a learned sender")
+    assert sims == []
+
+
 def test_records_that_are_not_a_tcr_output(tmp_path, capsys):
     p = tmp_path / "results.json"
     p.write_text(json.dumps({"results": []}))

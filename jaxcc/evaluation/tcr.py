@@ -293,6 +293,21 @@ def _achieved(m: dict) -> list[float]:
     return [m["throughput_mbps"], m["p95_qdelay_ms"], m["loss"]]
 
 
+def _check_pairs(scenarios: Sequence[Scenario], entries: Sequence[Entry], seed: int, tuner: str) -> None:
+    """Builds every (link, controller) run once, unsimulated, so that a pair the simulator refuses
+    (a start rate for a controller that takes none, ...) fails before minutes of other links."""
+    from jaxcc import senders
+    from jaxcc.sim import runner
+
+    for sc in scenarios:
+        for e in entries:
+            lane = with_target(sc, e.name, (0.0, 0.0, 0.0), tuner) if e.tuned else untuned(sc, e.name)
+            try:
+                runner.build_batches([runner.Item(lane, seed)], resolve=senders.resolve)
+            except ValueError as err:
+                raise ValueError(f"{sc.name} with {e.name}: {err}") from None
+
+
 def run_tcr(scenarios: Sequence[Scenario], entries: Sequence[Entry], *, n_targets: int = DEFAULT_TARGETS,
             seed: int = 0, ticks_per_rtt: int | None = None, progress: bool = True, tuner: str = DEFAULT_TUNER) -> dict:
     """Draw each link's targets and judge every controller on them (module docstring); a DeepCC
@@ -312,6 +327,7 @@ def run_tcr(scenarios: Sequence[Scenario], entries: Sequence[Entry], *, n_target
         raise ValueError(f"--targets must be in [1, {MAX_TARGETS}], got {n_targets}")
     if tuner not in TUNER_CODES:
         raise ValueError(f"--tuner must be one of {', '.join(TUNER_CODES)}, got {tuner!r}")
+    _check_pairs(scenarios, entries, seed, tuner)
     rows, link_rows, wall = [], [], {}
     for sc in scenarios:
         ranges = link_ranges(sc, seed)
