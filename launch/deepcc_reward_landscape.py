@@ -1,6 +1,6 @@
 """What DeepCC's reward pays on its training links: eq. 3 as written and bounded, per goal.
 
-    python launch/deepcc_reward_landscape.py [--config=deepcc_robust] [--links=128] [--steps=800] [--seed=0]
+    python launch/deepcc_reward_landscape.py [--config=deepcc] [--links=128] [--steps=800] [--seed=0]
 
 Hand-written reference policies, not a learner, run on the training distribution of ``--config``
 (its environment, its ``env.params``, its dynamics): each sends at a fraction (0.25, 0.5, 0.8, 1)
@@ -37,7 +37,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def define_flags(fv):
     from absl import flags
 
-    flags.DEFINE_string("config", "deepcc_robust", "a DeepCC config in configs/ (its links and dynamics)", flag_values=fv)
+    flags.DEFINE_string("config", "deepcc", "a DeepCC config in configs/ (its links and dynamics)", flag_values=fv)
     flags.DEFINE_integer("links", 128, "links (one flow each) per run", lower_bound=1, flag_values=fv)
     flags.DEFINE_integer("steps", 800, "decision intervals per link (episodes restart inside)", lower_bound=1,
                          flag_values=fv)
@@ -83,7 +83,7 @@ def main(fv, _args) -> int:
 
 def run_cli(argv: Sequence[str]) -> int:
     """Parse ``argv`` (program name first) into fresh flags and run; errors print one line, exit 2."""
-    return run_absl_cli(argv, __doc__, define_flags, main, "--config=deepcc_robust")
+    return run_absl_cli(argv, __doc__, define_flags, main, "--config=deepcc")
 
 
 if __name__ == "__main__":

@@ -196,15 +196,16 @@ def test_every_env_meets_an_outage_with_its_feedback_intact(name):
     assert (deliv[dark] == 0.0).mean() > 0.5
 
 
-ROBUST = ("pareto_robust", "aurora_robust", "eagle_robust", "mocc_robust", "deepcc_robust")
-OFF = ("pareto_staged", "aurora", "eagle", "mocc", "deepcc", "pareto_paper", "aurora_paper", "eagle_paper")
+ROBUST = ("pareto_robust", "aurora_robust", "eagle_robust", "mocc_robust", "deepcc")
+OFF = ("pareto_staged", "aurora", "eagle", "mocc", "deepcc_clean", "pareto_paper", "aurora_paper", "eagle_paper")
 
 
 @pytest.mark.parametrize("name", ROBUST + OFF)
 def test_robust_configs_train_on_the_shared_dynamics_and_the_others_do_not(name):
-    """The ``*_robust`` configs build their environment with ``ROBUST_DYNAMICS`` (less the step
-    where the environment draws its own: Pareto, Aurora, Eagle); the defaults (the shipped files'
-    recipes) and the ``*_paper`` configs with none.  DeepCC's bounded reward goes with the dynamics."""
+    """The ``*_robust`` configs and DeepCC's default build their environment with ``ROBUST_DYNAMICS``
+    (less the step where the environment draws its own: Pareto, Aurora, Eagle); the other defaults
+    (the shipped files' recipes), ``deepcc_clean`` (the shipped DeepCC file's) and the ``*_paper``
+    configs with none.  DeepCC's bounded reward goes with the dynamics."""
     from jaxcc.training.configs import load_config
 
     c = load_config(name)

@@ -46,8 +46,8 @@ What the paper fixes and how we read it:
   TD3 choice), a config switch.
 * Decided (none given): γ, learning rates, τ, widths, buffer size, gradient steps per
   environment step, warm-up with uniform random u (``learning_starts`` transitions).
-* Keeping the actor out of tanh saturation (decided; measured on ``configs/deepcc.py`` runs of
-  3 k updates): with DDPG's actor learning rate 1e-4, an untrained critic's ∂Q/∂a sent the
+* Keeping the actor out of tanh saturation (decided; measured on 3 k-update runs of
+  ``configs/deepcc_clean.py``): with DDPG's actor learning rate 1e-4, an untrained critic's ∂Q/∂a sent the
   actor to u = 1 (100 Mbit/s, ~50 % loss) or u = 0 within ~1 k gradient steps, where |z| > 7
   left no gradient and the noise could not bring it back (it stayed at 0.1 Mbit/s).  So: the
   actor starts at u = ``init_u`` (the output bias; 1 Mbit/s, below every training link's mean
@@ -56,7 +56,7 @@ What the paper fixes and how we read it:
 * The exported actor is the target actor μ' (``export_target_actor``, decided; measured): the
   online actor at the last update carries its last few hundred gradient steps' wobble, μ' is
   their Polyak average.  On 64 held-out links per sampler (``goal_probe``, 4 goals, mean eq. 3
-  reward) μ' beat θ^μ on all 3 seeds of ``configs/deepcc.py`` on both the training sampler's
+  reward) μ' beat θ^μ on all 3 seeds of ``configs/deepcc_clean.py`` on both the training sampler's
   links (−0.299/−0.321/−0.399 vs −0.305/−0.339/−0.540) and the env's Wi-Fi-like default
   sampler's (−0.096/−0.092/−0.105 vs −0.101/−0.096/−0.205).
 * The reward's throughput term is normalised by the link's mean capacity in training
@@ -510,7 +510,7 @@ def goal_probe(env, ep, actor_apply, actor, goals, key, n_links: int, policy=Non
     episode, per link then averaged), ``qdelay_ms`` (mean of the MI mean RTT − the link's
     propagation RTT), ``loss`` (mean MI loss rate), ``reward`` (mean eq. 3 reward under that
     goal), ``rate_over_cap`` (mean sending rate / the link's mean capacity).  What
-    ``configs/deepcc.py``'s recipe was judged on (never the evaluation scenarios).
+    ``configs/deepcc_clean.py``'s recipe was judged on (never the evaluation scenarios).
     ``policy(state, obs, goal) -> u [1]`` replaces the actor (e.g. a fixed fraction of capacity).
     """
     goals = jnp.asarray(goals, jnp.float32)

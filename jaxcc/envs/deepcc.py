@@ -46,14 +46,14 @@ Decisions where the paper is silent:
   packets, random loss uniform in [``loss_lo``, ``loss_hi``] (0 by default).  Options for wider
   samplers: ``mean_log`` (log-uniform mean), ``buf_bdp_lo/hi`` (buffers in BDPs) with
   ``buf_pkts_prob`` (that share of links keeps the packet range); ``configs/deepcc.py`` trains
-  on such a wider sampler (measured there).  The start:
+  on such a wider sampler (measured in ``configs/deepcc_clean.py``).  The start:
   u = ``init_action`` = 1/3, i.e. 1 Mbit/s (the datapath sender's ``--init-mbps``).
 * The reward's throughput term (decided; measured): eq. 1 divides throughput_t by
   "the maximum value among all the history throughput".  Read as the connection's own running
   maximum (the observation's m¹, all a deployed sender knows), eq. 3 is maximised by any
   constant rate below capacity from the start of a connection (m¹ = 1, m² = 1, m³ = 0 at
   0.1 Mbit/s as at capacity), and probing higher only lowers every later m¹: a DDPG run
-  (configs/deepcc.py, 1500 updates) drove u to 0 (0.1 Mbit/s) with that reward.  The paper
+  (configs/deepcc.py without the robust dynamics, 1500 updates) drove u to 0 (0.1 Mbit/s) with that reward.  The paper
   trained on one Wi-Fi link, where the history of all its training connections makes the
   maximum the link's peak; with a link drawn per episode we take the link's mean capacity over
   the episode (``thr_ref``, ``reward_link_norm`` = 1), so the reward's m¹ is the utilisation.
