@@ -180,7 +180,7 @@ def bench_config(config, updates: int, n: int, devices: int | None = None) -> di
     return cfg
 
 
-def bench_training(config, updates: int = 2, sizes=None, repeats: int = 2, devices=None, on_row=None) -> list[dict]:
+def bench_training(config, updates: int = 2, sizes=None, repeats: int = 2, devices=None) -> list[dict]:
     """Environment steps and updates per second of the agent's whole training loop (``run_chunk``
     of ``updates`` updates), compilation excluded (one warm-up call per size).  Also per
     CPU-second of this process (all its threads), which is the fairer figure on a shared machine.
@@ -188,8 +188,7 @@ def bench_training(config, updates: int = 2, sizes=None, repeats: int = 2, devic
     ``config.num_envs`` is set to each size; a PPO config's ``ppo.num_minibatches`` shrinks to
     keep minibatches of at least 256 samples (and a divisor of the batch that splits over the
     devices).  ``devices``: the mesh (default every device); the state is placed as
-    ``jaxcc.train`` places it and the agent gets the mesh.  ``on_row(row)`` is called as each
-    size is measured (a caller stopped at a time limit keeps the sizes it finished).
+    ``jaxcc.train`` places it and the agent gets the mesh.
     """
     from jaxcc import agents
     from jaxcc.agents import pipeline
@@ -223,8 +222,6 @@ def bench_training(config, updates: int = 2, sizes=None, repeats: int = 2, devic
                      "env_steps": steps, "seconds": best, "env_steps_per_s": steps / best,
                      "updates_per_s": updates / best, "cpu_seconds": best_cpu,
                      "env_steps_per_cpu_s": steps / max(best_cpu, 1e-9), "first_call_s": t_first})
-        if on_row is not None:
-            on_row(rows[-1])
         print(f"{cfg.algo:14s} devices={len(devs)}  links={n:6d}  env-steps/s={steps / best:12,.0f}  "
               f"updates/s={updates / best:9.2f}  (first call incl. compile {t_first:.1f} s)", flush=True)
     return rows
@@ -274,15 +271,11 @@ def _train_rows(fv, names, device_counts, sizes, on_row=None) -> list[dict]:
     rows = []
     for name in names:
         cfg = configs.load_config(name)
-        size = sizes or [default_size(cfg, device_counts or [len(devs)])]
-
-        def keep(r, name=name):
-            rest = {k: v for k, v in r.items() if k != "config_algo"}
-            rows.append({"algorithm": r["config_algo"], "config": name, **rest})
+        for n in sizes or [default_size(cfg, device_counts or [len(devs)])]:  # one size at a time: on_row
+            (r,) = bench_training(cfg, fv.updates, [n], fv.repeats if fv["repeats"].present else 2, devs)
+            rows.append({"algorithm": r.pop("config_algo"), "config": name, **r})
             if on_row is not None:
                 on_row(rows)
-
-        bench_training(cfg, fv.updates, size, fv.repeats if fv["repeats"].present else 2, devs, on_row=keep)
     return rows
 
 

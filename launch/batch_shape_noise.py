@@ -74,7 +74,7 @@ def main() -> None:
                 d = np.abs(x.astype(np.float64) - ref[k].astype(np.float64))
                 if d.max() > 0:
                     t = int(np.argwhere(d > 0)[0][0])
-                    rel = float(d.reshape(d.shape[0], -1)[t].max() / max(np.abs(ref[k]).reshape(d.shape[0], -1)[t].max(), 1e-30))
+                    rel = float(np.max(d[t]) / max(np.max(np.abs(ref[k][t])), 1e-30))
                     firsts.append((t, k, rel))
             if firsts:
                 t, k, rel = min(firsts)

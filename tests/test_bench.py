@@ -142,14 +142,13 @@ def test_train_bench_stopped_keeps_the_sizes_it_finished(tmp_path, monkeypatch):
 
     from jaxcc import bench
 
-    def fake(config, updates, sizes, repeats, devices, on_row=None):
+    def fake(config, updates, sizes, repeats, devices):
         rows = []
         for n in sizes:
             if n == 16:
                 raise KeyboardInterrupt  # what the time limit's signal does mid-size
             rows.append({"config_algo": "aurora_ppo", "devices": 1, "num_envs": n, "env_steps_per_s": 1.0,
                          "updates_per_s": 1.0})
-            on_row(rows[-1])
         return rows
 
     monkeypatch.setattr(bench, "bench_training", fake)
