@@ -1,20 +1,26 @@
-"""How far the online forgetting check moves for an actor that learnt nothing: the start policy
-with every tensor perturbed by relative Gaussian noise, run through the same check.
+"""How far the online forgetting check moves for an actor that learnt nothing, and for given actors:
+the start policy with every tensor perturbed by relative Gaussian noise, and any final actors named
+with ``--actors``, each run through the same check as a learning arm's final actor.
 
     PYTHONPATH=. python3 launch/forgetting_floor.py --policy=checkpoints/pareto/pareto_fair.safetensors \
-        --scales=1e-4,1e-3,1e-2 --seeds=0,1,2
+        --scales=1e-3,1e-2 --seeds=0,1,2
 
 For each scale ε and seed, every tensor x becomes ``x · (1 + ε·z)``, z ~ N(0, 1) per element
-(``numpy.random.default_rng(seed)``), and ``jaxcc.online.checks.old_env_check`` compares it with
-the start file on the forgetting check's links (``jaxcc.online``'s default ``--old-envs``), as
-a learning arm's final actor is compared.  The table gives each link's Ankh change, after −
-before over before, and the worst per arm.  A change that random perturbations of this size
-reach says nothing about what a learner forgot.
+(``numpy.random.default_rng(seed)``).  ``jaxcc.online.checks.ankh_changes`` compares every actor
+with the start file on the forgetting check's links (``jaxcc.online``'s default ``--old-envs``)
+and on ``--neighbours`` neighbours of each (``Scenario.neighbour``), all in one evaluation.  The
+table gives per link the Ankh change on the link as named (one run), after − before over before,
+then the change of the mean over its neighbours, and the worst of each per actor.  A change that
+random perturbations of this size reach says nothing about what a learner forgot.
+
+``--actors=LABEL=FILE,...`` adds files (for example learning arms' ``policy_final.safetensors``)
+started from ``--policy``; ``--scales=`` (empty) leaves the perturbations out.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import tempfile
@@ -30,29 +36,57 @@ def main(argv: list[str]) -> int:
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--policy", required=True, help="the start policy file")
-    ap.add_argument("--scales", default="1e-4,1e-3,1e-2", help="relative noise scales ε, comma-separated")
+    ap.add_argument("--scales", default="1e-3,1e-2", help="relative noise scales ε, comma-separated ('' for none)")
     ap.add_argument("--seeds", default="0,1,2")
+    ap.add_argument("--actors", default="", help="LABEL=FILE,... more actors to check against --policy")
     ap.add_argument("--old-envs", default=DEFAULT_OLD_ENVS)
+    ap.add_argument("--neighbours", type=int, default=checks.OLD_ENV_NEIGHBOURS)
+    ap.add_argument("--json", default=None, help="also write every figure here")
     a = ap.parse_args(argv)
-    scales = [float(x) for x in a.scales.split(",") if x]
-    seeds = [int(x) for x in a.seeds.split(",") if x]
-    if not scales or any(not s > 0 for s in scales):
-        ap.error(f"--scales={a.scales}: give one or more numbers > 0")
+    try:
+        scales = [float(x) for x in a.scales.split(",") if x]
+        seeds = [int(x) for x in a.seeds.split(",") if x]
+    except ValueError as e:
+        ap.error(f"--scales/--seeds: {e}")
+    if any(not s > 0 for s in scales):
+        ap.error(f"--scales={a.scales}: give numbers > 0")
+    actors: dict[str, str] = {}
+    for item in (x for x in a.actors.split(",") if x):
+        label, sep, path = item.partition("=")
+        if not sep or not label or not os.path.isfile(path):
+            ap.error(f"--actors: {item!r} is not LABEL=FILE with an existing file")
+        actors[label] = path
+    if not scales and not actors:
+        ap.error("nothing to check: give --scales or --actors")
+    if not 0 <= a.neighbours <= 256:
+        ap.error(f"--neighbours={a.neighbours}: must be in [0, 256]")
     names = [n.strip() for n in a.old_envs.split(",") if n.strip()]
     spec, tensors = policyfile.load(a.policy)
-    print("| ε | seed | " + " | ".join(names) + " | worst |")
-    print("|---|---|" + "---|" * (len(names) + 1))
+    given = actors
     with tempfile.TemporaryDirectory() as tmp:
+        actors = {}
         for eps in scales:
             for seed in seeds:
                 rng = np.random.default_rng(seed)
                 moved = {k: (v * (1.0 + eps * rng.standard_normal(v.shape))).astype(v.dtype) for k, v in tensors.items()}
                 path = os.path.join(tmp, f"eps{eps:g}_s{seed}.safetensors")
                 write_atomic(path, policy_blob(spec, moved))
-                before, after = checks.old_env_check(a.policy, path, names)
-                ch = [(after[n]["ankh"] - before[n]["ankh"]) / before[n]["ankh"] for n in names]
-                print(f"| {eps:g} | {seed} | " + " | ".join(f"{100 * c:+.1f} %" for c in ch)
-                      + f" | {100 * max(ch):+.1f} % |", flush=True)
+                actors[f"ε={eps:g} seed {seed}"] = path
+        actors.update(given)
+        res = checks.ankh_changes(a.policy, actors, names, neighbours=a.neighbours)
+    print(f"Per link: the link as named (one run) / the mean over {a.neighbours} neighbours.\n")
+    print("| actor | " + " | ".join(f"`{n}`" for n in names) + " | worst, one run | worst, neighbourhood |")
+    print("|---|" + "---|" * (len(names) + 2))
+    for lab, per in res.items():
+        one = [per[n]["change"] for n in names]
+        nb = [per[n]["neighbourhood_change"] for n in names]
+        cells = [f"{100 * o:+.1f} % / {100 * m:+.1f} %" if m is not None else f"{100 * o:+.1f} %"
+                 for o, m in zip(one, nb)]
+        worst_nb = f"{100 * max(nb):+.1f} %" if None not in nb else "-"
+        print(f"| {lab} | " + " | ".join(cells) + f" | {100 * max(one):+.1f} % | {worst_nb} |", flush=True)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"policy": a.policy, "old_envs": names, "neighbours": a.neighbours, "checks": res}, f, indent=1)
     return 0
 
 

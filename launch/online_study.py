@@ -14,7 +14,8 @@ with the variant's flags.  Each variant's arms are then compared with the frozen
 the built-in control compares its arms (``jaxcc.online.compare``: one d_max per seed, the last
 minute's Ankh, learning − frozen), into ``OUT/<link>/<variant>/compare.json|md``, and every
 variant and link into ``OUT/study.json`` and ``OUT/study.md``, with each variant's forgetting: the
-worst old link's Ankh change (``jaxcc.online``'s forgetting check), median over its arms.
+worst old link's Ankh change (``jaxcc.online``'s forgetting check: the change of the mean over
+the link's neighbours, or of its one run for arms run without neighbours), median over its arms.
 
 Arms whose results exist are kept, so a second run with more variants or seeds runs only the
 new arms (the frozen arm and the first seeds' stay as they were).  ``--jobs`` runs that many
@@ -146,7 +147,7 @@ def main(argv: list[str]) -> int:
             study["per_link"][link][v] = {
                 "last_ankh_rel": doc["summary"]["last_ankh_rel"],
                 # forgetting: per seed the worst old link's Ankh change (simulator, start -> final actor)
-                "worst_old_change": [max((per_seed[s]["learning"].get("old_env_ankh_change") or {"-": float("nan")}).values())
+                "worst_old_change": [max(compare.old_changes(per_seed[s]["learning"]).values(), default=float("nan"))
                                      for s in seeds],
                 "reward_last": [(per_seed[s]["learning"].get("records_last_minute") or {}).get("reward_mean")
                                 for s in seeds],

@@ -1,7 +1,7 @@
 """Online fine-tuning against its frozen control (``python -m jaxcc.online --control=frozen``,
 ``jaxcc.online.compare``): the interleaved run order and folder layout, the report's arithmetic
 against hand-computed numbers, the refused flag combinations, the simulator's link seed reaching
-the simulated link, and (full tier) a short run over the simulator backend in which the frozen
+the simulated link, the forgetting check of an unchanged actor, and (full tier) a short run over the simulator backend in which the frozen
 arm applies no weights."""
 
 import json
@@ -184,6 +184,7 @@ def test_bad_control_flags_are_one_line(tmp_path, capsys, monkeypatch):
                                                                        "--learner-seeds=0,1")
     assert "--net-seed=-2: must be >= 0" in err(*sim, "--net-seed=-2")
     assert "--net-seed=1: only --emulator=sim" in err("--emulator=netns", "--scenario=pareto/fixed50", "--net-seed=1")
+    assert "--old-env-neighbours=-1: must be in [0, 256]" in err(*sim, "--old-env-neighbours=-1")
     # the command: one line on stderr, exit 2
     from jaxcc import online
 
@@ -298,3 +299,38 @@ def test_operating_point_time_by_hand():
     assert got["target_throughput_mbps"] == pytest.approx((8.8 + 11 * 10.0) / 12)
     assert operating_point_time({"t_s": t, "throughput_mbps": thr, "rtt_ms": rtt}, bin_s=5.0)["time_s"] == 15.0
     assert operating_point_time({"t_s": [], "throughput_mbps": [], "rtt_ms": []}, bin_s=5.0)["time_s"] is None
+
+
+def test_forgetting_check_of_an_unchanged_actor_is_zero_on_the_link_and_its_neighbours():
+    """The start policy against itself: every run is the same simulation, so each pair's d_max is its
+    own p95 delay (delay term 1, Pareto eq. 10) and every change is exactly 0."""
+    from jaxcc.online.checks import ankh_changes
+
+    pol = POLICY
+    res = ankh_changes(pol, {"same": pol}, ["pareto/fixed50"], neighbours=2)["same"]["pareto/fixed50"]
+    assert res["change"] == 0.0 and res["neighbourhood_change"] == 0.0 and res["neighbourhood_sd"] == 0.0
+    b = res["before"]
+    assert b["ankh"] == pytest.approx(((1.0 - b["utilization"]) + 1.0 + b["loss"]) / 3.0, rel=1e-6)
+    # The neighbours are other runs than the link as named (RTTs within 3 %, later starts).
+    assert res["neighbourhood_ankh_before"] != b["ankh"] and res["neighbours"] == 2
+    with pytest.raises(ValueError, match="'start'"):
+        ankh_changes(pol, {"start": pol}, ["pareto/fixed50"])
+
+
+def test_forgetting_in_the_report_reads_the_neighbourhood_where_measured():
+    """Per seed the learning arm's worst old link: the neighbourhood's change where the check ran
+    neighbours, else the one run's (an arm run with ``--old-env-neighbours=0``)."""
+    arms = _fake([0, 1, 2])
+    arms[0]["learning"].update(old_env_ankh_change={"a": 0.20, "b": 0.01},
+                               old_env_neighbourhood_change={"a": 0.02, "b": 0.03})
+    arms[1]["learning"].update(old_env_ankh_change={"a": -0.10, "b": 0.04},
+                               old_env_neighbourhood_change={"a": None, "b": None})
+    doc = compare.compare(arms)
+    rows = {r["seed"]: r["learning"] for r in doc["rows"]}
+    assert (rows[0]["old_worst_change"], rows[0]["old_worst_link"]) == (0.03, "b")
+    assert (rows[1]["old_worst_change"], rows[1]["old_worst_link"]) == (0.04, "b")
+    assert rows[2]["old_worst_change"] is None  # no forgetting check ran
+    s = doc["summary"]["learning_old_worst_change"]
+    assert s["n"] == 2 and s["median"] == pytest.approx(0.035)
+    assert ("forgetting (the learning arm's worst old link, Ankh change) over 2 seed(s): median +3.5 %, "
+            "min–max +3.0 % … +4.0 %") in compare.markdown(doc)

@@ -398,7 +398,7 @@ def test_end_to_end_over_the_sim_backend(smoke_ckpt, tmp_path):
     out = tmp_path / "run"
     cmd = [sys.executable, "-m", "jaxcc.online", f"--checkpoint={smoke_ckpt}", "--scenario=pareto/shared2",
            "--emulator=sim", "--minutes=1", "--speed=4", f"--out={out}", "--old-envs=pareto/fixed50",
-           "--push-every=16"]
+           "--old-env-neighbours=2", "--push-every=16"]
     p = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=240)
     assert p.returncode == 0, p.stderr[-3000:]
     r = json.loads((out / "results.json").read_text())
@@ -420,6 +420,7 @@ def test_end_to_end_over_the_sim_backend(smoke_ckpt, tmp_path):
     assert r["timeline"]["weight_version"][-1] >= 1 and r["grad_steps"] > 0
     assert 0 < r["max_decision_gap_s"] < 1.0
     assert set(r["old_env_before"]) == set(r["old_env_after"]) == {"pareto/fixed50"}
+    assert r["old_env_neighbours"] == 2 and set(r["old_env_neighbourhood_change"]) == {"pareto/fixed50"}
     assert (out / "online.png").stat().st_size > 0
 
 

@@ -24,12 +24,13 @@ def _w(u, p95, loss=0.0):
     return {"throughput_mbps": 50 * u, "utilization": u, "p95_owd_ms": p95, "loss": loss, "jain": 1.0, "ankh": 0.999}
 
 
-def _arm(d: Path, first, last, reward=None, old=None, steps=80):
+def _arm(d: Path, first, last, reward=None, old=None, steps=80, old_nb=None):
     d.mkdir(parents=True, exist_ok=True)
     (d / "results.json").write_text(json.dumps({
         "first_minute": first, "last_minute": last, "weight_pushes": 5, "updates_applied": 5, "grad_steps": steps,
         "weight_version": 5, "records": 100, "transitions": 99, "net_seed": 0,
-        "records_last_minute": {"reward_mean": reward}, "old_env_ankh_change": old or {}}))
+        "records_last_minute": {"reward_mean": reward}, "old_env_ankh_change": old or {},
+        "old_env_neighbourhood_change": old_nb or {}}))
 
 
 def test_table_from_existing_arms_by_hand(tmp_path, monkeypatch):
@@ -47,7 +48,9 @@ def test_table_from_existing_arms_by_hand(tmp_path, monkeypatch):
     _arm(base / "default" / "seed1", _w(0.8, 50), _w(0.9, 50), reward=9.25, old={"a": 0.04})
     _arm(base / "default" / "seed2", _w(0.8, 50), _w(0.8, 50), reward=9.0, old={"a": 0.06})
     for s in (0, 1, 2):
-        _arm(base / "lr0.3" / f"seed{s}", _w(0.8, 50), _w(0.7, 50, loss=0.2), reward=8.0, old={"a": 0.5})
+        # with neighbours the check's figure is their mean's change (0.03), not the one run's (0.5)
+        _arm(base / "lr0.3" / f"seed{s}", _w(0.8, 50), _w(0.7, 50, loss=0.2), reward=8.0, old={"a": 0.5},
+             old_nb={"a": 0.03})
     started = []
     monkeypatch.setattr(study, "_online", lambda args, log: started.append(args))
     assert study.main([f"--checkpoint={tmp_path}", "--links=aurora/loss1", "--variants=default,lr0.3",
@@ -63,7 +66,7 @@ def test_table_from_existing_arms_by_hand(tmp_path, monkeypatch):
     assert d["frozen_reward_last"] == 9.0
     md = (out / "study.md").read_text()
     assert "| default | (BASE) | -14.3 % (-28.6 … +0.0) | +6.0 % | 9.50, 9.25, 9.00 (9.00) |" in md
-    assert "| lr0.3 | --lr-scale=0.3 | +42.9 % (+42.9 … +42.9) | +50.0 % |" in md
+    assert "| lr0.3 | --lr-scale=0.3 | +42.9 % (+42.9 … +42.9) | +3.0 % |" in md
     cmp_ = json.loads((base / "default" / "compare.json").read_text())
     assert cmp_["variant"] == "default" and cmp_["frozen_arm"].endswith("control/seed0/frozen")
 

@@ -4,6 +4,7 @@ import copy
 import functools
 import json
 import math
+import os
 import struct
 
 import jax
@@ -307,3 +308,12 @@ def test_random_command_writes_kinds_and_feature_sets(tmp_path, capsys):
     assert "--random needs --out" in lines[0] and "missing.safetensors" in lines[1] and "--seed" in lines[2]
     assert pf.run_cli(["policyfile", f"--check={out}"]) == 0
     assert '"mocc_v1"' in capsys.readouterr().out
+
+
+def test_load_returns_tensors_in_name_order():
+    """safetensors decodes a file's tensors in an order that changes from process to process; load
+    hands them back sorted by name, so code that walks them (a seeded perturbation) repeats."""
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "checkpoints", "pareto",
+                        "pareto_fair.safetensors")
+    spec, t = pf.load(path)
+    assert len(t) >= 6 and list(t) == sorted(t)

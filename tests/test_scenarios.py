@@ -231,3 +231,36 @@ def test_emulation_refuses_init_rate():
     from jaxcc.emulation.host import EmulationError
     with pytest.raises(EmulationError, match=r"^t\.flows\[0\]\.init_rate_mbps: not emulated yet"):
         emu_spec.as_scenario(spec(**{"flows.0.init_rate_mbps": 2.0}))
+
+
+def test_neighbours_move_each_flow_within_their_ranges_and_keep_the_link():
+    sc = scenarios.get_scenario("pareto/shared2")
+    seen = set()
+    for k in range(8):
+        nb = sc.neighbour(k)
+        assert nb.name == f"pareto/shared2~{k}" and nb.link == sc.link and nb.duration_s == sc.duration_s
+        for f, g in zip(sc.flows, nb.flows):
+            assert abs(g.rtt_ms / f.rtt_ms - 1.0) <= 0.03 and 0.0 <= g.start_s - f.start_s <= 0.25
+            assert g.stop_s == f.stop_s and g.controller == f.controller
+        seen.add(tuple(round(g.rtt_ms, 6) for g in nb.flows))
+        assert nb == sc.neighbour(k)  # drawn from k alone
+    assert len(seen) == 8
+    # The draws are numpy's default_rng(k), flow by flow: RTT factor, then start shift.
+    import numpy as np
+    rng = np.random.default_rng(5)
+    f0 = rng.uniform(-0.03, 0.03)
+    s0 = rng.uniform(0.0, 0.25)
+    assert sc.neighbour(5).flows[0].rtt_ms == pytest.approx(90.0 * (1 + f0))
+    assert sc.neighbour(5).flows[0].start_s == pytest.approx(s0)
+    with pytest.raises(ValueError, match="neighbour index must be >= 0"):
+        sc.neighbour(-1)
+
+
+def test_a_neighbour_keeps_preference_changes_after_the_flow_start():
+    sc = parse_scenario(spec() | {"flows": [
+        {"rtt_ms": 40.0, "start_s": 1.0, "controller": "bbr",
+         "preference_changes": [{"at_s": 1.1, "preference": [0.5, 0.5, 0.0]}]}]})
+    nb = sc.neighbour(0)
+    shift = nb.flows[0].start_s - 1.0
+    assert 0.0 <= shift <= 0.25
+    assert nb.flows[0].preference_changes[0][0] == pytest.approx(1.1 + shift)

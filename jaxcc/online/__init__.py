@@ -56,8 +56,11 @@ online from the senders' experience.
 queue dropped), ``max_decision_gap_s`` (the senders' own measure from their BYE counters; else
 the largest gap between consecutive records' times), ``old_env_before`` / ``old_env_after``
 (the starting and final actors in the simulator on ``--old-envs``, the forgetting check,
-``jaxcc.evaluation.runs.run_evaluation``: one evaluation with both actors, so Ankh's numbers share one
-d_max), ``grad_steps``, ``records``, ``transitions``, ``records_per_s``, the per-flow learner
+``jaxcc.online.checks.old_env_check``: Ankh's numbers of each pair share one d_max),
+``old_env_ankh_change`` (each link as named, one run) and ``old_env_neighbourhood_change`` (the
+change of the mean Ankh over ``--old-env-neighbours`` neighbours of each link,
+``Scenario.neighbour``: the figure the forgetting bar reads, since one run of a shared link moves
+by several percent for any small change of the actor), ``grad_steps``, ``records``, ``transitions``, ``records_per_s``, the per-flow learner
 view and a 1-s timeline; ``OUT/online.png`` plots throughput, RTT and the weight version over
 time (from the records).  ``--emulator=flood`` is the learner's benchmark: ``--replicas`` (3)
 flooding senders (``jaxcc.emulation.experience.flood``) send records as fast as the learner takes

@@ -4,28 +4,79 @@ first and last minute's Ankh numbers (``ankh_pair``) and the run's timeline plot
 from __future__ import annotations
 
 
-
-
-
 # ----------------------------------------------------------------------------- forgetting check
 
+# Neighbours of each old link the forgetting check averages over (``Scenario.neighbour``).
+OLD_ENV_NEIGHBOURS = 16
+_KEYS = ("throughput_mbps", "utilization", "p95_owd_ms", "loss", "jain", "ankh", "ankh_d_max_ms")
 
-def old_env_check(before: str, after: str, names: list[str]) -> tuple[dict, dict]:
-    """The start and end actors in the simulator on ``names`` (one ``run_evaluation`` for both, so
-    their Ankh's numbers share d_max).  Returns (before, after): ``{scenario: record}``."""
-    from jaxcc.evaluation import runs
+
+def ankh_changes(start: str, actors: dict[str, str], names: list[str], *,
+                 neighbours: int = OLD_ENV_NEIGHBOURS) -> dict:
+    """Each actor against the start policy on the links ``names`` and on ``neighbours`` neighbours
+    of each (``Scenario.neighbour``), in the simulator, all in one ``run_evaluation``.
+
+    Ankh's number compares a pair (d_max is the larger of the two p95 delays, Pareto eq. 10), so
+    every actor is scored against the start policy alone, run by run.  Per actor and link:
+
+    * ``before``, ``after``: the link as named, one run each (records with ``ankh``);
+    * ``change``: their Ankh change, (after − before) / before;
+    * ``neighbourhood_change``: the change of the mean Ankh over the neighbours,
+      mean(after) / mean(before) − 1 (None without neighbours);
+    * ``neighbourhood_sd``: the spread of the per-neighbour changes (standard deviation).
+
+    Returns ``{actor label: {link: {...}}}``."""
+    import numpy as np
+
+    from jaxcc.evaluation import metrics, runs
 
     if not names:
-        return {}, {}
+        return {lab: {} for lab in actors}
+    if neighbours < 0:
+        raise ValueError(f"neighbours must be >= 0, got {neighbours}")
+    if "start" in actors:
+        raise ValueError("an actor may not be labelled 'start' (the start policy's label)")
     scs, _ = runs.resolve_scenarios(scenario=",".join(names))
-    entries = [runs.ControllerEntry("before", f"policy:{before}"),
-               runs.ControllerEntry("after", f"policy:{after}")]
-    rep = runs.run_evaluation(scs, entries, progress=False, keep_series=False)
-    keys = ("throughput_mbps", "utilization", "p95_owd_ms", "loss", "jain", "ankh", "ankh_d_max_ms")
-    out = {"before": {}, "after": {}}
-    for r in rep["results"]:
-        out[r["controller"]][r["scenario"]] = {k: r[k] for k in keys}
-    return out["before"], out["after"]
+    runs_of = {sc.name: [sc.name] + [f"{sc.name}~{k}" for k in range(neighbours)] for sc in scs}
+    allsc = list(scs) + [sc.neighbour(k) for sc in scs for k in range(neighbours)]
+    entries = [runs.ControllerEntry("start", f"policy:{start}")]
+    entries += [runs.ControllerEntry(lab, f"policy:{path}") for lab, path in actors.items()]
+    rep = runs.run_evaluation(allsc, entries, progress=False, keep_series=False)
+    raw = {(r["scenario"], r["controller"]): r for r in rep["results"]}
+
+    def pair(scen: str, lab: str) -> tuple[dict, dict]:
+        b, a = raw[(scen, "start")], raw[(scen, lab)]
+        d_max = max(b["p95_owd_ms"], a["p95_owd_ms"])
+        out = []
+        for r in (b, a):
+            rec = {k: r[k] for k in _KEYS}
+            rec["ankh"] = metrics.ankh(r["throughput_mbps"], r["capacity_mbps"], r["p95_owd_ms"], d_max, r["loss"])
+            rec["ankh_d_max_ms"] = d_max
+            out.append(rec)
+        return out[0], out[1]
+
+    res: dict = {}
+    for lab in actors:
+        res[lab] = {}
+        for sc in scs:
+            b, a = pair(sc.name, lab)
+            nb = [pair(n, lab) for n in runs_of[sc.name][1:]]
+            mb = float(np.mean([x["ankh"] for x, _ in nb])) if nb else None
+            ma = float(np.mean([y["ankh"] for _, y in nb])) if nb else None
+            res[lab][sc.name] = {
+                "before": b, "after": a, "change": (a["ankh"] - b["ankh"]) / b["ankh"] if b["ankh"] else None,
+                "neighbours": neighbours, "neighbourhood_ankh_before": mb, "neighbourhood_ankh_after": ma,
+                "neighbourhood_change": (ma - mb) / mb if mb else None,
+                "neighbourhood_sd": float(np.std([(y["ankh"] - x["ankh"]) / x["ankh"] for x, y in nb])) if nb else None,
+            }
+    return res
+
+
+def old_env_check(before: str, after: str, names: list[str], *,
+                  neighbours: int = OLD_ENV_NEIGHBOURS) -> dict:
+    """The forgetting check: the start actor ``before`` against the end actor ``after`` on
+    ``names`` and their neighbours (``ankh_changes``).  Returns ``{link: {...}}``."""
+    return ankh_changes(before, {"after": after}, names, neighbours=neighbours)["after"]
 
 
 def operating_point_time(bins: dict, *, bin_s: float, last_s: float = 60.0, tol: float = 0.1) -> dict:

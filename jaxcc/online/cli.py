@@ -13,7 +13,7 @@ from typing import Any, Sequence
 
 import numpy as np
 from jaxcc.online import compare
-from jaxcc.online.checks import ankh_pair, old_env_check, operating_point_time, plot
+from jaxcc.online.checks import OLD_ENV_NEIGHBOURS, ankh_pair, old_env_check, operating_point_time, plot
 from jaxcc.online.learner import REWARDS, Learner
 from jaxcc.online.restore import write_atomic
 
@@ -110,6 +110,9 @@ def define_flags(fv):
     number("learner_timeout_s", 5.0, "seconds without the learner before a sender falls back")
     flags.DEFINE_multi_string("sender_arg", [], "extra sender argument (repeatable)", flag_values=fv)
     string("old_envs", DEFAULT_OLD_ENVS, "scenarios for the forgetting check ('' for none)")
+    integer("old_env_neighbours", OLD_ENV_NEIGHBOURS, "the forgetting check also runs this many neighbours of each "
+            "--old-envs link (its flows' RTTs within ±3 %, starts up to 0.25 s later) and judges the change of "
+            "their mean Ankh (0: the links alone)")
     string("prefix", "onl", "netns name prefix")
     number("speed", 1.0, "sim: simulated seconds per wall second (0: unpaced)")
     integer("seed", 0, "the learner's seed")
@@ -128,6 +131,8 @@ def define_flags(fv):
 def _check_args(a) -> None:
     if not a.minutes > 0:
         raise ValueError(f"--minutes={a.minutes}: must be > 0")
+    if not 0 <= a.old_env_neighbours <= 256:
+        raise ValueError(f"--old-env-neighbours={a.old_env_neighbours}: must be in [0, 256]")
     given = [x for x in (a.scenario, a.scenario_file) if x]
     if a.emulator not in ("external", "flood") and len(given) != 1:
         raise ValueError("give exactly one of --scenario, --scenario-file")
@@ -392,7 +397,7 @@ def _run_arm(a, log, *, out: str, seed: int, learn: bool, net_seed: int) -> dict
     names = [n.strip() for n in old_envs.split(",") if n.strip()] if learn else []
     final = os.path.join(learner.out, "policy_final.safetensors")
     write_atomic(final, open(learner.latest_path, "rb").read())
-    before, after = old_env_check(learner.v0_path, final, names)
+    forget = old_env_check(learner.v0_path, final, names, neighbours=a.old_env_neighbours)
     tl = learner.timeline_bins()
     res: dict[str, Any] = {
         "checkpoint": os.path.abspath(a.checkpoint), "start_policy": learner.label,
@@ -413,9 +418,13 @@ def _run_arm(a, log, *, out: str, seed: int, learn: bool, net_seed: int) -> dict
         "weights_superseded": int(learner.counters["weights_superseded"]),
         "records_dropped": learner.records_dropped(server),
         "max_decision_gap_s": gap, "max_decision_gap_source": gap_src,
-        "old_env_before": before, "old_env_after": after,
-        "old_env_ankh_change": {k: (after[k]["ankh"] - before[k]["ankh"]) / before[k]["ankh"]
-                                if before[k].get("ankh") else None for k in before},
+        # the forgetting check: each old link as named (one run per actor) and the mean over its neighbours
+        "old_env_before": {k: v["before"] for k, v in forget.items()},
+        "old_env_after": {k: v["after"] for k, v in forget.items()},
+        "old_env_ankh_change": {k: v["change"] for k, v in forget.items()},
+        "old_env_neighbours": a.old_env_neighbours,
+        "old_env_neighbourhood_change": {k: v["neighbourhood_change"] for k, v in forget.items()},
+        "old_env_neighbourhood_sd": {k: v["neighbourhood_sd"] for k, v in forget.items()},
         "weight_version": int(learner.meta["version"]), "weight_pushes": len(learner.meta["pushes"]),
         "grad_steps": learner.grad_steps_run, "grad_steps_total": int(learner.meta["grad_steps"]),
         "records": int(learner.counters["records"]), "transitions": int(learner.counters["transitions"]),

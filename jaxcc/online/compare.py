@@ -123,6 +123,14 @@ def spread(values: Sequence[float | None]) -> dict[str, Any]:
     return out
 
 
+def old_changes(res: dict) -> dict[str, float]:
+    """A learning arm's forgetting figures per old link (``results.json``): the change of the
+    mean Ankh over the link's neighbours where the check ran them
+    (``old_env_neighbourhood_change``), else of the link's one run (``old_env_ankh_change``)."""
+    nb = {k: v for k, v in (res.get("old_env_neighbourhood_change") or {}).items() if v is not None}
+    return nb or {k: v for k, v in (res.get("old_env_ankh_change") or {}).items() if v is not None}
+
+
 def seed_row(seed: int, arms: dict[str, dict]) -> dict[str, Any]:
     """One seed's comparison from its arms' results (``{"learning": res, "frozen": res}``, each
     a ``results.json`` of ``jaxcc.online``)."""
@@ -154,6 +162,10 @@ def seed_row(seed: int, arms: dict[str, dict]) -> dict[str, Any]:
         row[a]["op_time_s"], row[a]["op_first_time_s"] = _num(op.get("time_s")), _num(op.get("first_time_s"))
     ol, of = row["learning"]["objective_last"], row["frozen"]["objective_last"]
     row["last_objective_diff"] = None if None in (ol, of) else ol - of
+    # forgetting: the worst old link's Ankh change, start -> final actor (the frozen arm has none)
+    old = old_changes(arms["learning"])
+    row["learning"]["old_worst_change"] = max(old.values()) if old else None
+    row["learning"]["old_worst_link"] = max(old, key=old.get) if old else None
     return row
 
 
@@ -169,7 +181,8 @@ def compare(per_seed: dict[int, dict[str, dict]], *, order: Sequence[tuple[int, 
                "frozen_last_ankh": spread([r["frozen"]["last"]["ankh"] for r in rows]),
                "last_objective_diff": spread([r["last_objective_diff"] for r in rows]),
                "learning_op_time_s": spread([r["learning"]["op_time_s"] for r in rows]),
-               "frozen_op_time_s": spread([r["frozen"]["op_time_s"] for r in rows])}
+               "frozen_op_time_s": spread([r["frozen"]["op_time_s"] for r in rows]),
+               "learning_old_worst_change": spread([r["learning"]["old_worst_change"] for r in rows])}
     return {**(meta or {}), "order": [[int(s), a] for s, a in order], "rows": rows, "summary": summary}
 
 
@@ -226,7 +239,9 @@ def markdown(doc: dict) -> str:
             ("last_ankh_rel", "relative to frozen", 100.0, ".1f", " %", True),
             ("last_objective_diff", "learning − frozen, last-minute objective", 1.0, ".4f", "", True),
             ("learning_op_time_s", "learning arm, operating point held from", 1.0, ".0f", " s", False),
-            ("frozen_op_time_s", "frozen arm, operating point held from", 1.0, ".0f", " s", False)):
+            ("frozen_op_time_s", "frozen arm, operating point held from", 1.0, ".0f", " s", False),
+            ("learning_old_worst_change", "forgetting (the learning arm's worst old link, Ankh change)", 100.0,
+             ".1f", " %", True)):
         s = doc["summary"][key]
         sc = (lambda v: None if v is None else scale * v)
         sf = ("+" if signed else "") + fmt

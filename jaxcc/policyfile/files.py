@@ -69,7 +69,9 @@ def load(path: str | os.PathLike) -> tuple[dict[str, Any], dict[str, np.ndarray]
     """Reads and validates a policy file.
 
     Returns:
-        (spec, tensors) with tensors as float32 numpy arrays.
+        (spec, tensors) with tensors as float32 numpy arrays, in the order of their names
+        (``safetensors`` hands them over in an order that changes from process to process, so
+        anything that walks them, a seeded perturbation for one, would not repeat).
 
     Raises:
         ValueError: naming what is wrong with the file.
@@ -88,7 +90,8 @@ def load(path: str | os.PathLike) -> tuple[dict[str, Any], dict[str, np.ndarray]
     from safetensors.numpy import load as st_load
 
     try:
-        tensors = {k: np.asarray(v, dtype=np.float32) for k, v in st_load(blob).items()}
+        loaded = st_load(blob)
+        tensors = {k: np.asarray(loaded[k], dtype=np.float32) for k in sorted(loaded)}
     except Exception as e:  # safetensors raises its own error type
         raise _err(f"{path}: cannot decode tensors ({e})") from None
     validate(spec, tensors)
