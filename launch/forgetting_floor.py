@@ -50,21 +50,20 @@ def main(argv: list[str]) -> int:
         ap.error(f"--scales/--seeds: {e}")
     if any(not s > 0 for s in scales):
         ap.error(f"--scales={a.scales}: give numbers > 0")
-    actors: dict[str, str] = {}
+    given: dict[str, str] = {}
     for item in (x for x in a.actors.split(",") if x):
         label, sep, path = item.partition("=")
         if not sep or not label or not os.path.isfile(path):
             ap.error(f"--actors: {item!r} is not LABEL=FILE with an existing file")
-        actors[label] = path
-    if not scales and not actors:
+        given[label] = path
+    if not scales and not given:
         ap.error("nothing to check: give --scales or --actors")
     if not 0 <= a.neighbours <= 256:
         ap.error(f"--neighbours={a.neighbours}: must be in [0, 256]")
     names = [n.strip() for n in a.old_envs.split(",") if n.strip()]
     spec, tensors = policyfile.load(a.policy)
-    given = actors
     with tempfile.TemporaryDirectory() as tmp:
-        actors = {}
+        actors: dict[str, str] = {}  # the perturbations first, then --actors
         for eps in scales:
             for seed in seeds:
                 rng = np.random.default_rng(seed)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 # Neighbours of each old link the forgetting check averages over (``Scenario.neighbour``).
 OLD_ENV_NEIGHBOURS = 16
-_KEYS = ("throughput_mbps", "utilization", "p95_owd_ms", "loss", "jain", "ankh", "ankh_d_max_ms")
+_KEYS = ("throughput_mbps", "utilization", "p95_owd_ms", "loss", "jain")  # and the pair's ankh, ankh_d_max_ms
 
 
 def ankh_changes(start: str, actors: dict[str, str], names: list[str], *,
@@ -37,8 +37,8 @@ def ankh_changes(start: str, actors: dict[str, str], names: list[str], *,
     if "start" in actors:
         raise ValueError("an actor may not be labelled 'start' (the start policy's label)")
     scs, _ = runs.resolve_scenarios(scenario=",".join(names))
-    runs_of = {sc.name: [sc.name] + [f"{sc.name}~{k}" for k in range(neighbours)] for sc in scs}
-    allsc = list(scs) + [sc.neighbour(k) for sc in scs for k in range(neighbours)]
+    nbs = {sc.name: [sc.neighbour(k) for k in range(neighbours)] for sc in scs}
+    allsc = list(scs) + [n for sc in scs for n in nbs[sc.name]]
     entries = [runs.ControllerEntry("start", f"policy:{start}")]
     entries += [runs.ControllerEntry(lab, f"policy:{path}") for lab, path in actors.items()]
     rep = runs.run_evaluation(allsc, entries, progress=False, keep_series=False)
@@ -47,20 +47,16 @@ def ankh_changes(start: str, actors: dict[str, str], names: list[str], *,
     def pair(scen: str, lab: str) -> tuple[dict, dict]:
         b, a = raw[(scen, "start")], raw[(scen, lab)]
         d_max = max(b["p95_owd_ms"], a["p95_owd_ms"])
-        out = []
-        for r in (b, a):
-            rec = {k: r[k] for k in _KEYS}
-            rec["ankh"] = metrics.ankh(r["throughput_mbps"], r["capacity_mbps"], r["p95_owd_ms"], d_max, r["loss"])
-            rec["ankh_d_max_ms"] = d_max
-            out.append(rec)
-        return out[0], out[1]
+        return tuple({**{k: r[k] for k in _KEYS}, "ankh_d_max_ms": d_max,
+                      "ankh": metrics.ankh(r["throughput_mbps"], r["capacity_mbps"], r["p95_owd_ms"], d_max, r["loss"])}
+                     for r in (b, a))
 
     res: dict = {}
     for lab in actors:
         res[lab] = {}
         for sc in scs:
             b, a = pair(sc.name, lab)
-            nb = [pair(n, lab) for n in runs_of[sc.name][1:]]
+            nb = [pair(n.name, lab) for n in nbs[sc.name]]
             mb = float(np.mean([x["ankh"] for x, _ in nb])) if nb else None
             ma = float(np.mean([y["ankh"] for _, y in nb])) if nb else None
             res[lab][sc.name] = {
