@@ -9,6 +9,10 @@ actions through Aurora's rate rule x(1+αa) / x/(1−αa).  With ``--mode=env`` 
 ``jaxcc.envs`` provides it) each decision goes through the Aurora environment's ``step``
 (features and reward included); ``--mode=sim`` drives the bare network model.
 
+The command starts itself again with the kernel's 2-MB pages behind its buffers
+(``jaxcc.huge_pages``; ``JAXCC_HUGE_PAGES=0`` runs it without), and the JSON says whether they
+were on (``huge_pages``).
+
 Also measured: the same workload on 1 Mbit/s and on 1 Gbit/s links — a fluid model's cost must
 not depend on the link rate.  Timings exclude compilation (one warm-up call per size).
 ``--ticks_per_rtt`` sets the model's resolution (ticks per RTT; default the simulator's), for the
@@ -53,7 +57,7 @@ import jax
 import jax.numpy as jnp
 from absl import flags
 
-from jaxcc import units
+from jaxcc import huge_pages, units
 from jaxcc.cli import run_absl_cli
 from jaxcc.training import configs
 from jaxcc.sim import core, links
@@ -65,6 +69,7 @@ CHILD_ENV = "JAXCC_BENCH_DEVICES"  # set in a --devices subprocess: the device c
 
 TICKS_PER_RTT = links.DEFAULT_TICKS_PER_RTT
 RING = 1024  # covers Table 1's deepest queues except the far tail (see links.ring_len_for)
+RING_RANGE = (8, 65536)  # --ring_len
 ALPHA = 0.025
 
 
@@ -88,10 +93,11 @@ def _table1_link(key, fixed_mbps=None, ticks_per_rtt=TICKS_PER_RTT):
     return p, bw
 
 
-def make_sim_rollout(n, num_decisions, fixed_mbps=None, ticks_per_rtt=TICKS_PER_RTT, granular=()):
+def make_sim_rollout(n, num_decisions, fixed_mbps=None, ticks_per_rtt=TICKS_PER_RTT, granular=(), ring_len=RING):
     """``n`` links driven by random Aurora actions every MI (½ RTT: ``ticks_per_rtt // 2`` ticks) on
     the bare model (PureJaxRL layout: a ``lax.scan`` over decisions whose body steps the vmapped
-    batch); with the ``granular`` effects (``jaxcc.sim.granular``) on every link when named."""
+    batch); with the ``granular`` effects (``jaxcc.sim.granular``) on every link when named, and
+    ``ring_len`` feedback slots per link."""
     mi_ticks = mi_ticks_for(ticks_per_rtt)
     g = gr.params(granular)
 
@@ -103,22 +109,25 @@ def make_sim_rollout(n, num_decisions, fixed_mbps=None, ticks_per_rtt=TICKS_PER_
                                                clocked=jnp.full((n,), g.clocked)))
         rate = (bw * jax.random.uniform(jax.random.fold_in(key, 7), (n,), minval=0.3, maxval=1.5))[:, None]
         cwnd = jnp.full((n, 1), core.BIG)
-        state = jax.vmap(lambda q: core.init_state(q, RING))(p)
+        state = jax.vmap(lambda q: core.init_state(q, ring_len))(p)
 
+        # The feedback is added up per flow as it arrives and summed once at the end, which keeps
+        # XLA from dropping it; a sum over the links every tick cost a tenth of the tick.
         def decide(carry, k):
-            s, rate = carry
+            s, rate, fb = carry
 
-            def tick(s, _):
+            def tick(c, _):
+                s, fb = c
                 s, out = jax.vmap(core.step)(p, s, rate, cwnd)
-                return s, jnp.sum(out.acked + out.lost + out.rtt_wsum)
+                return (s, fb + out.acked + out.lost + out.rtt_wsum), None
 
-            s, fb = jax.lax.scan(tick, s, None, length=mi_ticks)
+            (s, fb), _ = jax.lax.scan(tick, (s, fb), None, length=mi_ticks)
             a = jax.random.uniform(k, (n, 1), minval=-1.0, maxval=1.0)
             rate = jnp.where(a >= 0, rate * (1 + ALPHA * a), rate / (1 - ALPHA * a))
-            return (s, rate), jnp.sum(fb)
+            return (s, rate, fb), None
 
-        _, y = jax.lax.scan(decide, (state, rate), jax.random.split(key, num_decisions))
-        return jnp.sum(y)
+        (_, _, fb), _ = jax.lax.scan(decide, (state, rate, jnp.zeros_like(rate)), jax.random.split(key, num_decisions))
+        return jnp.sum(fb)
 
     return rollout
 
@@ -330,6 +339,9 @@ def define_flags(fv):
                          "½ RTT).", flag_values=fv)
     flags.DEFINE_list("granular", [], "--mode=sim: the packet-granular effects on every link, comma-separated from "
                       "drops,loss,clocked (jaxcc.sim.granular; drops or clocked, not both; default none)", flag_values=fv)
+    flags.DEFINE_integer("ring_len", RING, "--mode=sim: feedback ring slots per link (the memory each link's "
+                         "feedback occupies; feedback due later is clamped to the ring's end and counted)",
+                         flag_values=fv)
     flags.DEFINE_integer("repeats", 3, "Timed calls per size (the best is reported).", flag_values=fv)
     flags.DEFINE_enum("mode", "auto", ["auto", "env", "sim"], "Drive the Aurora env or the bare simulator.",
                       flag_values=fv)
@@ -416,7 +428,7 @@ def main(fv, argv=()) -> int:
             return 2
     if fv.train:
         return main_train(fv, fv.train)
-    mode, nd, tpr, granular = fv.mode, fv.decisions, fv.ticks_per_rtt, tuple(fv.granular)
+    mode, nd, tpr, granular, ring = fv.mode, fv.decisions, fv.ticks_per_rtt, tuple(fv.granular), fv.ring_len
     try:
         gr.check(granular)
     except ValueError as e:
@@ -424,9 +436,13 @@ def main(fv, argv=()) -> int:
     if tpr < 2:
         raise ValueError(f"--ticks_per_rtt={tpr}: must be >= 2 (a decision every ½ RTT)")
     mi_ticks = mi_ticks_for(tpr)
-    make = lambda n: make_sim_rollout(n, nd, ticks_per_rtt=tpr, granular=granular)  # noqa: E731
+    make = lambda n: make_sim_rollout(n, nd, ticks_per_rtt=tpr, granular=granular, ring_len=ring)  # noqa: E731
     if granular and mode != "sim":
         raise ValueError(f"--granular={','.join(granular)}: only with --mode=sim (the bare model)")
+    if not RING_RANGE[0] <= ring <= RING_RANGE[1]:
+        raise ValueError(f"--ring_len={ring}: must be in [{RING_RANGE[0]}, {RING_RANGE[1]}] (feedback slots per link)")
+    if ring != RING and mode != "sim":
+        raise ValueError(f"--ring_len={ring}: only with --mode=sim (the environment sizes its own ring)")
     if mode in ("auto", "env"):
         try:
             make_env_rollout(1, 1, tpr)(jax.random.PRNGKey(0))
@@ -444,8 +460,8 @@ def main(fv, argv=()) -> int:
         # ("complete": false until the rate-independence rows are in).
         result = {
             "sim": rows, "rate_independence": rate, "complete": complete, "mode": mode, "decisions_per_call": nd,
-            "ticks_per_rtt": tpr, "granular": list(granular), "mi_ticks": mi_ticks, "ring_len": RING, "device": str(jax.devices()[0]),
-            "backend": jax.default_backend(),
+            "ticks_per_rtt": tpr, "granular": list(granular), "mi_ticks": mi_ticks, "ring_len": ring,
+            "huge_pages": huge_pages.active(), "device": str(jax.devices()[0]), "backend": jax.default_backend(),
             "cpu_count": os.cpu_count(), "machine": platform.machine(), "jax": jax.__version__,
         }
         with open(fv.out, "w") as fh:
@@ -460,7 +476,7 @@ def main(fv, argv=()) -> int:
     best_n = max(rows, key=lambda r: r["decisions_per_s"])["num_envs"]
     rate = {"num_envs": best_n}
     for mbps, key in ((1.0, "decisions_per_s_1mbps"), (1000.0, "decisions_per_s_1gbps")):
-        rate[key] = best_n * nd / _time(make_sim_rollout(best_n, nd, mbps, tpr, granular), fv.repeats)
+        rate[key] = best_n * nd / _time(make_sim_rollout(best_n, nd, mbps, tpr, granular, ring), fv.repeats)
     rate["ratio_1gbps_over_1mbps"] = rate["decisions_per_s_1gbps"] / rate["decisions_per_s_1mbps"]
     print(f"rate independence at {best_n} links (bare model): 1 Mbit/s {rate['decisions_per_s_1mbps']:,.0f}/s, "
           f"1 Gbit/s {rate['decisions_per_s_1gbps']:,.0f}/s")
@@ -475,4 +491,5 @@ def run_cli(argv) -> int:
 
 
 if __name__ == "__main__":
+    huge_pages.reexec()  # before the first buffer: the feedback rings on 2-MB pages
     sys.exit(run_cli(sys.argv))

@@ -3,7 +3,8 @@ rollout, from a JAX profiler trace (Perfetto JSON), summed per operation.
 
     PYTHONPATH=. python3 launch/profile_step.py --mode=sim --links=16384 --decisions=20
 
-Runs the bench's rollout once to compile, once more under ``jax.profiler.trace`` and prints each
+Runs the bench's rollout as ``jaxcc.bench`` runs it (with huge pages, ``jaxcc.huge_pages``;
+``JAXCC_HUGE_PAGES=0``: without) once to compile, once more under ``jax.profiler.trace`` and prints each
 XLA operation (fusion, scatter, gather, copy; the names XLA gives them) with its total time, its
 share of all operations' time and its time per tick.  Container events (the ``while`` loops of the
 scans, the executor's own spans) and Python-side spans are left out, so the shares add up to the
@@ -86,4 +87,7 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    from jaxcc import huge_pages
+
+    huge_pages.reexec()  # as jaxcc.bench runs (JAXCC_HUGE_PAGES=0: without)
     sys.exit(app.run(main))

@@ -13,7 +13,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Bottom to top.  A module may import modules of its own level or below.
 LEVELS = {
     1: ("jaxcc.sim", "jaxcc.evaluation.metrics", "jaxcc.evaluation.coexist", "jaxcc.controllers", "jaxcc.training.checkpointing", "jaxcc.plots",
-        "jaxcc.jax_cache", "jaxcc.training.configs", "jaxcc.report", "jaxcc.params", "jaxcc.units", "jaxcc.cli",
+        "jaxcc.jax_cache", "jaxcc.huge_pages", "jaxcc.training.configs", "jaxcc.report", "jaxcc.params", "jaxcc.units", "jaxcc.cli",
         "jaxcc.shipped"),
     2: ("jaxcc.baselines", "jaxcc.envs", "jaxcc.scenarios", "jaxcc.evaluation.bars", "jaxcc.evaluation.seeds"),
     3: ("jaxcc.policyfile",),
