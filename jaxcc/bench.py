@@ -70,6 +70,7 @@ CHILD_ENV = "JAXCC_BENCH_DEVICES"  # set in a --devices subprocess: the device c
 TICKS_PER_RTT = links.DEFAULT_TICKS_PER_RTT
 RING = 1024  # covers Table 1's deepest queues except the far tail (see links.ring_len_for)
 RING_RANGE = (8, 65536)  # --ring_len
+SLOTS_RANGE = (1, 16)  # --feedback_slots (as jaxcc.fidelity's)
 ALPHA = 0.025
 
 
@@ -93,16 +94,19 @@ def _table1_link(key, fixed_mbps=None, ticks_per_rtt=TICKS_PER_RTT):
     return p, bw
 
 
-def make_sim_rollout(n, num_decisions, fixed_mbps=None, ticks_per_rtt=TICKS_PER_RTT, granular=(), ring_len=RING):
+def make_sim_rollout(n, num_decisions, fixed_mbps=None, ticks_per_rtt=TICKS_PER_RTT, granular=(), ring_len=RING,
+                     feedback_slots=core.FEEDBACK_SLOTS):
     """``n`` links driven by random Aurora actions every MI (½ RTT: ``ticks_per_rtt // 2`` ticks) on
     the bare model (PureJaxRL layout: a ``lax.scan`` over decisions whose body steps the vmapped
-    batch); with the ``granular`` effects (``jaxcc.sim.granular``) on every link when named, and
-    ``ring_len`` feedback slots per link."""
+    batch); with the ``granular`` effects (``jaxcc.sim.granular``) on every link when named,
+    ``ring_len`` feedback slots per link, and each tick's feedback spread over ``feedback_slots``
+    of them (``LinkParams.feedback_slots``)."""
     mi_ticks = mi_ticks_for(ticks_per_rtt)
     g = gr.params(granular)
 
     def rollout(key):
         p, bw = jax.vmap(lambda k: _table1_link(k, fixed_mbps, ticks_per_rtt))(jax.random.split(key, n))
+        p = p.replace(feedback_slots=feedback_slots)
         if granular:
             p = p.replace(granular=gr.Granular(key=jax.random.split(jax.random.fold_in(key, 11), n),
                                                drops=jnp.full((n,), g.drops), loss=jnp.full((n,), g.loss),
@@ -342,6 +346,8 @@ def define_flags(fv):
     flags.DEFINE_integer("ring_len", RING, "--mode=sim: feedback ring slots per link (the memory each link's "
                          "feedback occupies; feedback due later is clamped to the ring's end and counted)",
                          flag_values=fv)
+    flags.DEFINE_integer("feedback_slots", None, "--mode=sim: ring slots one tick's feedback is spread over "
+                         "(default: the model's, jaxcc.sim.core.FEEDBACK_SLOTS)", flag_values=fv)
     flags.DEFINE_integer("repeats", 3, "Timed calls per size (the best is reported).", flag_values=fv)
     flags.DEFINE_enum("mode", "auto", ["auto", "env", "sim"], "Drive the Aurora env or the bare simulator.",
                       flag_values=fv)
@@ -429,6 +435,7 @@ def main(fv, argv=()) -> int:
     if fv.train:
         return main_train(fv, fv.train)
     mode, nd, tpr, granular, ring = fv.mode, fv.decisions, fv.ticks_per_rtt, tuple(fv.granular), fv.ring_len
+    slots = core.FEEDBACK_SLOTS if fv.feedback_slots is None else fv.feedback_slots
     try:
         gr.check(granular)
     except ValueError as e:
@@ -436,11 +443,17 @@ def main(fv, argv=()) -> int:
     if tpr < 2:
         raise ValueError(f"--ticks_per_rtt={tpr}: must be >= 2 (a decision every ½ RTT)")
     mi_ticks = mi_ticks_for(tpr)
-    make = lambda n: make_sim_rollout(n, nd, ticks_per_rtt=tpr, granular=granular, ring_len=ring)  # noqa: E731
+    make = lambda n: make_sim_rollout(n, nd, ticks_per_rtt=tpr, granular=granular, ring_len=ring,  # noqa: E731
+                                      feedback_slots=slots)
     if granular and mode != "sim":
         raise ValueError(f"--granular={','.join(granular)}: only with --mode=sim (the bare model)")
     if not RING_RANGE[0] <= ring <= RING_RANGE[1]:
         raise ValueError(f"--ring_len={ring}: must be in [{RING_RANGE[0]}, {RING_RANGE[1]}] (feedback slots per link)")
+    if fv.feedback_slots is not None and mode != "sim":
+        raise ValueError(f"--feedback_slots={fv.feedback_slots}: only with --mode=sim (the bare model)")
+    if not SLOTS_RANGE[0] <= slots <= SLOTS_RANGE[1]:
+        raise ValueError(f"--feedback_slots={slots}: must be in [{SLOTS_RANGE[0]}, {SLOTS_RANGE[1]}] (ring slots a "
+                         "tick's feedback is spread over)")
     if ring != RING and mode != "sim":
         raise ValueError(f"--ring_len={ring}: only with --mode=sim (the environment sizes its own ring)")
     if mode in ("auto", "env"):
@@ -461,7 +474,8 @@ def main(fv, argv=()) -> int:
         result = {
             "sim": rows, "rate_independence": rate, "complete": complete, "mode": mode, "decisions_per_call": nd,
             "ticks_per_rtt": tpr, "granular": list(granular), "mi_ticks": mi_ticks, "ring_len": ring,
-            "huge_pages": huge_pages.active(), "device": str(jax.devices()[0]), "backend": jax.default_backend(),
+            "feedback_slots": slots, "huge_pages": huge_pages.active(), "device": str(jax.devices()[0]),
+            "backend": jax.default_backend(),
             "cpu_count": os.cpu_count(), "machine": platform.machine(), "jax": jax.__version__,
         }
         with open(fv.out, "w") as fh:
@@ -476,7 +490,7 @@ def main(fv, argv=()) -> int:
     best_n = max(rows, key=lambda r: r["decisions_per_s"])["num_envs"]
     rate = {"num_envs": best_n}
     for mbps, key in ((1.0, "decisions_per_s_1mbps"), (1000.0, "decisions_per_s_1gbps")):
-        rate[key] = best_n * nd / _time(make_sim_rollout(best_n, nd, mbps, tpr, granular, ring), fv.repeats)
+        rate[key] = best_n * nd / _time(make_sim_rollout(best_n, nd, mbps, tpr, granular, ring, slots), fv.repeats)
     rate["ratio_1gbps_over_1mbps"] = rate["decisions_per_s_1gbps"] / rate["decisions_per_s_1mbps"]
     print(f"rate independence at {best_n} links (bare model): 1 Mbit/s {rate['decisions_per_s_1mbps']:,.0f}/s, "
           f"1 Gbit/s {rate['decisions_per_s_1gbps']:,.0f}/s")

@@ -90,17 +90,18 @@ def test_bench_at_another_resolution(tmp_path):
     """``--ticks_per_rtt=16``: a decision is 8 ticks (½ RTT), so flow-ticks/s = 8 × decisions/s, and
     the JSON says the resolution (and the packet-granular effects, the ring length and the huge
     pages it ran with); below 2 ticks per RTT there is no ½-RTT decision, an unknown effect is
-    none, and a ring outside its range or with the environment is refused: one error line each."""
+    none, and a ring length or feedback slots outside their ranges or with the environment are
+    refused: one error line each."""
     out = tmp_path / "bench.json"
     env = dict(os.environ, JAX_PLATFORMS="cpu")
     r = subprocess.run([sys.executable, "-m", "jaxcc.bench", "--sizes=1", "--decisions=2", "--repeats=1",
-                        "--mode=sim", "--ticks_per_rtt=16", "--granular=drops,loss", "--ring_len=64", f"--out={out}"],
-                       cwd=REPO,
-                       capture_output=True,
-                       text=True, timeout=300, env=env)
+                        "--mode=sim", "--ticks_per_rtt=16", "--granular=drops,loss", "--ring_len=64",
+                        "--feedback_slots=2", f"--out={out}"],
+                       cwd=REPO, capture_output=True, text=True, timeout=300, env=env)
     assert r.returncode == 0, r.stderr[-3000:]
     res = json.loads(out.read_text())
-    assert (res["ticks_per_rtt"], res["mi_ticks"], res["granular"], res["ring_len"]) == (16, 8, ["drops", "loss"], 64)
+    assert (res["ticks_per_rtt"], res["mi_ticks"], res["granular"], res["ring_len"], res["feedback_slots"]) == \
+        (16, 8, ["drops", "loss"], 64, 2)
     assert res["huge_pages"] is (huge_pages.active() or huge_pages.wanted())
     assert res["sim"][0]["flow_ticks_per_s"] == pytest.approx(8 * res["sim"][0]["decisions_per_s"])
     r = subprocess.run([sys.executable, "-m", "jaxcc.bench", "--sizes=1", "--ticks_per_rtt=1", f"--out={out}"],
@@ -113,7 +114,9 @@ def test_bench_at_another_resolution(tmp_path):
     assert r.returncode == 2 and err == ["error: --granular: unknown effect(s) burst; allowed drops,loss,clocked"], \
         r.stderr[-2000:]
     for args, want in ((["--mode=sim", "--ring_len=4"], "error: --ring_len=4: must be in [8, 65536]"),
-                       (["--mode=env", "--ring_len=64"], "error: --ring_len=64: only with --mode=sim")):
+                       (["--mode=env", "--ring_len=64"], "error: --ring_len=64: only with --mode=sim"),
+                       (["--mode=sim", "--feedback_slots=0"], "error: --feedback_slots=0: must be in [1, 16]"),
+                       (["--mode=env", "--feedback_slots=2"], "error: --feedback_slots=2: only with --mode=sim")):
         r = subprocess.run([sys.executable, "-m", "jaxcc.bench", "--sizes=1", *args, f"--out={out}"], cwd=REPO,
                            capture_output=True, text=True, timeout=300, env=env)
         err = [ln for ln in r.stderr.splitlines() if ln.startswith("error:")]

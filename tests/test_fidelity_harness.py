@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from jaxcc import fidelity as F
-from jaxcc.sim import links
+from jaxcc.sim import core, links
 
 CTRLS = list(F.available_controllers())  # reno once the simulator has it
 
@@ -407,8 +407,9 @@ def test_short_of_target_by_hand():
 
 def test_a_sweep_reuses_stored_reference_runs_at_another_resolution(monkeypatch, tmp_path):
     """``--references``: a second sweep of the same cases takes the reference runs from the first
-    one's fidelity.json and runs only the simulator (here at 4 ticks per RTT), and it refuses a
-    file of another reference, with a case missing or drawn with another scenario."""
+    one's fidelity.json and runs only the simulator (here at 4 ticks per RTT, then with two
+    feedback slots), and it refuses a file of another reference, with a case missing or drawn
+    with another scenario, and a resolution out of range."""
     def fake_ns3(case, out_dir, seed):  # the reference: the simulator's own record, so every metric agrees
         return dict(F.simulate([case])[case.name])
 
@@ -435,6 +436,12 @@ def test_a_sweep_reuses_stored_reference_runs_at_another_resolution(monkeypatch,
         F.run_sweep("ns3", ["fixed"], 1, 0, tmp_path / "c", references=str(stored))
     with pytest.raises(ValueError, match=r"--ticks_per_rtt: must be >= 1, got 0"):
         F.run_sweep("ns3", ["fixed"], 1, 0, tmp_path / "c", ticks_per_rtt=0)
+    third = F.run_sweep("ns3", ["fixed"], 1, 0, tmp_path / "d", log=io.StringIO(), feedback_slots=2,
+                        references=str(tmp_path / "b" / "fidelity.json"))
+    assert (first["feedback_slots"], third["feedback_slots"]) == (core.FEEDBACK_SLOTS, 2)
+    for bad in (0, 17):
+        with pytest.raises(ValueError, match=rf"--feedback_slots={bad}: must be in \[1, 16\]"):
+            F.run_sweep("ns3", ["fixed"], 1, 0, tmp_path / "c", feedback_slots=bad)
 
 
 def test_error_summary_by_hand():

@@ -167,6 +167,30 @@ def test_single_tick_by_hand():
         np.testing.assert_allclose(s.inflight, [0.0, 0.0], atol=1e-9)
 
 
+@pytest.mark.parametrize("slots", [1, 2, 3])
+def test_fewer_feedback_slots_compress_the_departure_interval(slots):
+    """The tick of ``test_single_tick_by_hand`` with its feedback spread over fewer ring slots
+    (``LinkParams.feedback_slots``).  Flow 0's arrival interval is [8.65, 10.85) in ticks (1.5 to
+    23.5 ms of departures, plus 80 ms, plus the half-tick shift, over 10-ms ticks): three slots
+    hold it whole, as four do; two compress it into ticks 8 and 9, where tick 8 keeps its
+    0.35 ticks, now of 1.35; one puts it all in tick 8.  Nothing is lost or made either way."""
+    with jax.enable_x64(True):
+        p = link64(links.constant(8.0), buffer=12000.0, loss=0.1, rtts=(0.08, 0.12), dt=0.01)
+        rate, cwnd = jnp.array([2e6, 1e6]), jnp.array([core.BIG, core.BIG])
+        s4, out4 = _step(p, core.init_state(p, 32), rate, cwnd)
+        s, out = _step(p.replace(feedback_slots=slots), core.init_state(p, 32), rate, cwnd)
+        ring, ring4 = np.array(s.ring), np.array(s4.ring)
+        admitted = np.asarray(out.admitted)
+        np.testing.assert_allclose(admitted, out4.admitted, **X64)
+        np.testing.assert_allclose(ring.sum(axis=0)[:, :2], ring4.sum(axis=0)[:, :2], **X64)  # bytes conserved
+        share = {3: [3.5 / 22, 10 / 22, 8.5 / 22], 2: [0.35 / 1.35, 1 / 1.35], 1: [1.0]}[slots]
+        for f, first in enumerate([8, 12]):
+            np.testing.assert_allclose(ring[first:first + slots, f, 0], admitted[f] * np.array(share), **X64)
+            assert not ring[:first, f].any() and not ring[first + slots:, f].any()
+        if slots == 3:  # the interval fits: the same ring as four slots give
+            np.testing.assert_allclose(ring, ring4, **X64)
+
+
 def test_window_limits_sending():
     with jax.enable_x64(True):
         p = link64(links.constant(8.0), rtts=(0.08,), dt=0.01)

@@ -33,14 +33,15 @@ def _trim(tr: metrics.Trace, n: int) -> metrics.Trace:
 
 
 def simulate(cases: Sequence[Case], *, ticks_per_rtt: int | None = None, granular: Sequence[str] = (),
-             hystart: bool = False) -> dict[str, dict]:
+             hystart: bool = False, feedback_slots: int | None = None) -> dict[str, dict]:
     """Every case in the simulator, one compiled batch per controller; case name -> record
     (the results.json record's fields, as ``jaxcc.evaluate`` writes them for one seed).
     ``granular`` names the packet-granular effects (``jaxcc.sim.granular.EFFECTS``) the links
     get; none by default (the bare model).  Each link's draws are keyed by its place in the batch.
     ``hystart`` turns on the ``cubic`` flows' HyStart delay detector (``CubicParams.hystart``,
     ``jaxcc.baselines.cubic``; off in the simulator's ``cubic``, on by default in Linux's and
-    ns-3's CUBIC).
+    ns-3's CUBIC).  ``feedback_slots``: the ring slots a tick's feedback is spread over
+    (``LinkParams.feedback_slots``; default the model's).
 
     The runner compiles one program per tick count; a case of ``n`` ticks is run for the group's
     longest tick count (its flows still stop at the case's end) and its trace cut back to ``n``
@@ -65,6 +66,8 @@ def simulate(cases: Sequence[Case], *, ticks_per_rtt: int | None = None, granula
         if len(batches) != 1:  # pragma: no cover - the padding above makes every tick count equal
             raise RuntimeError(f"{ctrl}: {len(batches)} batches, expected one")
         b = batches[0]
+        if feedback_slots is not None:
+            b = dataclasses.replace(b, params=b.params.replace(feedback_slots=int(feedback_slots)))
         if granular:
             b = dataclasses.replace(b, params=b.params.replace(granular=gr.batch(granular, range(len(b.items)))))
         if hystart:
@@ -187,26 +190,39 @@ def stored_references(path: str | os.PathLike, reference: str, cases: Sequence[C
     return out
 
 
+FEEDBACK_SLOTS_RANGE = (1, 16)  # --feedback_slots
+
+
+def check_feedback_slots(n: int | None) -> None:
+    """``--feedback_slots`` is None (the model's) or in ``FEEDBACK_SLOTS_RANGE``; else a ValueError."""
+    lo, hi = FEEDBACK_SLOTS_RANGE
+    if n is not None and not lo <= n <= hi:
+        raise ValueError(f"--feedback_slots={n}: must be in [{lo}, {hi}] (ring slots a tick's feedback is spread over)")
+
+
 def run_sweep(reference: str, controllers: Sequence[str], n: int, seed: int, out_dir: str | os.PathLike, *,
               prefix: str | None = None, log=sys.stderr, table: dict[str, Limitation] | None = None,
               repeats: int = 1, ticks_per_rtt: int | None = None, references: str | None = None,
-              granular: Sequence[str] = (), hystart: bool = False) -> dict:
+              granular: Sequence[str] = (), hystart: bool = False, feedback_slots: int | None = None) -> dict:
     """Draw, simulate (at ``ticks_per_rtt``, default the simulator's; with the ``granular``
-    effects, default none; ``hystart``: CUBIC's HyStart on, ``simulate``), run the reference
+    effects, default none; ``hystart``: CUBIC's HyStart on; ``feedback_slots``: default the
+    model's; ``simulate``), run the reference
     (``repeats`` times per case; compared with the median of the valid runs) or take its runs from
     an earlier sweep's ``fidelity.json`` (``references``: ``stored_references``), compare; writes
     ``out_dir/fidelity.json``; returns the report."""
-    from jaxcc.sim import links
+    from jaxcc.sim import core, links
 
     if repeats < 1:
         raise ValueError(f"--repeats: must be >= 1, got {repeats}")
     if ticks_per_rtt is not None and ticks_per_rtt < 1:
         raise ValueError(f"--ticks_per_rtt: must be >= 1, got {ticks_per_rtt}")
+    check_feedback_slots(feedback_slots)
     out = Path(out_dir)
     cases = draw_cases(controllers, n, seed, reference)
     stored = stored_references(references, reference, cases, repeats) if references else None
     t0 = time.time()
-    sim = simulate(cases, ticks_per_rtt=ticks_per_rtt, granular=granular, hystart=hystart)
+    sim = simulate(cases, ticks_per_rtt=ticks_per_rtt, granular=granular, hystart=hystart,
+                   feedback_slots=feedback_slots)
     print(f"[fidelity] simulated {len(cases)} cases in {time.time() - t0:.1f} s", file=log)
     prefix = prefix or "jxekf" + secrets.token_hex(2)
     verdicts, records = [], []
@@ -229,6 +245,7 @@ def run_sweep(reference: str, controllers: Sequence[str], n: int, seed: int, out
               "repeats": repeats,
               "ticks_per_rtt": links.DEFAULT_TICKS_PER_RTT if ticks_per_rtt is None else int(ticks_per_rtt),
               "granular": list(granular), "hystart": bool(hystart),
+              "feedback_slots": core.FEEDBACK_SLOTS if feedback_slots is None else int(feedback_slots),
               "references_from": os.path.abspath(references) if references else None,
               "tolerances": TOLERANCES, "pass_rate_target": PASS_RATE_TARGET,
               "limitations": {name: {"metrics": lim.metrics, "controllers": lim.controllers, "why": lim.why,

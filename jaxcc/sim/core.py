@@ -28,7 +28,7 @@ Everything here is a pure function of pytrees with fixed shapes, so a batch of l
   end), and their ACKs (and loss notices) arrive one propagation RTT after that, spread
   uniformly over the interval: on a busy link the ACKs come back at the link's rate, as a
   packet link clocks them.  Each flow keeps a ring of future ticks; a tick's feedback is split
-  over the (up to ``FEEDBACK_SLOTS``) ticks its arrival interval overlaps.  This is the fluid
+  over the (up to ``LinkParams.feedback_slots``) ticks its arrival interval overlaps.  This is the fluid
   counterpart of a packet simulator's event queue, and it is what makes the feedback delayed
   by a real RTT rather than instantaneous.
 
@@ -60,8 +60,9 @@ from jaxcc.units import MSS
 BIG = 1e30  # "unlimited" for cwnd or rate; finite so that arithmetic never makes inf - inf.
 # Padding value for unused capacity-schedule segments: never reached by any real time/bytes.
 PAD = 3e38
-# Ring slots one tick's feedback is spread over (see ``step``, 5.): its ACKs arrive over the
-# FIFO departure interval of its bytes, exact up to a burst of FEEDBACK_SLOTS − 1 ticks of capacity.
+# Ring slots one tick's feedback is spread over by default (``LinkParams.feedback_slots``; see
+# ``step``, 5.): its ACKs arrive over the FIFO departure interval of its bytes, exact up to a burst
+# of FEEDBACK_SLOTS − 1 ticks of capacity.
 FEEDBACK_SLOTS = 4
 
 
@@ -86,6 +87,11 @@ class LinkParams:
         model below, bit for bit).
       granular: packet-granular drops and random-loss events (``jaxcc.sim.granular.Granular``)
         or ``None`` (the fluid split and mean loss below, bit for bit).
+      feedback_slots: ring slots one tick's feedback is spread over (static, the same for a
+        whole batch; default ``FEEDBACK_SLOTS``): a departure interval longer than
+        ``feedback_slots − 1`` ticks is compressed into them.  A resolution of the model, like
+        the ticks per RTT: ``jaxcc.fidelity --feedback_slots`` and ``jaxcc.bench
+        --feedback_slots`` measure its error against its speed.
     """
 
     dt: jax.Array
@@ -101,6 +107,7 @@ class LinkParams:
     stop: jax.Array
     realism: rz.Realism | None = None  # REALISM
     granular: gr.Granular | None = None  # GRANULAR
+    feedback_slots: int = struct.field(pytree_node=False, default=FEEDBACK_SLOTS)
 
     @property
     def num_flows(self) -> int:
@@ -289,6 +296,7 @@ def step(p: LinkParams, s: SimState, rate: jax.Array, cwnd: jax.Array) -> tuple[
     """
     dt = p.dt
     ring_len = s.ring.shape[0]
+    slots = p.feedback_slots
     t0 = s.tick.astype(dt.dtype) * dt
     t1 = t0 + dt
     active = flow_active(p, t0)
@@ -356,8 +364,8 @@ def step(p: LinkParams, s: SimState, rate: jax.Array, cwnd: jax.Array) -> tuple[
     #    packet is noticed when the packets sent next to it are acked, i.e. at the same time.
     #    Feedback credited to a tick is usable from that tick's start, so arrival times are
     #    shifted by half a tick: on average an ACK is then used when it arrives.  The interval
-    #    is split over FEEDBACK_SLOTS ring slots in proportion to the overlap; an interval longer
-    #    than that (a burst of over FEEDBACK_SLOTS − 1 ticks of capacity) is compressed into them.
+    #    is split over ``p.feedback_slots`` ring slots in proportion to the overlap; an interval longer
+    #    than that (a burst of over ``feedback_slots`` − 1 ticks of capacity) is compressed into them.
     total_admitted = jnp.sum(admitted)
     if p.realism is not None:  # REALISM: cross traffic leaves the FIFO with the flows' bytes
         total_admitted = total_admitted + cross_adm
@@ -370,10 +378,10 @@ def step(p: LinkParams, s: SimState, rate: jax.Array, cwnd: jax.Array) -> tuple[
     over = j0_f > ring_len - 2
     j0 = jnp.clip(j0_f.astype(jnp.int32), 1, ring_len - 2)
     j0_fc = j0.astype(dt.dtype)
-    a_c = jnp.clip(s_a, j0_fc, j0_fc + FEEDBACK_SLOTS)
-    b_c = jnp.clip(s_a + width, a_c, j0_fc + FEEDBACK_SLOTS)
+    a_c = jnp.clip(s_a, j0_fc, j0_fc + slots)
+    b_c = jnp.clip(s_a + width, a_c, j0_fc + slots)
     w_c = jnp.maximum(b_c - a_c, 1e-9)
-    ks = jnp.arange(FEEDBACK_SLOTS, dtype=dt.dtype)
+    ks = jnp.arange(slots, dtype=dt.dtype)
     lo_e = jnp.maximum(a_c[:, None], j0_fc[:, None] + ks)  # [F, S]
     hi_e = jnp.minimum(b_c[:, None], j0_fc[:, None] + ks + 1.0)
     # Share of the tick's bytes that arrives up to the end of each slot (1 at the last slot), as
@@ -387,10 +395,10 @@ def step(p: LinkParams, s: SimState, rate: jax.Array, cwnd: jax.Array) -> tuple[
     upto = jnp.stack([admitted[:, None] * cum, lost_now[:, None] * cum], axis=-1)  # [F, S, 2]
     part2 = upto - jnp.concatenate([jnp.zeros_like(upto[:, :1]), upto[:, :-1]], axis=1)
     parts = jnp.concatenate([part2, (part2[..., 0] * rtt_slot)[..., None]], axis=-1)  # [F, S, 3]
-    targets = jnp.mod(s.tick + jnp.minimum(j0[:, None] + jnp.arange(FEEDBACK_SLOTS), ring_len - 1), ring_len)
+    targets = jnp.mod(s.tick + jnp.minimum(j0[:, None] + jnp.arange(slots), ring_len - 1), ring_len)
     if p.realism is not None:  # REALISM: jitter delays the ACKs; ACK aggregation moves and lumps them
         offs, over, cum, rtt_slot = rz.feedback_slots(p.realism, t0, dt, jnp.minimum(s_a + jit / dt, ring_len), width,
-                                                      ring_len, FEEDBACK_SLOTS)
+                                                      ring_len, slots)
         upto = jnp.stack([admitted[:, None] * cum, lost_now[:, None] * cum], axis=-1)
         part2 = upto - jnp.concatenate([jnp.zeros_like(upto[:, :1]), upto[:, :-1]], axis=1)
         parts = jnp.concatenate([part2, (part2[..., 0] * rtt_slot)[..., None]], axis=-1)
@@ -410,14 +418,14 @@ def step(p: LinkParams, s: SimState, rate: jax.Array, cwnd: jax.Array) -> tuple[
     # library reduction on CPU, 15–20 % of the bare model's time at 16,384 links.)
     nxt_parts = jnp.where(to_next, parts, 0.0)
     pending = nxt_parts[:, 0]
-    for k in range(1, FEEDBACK_SLOTS):
+    for k in range(1, slots):
         pending = pending + nxt_parts[:, k]
     pending = waiting + pending
     next_slot = jnp.broadcast_to(nxt, flows.shape)
     nf = flows.shape[0]
     ring = s.ring.at[jnp.concatenate([targets.reshape(-1), next_slot]),
-                     jnp.concatenate([jnp.repeat(flows, FEEDBACK_SLOTS), flows])].add(
-        jnp.concatenate([jnp.where(to_next, 0.0, parts).reshape(nf * FEEDBACK_SLOTS, 3), -waiting]),
+                     jnp.concatenate([jnp.repeat(flows, slots), flows])].add(
+        jnp.concatenate([jnp.where(to_next, 0.0, parts).reshape(nf * slots, 3), -waiting]),
         mode="promise_in_bounds")
 
     new = SimState(
