@@ -1,5 +1,5 @@
 """The model's error with each packet-granular mechanism on and off: one table from fidelity sweeps
-of the same cases that differ only in ``--granular`` or ``--hystart`` (the first without, the
+of the same cases that differ only in ``--granular``, ``--hystart`` or ``--rto_min`` (the first without, the
 others reusing its reference runs), beside the bare model's speed with each (``jaxcc.bench
 --mode=sim --granular``).
 
@@ -49,7 +49,8 @@ def main(argv: list[str]) -> int:
           "thr % / p95 ms / loss pp / Jain | decisions/s, bare model |")
     print("|---|---|---:|---:|---:|---:|---:|---|---:|")
     for doc, speed in docs:
-        label = ",".join((doc.get("granular") or []) + (["hystart"] if doc.get("hystart") else [])) or "none"
+        label = ",".join((doc.get("granular") or []) + (["hystart"] if doc.get("hystart") else [])
+                         + ([f"rto_min={doc['rto_min']:g}"] if doc.get("rto_min") else [])) or "none"
         for c, row in error_summary(doc).items():
             errs = error_cells(row)
             print(f"| {label} | `{c}` | {row['pass']} | " + " | ".join(row[f"pass_{m}"] for m in METRICS)

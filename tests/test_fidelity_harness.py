@@ -408,8 +408,8 @@ def test_short_of_target_by_hand():
 def test_a_sweep_reuses_stored_reference_runs_at_another_resolution(monkeypatch, tmp_path):
     """``--references``: a second sweep of the same cases takes the reference runs from the first
     one's fidelity.json and runs only the simulator (here at 4 ticks per RTT, then with two
-    feedback slots), and it refuses a file of another reference, with a case missing or drawn
-    with another scenario, and a resolution out of range."""
+    feedback slots, then with retransmission timeouts), and it refuses a file of another
+    reference, with a case missing or drawn with another scenario, and a setting out of range."""
     def fake_ns3(case, out_dir, seed):  # the reference: the simulator's own record, so every metric agrees
         return dict(F.simulate([case])[case.name])
 
@@ -439,6 +439,11 @@ def test_a_sweep_reuses_stored_reference_runs_at_another_resolution(monkeypatch,
     third = F.run_sweep("ns3", ["fixed"], 1, 0, tmp_path / "d", log=io.StringIO(), feedback_slots=2,
                         references=str(tmp_path / "b" / "fidelity.json"))
     assert (first["feedback_slots"], third["feedback_slots"]) == (core.FEEDBACK_SLOTS, 2)
+    fourth = F.run_sweep("ns3", ["fixed"], 1, 0, tmp_path / "e", log=io.StringIO(), rto_min=1.0,
+                         references=str(tmp_path / "b" / "fidelity.json"))
+    assert (first["rto_min"], fourth["rto_min"]) == (0.0, 1.0)
+    with pytest.raises(ValueError, match=r"--rto_min=-1: must be in \[0, 10\] s"):
+        F.run_sweep("ns3", ["fixed"], 1, 0, tmp_path / "c", rto_min=-1.0)
     for bad in (0, 17):
         with pytest.raises(ValueError, match=rf"--feedback_slots={bad}: must be in \[1, 16\]"):
             F.run_sweep("ns3", ["fixed"], 1, 0, tmp_path / "c", feedback_slots=bad)

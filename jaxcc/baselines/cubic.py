@@ -25,7 +25,12 @@ RFC 8312's form.  Around it:
   sent before the decrease are ignored, so there is one decrease per round trip of losses;
 * the *Reno-friendly region* (RFC 9438 §4.3): CUBIC tracks the window ``W_est`` a Reno flow
   with the same β would have (additive increase α = 3(1−β)/(1+β) packets per RTT, 1 once
-  past ``W_max``) and never grows slower than it.
+  past ``W_max``) and never grows slower than it;
+* optionally (``TimeoutParams.rto_min`` > 0; off by default) a retransmission timeout when a
+  retransmission is lost (``recovery.timeout``): nothing is sent until the timer fires, with
+  ``ssthresh = max(β·cwnd, 2 MSS)`` (ns-3's ``TcpCubic::GetSsThresh``), and the flow starts again
+  from one packet in a new epoch with ``W_max`` forgotten (Linux ``bictcp_state`` on
+  ``TCP_CA_Loss``).
 
 Windows are in bytes (``C`` is defined in packets, so it is scaled by MSS).  The sender is
 window-limited and paced the way Linux paces it under the ``fq`` qdisc
@@ -105,6 +110,10 @@ class CubicState(NamedTuple):
     hs_round_rtt: jax.Array  # HyStart: min RTT over the round's first ACK ticks
     hs_samples: jax.Array  # int32: ACK ticks sampled in this round
     hystart_exits: jax.Array  # int32: slow starts left by HyStart (diagnostics)
+    rttvar: jax.Array  # s, RFC 6298: the retransmission timer's length with ``srtt``
+    rto_until: jax.Array  # s: when the retransmission timer fires (-1: not armed)
+    episode_lost: jax.Array  # bytes lost in the current loss episode (the retransmissions owed)
+    timeouts: jax.Array  # int32: retransmission timeouts so far (diagnostics)
 
 
 def cubic_window(t: jax.Array, k: jax.Array, origin: jax.Array) -> jax.Array:
@@ -123,7 +132,8 @@ def cubic_init(cp: ControllerParams) -> CubicState:
         cwnd=f(INIT_CWND), ssthresh=f(BIG), w_max=f(0.0), epoch_start=f(-1.0), k=f(0.0), origin=f(0.0),
         w_est=f(INIT_CWND), min_rtt=f(NO_RTT), srtt=f(0.0), in_recovery=jnp.bool_(False),
         recovery_left=f(0.0), loss_events=jnp.int32(0), lost_acc=f(0.0), hs_round_left=f(0.0), hs_round_rtt=f(NO_RTT),
-        hs_samples=jnp.int32(0), hystart_exits=jnp.int32(0))
+        hs_samples=jnp.int32(0), hystart_exits=jnp.int32(0), rttvar=f(0.0), rto_until=f(-1.0), episode_lost=f(0.0),
+        timeouts=jnp.int32(0))
 
 
 def cubic_pacing_rate(s: CubicState) -> jax.Array:
@@ -142,12 +152,15 @@ def cubic_update(s: CubicState, obs: TickObs, cp: ControllerParams) -> CubicStat
     rtt = obs.rtt_mean
     have_rtt = got_ack & (rtt > 0)
     min_rtt = jnp.where(have_rtt, jnp.minimum(s.min_rtt, rtt), s.min_rtt)
-    srtt = jnp.where(have_rtt, jnp.where(s.srtt > 0, (1 - SRTT_GAIN) * s.srtt + SRTT_GAIN * rtt, rtt), s.srtt)
+    srtt, rttvar = recovery.rtt_estimates(s.srtt, s.rttvar, rtt, have_rtt, SRTT_GAIN)
     pipe_after_ack = jnp.maximum(obs.inflight - obs.sent, 0.0)
+    rto_min = cp.timeout.rto_min
+    waiting, restarts = recovery.timer(rto_min, now, s.rto_until)
 
     # --- recovery bookkeeping: one decrease per window of losses -------------------------
     rec_left, still_recovering, lost_acc, loss_event = recovery.loss_event(
         s.in_recovery, s.recovery_left, s.lost_acc, acked, lost)
+    loss_event = loss_event & ~waiting  # waiting for the timer: the loss is already being handled
 
     # --- HyStart delay detection (hystart_update), during slow start ------------------------
     in_ss = s.cwnd < s.ssthresh
@@ -167,7 +180,7 @@ def cubic_update(s: CubicState, obs: TickObs, cp: ControllerParams) -> CubicStat
     # --- growth (only outside recovery; Linux calls cong_avoid only in the Open state) ----
     cwnd = s.cwnd
     in_ss = cwnd < ssthresh_hs
-    grow_ok = got_ack & ~still_recovering & ~loss_event
+    grow_ok = got_ack & ~still_recovering & ~loss_event & ~waiting
     # Slow start: one byte per byte ACKed (RFC 5681, appropriate byte counting), not past ssthresh.
     ss_cwnd = jnp.minimum(cwnd + acked, jnp.maximum(ssthresh_hs, cwnd))
     # Congestion avoidance.  A new epoch starts at its first ACK (Linux bictcp_update).
@@ -207,11 +220,25 @@ def cubic_update(s: CubicState, obs: TickObs, cp: ControllerParams) -> CubicStat
     # event one RTT later (two cuts per buffer overflow).
     recovery_left = jnp.where(loss_event, obs.inflight, jnp.where(still_recovering, rec_left, 0.0))
 
+    # --- retransmission timeout (off unless rto_min > 0) ---------------------------------------
+    fires, rto_until, episode_lost = recovery.timeout(
+        rto_min, now, srtt, rttvar, s.rto_until, s.episode_lost, s.in_recovery, still_recovering,
+        s.recovery_left, loss_event, waiting, acked, lost)
+    ssthresh = jnp.where(fires, jnp.maximum(s.cwnd * BETA_CUBIC, MIN_CWND), ssthresh)
+    w_max = jnp.where(fires, 0.0, w_max)
+    epoch_start = jnp.where(fires | restarts, -1.0, epoch_start)
+    cwnd = jnp.where(restarts, MSS, jnp.where(waiting | fires, 0.0, cwnd))
+    over = waiting | fires | restarts
+    in_recovery = in_recovery & ~over
+    recovery_left = jnp.where(over, 0.0, recovery_left)
+    lost_acc = jnp.where(over, 0.0, lost_acc)
+
     return CubicState(
         cwnd=cwnd, ssthresh=ssthresh, w_max=w_max, epoch_start=epoch_start, k=k, origin=origin, w_est=w_est,
         min_rtt=min_rtt, srtt=srtt, in_recovery=in_recovery, recovery_left=recovery_left,
         loss_events=s.loss_events + loss_event.astype(jnp.int32), lost_acc=lost_acc, hs_round_left=hs_left, hs_round_rtt=hs_rtt,
-        hs_samples=hs_n.astype(jnp.int32), hystart_exits=s.hystart_exits + (hystart_exit & ~loss_event).astype(jnp.int32))
+        hs_samples=hs_n.astype(jnp.int32), hystart_exits=s.hystart_exits + (hystart_exit & ~loss_event).astype(jnp.int32),
+        rttvar=rttvar, rto_until=rto_until, episode_lost=episode_lost, timeouts=s.timeouts + fires.astype(jnp.int32))
 
 
 CUBIC = Controller("cubic", cubic_init, cubic_act, cubic_update)

@@ -26,7 +26,10 @@ by the ACKs.  In the fluid model an unpaced sender sends its whole allowance
 Fluid approximations (as in ``cubic.py``): per-ACK increments become per-tick increments with
 ``acked`` bytes (linear in the ACKed amount, so equal to first order); a loss event is one
 packet's worth of reported drops (``recovery.LOSS_EVENT_BYTES``), so a flow that sent little into a short
-overflow may escape it, as with packets.  No retransmission timeout is modelled.
+overflow may escape it, as with packets.  A retransmission timeout is modelled where the flow's
+``TimeoutParams.rto_min`` is above 0 (``recovery.timeout``; off by default): a lost
+retransmission stops the flow until the timer fires, with ``ssthresh = max(flight/2, 2 MSS)``
+(ns-3's ``TcpNewReno::GetSsThresh``), and it starts again from one packet.
 """
 
 from __future__ import annotations
@@ -58,12 +61,18 @@ class RenoState(NamedTuple):
     recovery_left: jax.Array  # bytes still outstanding from before the decrease (RFC 6582 "recover")
     lost_acc: jax.Array  # bytes reported lost since the last loss event, outside recovery
     loss_events: jax.Array  # int32: multiplicative decreases so far (tests/diagnostics)
+    srtt: jax.Array  # s, RFC 6298 (0 before the first sample): the timer's length
+    rttvar: jax.Array  # s, RFC 6298
+    rto_until: jax.Array  # s: when the retransmission timer fires (-1: not armed)
+    episode_lost: jax.Array  # bytes lost in the current loss episode (the retransmissions owed)
+    timeouts: jax.Array  # int32: retransmission timeouts so far (tests/diagnostics)
 
 
 def reno_init(cp: ControllerParams) -> RenoState:
     f = jnp.float32
     return RenoState(cwnd=f(INIT_CWND), ssthresh=f(BIG), in_recovery=jnp.bool_(False), recovery_left=f(0.0),
-                     lost_acc=f(0.0), loss_events=jnp.int32(0))
+                     lost_acc=f(0.0), loss_events=jnp.int32(0), srtt=f(0.0), rttvar=f(0.0), rto_until=f(-1.0),
+                     episode_lost=f(0.0), timeouts=jnp.int32(0))
 
 
 def reno_act(s: RenoState, cp: ControllerParams) -> Action:
@@ -73,17 +82,21 @@ def reno_act(s: RenoState, cp: ControllerParams) -> Action:
 
 def reno_update(s: RenoState, obs: TickObs, cp: ControllerParams) -> RenoState:
     acked, lost = obs.acked, obs.lost
+    rto_min = cp.timeout.rto_min
+    srtt, rttvar = recovery.rtt_estimates(s.srtt, s.rttvar, obs.rtt_mean, (acked > 0) & (obs.rtt_mean > 0))
+    waiting, restarts = recovery.timer(rto_min, obs.now, s.rto_until)
 
     # --- recovery bookkeeping: one decrease per window of losses (RFC 6582) --------------
     rec_left, still_recovering, lost_acc, loss_event = recovery.loss_event(
         s.in_recovery, s.recovery_left, s.lost_acc, acked, lost)
+    loss_event = loss_event & ~waiting  # waiting for the timer: the loss is already being handled
 
     # --- growth (Open state only) -----------------------------------------------------------
     cwnd = s.cwnd
     # On the tick that ends recovery only the bytes past the recovery point count (the ACKs
     # before it arrived while still in recovery).
     acked = jnp.where(s.in_recovery, jnp.clip(acked + lost - jnp.maximum(s.recovery_left, 0.0), 0.0, acked), acked)
-    grow = (acked > 0) & ~still_recovering & ~loss_event
+    grow = (acked > 0) & ~still_recovering & ~loss_event & ~waiting
     in_ss = cwnd < s.ssthresh
     # Slow start up to ssthresh; ACKed bytes beyond it count for congestion avoidance
     # (Linux tcp_reno_cong_avoid: tcp_slow_start returns the leftover to tcp_cong_avoid_ai).
@@ -103,8 +116,21 @@ def reno_update(s: RenoState, obs: TickObs, cp: ControllerParams) -> RenoState:
     # their drops belong to this event (``obs.inflight`` is after the tick's sending).
     recovery_left = jnp.where(loss_event, obs.inflight, jnp.where(still_recovering, rec_left, 0.0))
 
+    # --- retransmission timeout (off unless rto_min > 0) ---------------------------------------
+    fires, rto_until, episode_lost = recovery.timeout(
+        rto_min, obs.now, srtt, rttvar, s.rto_until, s.episode_lost, s.in_recovery, still_recovering,
+        s.recovery_left, loss_event, waiting, acked, lost)
+    ssthresh = jnp.where(fires, jnp.maximum(BETA_RENO * obs.inflight, MIN_CWND), ssthresh)
+    cwnd = jnp.where(restarts, MSS, jnp.where(waiting | fires, 0.0, cwnd))
+    over = waiting | fires | restarts
+    in_recovery = in_recovery & ~over
+    recovery_left = jnp.where(over, 0.0, recovery_left)
+    lost_acc = jnp.where(over, 0.0, lost_acc)
+
     return RenoState(cwnd=cwnd, ssthresh=ssthresh, in_recovery=in_recovery, recovery_left=recovery_left,
-                     lost_acc=lost_acc, loss_events=s.loss_events + loss_event.astype(jnp.int32))
+                     lost_acc=lost_acc, loss_events=s.loss_events + loss_event.astype(jnp.int32), srtt=srtt,
+                     rttvar=rttvar, rto_until=rto_until, episode_lost=episode_lost,
+                     timeouts=s.timeouts + fires.astype(jnp.int32))
 
 
 RENO = Controller("reno", reno_init, reno_act, reno_update)

@@ -14,7 +14,7 @@ from jaxcc.cli import run_absl_cli
 from jaxcc.emulation.host import EmulationError
 from jaxcc.fidelity.cases import (MAX_LIMITED_FRACTION, NS3_NOT_CREDIBLE, available_controllers,
                                   draw_cases)
-from jaxcc.fidelity.runs import check_feedback_slots, run_sweep
+from jaxcc.fidelity.runs import check_feedback_slots, check_rto_min, run_sweep
 from jaxcc.fidelity.tables import format_cases, format_pass_rates, markdown_pass_rates, write_record
 
 
@@ -36,6 +36,9 @@ def define_flags(fv):
                          "simulator's, jaxcc.sim.links.DEFAULT_TICKS_PER_RTT)", flag_values=fv)
     flags.DEFINE_integer("feedback_slots", None, "the ring slots one tick's feedback is spread over (default: the "
                          "model's, jaxcc.sim.core.FEEDBACK_SLOTS; LinkParams.feedback_slots)", flag_values=fv)
+    flags.DEFINE_float("rto_min", 0.0, "the simulator's cubic and reno flows with a retransmission timeout of this "
+                       "floor in seconds (jaxcc.baselines.recovery.timeout; ns-3's MinRto is 1, Linux's 0.2; default 0: "
+                       "none)", flag_values=fv)
     flags.DEFINE_list("granular", [], "the simulator's packet-granular effects, comma-separated from drops,loss,clocked "
                       "(jaxcc.sim.granular; drops or clocked, not both; default none: the bare model)", flag_values=fv)
     flags.DEFINE_bool("hystart", False, "the simulator's cubic with HyStart's delay detector on (jaxcc.baselines.cubic; "
@@ -85,6 +88,7 @@ def main(fv, argv: Sequence[str] = ()) -> int:
         if fv.ticks_per_rtt is not None and fv.ticks_per_rtt < 1:
             raise ValueError(f"--ticks_per_rtt: must be >= 1, got {fv.ticks_per_rtt}")
         check_feedback_slots(fv.feedback_slots)
+        check_rto_min(fv.rto_min)
         from jaxcc.sim import granular as gr
         try:
             gr.check(fv.granular)
@@ -102,7 +106,8 @@ def main(fv, argv: Sequence[str] = ()) -> int:
         jax_cache.enable_compilation_cache()
         report = run_sweep(fv.reference, controllers, fv.cases, fv.seed, fv.out, prefix=fv.prefix,
                            repeats=fv.repeats, ticks_per_rtt=fv.ticks_per_rtt, references=fv.references,
-                           granular=tuple(fv.granular), hystart=fv.hystart, feedback_slots=fv.feedback_slots)
+                           granular=tuple(fv.granular), hystart=fv.hystart, feedback_slots=fv.feedback_slots,
+                           rto_min=fv.rto_min)
     except (ImportError, EmulationError) as e:
         raise ValueError(str(e)) from e
     print(format_cases(report["verdicts"], fv.reference))

@@ -33,7 +33,7 @@ def _trim(tr: metrics.Trace, n: int) -> metrics.Trace:
 
 
 def simulate(cases: Sequence[Case], *, ticks_per_rtt: int | None = None, granular: Sequence[str] = (),
-             hystart: bool = False, feedback_slots: int | None = None) -> dict[str, dict]:
+             hystart: bool = False, feedback_slots: int | None = None, rto_min: float = 0.0) -> dict[str, dict]:
     """Every case in the simulator, one compiled batch per controller; case name -> record
     (the results.json record's fields, as ``jaxcc.evaluate`` writes them for one seed).
     ``granular`` names the packet-granular effects (``jaxcc.sim.granular.EFFECTS``) the links
@@ -41,7 +41,9 @@ def simulate(cases: Sequence[Case], *, ticks_per_rtt: int | None = None, granula
     ``hystart`` turns on the ``cubic`` flows' HyStart delay detector (``CubicParams.hystart``,
     ``jaxcc.baselines.cubic``; off in the simulator's ``cubic``, on by default in Linux's and
     ns-3's CUBIC).  ``feedback_slots``: the ring slots a tick's feedback is spread over
-    (``LinkParams.feedback_slots``; default the model's).
+    (``LinkParams.feedback_slots``; default the model's).  ``rto_min`` > 0 gives the ``cubic`` and
+    ``reno`` flows a retransmission timeout with that floor in seconds (``TimeoutParams``,
+    ``jaxcc.baselines.recovery.timeout``; 0, the default: none).
 
     The runner compiles one program per tick count; a case of ``n`` ticks is run for the group's
     longest tick count (its flows still stop at the case's end) and its trace cut back to ``n``
@@ -70,6 +72,9 @@ def simulate(cases: Sequence[Case], *, ticks_per_rtt: int | None = None, granula
             b = dataclasses.replace(b, params=b.params.replace(feedback_slots=int(feedback_slots)))
         if granular:
             b = dataclasses.replace(b, params=b.params.replace(granular=gr.batch(granular, range(len(b.items)))))
+        if rto_min > 0:
+            b = dataclasses.replace(b, cparams=b.cparams._replace(timeout=b.cparams.timeout._replace(
+                rto_min=np.full_like(b.cparams.timeout.rto_min, rto_min))))
         if hystart:
             b = dataclasses.replace(b, cparams=b.cparams._replace(
                 cubic=b.cparams.cubic._replace(hystart=np.ones_like(b.cparams.cubic.hystart))))
@@ -200,13 +205,25 @@ def check_feedback_slots(n: int | None) -> None:
         raise ValueError(f"--feedback_slots={n}: must be in [{lo}, {hi}] (ring slots a tick's feedback is spread over)")
 
 
+RTO_MIN_RANGE = (0.0, 10.0)  # --rto_min, seconds
+
+
+def check_rto_min(x: float) -> None:
+    """``--rto_min`` is in ``RTO_MIN_RANGE`` (0: no timeouts); else a ValueError."""
+    lo, hi = RTO_MIN_RANGE
+    if not lo <= x <= hi:
+        raise ValueError(f"--rto_min={x:g}: must be in [{lo:g}, {hi:g}] s (0: no retransmission timeouts)")
+
+
 def run_sweep(reference: str, controllers: Sequence[str], n: int, seed: int, out_dir: str | os.PathLike, *,
               prefix: str | None = None, log=sys.stderr, table: dict[str, Limitation] | None = None,
               repeats: int = 1, ticks_per_rtt: int | None = None, references: str | None = None,
-              granular: Sequence[str] = (), hystart: bool = False, feedback_slots: int | None = None) -> dict:
+              granular: Sequence[str] = (), hystart: bool = False, feedback_slots: int | None = None,
+              rto_min: float = 0.0) -> dict:
     """Draw, simulate (at ``ticks_per_rtt``, default the simulator's; with the ``granular``
     effects, default none; ``hystart``: CUBIC's HyStart on; ``feedback_slots``: default the
-    model's; ``simulate``), run the reference
+    model's; ``rto_min``: the window-based flows' retransmission timeout, 0 none; ``simulate``),
+    run the reference
     (``repeats`` times per case; compared with the median of the valid runs) or take its runs from
     an earlier sweep's ``fidelity.json`` (``references``: ``stored_references``), compare; writes
     ``out_dir/fidelity.json``; returns the report."""
@@ -217,12 +234,13 @@ def run_sweep(reference: str, controllers: Sequence[str], n: int, seed: int, out
     if ticks_per_rtt is not None and ticks_per_rtt < 1:
         raise ValueError(f"--ticks_per_rtt: must be >= 1, got {ticks_per_rtt}")
     check_feedback_slots(feedback_slots)
+    check_rto_min(rto_min)
     out = Path(out_dir)
     cases = draw_cases(controllers, n, seed, reference)
     stored = stored_references(references, reference, cases, repeats) if references else None
     t0 = time.time()
     sim = simulate(cases, ticks_per_rtt=ticks_per_rtt, granular=granular, hystart=hystart,
-                   feedback_slots=feedback_slots)
+                   feedback_slots=feedback_slots, rto_min=rto_min)
     print(f"[fidelity] simulated {len(cases)} cases in {time.time() - t0:.1f} s", file=log)
     prefix = prefix or "jxekf" + secrets.token_hex(2)
     verdicts, records = [], []
@@ -246,6 +264,7 @@ def run_sweep(reference: str, controllers: Sequence[str], n: int, seed: int, out
               "ticks_per_rtt": links.DEFAULT_TICKS_PER_RTT if ticks_per_rtt is None else int(ticks_per_rtt),
               "granular": list(granular), "hystart": bool(hystart),
               "feedback_slots": core.FEEDBACK_SLOTS if feedback_slots is None else int(feedback_slots),
+              "rto_min": float(rto_min),
               "references_from": os.path.abspath(references) if references else None,
               "tolerances": TOLERANCES, "pass_rate_target": PASS_RATE_TARGET,
               "limitations": {name: {"metrics": lim.metrics, "controllers": lim.controllers, "why": lim.why,

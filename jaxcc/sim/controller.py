@@ -7,7 +7,8 @@ A controller is three pure functions over one flow, vmapped over flows by the ru
     cstate = update(cstate, obs, cp)        # after the tick, with its feedback
 
 ``cp`` is the flow's ``ControllerParams``: a typed pytree with one field per controller family
-(``fixed:MBPS``'s rate, BBR's seed, CUBIC's HyStart switch, a learned sender's start rate,
+(``fixed:MBPS``'s rate, BBR's seed, CUBIC's HyStart switch, the window-based baselines'
+retransmission timeout, a learned sender's start rate,
 preference, preference changes and target), so one compiled run serves every parameter value;
 ``refusal`` is the one rule for which controller takes a preference or a goal.  ``obs`` carries only what a real sender can measure — ACKed
 and lost bytes and RTT samples that arrived during the tick, and its own sending — plus two
@@ -50,6 +51,13 @@ class CubicParams(NamedTuple):
     hystart: jax.Array  # > 0.5: HyStart's delay detector ends slow start (off for the plain ``cubic`` name)
 
 
+class TimeoutParams(NamedTuple):
+    """The window-based baselines' retransmission timeout (``jaxcc.baselines.recovery.timeout``;
+    ``cubic`` and ``reno``)."""
+
+    rto_min: jax.Array  # s: the timer's floor (ns-3's MinRto 1 s, Linux's 0.2 s); 0: no timeouts (the default)
+
+
 class SenderParams(NamedTuple):
     """A learned sender's parameters (``jaxcc.senders``; the runner sets them from a scenario flow)."""
 
@@ -87,6 +95,7 @@ class ControllerParams(NamedTuple):
     bbr: BBRParams
     cubic: CubicParams
     sender: SenderParams
+    timeout: TimeoutParams
 
     @classmethod
     def zeros(cls, shape: tuple[int, ...] = ()) -> "ControllerParams":
@@ -95,7 +104,8 @@ class ControllerParams(NamedTuple):
         return cls(fixed=FixedParams(mbps=z()), bbr=BBRParams(seed=z()), cubic=CubicParams(hystart=z()),
                    sender=SenderParams(init_rate=z(), preference=z(PREFERENCE_DIM),
                                        preference_changes=z(MAX_PREFERENCE_CHANGES, 1 + PREFERENCE_DIM),
-                                       target=z(TARGET_DIM), target_on=z(), mi_scale=z(), explore=z(2)))
+                                       target=z(TARGET_DIM), target_on=z(), mi_scale=z(), explore=z(2)),
+                   timeout=TimeoutParams(rto_min=z()))
 
 
 def set_flow(rows: ControllerParams, j: int, flow: ControllerParams) -> None:
