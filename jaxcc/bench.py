@@ -70,7 +70,6 @@ CHILD_ENV = "JAXCC_BENCH_DEVICES"  # set in a --devices subprocess: the device c
 TICKS_PER_RTT = links.DEFAULT_TICKS_PER_RTT
 RING = 1024  # covers Table 1's deepest queues except the far tail (see links.ring_len_for)
 RING_RANGE = (8, 65536)  # --ring_len
-SLOTS_RANGE = (1, 16)  # --feedback_slots (as jaxcc.fidelity's)
 ALPHA = 0.025
 
 
@@ -451,9 +450,9 @@ def main(fv, argv=()) -> int:
         raise ValueError(f"--ring_len={ring}: must be in [{RING_RANGE[0]}, {RING_RANGE[1]}] (feedback slots per link)")
     if fv.feedback_slots is not None and mode != "sim":
         raise ValueError(f"--feedback_slots={fv.feedback_slots}: only with --mode=sim (the bare model)")
-    if not SLOTS_RANGE[0] <= slots <= SLOTS_RANGE[1]:
-        raise ValueError(f"--feedback_slots={slots}: must be in [{SLOTS_RANGE[0]}, {SLOTS_RANGE[1]}] (ring slots a "
-                         "tick's feedback is spread over)")
+    lo, hi = core.FEEDBACK_SLOTS_RANGE
+    if not lo <= slots <= hi:
+        raise ValueError(f"--feedback_slots={slots}: must be in [{lo}, {hi}] (ring slots a tick's feedback is spread over)")
     if ring != RING and mode != "sim":
         raise ValueError(f"--ring_len={ring}: only with --mode=sim (the environment sizes its own ring)")
     if mode in ("auto", "env"):

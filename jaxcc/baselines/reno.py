@@ -119,7 +119,7 @@ def reno_update(s: RenoState, obs: TickObs, cp: ControllerParams) -> RenoState:
     # --- retransmission timeout (off unless rto_min > 0) ---------------------------------------
     fires, rto_until, episode_lost = recovery.timeout(
         rto_min, obs.now, srtt, rttvar, s.rto_until, s.episode_lost, s.in_recovery, still_recovering,
-        s.recovery_left, loss_event, waiting, acked, lost)
+        s.recovery_left, loss_event, waiting, obs.acked, lost)  # the tick's own feedback, not the growth's share
     ssthresh = jnp.where(fires, jnp.maximum(BETA_RENO * obs.inflight, MIN_CWND), ssthresh)
     cwnd = jnp.where(restarts, MSS, jnp.where(waiting | fires, 0.0, cwnd))
     over = waiting | fires | restarts

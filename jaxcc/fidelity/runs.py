@@ -195,12 +195,11 @@ def stored_references(path: str | os.PathLike, reference: str, cases: Sequence[C
     return out
 
 
-FEEDBACK_SLOTS_RANGE = (1, 16)  # --feedback_slots
-
-
 def check_feedback_slots(n: int | None) -> None:
-    """``--feedback_slots`` is None (the model's) or in ``FEEDBACK_SLOTS_RANGE``; else a ValueError."""
-    lo, hi = FEEDBACK_SLOTS_RANGE
+    """``--feedback_slots`` is None (the model's) or in ``core.FEEDBACK_SLOTS_RANGE``; else a ValueError."""
+    from jaxcc.sim import core
+
+    lo, hi = core.FEEDBACK_SLOTS_RANGE
     if n is not None and not lo <= n <= hi:
         raise ValueError(f"--feedback_slots={n}: must be in [{lo}, {hi}] (ring slots a tick's feedback is spread over)")
 

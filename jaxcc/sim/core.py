@@ -64,6 +64,7 @@ PAD = 3e38
 # ``step``, 5.): its ACKs arrive over the FIFO departure interval of its bytes, exact up to a burst
 # of FEEDBACK_SLOTS − 1 ticks of capacity.
 FEEDBACK_SLOTS = 4
+FEEDBACK_SLOTS_RANGE = (1, 16)  # the counts a run may ask for (``jaxcc.fidelity``/``jaxcc.bench --feedback_slots``)
 
 
 @struct.dataclass
