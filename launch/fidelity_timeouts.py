@@ -12,13 +12,11 @@ whose flows time out exactly as the reference's.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import sys
 
-import numpy as np
-
 from jaxcc import senders
+from jaxcc.fidelity import runs
 from jaxcc.fidelity.cases import draw_cases
 from jaxcc.sim import links, runner
 
@@ -29,9 +27,7 @@ def model_timeouts(case, rto_min: float) -> list[int]:
     """The model's timeouts per flow of one case, at the default resolution."""
     items = [runner.Item(case.scenario, 0, case.name)]
     (b,) = runner.build_batches(items, resolve=senders.resolve, ticks_per_rtt=links.DEFAULT_TICKS_PER_RTT)
-    b = dataclasses.replace(b, cparams=b.cparams._replace(timeout=b.cparams.timeout._replace(
-        rto_min=np.full_like(b.cparams.timeout.rto_min, rto_min))))
-    states = runner.run_batch(b, keep_states=True)[3]
+    states = runner.run_batch(runs.with_timeouts(b, rto_min), keep_states=True)[3]
     (state,) = [s for s in states if hasattr(s, "timeouts")]  # the one controller of the batch
     return [int(x) for x in state.timeouts[0]]
 

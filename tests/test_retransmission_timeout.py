@@ -36,7 +36,7 @@ def test_a_lost_retransmission_by_hand(episode_lost, fires):
     packet times out, 4 kB × 1/4 = 1 kB does not."""
     args = dict(rto_min=f32(1.0), now=f32(5.0), srtt=f32(0.1125), rttvar=f32(0.0625), until=f32(-1.0),
                 episode_lost=f32(episode_lost), in_recovery=jnp.bool_(True), still_recovering=jnp.bool_(False),
-                recovery_left=f32(10000.0), loss_event=jnp.bool_(False), waiting=jnp.bool_(False),
+                recovery_left=f32(10000.0), loss_event=jnp.bool_(False), waiting=jnp.bool_(False), restarts=jnp.bool_(False),
                 acked=f32(9000.0), lost=f32(3000.0))
     got, until, owed = recovery.timeout(**args)
     assert bool(got) is fires

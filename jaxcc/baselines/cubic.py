@@ -223,15 +223,12 @@ def cubic_update(s: CubicState, obs: TickObs, cp: ControllerParams) -> CubicStat
     # --- retransmission timeout (off unless rto_min > 0) ---------------------------------------
     fires, rto_until, episode_lost = recovery.timeout(
         rto_min, now, srtt, rttvar, s.rto_until, s.episode_lost, s.in_recovery, still_recovering,
-        s.recovery_left, loss_event, waiting, acked, lost)
+        s.recovery_left, loss_event, waiting, restarts, acked, lost)
     ssthresh = jnp.where(fires, jnp.maximum(s.cwnd * BETA_CUBIC, MIN_CWND), ssthresh)
     w_max = jnp.where(fires, 0.0, w_max)
     epoch_start = jnp.where(fires | restarts, -1.0, epoch_start)
-    cwnd = jnp.where(restarts, MSS, jnp.where(waiting | fires, 0.0, cwnd))
-    over = waiting | fires | restarts
-    in_recovery = in_recovery & ~over
-    recovery_left = jnp.where(over, 0.0, recovery_left)
-    lost_acc = jnp.where(over, 0.0, lost_acc)
+    cwnd, in_recovery, recovery_left, lost_acc = recovery.after_timeout(
+        fires, waiting, restarts, cwnd, in_recovery, recovery_left, lost_acc)
 
     return CubicState(
         cwnd=cwnd, ssthresh=ssthresh, w_max=w_max, epoch_start=epoch_start, k=k, origin=origin, w_est=w_est,

@@ -84,14 +84,14 @@ def timer(rto_min: jax.Array, now: jax.Array, until: jax.Array) -> tuple[jax.Arr
 
 def timeout(rto_min: jax.Array, now: jax.Array, srtt: jax.Array, rttvar: jax.Array, until: jax.Array,
             episode_lost: jax.Array, in_recovery: jax.Array, still_recovering: jax.Array, recovery_left: jax.Array,
-            loss_event: jax.Array, waiting: jax.Array, acked: jax.Array,
+            loss_event: jax.Array, waiting: jax.Array, restarts: jax.Array, acked: jax.Array,
             lost: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
     """One tick of the retransmission timer (the module docstring; never where ``rto_min`` <= 0).
 
     ``until`` and ``episode_lost`` are the flow's state (when its timer fires, -1 when not armed;
     the bytes lost in the current episode); ``in_recovery`` and ``recovery_left`` its recovery
     before the tick, ``still_recovering`` and ``loss_event`` what ``loss_event`` said of this
-    tick, ``waiting`` what ``timer`` said.  Returns ``(fires, until, episode_lost)``: whether a
+    tick, ``waiting`` and ``restarts`` what ``timer`` said.  Returns ``(fires, until, episode_lost)``: whether a
     lost retransmission starts a wait at this tick, and the state after it.  The timer was armed
     when the retransmissions were sent, one smoothed RTT before the tick that reports their loss.
     """
@@ -100,6 +100,16 @@ def timeout(rto_min: jax.Array, now: jax.Array, srtt: jax.Array, rttvar: jax.Arr
     lost_retransmissions = episode_lost * lost_past / jnp.maximum(past, 1e-9)
     fires = (rto_min > 0) & ends & ~waiting & (lost_retransmissions >= LOSS_EVENT_BYTES)
     fire_at = jnp.maximum(now - srtt + rto(rto_min, srtt, rttvar), now)
-    until = jnp.where(fires, fire_at, jnp.where((until >= 0) & (now >= until), -1.0, until))
+    until = jnp.where(fires, fire_at, jnp.where(restarts, -1.0, until))
     episode_lost = jnp.where(loss_event, lost, jnp.where(still_recovering, episode_lost + lost, 0.0))
     return fires, until, episode_lost
+
+
+def after_timeout(fires: jax.Array, waiting: jax.Array, restarts: jax.Array, cwnd: jax.Array, in_recovery: jax.Array,
+                  recovery_left: jax.Array, lost_acc: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
+    """The window and recovery state after the timer's tick: a window of 0 (nothing sent) from
+    the lost retransmission until the timer fires, one packet when it does, and no recovery
+    either way.  Returns ``(cwnd, in_recovery, recovery_left, lost_acc)``."""
+    cwnd = jnp.where(restarts, MSS, jnp.where(waiting | fires, 0.0, cwnd))
+    over = waiting | fires | restarts
+    return (cwnd, in_recovery & ~over, jnp.where(over, 0.0, recovery_left), jnp.where(over, 0.0, lost_acc))

@@ -119,13 +119,10 @@ def reno_update(s: RenoState, obs: TickObs, cp: ControllerParams) -> RenoState:
     # --- retransmission timeout (off unless rto_min > 0) ---------------------------------------
     fires, rto_until, episode_lost = recovery.timeout(
         rto_min, obs.now, srtt, rttvar, s.rto_until, s.episode_lost, s.in_recovery, still_recovering,
-        s.recovery_left, loss_event, waiting, obs.acked, lost)  # the tick's own feedback, not the growth's share
+        s.recovery_left, loss_event, waiting, restarts, obs.acked, lost)  # the tick's own feedback, not the growth's share
     ssthresh = jnp.where(fires, jnp.maximum(BETA_RENO * obs.inflight, MIN_CWND), ssthresh)
-    cwnd = jnp.where(restarts, MSS, jnp.where(waiting | fires, 0.0, cwnd))
-    over = waiting | fires | restarts
-    in_recovery = in_recovery & ~over
-    recovery_left = jnp.where(over, 0.0, recovery_left)
-    lost_acc = jnp.where(over, 0.0, lost_acc)
+    cwnd, in_recovery, recovery_left, lost_acc = recovery.after_timeout(
+        fires, waiting, restarts, cwnd, in_recovery, recovery_left, lost_acc)
 
     return RenoState(cwnd=cwnd, ssthresh=ssthresh, in_recovery=in_recovery, recovery_left=recovery_left,
                      lost_acc=lost_acc, loss_events=s.loss_events + loss_event.astype(jnp.int32), srtt=srtt,

@@ -73,8 +73,7 @@ def simulate(cases: Sequence[Case], *, ticks_per_rtt: int | None = None, granula
         if granular:
             b = dataclasses.replace(b, params=b.params.replace(granular=gr.batch(granular, range(len(b.items)))))
         if rto_min > 0:
-            b = dataclasses.replace(b, cparams=b.cparams._replace(timeout=b.cparams.timeout._replace(
-                rto_min=np.full_like(b.cparams.timeout.rto_min, rto_min))))
+            b = with_timeouts(b, rto_min)
         if hystart:
             b = dataclasses.replace(b, cparams=b.cparams._replace(
                 cubic=b.cparams.cubic._replace(hystart=np.ones_like(b.cparams.cubic.hystart))))
@@ -90,6 +89,14 @@ def simulate(cases: Sequence[Case], *, ticks_per_rtt: int | None = None, granula
             out[case.name] = {"scenario": case.name, "controller": sim_controller(case.controller, case.params),
                               "duration_s": case.scenario.duration_s, **m}
     return out
+
+
+def with_timeouts(batch, rto_min: float):
+    """``batch`` (a ``jaxcc.sim.runner.Batch``) with every flow's retransmission timer floor set to
+    ``rto_min`` seconds (``TimeoutParams``; only ``cubic`` and ``reno`` read it)."""
+    t = batch.cparams.timeout
+    return dataclasses.replace(batch, cparams=batch.cparams._replace(
+        timeout=t._replace(rto_min=np.full_like(t.rto_min, rto_min))))
 
 
 KERNEL_NAMES = {"cubic": "kernel:cubic", "reno": "kernel:reno", "bbr": "kernel:bbr"}
