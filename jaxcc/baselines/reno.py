@@ -117,9 +117,10 @@ def reno_update(s: RenoState, obs: TickObs, cp: ControllerParams) -> RenoState:
     recovery_left = jnp.where(loss_event, obs.inflight, jnp.where(still_recovering, rec_left, 0.0))
 
     # --- retransmission timeout (off unless rto_min > 0) ---------------------------------------
+    # (The tick's own feedback, obs.acked, not the growth's share past the recovery point.)
     fires, rto_until, episode_lost = recovery.timeout(
         rto_min, obs.now, srtt, rttvar, s.rto_until, s.episode_lost, s.in_recovery, still_recovering,
-        s.recovery_left, loss_event, waiting, restarts, obs.acked, lost)  # the tick's own feedback, not the growth's share
+        s.recovery_left, loss_event, waiting, restarts, obs.acked, lost)
     ssthresh = jnp.where(fires, jnp.maximum(BETA_RENO * obs.inflight, MIN_CWND), ssthresh)
     cwnd, in_recovery, recovery_left, lost_acc = recovery.after_timeout(
         fires, waiting, restarts, cwnd, in_recovery, recovery_left, lost_acc)
