@@ -70,6 +70,7 @@ def get_config() -> ml_collections.ConfigDict:
     c.env.params.low_mbps = 0.1
     c.env.params.bound_mbps = 100.0
     c.env.params.reward_bounded = 1.0  # eq. 3, m² and m³ bounded (envs.deepcc.bounded_measurement); 0: as written
+    c.env.params.cwnd_rtts = 0.0  # paced at the rate alone; > 0: the ACK-clocked window (configs/deepcc_ackclock.py)
 
     c.ddpg = ml_collections.ConfigDict()
     c.ddpg.conv_filters = 32  # §V

@@ -118,6 +118,11 @@ def test_exported_actor_equals_the_training_actor(tmp_path):
     for u in np.asarray(u_file[:4]):
         rate, _ = policyfile.map_action(spec, jnp.array([u]), 1e5, 1e30)
         np.testing.assert_allclose(float(rate), float(deepcc.action_to_rate(u, ep.bound_mbps, ep.low_mbps)), rtol=1e-5)
+    assert "cwnd_rtts" not in spec["features"]  # the smoke config paces at the rate alone
+    # A run with the ACK-clocked window states it, so the senders set the same window.
+    cfg.env.params.cwnd_rtts = 1.5
+    spec2 = _trainer(cfg).actor_spec
+    assert spec2["features"]["cwnd_rtts"] == 1.5
 
 
 @pytest.mark.full  # two deepcc_smoke trainings

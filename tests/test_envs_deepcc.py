@@ -38,6 +38,35 @@ def test_action_mapping():
             deepcc.params_from_features(p, bad)
 
 
+def test_ack_clocked_window_by_hand():
+    """cwnd_rtts: cwnd = cwnd_rtts x rate x min RTT (the measured one, else the link's), at least
+    two packets; none on the first decision (before any MI) and none with cwnd_rtts 0."""
+    from jaxcc.sim.core import BIG
+
+    env, p = make_env("deepcc")
+    u = A(0.5)  # 0.1 x 1000^0.5 = 3.1623 Mbit/s = 395 284.7 B/s
+    rate = 0.1 * 1000 ** 0.5 * 125000
+
+    def cwnd(p, started, min_rtt=None, u=u):
+        run = mi.running_zero(1) if min_rtt is None else mi.RunningStats(min_rtt=A(min_rtt), min_mean_rtt=A(min_rtt),
+                                                                           max_delivery=A(0.0))
+        paper = env.init_paper(None, p).replace(started=jnp.array([started]))
+        st = types.SimpleNamespace(cwnd=A(BIG), run=run, link=types.SimpleNamespace(rtt=A(0.2)), paper=paper)
+        return float(env.apply_action(st, u, p)[1][0])
+
+    assert cwnd(p, True, 0.15) == float(A(BIG)[0])  # the default: paced at the rate alone (the window in force)
+    w = p.replace(cwnd_rtts=jnp.float32(1.5))
+    assert cwnd(w, False, 0.15) == float(A(BIG)[0])  # the first decision
+    np.testing.assert_allclose(cwnd(w, True, 0.15), 1.5 * rate * 0.15, rtol=1e-5)  # 88 939 B
+    np.testing.assert_allclose(cwnd(w, True), 1.5 * rate * 0.2, rtol=1e-5)  # no sample yet: the link's RTT
+    np.testing.assert_allclose(cwnd(w, True, 0.001, A(0.0)), 3000.0, rtol=1e-6)  # 0.1 Mbit/s x 1 ms: two packets
+    f = deepcc.params_from_features(p, {"cwnd_rtts": 2.0})
+    assert float(f.cwnd_rtts) == 2.0 and float(deepcc.params_from_features(p, {}).cwnd_rtts) == 0.0
+    for bad in (-1.0, 101.0):
+        with pytest.raises(ValueError, match=r"'cwnd_rtts'=.* must be in \[0, 100\]"):
+            deepcc.params_from_features(p, {"cwnd_rtts": bad})
+
+
 def test_observe_by_hand():
     env, p = make_env("deepcc")
     st = types.SimpleNamespace(link=types.SimpleNamespace(rtt=A(0.16)), goal=A(0.6, 0.3, 0.1)[None])

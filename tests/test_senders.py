@@ -34,10 +34,12 @@ def _close(got, want, rel, abs_tol, what):
     assert abs(got - want) <= rel * abs(want) + abs_tol, f"{what}: got {got!r}, want {want!r}"
 
 
-@pytest.mark.parametrize("name", SETS)
-def test_sender_reproduces_the_parity_vector(name):
-    vec = json.loads((VECTORS / f"features_{name}.json").read_text())
+# deepcc_window: deepcc_v1's loop with the file's ACK-clocked window (features.cwnd_rtts).
+@pytest.mark.parametrize("stem", [f"features_{n}" for n in SETS] + ["deepcc_window"])
+def test_sender_reproduces_the_parity_vector(stem):
+    vec = json.loads((VECTORS / f"{stem}.json").read_text())
     spec, tensors = policyfile.load(VECTORS / vec["policy"])
+    name = vec["features"]
     assert spec["features"]["name"] == name
     mod = senders.feature_set(name)
     snd = mod.sender(spec, tensors, goal=vec["goal"]) if vec.get("goal") else mod.sender(spec, tensors)

@@ -176,6 +176,9 @@ def test_tuned_policy_runs_one_lane_per_target_in_one_batch(tmp_path, monkeypatc
     (e,) = evaluation_tcr.controller_entries(f"policy:{pol}")
     assert e.tuned and e.label == "dcc"
     assert not evaluation_tcr.controller_entries("bbr")[0].tuned
+    # raw-policy:FILE keeps its name (no safety net in its lanes) and says so in its label
+    (raw,) = evaluation_tcr.controller_entries(f"raw-policy:{pol}")
+    assert raw.tuned and raw.label == "raw:dcc" and raw.name == f"raw-policy:{pol}"
 
     calls = []
     real = runner.run_batch

@@ -467,8 +467,11 @@ class MoccFeatures : public FeatureFn {
 //      previous m2 when the MI had no sample (1 at the start); 6. m3 loss rate.
 // Action: rate = low x (bound / low)^u (features.scale "log", low_mbps, bound_mbps; the
 // action block's rate_absolute with scale log), u = clip(head output normalised to [0, 1]).
-// The start: u = init_action (1/3: 1 Mbit/s on 0.1-100). The goal (throughput, delay, loss
-// weights) is the policy's goal input.
+// With features.cwnd_rtts > 0 (jaxcc/envs/deepcc.py `ack_clock_cwnd`, the window the paper's
+// sender derives from its rate and ACK-clocks) the decision also sets cwnd = cwnd_rtts x rate x
+// min RTT (the --rtt-hint-ms guess before a sample), at least two packets; none on the first
+// decision, before any MI. The start: u = init_action (1/3: 1 Mbit/s on 0.1-100). The goal
+// (throughput, delay, loss weights) is the policy's goal input.
 class DeepccFeatures : public FeatureFn {
  public:
   explicit DeepccFeatures(const json& f)
@@ -476,6 +479,7 @@ class DeepccFeatures : public FeatureFn {
         bound_mbps_(Positive(f, "bound_mbps", 100.0)),
         low_mbps_(Positive(f, "low_mbps", 0.1)),
         ratio_max_(Positive(f, "send_ratio_max", 10.0)),
+        cwnd_rtts_(Param(f, "cwnd_rtts", 0.0)),
         goal_dim_(f.contains("goal") && f["goal"].is_array() ? f["goal"].size() : 3),
         empty_(EmptyFrom(f, {0, 0, 0, 0, 0, 0, 0})),
         last_action_(Param(f, "init_action", 1.0 / 3.0)) {
@@ -485,6 +489,8 @@ class DeepccFeatures : public FeatureFn {
       throw PolicyError("policy features: 'scale' must be \"log\" (deepcc_v1)");
     if (!(last_action_ >= 0 && last_action_ <= 1))
       throw PolicyError("policy features: 'init_action' must be in [0, 1] (deepcc_v1)");
+    if (!(cwnd_rtts_ >= 0 && cwnd_rtts_ <= kCwndRttsMax))
+      throw PolicyError("policy features: 'cwnd_rtts' must be in [0, 100] (0: no window; deepcc_v1)");
   }
   int dim() const override { return 7; }
   std::vector<float> Empty() const override { return empty_; }
@@ -531,19 +537,22 @@ class DeepccFeatures : public FeatureFn {
     m2_ = m2;
   }
 
-  bool AfterAction(const Policy& p, const PolicyOutput& out, const RunningStats&, double, double, double* rate,
-                   double*) override {
+  bool AfterAction(const Policy& p, const PolicyOutput& out, const RunningStats& run, double, double,
+                   double* rate, double* cwnd) override {
     const Head& h = p.head();
     const double a = out.values.empty() ? 0.0 : out.values[0];
     double u = (a - h.low) / (h.high - h.low);
     u = std::isnan(u) ? 0.0 : std::min(std::max(u, 0.0), 1.0);
     last_action_ = u;
-    *rate = ClampRate(p, low_mbps_ * std::exp(u * std::log(bound_mbps_ / low_mbps_)) * kBytesPerMbit);
+    const double r = low_mbps_ * std::exp(u * std::log(bound_mbps_ / low_mbps_)) * kBytesPerMbit;
+    *rate = ClampRate(p, r);
+    if (cwnd_rtts_ > 0 && started_) *cwnd = std::max(cwnd_rtts_ * r * run.KnownMinRtt(rtt_guess_), 2.0 * kMss);
     return true;
   }
 
  private:
-  double gain_, bound_mbps_, low_mbps_, ratio_max_;
+  static constexpr double kCwndRttsMax = 100.0;  // jaxcc/envs/deepcc.py CWND_RTTS_MAX
+  double gain_, bound_mbps_, low_mbps_, ratio_max_, cwnd_rtts_;
   size_t goal_dim_;
   std::vector<float> empty_;
   std::vector<double> scratch_;

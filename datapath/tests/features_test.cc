@@ -129,7 +129,19 @@ INSTANTIATE_TEST_SUITE_P(Sets, Features,
                          ::testing::Values("features_aurora_v1", "features_aurora_v2", "features_pareto_v1",
                                            "features_pareto_v2",
                                            "features_eagle_v1", "features_mocc_v1", "features_deepcc_v1",
-                                           "mocc_preference_switch"));
+                                           "mocc_preference_switch", "deepcc_window"));
+
+// deepcc_window's file states the ACK-clocked window, and its decisions after the first set one
+// (guards the generator: the same loop without it keeps no window).
+TEST(Features, DeepccWindowVectorSetsAWindow) {
+  std::ifstream f(kDir + "/deepcc_window.json");
+  ASSERT_TRUE(f);
+  const json v = json::parse(f);
+  EXPECT_GE(v["start"]["cwnd"].get<double>(), 1e29);
+  for (const json& m : v["mis"]) EXPECT_LT(m["cwnd"].get<double>(), 1e29);
+  EXPECT_THROW(jaxcc::MakeFeatureFn("deepcc_v1", R"({"cwnd_rtts": -1})"), jaxcc::PolicyError);
+  EXPECT_THROW(jaxcc::MakeFeatureFn("deepcc_v1", R"({"cwnd_rtts": 101})"), jaxcc::PolicyError);
+}
 
 // The vector exercises what pareto_v2 adds (its events are random, so this guards the
 // generator): MIs without an RTT sample after the rate became positive, where the own-queue

@@ -289,6 +289,8 @@ def features_block(config, params) -> dict:
     f32 = lambda x: float(f"{float(np.asarray(x)):.7g}")  # noqa: E731  (float32 params: 0.1, not 0.10000000149)
     for k in ("bound_mbps", "low_mbps", "init_action", "loss_threshold", "ewma_gain"):
         feats[k] = f32(getattr(params, k))
+    if float(np.asarray(params.cwnd_rtts)) > 0:  # the ACK-clocked window (files without it pace at the rate alone)
+        feats["cwnd_rtts"] = f32(params.cwnd_rtts)
     return feats
 
 

@@ -58,8 +58,10 @@ Decisions where the paper is silent:
   maximum the link's peak; with a link drawn per episode we take the link's mean capacity over
   the episode (``thr_ref``, ``reward_link_norm`` = 1), so the reward's m¹ is the utilisation.
   The observation keeps the running maximum.
-* Rate-based sending (the paper derives a cwnd from the rate and ACK-clocks it; the fluid
-  model paces at the rate directly).
+* Rate-based sending by default (``cwnd_rtts`` 0: paced at the rate, no window).  §V "DeepCC
+  Implementation" derives a cwnd from the rate and ACK-clocks it; ``cwnd_rtts`` > 0 does that
+  (``ack_clock_cwnd``: cwnd_rtts × rate × min RTT from the first MI on; the paper gives no
+  multiplier), in training and, through the file's features, in both senders.
 """
 
 from __future__ import annotations
@@ -89,6 +91,7 @@ SLOT_S = 0.01
 POISSON_KMAX = 256  # counts per slot the inverse-CDF sampler can draw (λ ≤ 150: 180 Mbit/s in 10 ms slots)
 POISSON_LAM_MAX = 150.0
 EPISODE_S = 60.0
+CWND_RTTS_MAX = 100.0  # the ACK-clocked window's largest multiplier (features.cwnd_rtts)
 TARGET_MAX_LOSS = 0.10  # the largest loss a requirement asks for, §VI-B: "ranges from 0 to 10%"
 
 
@@ -118,6 +121,10 @@ class DeepccParams:
     # 1: the reward's m² and m³ are bounded by the largest delay and loss a target can ask for
     # (``bounded_measurement``); 0: eq. 3 literally.  Training only: needs the link's mean capacity.
     reward_bounded: jax.Array = 0.0
+    # > 0: the window the paper's sender derives from the rate and ACK-clocks (§V "DeepCC
+    # Implementation"): cwnd = cwnd_rtts x rate x min RTT (``ack_clock_cwnd``); 0: paced at the
+    # rate alone, no window.
+    cwnd_rtts: jax.Array = 0.0
 
 
 @struct.dataclass
@@ -176,11 +183,12 @@ def rate_to_action(rate, bound_mbps, low_mbps=LOW_MBPS):
 
 def params_from_features(p: "DeepccParams", feats: dict) -> "DeepccParams":
     """``p`` with a policy file's ``features`` block's numbers (bound_mbps, low_mbps, ewma_gain,
-    init_action, loss_threshold where stated): what the simulator sender of an exported file runs.
+    init_action, loss_threshold, cwnd_rtts where stated): what the simulator sender of an
+    exported file runs.
 
     Raises:
-      ValueError: naming the field when 0 < low_mbps < bound_mbps does not hold or
-        features.scale is not "log".
+      ValueError: naming the field when 0 < low_mbps < bound_mbps does not hold,
+        features.scale is not "log" or cwnd_rtts is outside [0, ``CWND_RTTS_MAX``].
     """
     scale = feats.get("scale", "log")
     if scale != "log":
@@ -190,10 +198,23 @@ def params_from_features(p: "DeepccParams", feats: dict) -> "DeepccParams":
     if not 0.0 < low < bound:
         raise ValueError(f"policy features: 'low_mbps'={low} must be in (0, bound_mbps={bound})")
     over = {"bound_mbps": bound, "low_mbps": low}
+    cwnd_rtts = float(feats.get("cwnd_rtts", 0.0))
+    if not 0.0 <= cwnd_rtts <= CWND_RTTS_MAX:
+        raise ValueError(f"policy features: 'cwnd_rtts'={cwnd_rtts} must be in [0, {CWND_RTTS_MAX:g}] "
+                         "(0: no window)")
+    over["cwnd_rtts"] = cwnd_rtts
     for k in ("ewma_gain", "init_action", "loss_threshold"):
         if k in feats:
             over[k] = float(feats[k])
     return p.replace(**{k: jnp.asarray(v, jnp.float32) for k, v in over.items()})
+
+
+def ack_clock_cwnd(rate, min_rtt, cwnd_rtts):
+    """The window the paper's sender derives from its rate (§V "DeepCC Implementation": "the
+    sender can calculate the new cwnd size and pace these packets in an ack-clock"):
+    ``cwnd_rtts`` x rate x min RTT, at least two packets.  The paper does not give the
+    multiplier; 1 is the rate's own bandwidth-delay product."""
+    return jnp.maximum(cwnd_rtts * rate * min_rtt, 2.0 * units.MSS)
 
 
 def poisson_schedule(key, num_segments: int, slot_s: float, mean_mbps):
@@ -260,7 +281,12 @@ class DeepccEnv(base.MultiFlowEnv):
 
     def apply_action(self, state, action, p):
         a = jnp.clip(jnp.asarray(action, jnp.float32).reshape(self.config.num_flows), 0.0, 1.0)
-        return action_to_rate(a, p.bound_mbps, p.low_mbps), state.cwnd, state.paper.replace(last_action=a)
+        rate = action_to_rate(a, p.bound_mbps, p.low_mbps)
+        # The window in force (none) without cwnd_rtts and on the first decision, before any MI.
+        windowed = (p.cwnd_rtts > 0) & state.paper.started
+        cwnd = jnp.where(windowed, ack_clock_cwnd(rate, mi_lib.known_min_rtt(state.run, state.link.rtt), p.cwnd_rtts),
+                         state.cwnd)
+        return rate, cwnd, state.paper.replace(last_action=a)
 
     def observe(self, state, fl: DeepccFlow, m, run, lmi, p):
         first = ~fl.started

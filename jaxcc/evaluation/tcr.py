@@ -87,7 +87,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from jaxcc import units
-from jaxcc.controllers import parse_controller
+from jaxcc.controllers import parse_controller, policy_name
 from jaxcc.envs.deepcc import TARGET_MAX_LOSS
 from jaxcc.evaluation import bars
 from jaxcc.evaluation import metrics
@@ -178,7 +178,8 @@ def policy_features(path: str) -> str:
 
 def controller_entries(text: str | None) -> list[Entry]:
     """``--controller``: comma-separated names; a ``policy:FILE`` is labelled by its file name
-    (without ``.safetensors``; ``NAME@FOLDER`` when two share a name) and tuned when its features
+    (without ``.safetensors``; ``NAME@FOLDER`` when two share a name; ``raw:NAME`` for a
+    ``raw-policy:FILE``, which runs without the sender's safety net) and tuned when its features
     are ``deepcc_v1``.
 
     Raises:
@@ -201,8 +202,8 @@ def controller_entries(text: str | None) -> list[Entry]:
                 feats = policy_features(path)
             except ValueError as e:
                 raise ValueError(f"--controller: {n!r}: {e}") from None
-            label = re.sub(r"\.safetensors$", "", os.path.basename(path))
-            out.append(Entry(label, f"policy:{path}", feats == DEEPCC_FEATURES, path))
+            label = ("raw:" if spec.raw else "") + re.sub(r"\.safetensors$", "", os.path.basename(path))
+            out.append(Entry(label, policy_name(path, raw=spec.raw), feats == DEEPCC_FEATURES, path))
         else:
             out.append(Entry(n, n, False))
     labels = [e.label for e in out]

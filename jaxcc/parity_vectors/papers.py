@@ -64,7 +64,28 @@ def _write_paper_vectors(out_dir: str, rng: np.random.Generator, mocc_policy=Non
         if name == "mocc_v1":
             written.append(_write_mocc_switch(out_dir, env_name, seed, goal_seed, event_seed, (spec, tensors), vec,
                                               os.path.basename(pol)))
+        if name == "deepcc_v1":
+            written += _write_deepcc_window(out_dir, env_name, goal_seed, event_seed, (spec, tensors))
     return written
+
+
+DEEPCC_WINDOW_RTTS = 1.0  # deepcc_window: the ACK-clocked window's multiplier the file states
+
+
+def _write_deepcc_window(out_dir, env_name, goal_seed, event_seed, policy) -> list[str]:
+    """``deepcc_window.{safetensors,json}``: ``features_deepcc_v1``'s policy, goal and events, the
+    file stating ``cwnd_rtts`` (the window the paper's sender derives from its rate,
+    ``jaxcc.envs.deepcc.ack_clock_cwnd``): every decision after the first also sets a window."""
+    spec, tensors = policy
+    spec = json.loads(json.dumps(spec))
+    spec["features"]["cwnd_rtts"] = DEEPCC_WINDOW_RTTS
+    _, _, vec = _paper_vector("deepcc_v1", env_name, 0, goal_seed, event_seed, policy=(spec, tensors))
+    pol = os.path.join(out_dir, "deepcc_window.safetensors")
+    save(pol, spec, tensors)
+    path = os.path.join(out_dir, "deepcc_window.json")
+    with open(path, "w") as fh:
+        json.dump(dict(policy=os.path.basename(pol), features="deepcc_v1", **vec), fh, indent=1)
+    return [pol, path]
 
 
 MOCC_SWITCH_MI = 8  # mocc_preference_switch: the decision after this MI is the first with the new preference
@@ -117,6 +138,10 @@ def _paper_vector(name: str, env_name: str, seed: int, goal_seed: int, event_see
         from jaxcc.senders import mocc_v1
 
         env, p = mocc_v1.env_and_params(spec)
+    elif name == "deepcc_v1":
+        from jaxcc.senders import deepcc_v1
+
+        env, p = deepcc_v1.env_and_params(spec)
     else:
         env, p = make_env(env_name, num_flows=1)
     G = int(spec["goal_dim"])

@@ -116,6 +116,8 @@ def write_vectors(out_dir: str | os.PathLike, n_cases: int = 4, seed: int = 0,
                 "Pareto trainer exports its actor). mocc_preference_switch.json is features_mocc_v1's loop\n"
                 "with the preference changed at run time: each MI record's `goal` is the preference its\n"
                 "decision uses (the top-level `goal` until `switch_mi`, then `switch_goal`).\n"
+                "deepcc_window.json is features_deepcc_v1's loop (policy, goal, events) with the file stating\n"
+                "`cwnd_rtts`: every decision after the first also sets the ACK-clocked window.\n"
                 "goal_tuning.txt: DeepCC's online goal tuner (jaxcc/senders/goal_tuning.py) on measurement\n"
                 "sequences -> goal sequences, read by datapath/tests/goal_tuning_test.cc (format in its header).\n"
                 "safety.json: the sender's safety net (jaxcc/senders/safety.py: the guard and the runtime\n"

@@ -6,7 +6,9 @@ rate / bound, queuing delay / min RTT, throughput / max, delay_t / min RTT, loss
 ``DeepccEnv.observe`` (``jaxcc.envs.deepcc``); the network on the 16-step window and the goal
 (``jaxcc.policyfile.apply``, the ``concat_goal`` layer); the head's output normalised to
 u ∈ [0, 1] and sent at u · ``bound_mbps`` (``DeepccEnv.apply_action``, the action block's
-``rate_absolute``).  delay_t is the MI's largest per-tick RTT sample, the nearest-rank 95th
+``rate_absolute``).  A file whose features state ``cwnd_rtts`` > 0 also gets the window the paper's
+sender ACK-clocks, cwnd_rtts × rate × min RTT, from the second decision on
+(``deepcc.ack_clock_cwnd``).  delay_t is the MI's largest per-tick RTT sample, the nearest-rank 95th
 percentile of its at most 20 samples, as in training.
 
 Goal g (throughput, delay, loss weights): the policy's goal input, 1/3 each unless given
@@ -44,7 +46,7 @@ from jaxcc.envs import deepcc
 from jaxcc.envs import mi as mi_lib
 from jaxcc.senders import common
 from jaxcc.senders import goal_tuning as gt
-from jaxcc.sim.controller import Controller, rate_only
+from jaxcc.sim.controller import Action, Controller
 from jaxcc.sim.core import BIG
 from jaxcc.units import MBPS
 
@@ -62,6 +64,7 @@ class Own(NamedTuple):
     last_m: jax.Array  # [3] the last MI's measurement (eq. 1)
     have_m: jax.Array  # bool: an MI was observed since the last decision
     goal: jax.Array  # [3] the goal the last decision used
+    cwnd: jax.Array  # [1] bytes: the ACK-clocked window (features.cwnd_rtts; BIG without one)
 
 
 def env_and_params(spec: dict):
@@ -108,7 +111,7 @@ def sender(spec: dict, tensors: dict, goal=None) -> common.Sender:
         return Own(rate=jnp.full((1,), SENDER_INIT_RATE, jnp.float32), paper=env.init_paper(None, p),
                    tuner=gt.init(z, g if tunable else z), acc=z, acc_n=jnp.zeros((), jnp.int32),
                    d_buf=jnp.zeros((n_tune,), jnp.float32), last_m=z,
-                   have_m=jnp.zeros((), bool), goal=g)
+                   have_m=jnp.zeros((), bool), goal=g, cwnd=jnp.full((1,), BIG, jnp.float32))
 
     def tune(own: Own, run, rtt0, target):
         """The tuner after this decision's measurement (a step at the end of an interval)."""
@@ -135,10 +138,14 @@ def sender(spec: dict, tensors: dict, goal=None) -> common.Sender:
             own, on = tune(own, run, rtt0, target)
             goal_now = jnp.where(on, own.tuner.goal, fixed)
         u = (policyfile.apply(spec, ten, hist, goal_now).reshape(-1)[:1] - lo) / (hi - lo)  # the env's a in [0, 1]
-        st = types.SimpleNamespace(cwnd=jnp.full((1,), BIG, jnp.float32), paper=own.paper)
-        rate, _, paper = env.apply_action(st, u, p)
+        # The window (features.cwnd_rtts) from the known min RTT, the link's RTT before a sample
+        # (none on the first decision, before any MI: rtt0 None there).
+        link = types.SimpleNamespace(rtt=jnp.full((1,), BIG if rtt0 is None else rtt0, jnp.float32))
+        st = types.SimpleNamespace(cwnd=own.cwnd, paper=own.paper, run=run, link=link)
+        rate, cwnd, paper = env.apply_action(st, u, p)
         rate = jnp.clip(rate, env_base.MIN_RATE, env_base.MAX_RATE)
-        return own._replace(rate=rate.astype(jnp.float32), paper=paper, goal=goal_now.astype(jnp.float32))
+        return own._replace(rate=rate.astype(jnp.float32), paper=paper, goal=goal_now.astype(jnp.float32),
+                            cwnd=cwnd.astype(jnp.float32))
 
     def observe(own: Own, m, run, rtt0):
         st = types.SimpleNamespace(link=types.SimpleNamespace(rtt=jnp.full((1,), rtt0)), goal=own.goal[None],
@@ -148,7 +155,7 @@ def sender(spec: dict, tensors: dict, goal=None) -> common.Sender:
                                              have_m=jnp.ones((), bool))
 
     def act(own: Own):
-        return rate_only(own.rate[0])
+        return Action(rate=own.rate[0], cwnd=own.cwnd[0])
 
     return common.Sender(start=start, decide=decide, observe=observe, act=act, preference=g if tunable else None,
                          takes_target=tunable)
