@@ -7,8 +7,9 @@ applied to the records of preference sweeps over held-out links (several files a
 
 Per MOCC policy of the records, and per link: Spearman's rank correlation between w_thr and
 throughput and between w_thr and p95 queueing over the throughput–delay edge (w_loss = 0), as
-``jaxcc.evaluation.bars.mocc_steering`` judges bar (a) on MOCC's own links (both ≥ 0.8; a
-constant series has no rank correlation and fails).  It prints each policy's count of links that pass, and the
+``jaxcc.evaluation.bars.mocc_steering`` judges bar (a) on MOCC's own links (both ≥ 0.8, or the
+delay flat at ≤ 2 ms; otherwise a constant series has no rank correlation and fails).  It prints
+each policy's count of links that pass, and the
 median count over each group of policies whose labels differ only in their trailing digits
 (``MOCC@ms0``, ``MOCC@ms1``, ... form the group ``MOCC@ms``).  Used to compare trainers on links disjoint from
 those that judge them (``checkpoints/mocc/README.md``).

@@ -149,6 +149,20 @@ def test_bar_a_misses_when_delay_is_constant():
     assert "undefined (not measured at some preference)" in _verdicts(recs)[bar].value
 
 
+def test_bar_a_counts_a_delay_at_or_below_2_ms_as_flat():
+    """A p95 queueing delay that stays <= 2 ms at every edge point is flat (met, if throughput
+    steers); 2.01 ms at one point is not, and the delay's rank correlation decides again."""
+    recs = sweep_records()
+    noise = [1.0, 2.0, 0.5, 1.5, 0.2, 1.9, 0.9, 1.1, 0.3, 1.7, 0.4]  # no rank order in w_thr
+    for k, w in enumerate((1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1, 0.0)):
+        _set(recs, "M", "mocc/50mbps", (w, round(1 - w, 10), 0.0), p95_qdelay_ms=noise[k])
+    bar = [b for b in _verdicts(recs) if b.startswith("mocc/50mbps: Spearman")][0]
+    assert _failed(recs) == []
+    assert "delay flat: <= 2 ms at every point" in _verdicts(recs)[bar].value
+    _set(recs, "M", "mocc/50mbps", (0.9, 0.1, 0.0), p95_qdelay_ms=2.01)
+    assert _failed(recs) == [bar]
+
+
 def test_bar_a_needs_nine_edge_points():
     recs = [r for r in sweep_records() if not (r["scenario"] == "mocc/50mbps" and r["preference"]
                                                and r["preference"][0] in (0.1, 0.3, 0.5) and r["preference"][2] == 0)]

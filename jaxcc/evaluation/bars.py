@@ -69,8 +69,10 @@ evaluation without preferences leaves every bar "not evaluated"):
   buffers, LTE up and down — "MOCC's links"; one verdict per link, so a policy meets (a) when all
   nine are met): over the throughput–delay edge of the sweep (w_loss = 0, ≥ 9 points, ordered by
   falling w_thr), Spearman's rank correlation between w_thr and throughput ≥ 0.8 and between
-  w_thr and p95 queueing delay ≥ 0.8 (both fall as the throughput weight falls).  A constant
-  series has no rank correlation (undefined: unmet);
+  w_thr and p95 queueing delay ≥ 0.8 (both fall as the throughput weight falls).  A delay that
+  stays ≤ 2 ms at every edge point (``MOCC_FLAT_QDELAY_MS``) counts as flat, not as a miss: there
+  is no queue for the preference to trade, and its delay test is met.  Otherwise a constant series
+  has no rank correlation (undefined: unmet);
 * (b) on ``mocc/12mbps``: the most throughput-heavy preference (largest w_thr) reaches ≥ 90 %
   utilization;
 * (c) on ``mocc/12mbps``: the most delay-heavy preference (largest w_delay) has a p95 queueing
@@ -342,6 +344,7 @@ MOCC_LINK12 = "mocc/12mbps"  # the 12 Mbit/s / 20 ms RTT / 375 KB link of bars (
 MOCC_BASELINES = ("bbr", "cubic", "copa")  # bar (d)'s in-sim baselines
 MOCC_SPEARMAN_MIN = 0.8
 MOCC_MIN_EDGE_POINTS = 9  # the sweep's >= 9 points on the throughput-delay edge
+MOCC_FLAT_QDELAY_MS = 2.0  # (a) a p95 queueing delay <= this at every edge point is flat, not a miss
 MOCC_UTIL_THR_MIN = 0.90  # (b) the most throughput-heavy preference on mocc/12mbps
 MOCC_DELAY_RATIO_MAX = 0.25  # (c) its p95 queueing delay over the throughput-heavy one's, at most
 MOCC_UTIL_DELAY_MIN = 0.50  # (c) ... while holding this utilization
@@ -400,7 +403,8 @@ _NEEDS_SWEEP = "needs the preference sweep's records: python -m jaxcc.preference
 def mocc_steering(records: Sequence[dict], controller: str, link: str) -> tuple[list[dict], float, float, bool]:
     """Bar (a)'s test on one link: ``controller``'s throughput–delay edge there (``edge_points``),
     Spearman(w_thr, throughput), Spearman(w_thr, p95 queueing), and whether the preference steers
-    (≥ ``MOCC_MIN_EDGE_POINTS`` edge points and both ≥ ``MOCC_SPEARMAN_MIN``; NaN, undefined, fails).
+    (≥ ``MOCC_MIN_EDGE_POINTS`` edge points, the throughput one ≥ ``MOCC_SPEARMAN_MIN`` and the
+    delay one too unless the delay is flat, ``flat_qdelay``; NaN, undefined, fails).
     Used on MOCC's links by bar (a) and on held-out links by ``launch/mocc_heldout.py``."""
     edge = edge_points(mocc_points(records, controller, link))
     if len(edge) < MOCC_MIN_EDGE_POINTS:
@@ -408,7 +412,13 @@ def mocc_steering(records: Sequence[dict], controller: str, link: str) -> tuple[
     w = [_pref(r)[0] for r in edge]
     rt = spearman(w, [r["throughput_mbps"] for r in edge])
     rq = spearman(w, [r["p95_qdelay_ms"] for r in edge])
-    return edge, rt, rq, rt >= MOCC_SPEARMAN_MIN and rq >= MOCC_SPEARMAN_MIN
+    return edge, rt, rq, rt >= MOCC_SPEARMAN_MIN and (rq >= MOCC_SPEARMAN_MIN or flat_qdelay(edge))
+
+
+def flat_qdelay(edge: Sequence[dict]) -> bool:
+    """Whether the p95 queueing delay stays ≤ ``MOCC_FLAT_QDELAY_MS`` at every point of ``edge``
+    (bar (a): a flat delay, not a miss; a NaN is not flat)."""
+    return bool(edge) and all(float(r["p95_qdelay_ms"]) <= MOCC_FLAT_QDELAY_MS for r in edge)
 
 
 def _mocc(records: Sequence[dict], controller: str) -> list[tuple[Verdict, dict]]:
@@ -432,6 +442,8 @@ def _mocc(records: Sequence[dict], controller: str) -> list[tuple[Verdict, dict]
 
         txt = " / ".join(rho_text(rho, [float(r[k]) for r in edge])
                          for rho, k in ((rt, "throughput_mbps"), (rq, "p95_qdelay_ms")))
+        if flat_qdelay(edge):
+            txt += f" (delay flat: <= {MOCC_FLAT_QDELAY_MS:g} ms at every point)"
         out.append((Verdict(bar, f"{txt} over {len(edge)} points", ok),
                     nums))
     # (b), (c) on the 12 Mbit/s link
