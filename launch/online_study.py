@@ -67,6 +67,10 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     # On top of lr0.3: behaviour noise in the learning arm's senders (TD3's exploration, offline 0.1).
     "lr0.3+explore0.05": ("--lr-scale=0.3", "--explore=0.05"),
     "lr0.3+explore0.1": ("--lr-scale=0.3", "--explore=0.1"),
+    # On top of lr0.3: more gradient steps per online transition (the learner keeps up with 4 at
+    # --speed=1 on the 2-core machine, not at --speed=4, where the updates-per-s cap binds).
+    "lr0.3+replay2": ("--lr-scale=0.3", "--replay-ratio=2"),
+    "lr0.3+replay4": ("--lr-scale=0.3", "--replay-ratio=4"),
 }
 __doc__ += "".join(f"\n* ``{k}``: {' '.join(v) or '(the defaults)'}" for k, v in VARIANTS.items()) + "\n"
 

@@ -61,6 +61,12 @@ def test_actions_timeout_and_init_cwnd():
     # 8 Mbps → 12 Mbps class → 30 packets; exactly 12 → 30; 150 → the top class (100) → 250
     ack = A(1.0e6, 1.5e6, 150 * 125000.0)
     np.testing.assert_allclose(mocc.init_cwnd(ack, p.bw_set_mbps, 2.5), [30.0, 30.0, 250.0])
+    # Scaled by min RTT / init_ref_rtt_s: 48 Mbps → the 50 class → 125 packets by eq. 1 (15.6 BDPs
+    # of a 2-ms, 50-Mbps path), 12.5 at 2 ms over a 20-ms reference, 125 at 20 ms, 375 at 60 ms.
+    ack48 = jnp.full((3,), 48 * 125000.0)
+    np.testing.assert_allclose(mocc.init_cwnd(ack48, p.bw_set_mbps, 2.5, A(0.002, 0.02, 0.06), 0.02),
+                               [12.5, 125.0, 375.0], rtol=1e-6)
+    np.testing.assert_allclose(mocc.init_cwnd(ack48, p.bw_set_mbps, 2.5, A(0.002, 0.02, 0.06), 0.0), [125.0] * 3)
 
 
 def test_termination_algorithm1_by_hand():

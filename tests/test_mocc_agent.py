@@ -180,3 +180,23 @@ def test_default_table_is_scale_free_and_travels_in_the_policy_file():
     np.testing.assert_allclose(np.asarray(env_next) / 1500.0, by_hand, rtol=1e-5)
     for a in range(7):
         np.testing.assert_allclose(float(policyfile.map_action(spec, a, 1e6, w)[1]) / 1500.0, by_hand[a], rtol=1e-5)
+
+
+def test_initscaled_variant_states_its_init_in_the_file_and_the_sender_takes_it():
+    """``mocc_initscaled`` sets ``init_ref_rtt_s`` 0.02 and its file states it, so the simulator's
+    sender scales §IV-B's window by the min RTT; ``mocc``'s file does not (eq. 1).  The sender
+    refuses a value outside [0, 1] s by name."""
+    from jaxcc import policyfile
+    from jaxcc.senders import mocc_v1
+    from jaxcc.training.configs import load_config
+
+    for name, want in (("mocc", None), ("mocc_initscaled", 0.02)):
+        cfg = load_config(f"configs/{name}.py")
+        feats = M.features_block(cfg, M.make_env(cfg)[1])
+        assert feats.get("init_ref_rtt_s") == want, name
+    spec, tensors = policyfile.make_feature_policy("mocc_v1", 0)
+    _, p = mocc_v1.env_and_params(dict(spec, features=dict(spec["features"], init_ref_rtt_s=0.02)))
+    assert float(p.init_ref_rtt_s) == pytest.approx(0.02)
+    for bad in (-0.01, 1.5):
+        with pytest.raises(ValueError, match=r"'init_ref_rtt_s'=.* must be in \[0, 1\] s"):
+            mocc_v1.env_and_params(dict(spec, features=dict(spec["features"], init_ref_rtt_s=bad)))

@@ -376,6 +376,7 @@ class MoccFeatures : public FeatureFn {
         max_cwnd_pkts_(Positive(f, "max_cwnd_pkts", 10000.0)),
         b_(Positive(f, "b", 2.5)),
         init_step_(Param(f, "init_step", 2.0)),
+        init_ref_rtt_s_(Param(f, "init_ref_rtt_s", 0.0)),
         pacing_gain_(Positive(f, "pacing_gain", 1.2)),
         goal_dim_(f.contains("objectives") && f["objectives"].is_array() ? f["objectives"].size() : 3),
         empty_(EmptyFrom(f, {0, 0, 0, 0})) {
@@ -384,6 +385,8 @@ class MoccFeatures : public FeatureFn {
         throw PolicyError("policy features: 'bw_set_mbps' must be increasing");
     if (init_step_ < 0 || init_step_ != std::floor(init_step_))
       throw PolicyError("policy features: 'init_step' must be an integer >= 0");
+    if (!(init_ref_rtt_s_ >= 0 && init_ref_rtt_s_ <= kInitRefRttMaxS))
+      throw PolicyError("policy features: 'init_ref_rtt_s' must be in [0, 1] s (0: eq. 1 unscaled; mocc_v1)");
   }
   int dim() const override { return 4; }
   std::vector<float> Empty() const override { return empty_; }
@@ -430,8 +433,8 @@ class MoccFeatures : public FeatureFn {
                                      static_cast<double>(static_cast<float>(deltas_pkts_[a])) * kMss,
                                  min_cwnd_pkts_ * kMss),
                         max_cwnd_pkts_ * kMss);
-    if (steps_ == init_step_) c = InitCwndPkts(acked_sum_ / std::max(time_sum_, 1e-9)) * kMss;
     const double min_rtt = run.KnownMinRtt(rtt_guess_);
+    if (steps_ == init_step_) c = InitCwndPkts(acked_sum_ / std::max(time_sum_, 1e-9), min_rtt) * kMss;
     *cwnd = cwnd_ = c;
     *rate = ClampRate(p, pacing_gain_ * c / std::max(min_rtt, 1e-6));
     return true;
@@ -439,16 +442,20 @@ class MoccFeatures : public FeatureFn {
 
  private:
   // mocc.init_cwnd: b x the smallest set bandwidth (Mbit/s) at or above the ACK rate, the
-  // largest one when the rate exceeds them all; in packets.
-  double InitCwndPkts(double ack_rate) const {
+  // largest one when the rate exceeds them all; in packets; with init_ref_rtt_s > 0, scaled by
+  // min RTT / init_ref_rtt_s.
+  double InitCwndPkts(double ack_rate, double min_rtt) const {
     const double mbps = ack_rate / kBytesPerMbit;
     size_t i = 0;
     while (i + 1 < bw_set_mbps_.size() && bw_set_mbps_[i] < mbps) ++i;
-    return b_ * bw_set_mbps_[i];
+    const double scale = init_ref_rtt_s_ > 0 ? min_rtt / std::max(init_ref_rtt_s_, 1e-9) : 1.0;
+    return b_ * bw_set_mbps_[i] * scale;
   }
 
+  static constexpr double kInitRefRttMaxS = 1.0;  // jaxcc/envs/mocc.py INIT_REF_RTT_MAX_S
   std::vector<double> deltas_pkts_, mults_, bw_set_mbps_;
-  double timeout_min_s_, timeout_rtts_, init_cwnd_pkts_, min_cwnd_pkts_, max_cwnd_pkts_, b_, init_step_, pacing_gain_;
+  double timeout_min_s_, timeout_rtts_, init_cwnd_pkts_, min_cwnd_pkts_, max_cwnd_pkts_, b_, init_step_, init_ref_rtt_s_,
+      pacing_gain_;
   size_t goal_dim_;
   std::vector<float> empty_;
   double cwnd_ = 0, acked_sum_ = 0, time_sum_ = 0, max_ack_ = 0, steps_ = 0;

@@ -129,7 +129,7 @@ INSTANTIATE_TEST_SUITE_P(Sets, Features,
                          ::testing::Values("features_aurora_v1", "features_aurora_v2", "features_pareto_v1",
                                            "features_pareto_v2",
                                            "features_eagle_v1", "features_mocc_v1", "features_deepcc_v1",
-                                           "mocc_preference_switch", "deepcc_window"));
+                                           "mocc_preference_switch", "deepcc_window", "mocc_initscaled"));
 
 // deepcc_window's file states the ACK-clocked window, and its decisions after the first set one
 // (guards the generator: the same loop without it keeps no window).
@@ -141,6 +141,20 @@ TEST(Features, DeepccWindowVectorSetsAWindow) {
   for (const json& m : v["mis"]) EXPECT_LT(m["cwnd"].get<double>(), 1e29);
   EXPECT_THROW(jaxcc::MakeFeatureFn("deepcc_v1", R"({"cwnd_rtts": -1})"), jaxcc::PolicyError);
   EXPECT_THROW(jaxcc::MakeFeatureFn("deepcc_v1", R"({"cwnd_rtts": 101})"), jaxcc::PolicyError);
+}
+
+// mocc_initscaled's file scales §IV-B's init-cwnd by min RTT / init_ref_rtt_s: its init step sets
+// another window than features_mocc_v1's, the same loop with eq. 1 (guards the generator).
+TEST(Features, MoccInitScaledVectorScalesTheInitWindow) {
+  std::ifstream fs(kDir + "/mocc_initscaled.json"), fp(kDir + "/features_mocc_v1.json");
+  ASSERT_TRUE(fs && fp);
+  const json s = json::parse(fs), p = json::parse(fp);
+  ASSERT_EQ(s["mis"].size(), p["mis"].size());
+  int differ = 0;
+  for (size_t i = 0; i < s["mis"].size(); ++i) differ += s["mis"][i]["cwnd"] != p["mis"][i]["cwnd"];
+  EXPECT_GT(differ, 0);
+  EXPECT_THROW(jaxcc::MakeFeatureFn("mocc_v1", R"({"init_ref_rtt_s": -0.01})"), jaxcc::PolicyError);
+  EXPECT_THROW(jaxcc::MakeFeatureFn("mocc_v1", R"({"init_ref_rtt_s": 1.5})"), jaxcc::PolicyError);
 }
 
 // The vector exercises what pareto_v2 adds (its events are random, so this guards the

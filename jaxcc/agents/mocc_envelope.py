@@ -199,6 +199,8 @@ def features_block(config, params) -> dict:
     feats = dict(envs.export_features_spec(str(config.env.name), **dict(config.env.get("overrides", {}) or {})))
     feats["cwnd_deltas_pkts"] = [float(d) for d in np.asarray(params.cwnd_deltas_pkts)]
     feats["cwnd_mults"] = [float(k) for k in np.asarray(params.cwnd_mults)]
+    if float(np.asarray(params.init_ref_rtt_s)) > 0:  # eq. 1 scaled by the min RTT (files without it: eq. 1)
+        feats["init_ref_rtt_s"] = float(f"{float(np.asarray(params.init_ref_rtt_s)):.7g}")  # 0.02, not 0.0199999996
     return feats
 
 

@@ -96,6 +96,7 @@ HOLD_ACTION = 3
 FEATURE_NAMES = ("delay_over_timeout", "ack_rate_over_max", "send_rate_over_max", "cwnd_over_bdp")
 OBJECTIVES = ("throughput", "delay", "loss")  # the preference order [w_thr, w_delay, w_loss]
 BW_SET_MBPS = (6.0, 12.0, 24.0, 50.0, 100.0)
+INIT_REF_RTT_MAX_S = 1.0  # the largest init_ref_rtt_s a policy file may state (0 leaves eq. 1 unscaled)
 INT_FIELDS = ("init_step", "win_M", "lose_L", "max_T", "tie_is_terminal")
 OUT_NONE, OUT_WIN, OUT_LOSE, OUT_TIE = 0, 1, 2, 3
 
@@ -119,6 +120,7 @@ class MoccParams:
     min_cwnd_pkts: jax.Array = 2.0
     b: jax.Array = 2.5
     init_step: jax.Array = 2
+    init_ref_rtt_s: jax.Array = 0.0  # > 0: eq. 1's window scaled by min RTT / this (``init_cwnd``); 0: eq. 1
     timeout_min_s: jax.Array = 0.2
     timeout_rtts: jax.Array = 2.0
     win_M: jax.Array = 50
@@ -198,12 +200,19 @@ def with_throughput_floor(r, eps):
     return r.at[..., 1:].add(eps * r[..., :1])
 
 
-def init_cwnd(ack_rate_bps, bw_set_mbps, b=2.5):
+def init_cwnd(ack_rate_bps, bw_set_mbps, b=2.5, min_rtt=0.0, ref_rtt_s=0.0):
     """eq. 1–3: cwnd (packets) = b × F(ACK rate), F = smallest set bandwidth (Mbps) >= the ACK
-    rate in Mbps (the largest one when the rate exceeds them all)."""
+    rate in Mbps (the largest one when the rate exceeds them all).
+
+    With ``ref_rtt_s`` > 0 (ours, ``MoccParams.init_ref_rtt_s``) the window is scaled by
+    min RTT / ``ref_rtt_s``.  Eq. 1 counts packets per Mbit/s, which is a fixed number of
+    bandwidth-delay products only at one RTT: b × F is 1.5 BDPs of F at 20 ms, the paper's own link
+    (§V-A: 12 Mbps, 20 ms), and 15 at 2 ms.  Scaled, it is 1.5 BDPs of F at every RTT, and eq. 1
+    on a 20-ms path."""
     mbps = ack_rate_bps / units.MBPS
     idx = jnp.clip(jnp.searchsorted(bw_set_mbps, mbps, side="left"), 0, bw_set_mbps.shape[-1] - 1)
-    return b * bw_set_mbps[idx]
+    scale = jnp.where(ref_rtt_s > 0, min_rtt / jnp.maximum(ref_rtt_s, 1e-9), 1.0)
+    return b * bw_set_mbps[idx] * scale
 
 
 def apply_delta(cwnd_bytes, a, min_cwnd_pkts=2.0, deltas_pkts=CWND_DELTAS_PKTS, mults=CWND_MULTS,
@@ -278,9 +287,9 @@ class MoccEnv(base.MultiFlowEnv):
         fl = state.paper
         cwnd = apply_delta(state.cwnd, a, p.min_cwnd_pkts, p.cwnd_deltas_pkts, p.cwnd_mults, p.max_cwnd_pkts)
         ack_rate = fl.acked_sum / jnp.maximum(fl.time_sum, 1e-9)
-        cwnd_init = init_cwnd(ack_rate, p.bw_set_mbps, p.b) * units.MSS
-        cwnd = jnp.where(fl.steps == p.init_step, cwnd_init, cwnd)
         min_rtt = mi_lib.known_min_rtt(state.run, state.link.rtt)
+        cwnd_init = init_cwnd(ack_rate, p.bw_set_mbps, p.b, min_rtt, p.init_ref_rtt_s) * units.MSS
+        cwnd = jnp.where(fl.steps == p.init_step, cwnd_init, cwnd)
         return pacing_rate(cwnd, min_rtt, p), cwnd, fl
 
     def observe(self, state, fl: MoccFlow, m, run, lmi, p):

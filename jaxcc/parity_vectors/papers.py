@@ -43,7 +43,8 @@ def _write_paper_vectors(out_dir: str, rng: np.random.Generator, mocc_policy=Non
     MOCC also gets ``mocc_preference_switch.json``: the same loop, policy and events with the
     preference changed at run time before the decision after MI ``switch_mi`` (to the one-hot
     preference that changes the most decisions), each MI record's ``goal`` the preference its
-    decision used — what the C++ sender's runtime preference change must reproduce.
+    decision used — what the C++ sender's runtime preference change must reproduce — and
+    ``mocc_initscaled.json``: the same loop, policy and events, the file stating ``init_ref_rtt_s``.
     """
     written = []
     for name, env_name in _PAPER_SETS:
@@ -64,6 +65,7 @@ def _write_paper_vectors(out_dir: str, rng: np.random.Generator, mocc_policy=Non
         if name == "mocc_v1":
             written.append(_write_mocc_switch(out_dir, env_name, seed, goal_seed, event_seed, (spec, tensors), vec,
                                               os.path.basename(pol)))
+            written += _write_mocc_initscaled(out_dir, env_name, seed, goal_seed, event_seed, (spec, tensors))
         if name == "deepcc_v1":
             written += _write_deepcc_window(out_dir, env_name, goal_seed, event_seed, (spec, tensors))
     return written
@@ -85,6 +87,25 @@ def _write_deepcc_window(out_dir, env_name, goal_seed, event_seed, policy) -> li
     path = os.path.join(out_dir, "deepcc_window.json")
     with open(path, "w") as fh:
         json.dump(dict(policy=os.path.basename(pol), features="deepcc_v1", **vec), fh, indent=1)
+    return [pol, path]
+
+
+MOCC_INIT_REF_RTT_S = 0.02  # mocc_initscaled: the RTT at which the file's init-cwnd is eq. 1's
+
+
+def _write_mocc_initscaled(out_dir, env_name, seed, goal_seed, event_seed, policy) -> list[str]:
+    """``mocc_initscaled.{safetensors,json}``: ``features_mocc_v1``'s policy, goal and events, the
+    file stating ``init_ref_rtt_s`` (§IV-B's init-cwnd scaled by min RTT / ``init_ref_rtt_s``,
+    ``jaxcc.envs.mocc.init_cwnd``): the window the init step sets differs from eq. 1's."""
+    spec, tensors = policy
+    spec = json.loads(json.dumps(spec))
+    spec["features"]["init_ref_rtt_s"] = MOCC_INIT_REF_RTT_S
+    _, _, vec = _paper_vector("mocc_v1", env_name, seed, goal_seed, event_seed, policy=(spec, tensors))
+    pol = os.path.join(out_dir, "mocc_initscaled.safetensors")
+    save(pol, spec, tensors)
+    path = os.path.join(out_dir, "mocc_initscaled.json")
+    with open(path, "w") as fh:
+        json.dump(dict(policy=os.path.basename(pol), features="mocc_v1", **vec), fh, indent=1)
     return [pol, path]
 
 

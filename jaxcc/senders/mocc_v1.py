@@ -39,7 +39,8 @@ from jaxcc.units import MBPS, MSS, PACKET_BYTES
 
 NAME = "mocc_v1"
 SENDER_INIT_RATE = 1.0 * MBPS  # bytes/s before the first decision (jaxcc-sender --init-mbps 1)
-SPEC_PARAMS = ("timeout_min_s", "timeout_rtts", "init_cwnd_pkts", "min_cwnd_pkts", "max_cwnd_pkts", "b", "pacing_gain")
+SPEC_PARAMS = ("timeout_min_s", "timeout_rtts", "init_cwnd_pkts", "min_cwnd_pkts", "max_cwnd_pkts", "b", "pacing_gain",
+               "init_ref_rtt_s")
 
 
 class Own(NamedTuple):
@@ -85,6 +86,10 @@ def env_and_params(spec: dict):
     init_step = feats.get("init_step", 2)
     if not (isinstance(init_step, (int, float)) and float(init_step).is_integer() and init_step >= 0):
         raise ValueError(f"policy features: 'init_step'={init_step!r} must be an integer >= 0")
+    ref = feats.get("init_ref_rtt_s", 0.0)
+    if not (isinstance(ref, (int, float)) and 0.0 <= ref <= mocc.INIT_REF_RTT_MAX_S):
+        raise ValueError(f"policy features: 'init_ref_rtt_s'={ref!r} must be in [0, {mocc.INIT_REF_RTT_MAX_S:g}] s "
+                         "(0: eq. 1 unscaled)")
     env, p = envs.make_env("mocc", history=int(feats["history"]), num_flows=1)
     p = p.replace(**{k: jnp.asarray(float(feats[k]), jnp.float32) for k in SPEC_PARAMS if k in feats})
     p = p.replace(bw_set_mbps=jnp.asarray(bw_set, jnp.float32), init_step=jnp.asarray(int(init_step), jnp.int32),
