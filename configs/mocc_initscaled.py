@@ -6,9 +6,10 @@ Eq. 1 sets the window at step ``init_step`` to b × F(ACK rate) packets, F in Mb
 Mbit/s is a fixed number of bandwidth-delay products only at one RTT: with b = 2.5 it is 1.5 BDPs
 of F at 20 ms, the link the paper chose b on (§V-A: 12 Mbps, 20 ms), and 15 BDPs at 2 ms, the
 ``mocc/50mbps`` link's RTT and the shortest the training links draw.  Measured on the default's
-seed 2 there: from eq. 1's 125 packets (8 is the BDP) at (0.5, 0.5, 0) the policy doubles its
-way to the 10 000-packet ceiling within 50 ms and holds it, 97.4 % loss, where started from
-12.5 packets it settles at 9.2 (``checkpoints/mocc/README.md``, "A start 15 BDPs over").
+seed 2 there: from eq. 1's 125 packets (the BDP is 8.3) at (0.5, 0.5, 0) the policy multiplies
+its window by 1.5 at every decision, reaches the 10 000-packet ceiling within 52 ms and holds it,
+97.4 % loss; started from a window scaled to the RTT (14 packets) it settles at 9.3
+(``checkpoints/mocc/README.md``, "A start 15 BDPs over").
 
 Here eq. 1's window is scaled by min RTT / 20 ms (``MoccParams.init_ref_rtt_s``,
 ``jaxcc.envs.mocc.init_cwnd``): the paper's value on the paper's link, 1.5 BDPs of F on every
