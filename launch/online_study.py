@@ -71,6 +71,9 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     # --speed=1 on the 2-core machine, not at --speed=4, where the updates-per-s cap binds).
     "lr0.3+replay2": ("--lr-scale=0.3", "--replay-ratio=2"),
     "lr0.3+replay4": ("--lr-scale=0.3", "--replay-ratio=4"),
+    # The same with Algorithm 1's reward alone: without the local utilization term, which is 1
+    # whenever the sender sees a queue.
+    "lr0.3+replay4+alg1": ("--lr-scale=0.3", "--replay-ratio=4", "--reward=alg1"),
 }
 __doc__ += "".join(f"\n* ``{k}``: {' '.join(v) or '(the defaults)'}" for k, v in VARIANTS.items()) + "\n"
 
