@@ -448,7 +448,7 @@ class MoccFeatures : public FeatureFn {
     const double mbps = ack_rate / kBytesPerMbit;
     size_t i = 0;
     while (i + 1 < bw_set_mbps_.size() && bw_set_mbps_[i] < mbps) ++i;
-    const double scale = init_ref_rtt_s_ > 0 ? min_rtt / std::max(init_ref_rtt_s_, 1e-9) : 1.0;
+    const double scale = init_ref_rtt_s_ > 0 ? min_rtt / init_ref_rtt_s_ : 1.0;
     return b_ * bw_set_mbps_[i] * scale;
   }
 

@@ -65,47 +65,33 @@ def _write_paper_vectors(out_dir: str, rng: np.random.Generator, mocc_policy=Non
         if name == "mocc_v1":
             written.append(_write_mocc_switch(out_dir, env_name, seed, goal_seed, event_seed, (spec, tensors), vec,
                                               os.path.basename(pol)))
-            written += _write_mocc_initscaled(out_dir, env_name, seed, goal_seed, event_seed, (spec, tensors))
+            written += _write_with_feature(out_dir, "mocc_initscaled", name, env_name, seed, goal_seed, event_seed,
+                                           (spec, tensors), "init_ref_rtt_s", MOCC_INIT_REF_RTT_S)
         if name == "deepcc_v1":
-            written += _write_deepcc_window(out_dir, env_name, goal_seed, event_seed, (spec, tensors))
+            written += _write_with_feature(out_dir, "deepcc_window", name, env_name, 0, goal_seed, event_seed,
+                                           (spec, tensors), "cwnd_rtts", DEEPCC_WINDOW_RTTS)
     return written
 
 
 DEEPCC_WINDOW_RTTS = 1.0  # deepcc_window: the ACK-clocked window's multiplier the file states
-
-
-def _write_deepcc_window(out_dir, env_name, goal_seed, event_seed, policy) -> list[str]:
-    """``deepcc_window.{safetensors,json}``: ``features_deepcc_v1``'s policy, goal and events, the
-    file stating ``cwnd_rtts`` (the window the paper's sender derives from its rate,
-    ``jaxcc.envs.deepcc.ack_clock_cwnd``): every decision after the first also sets a window."""
-    spec, tensors = policy
-    spec = json.loads(json.dumps(spec))
-    spec["features"]["cwnd_rtts"] = DEEPCC_WINDOW_RTTS
-    _, _, vec = _paper_vector("deepcc_v1", env_name, 0, goal_seed, event_seed, policy=(spec, tensors))
-    pol = os.path.join(out_dir, "deepcc_window.safetensors")
-    save(pol, spec, tensors)
-    path = os.path.join(out_dir, "deepcc_window.json")
-    with open(path, "w") as fh:
-        json.dump(dict(policy=os.path.basename(pol), features="deepcc_v1", **vec), fh, indent=1)
-    return [pol, path]
-
-
 MOCC_INIT_REF_RTT_S = 0.02  # mocc_initscaled: the RTT at which the file's init-cwnd is eq. 1's
 
 
-def _write_mocc_initscaled(out_dir, env_name, seed, goal_seed, event_seed, policy) -> list[str]:
-    """``mocc_initscaled.{safetensors,json}``: ``features_mocc_v1``'s policy, goal and events, the
-    file stating ``init_ref_rtt_s`` (§IV-B's init-cwnd scaled by min RTT / ``init_ref_rtt_s``,
-    ``jaxcc.envs.mocc.init_cwnd``): the window the init step sets differs from eq. 1's."""
+def _write_with_feature(out_dir, stem, name, env_name, seed, goal_seed, event_seed, policy, field, value) -> list[str]:
+    """``<stem>.{safetensors,json}``: ``features_<name>``'s policy, goal and events, the file
+    stating ``features.<field>`` = ``value``.  Used for ``deepcc_window`` (``cwnd_rtts``: the
+    window the paper's sender derives from its rate, ``jaxcc.envs.deepcc.ack_clock_cwnd``; every
+    decision after the first also sets one) and ``mocc_initscaled`` (``init_ref_rtt_s``: §IV-B's
+    init-cwnd scaled by min RTT / ``init_ref_rtt_s``, ``jaxcc.envs.mocc.init_cwnd``)."""
     spec, tensors = policy
     spec = json.loads(json.dumps(spec))
-    spec["features"]["init_ref_rtt_s"] = MOCC_INIT_REF_RTT_S
-    _, _, vec = _paper_vector("mocc_v1", env_name, seed, goal_seed, event_seed, policy=(spec, tensors))
-    pol = os.path.join(out_dir, "mocc_initscaled.safetensors")
+    spec["features"][field] = value
+    _, _, vec = _paper_vector(name, env_name, seed, goal_seed, event_seed, policy=(spec, tensors))
+    pol = os.path.join(out_dir, f"{stem}.safetensors")
     save(pol, spec, tensors)
-    path = os.path.join(out_dir, "mocc_initscaled.json")
+    path = os.path.join(out_dir, f"{stem}.json")
     with open(path, "w") as fh:
-        json.dump(dict(policy=os.path.basename(pol), features="mocc_v1", **vec), fh, indent=1)
+        json.dump(dict(policy=os.path.basename(pol), features=name, **vec), fh, indent=1)
     return [pol, path]
 
 
