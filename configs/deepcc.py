@@ -27,6 +27,13 @@ on every link).  Chosen over the same recipe without them (``configs/deepcc_clea
 shipped file's) by a rule fixed before the runs: the higher mean over the ``outage`` and
 ``robust`` links of the median-seed TCR (three seeds each, the default tuner), links that judge
 no DeepCC TCR bar (``checkpoints/deepcc/README.md``, "The default since 2026-12-01").
+Since then, by the same rule: the window the paper's sender ACK-clocks (cwnd = rate x min RTT,
+``cwnd_rtts`` 1, §V) with the actor's z² penalty at 0.01.  With the penalty at 0.1 the
+window-trained actors held a rate ceiling of their own (29 / 11 / 17 Mbit/s at a
+throughput-only goal on clean 50 and 90 Mbit/s links, ``launch/deepcc_ceiling.py``); at 0.01
+they fill 50 Mbit/s and the rule's mean rose from 76.8 to 86.7 (``checkpoints/deepcc/README.md``,
+"A rate ceiling from the actor's penalty").  The recipe before, paced at the rate alone:
+``configs/deepcc_paced.py``.
 The env's default sampler (1–6 Mbit/s uniform, 100–250 ms, 65–260 packets, no loss) alone:
 ``--config=deepcc_clean --config.env.params.mean_hi_mbps=6 --config.env.params.mean_log=0 --config.env.params.rtt_hi_s=0.25
 --config.env.params.buf_bdp_hi=0 --config.env.params.loss_hi=0``.
@@ -70,7 +77,7 @@ def get_config() -> ml_collections.ConfigDict:
     c.env.params.low_mbps = 0.1
     c.env.params.bound_mbps = 100.0
     c.env.params.reward_bounded = 1.0  # eq. 3, m² and m³ bounded (envs.deepcc.bounded_measurement); 0: as written
-    c.env.params.cwnd_rtts = 0.0  # paced at the rate alone; > 0: the ACK-clocked window (configs/deepcc_ackclock.py)
+    c.env.params.cwnd_rtts = 1.0  # the ACK-clocked window, cwnd = 1 x rate x min RTT (§V); 0: paced at the rate alone
 
     c.ddpg = ml_collections.ConfigDict()
     c.ddpg.conv_filters = 32  # §V
@@ -87,7 +94,7 @@ def get_config() -> ml_collections.ConfigDict:
     c.ddpg.updates_per_step = 2
     c.ddpg.actor_starts = 10_000  # env transitions before the actor's first update (critic-only warm-up)
     c.ddpg.init_u = 1.0 / 3.0  # the actor's first output (output-layer bias): 1 Mbit/s
-    c.ddpg.actor_z_penalty = 0.1  # λ·mean(z²) added to the actor loss (keeps tanh out of saturation)
+    c.ddpg.actor_z_penalty = 0.01  # λ·mean(z²) in the actor loss (keeps tanh out of saturation; 0.1 capped the rate)
     c.ddpg.max_grad_norm = 10.0
     c.ddpg.export_target_actor = True  # ship μ' (the Polyak-averaged actor), measured better
     c.ddpg.noise_theta = 0.15  # OU (1.0: i.i.d. Gaussian)

@@ -118,11 +118,27 @@ def test_exported_actor_equals_the_training_actor(tmp_path):
     for u in np.asarray(u_file[:4]):
         rate, _ = policyfile.map_action(spec, jnp.array([u]), 1e5, 1e30)
         np.testing.assert_allclose(float(rate), float(deepcc.action_to_rate(u, ep.bound_mbps, ep.low_mbps)), rtol=1e-5)
-    assert "cwnd_rtts" not in spec["features"]  # the smoke config paces at the rate alone
-    # A run with the ACK-clocked window states it, so the senders set the same window.
-    cfg.env.params.cwnd_rtts = 1.5
-    spec2 = _trainer(cfg).actor_spec
-    assert spec2["features"]["cwnd_rtts"] == 1.5
+    # The smoke config has the default's ACK-clocked window, and its file states it, so the senders
+    # set the same window; a run paced at the rate alone states none.
+    assert spec["features"]["cwnd_rtts"] == 1.0
+    cfg.env.params.cwnd_rtts = 0.0
+    assert "cwnd_rtts" not in _trainer(cfg).actor_spec["features"]
+
+
+@pytest.mark.parametrize("name, window", [("deepcc_clean", None), ("deepcc_paced", None), ("deepcc", 1.0)])
+def test_each_recipe_exports_the_window_it_trains_with(name, window):
+    """``deepcc_clean`` is the shipped file's recipe: it exports that file's features block exactly.
+    ``deepcc_paced`` (the default before the window) paces at the rate alone like it; ``deepcc``
+    states the window, and both keep the rest of the block."""
+    from jaxcc import policyfile
+
+    shipped, _ = policyfile.load(os.path.join(os.path.dirname(__file__), "..", "checkpoints", "deepcc",
+                                              "deepcc.safetensors"))
+    cfg = load_config(name)
+    _, params = M.make_env(cfg)
+    feats = M.features_block(cfg, params)
+    assert feats.get("cwnd_rtts") == window
+    assert {k: v for k, v in feats.items() if k != "cwnd_rtts"} == shipped["features"]
 
 
 @pytest.mark.full  # two deepcc_smoke trainings

@@ -196,7 +196,7 @@ def test_every_env_meets_an_outage_with_its_feedback_intact(name):
     assert (deliv[dark] == 0.0).mean() > 0.5
 
 
-ROBUST = ("pareto_robust", "aurora_robust", "eagle_robust", "mocc_robust", "deepcc", "deepcc_ackclock")
+ROBUST = ("pareto_robust", "aurora_robust", "eagle_robust", "mocc_robust", "deepcc", "deepcc_ackclock", "deepcc_paced")
 OFF = ("pareto_staged", "aurora", "eagle", "mocc", "deepcc_clean", "pareto_paper", "aurora_paper", "eagle_paper")
 
 

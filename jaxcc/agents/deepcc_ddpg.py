@@ -52,7 +52,10 @@ What the paper fixes and how we read it:
   left no gradient and the noise could not bring it back (it stayed at 0.1 Mbit/s).  So: the
   actor starts at u = ``init_u`` (the output bias; 1 Mbit/s, below every training link's mean
   capacity), is updated only after ``actor_starts`` transitions (the critic learns alone
-  first), with learning rate 3e-5, and its loss adds ``actor_z_penalty``·mean(z²).
+  first), with learning rate 3e-5, and its loss adds ``actor_z_penalty``·mean(z²).  The penalty
+  pulls u toward ½ (3.2 Mbit/s); at 0.1, actors trained with the ACK-clocked window held 11–29
+  Mbit/s at a throughput-only goal whatever the link above that, and at 0.01 (``configs/deepcc.py``)
+  they fill 50 Mbit/s (``launch/deepcc_ceiling.py``; ``checkpoints/deepcc/README.md``).
 * The exported actor is the target actor μ' (``export_target_actor``, decided; measured): the
   online actor at the last update carries its last few hundred gradient steps' wobble, μ' is
   their Polyak average.  On 64 held-out links per sampler (``goal_probe``, 4 goals, mean eq. 3
