@@ -15,6 +15,7 @@ Measured with it: ``checkpoints/deepcc/README.md``, "A rate ceiling from the act
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 import numpy as np
@@ -68,7 +69,10 @@ def main(argv: list[str]) -> int:
     goal, out_json, files = [1.0, 0.0, 0.0], None, []
     for a in argv[1:]:
         if a.startswith("--goal="):
-            goal = [float(x) for x in a.split("=", 1)[1].split(",")]
+            try:
+                goal = [float(x) for x in a.split("=", 1)[1].split(",")]
+            except ValueError:
+                goal = []
             if len(goal) != 3 or min(goal) < 0 or abs(sum(goal) - 1.0) > 1e-6:
                 print(f"--goal={a.split('=', 1)[1]}: three weights >= 0 summing to 1", file=sys.stderr)
                 return 2
@@ -81,6 +85,10 @@ def main(argv: list[str]) -> int:
             files.append(a)
     if not files:
         print(__doc__.strip().splitlines()[2].strip(), file=sys.stderr)
+        return 2
+    missing = [f for f in files if not os.path.isfile(f)]
+    if missing:
+        print(f"{missing[0]}: no such policy file", file=sys.stderr)
         return 2
     res = measure(files, goal)
     names = [sc.name for sc in links(goal)]

@@ -35,8 +35,9 @@ def test_tail_rate_is_the_median_of_the_last_ten_seconds(ceiling):
 
 
 @pytest.mark.parametrize("arg, msg", [("--goal=1,0", "three weights"), ("--goal=0.5,0.6,0", "three weights"),
-                                      ("--bogus=1", "unknown flag")])
-def test_bad_flags_get_one_line(ceiling, capsys, arg, msg):
+                                      ("--goal=a,b,c", "three weights"), ("--bogus=1", "unknown flag"),
+                                      ("--goal=1,0,0", "x.safetensors: no such policy file")])
+def test_bad_input_gets_one_line(ceiling, capsys, arg, msg):
     assert ceiling.main(["deepcc_ceiling.py", "x.safetensors", arg]) == 2
     err = capsys.readouterr().err
     assert msg in err and err.count("\n") == 1
