@@ -3,20 +3,18 @@ run of a DeepCC file that cannot exceed its link."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
+
+import launch_script
 
 REPO = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
 def ceiling():
-    spec = importlib.util.spec_from_file_location("deepcc_ceiling", REPO / "launch" / "deepcc_ceiling.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return launch_script.load("deepcc_ceiling")
 
 
 def test_links_are_clean_two_bdp_links_at_the_goal(ceiling):

@@ -3,21 +3,19 @@ cellular link's outage, checked against the link and the safety net's rules."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+import launch_script
 
 REPO = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
 def mod():
-    spec = importlib.util.spec_from_file_location("deepcc_outage_trace", REPO / "launch" / "deepcc_outage_trace.py")
-    m = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(m)
-    return m
+    return launch_script.load("deepcc_outage_trace")
 
 
 @pytest.mark.parametrize("args, msg", [(["--from=a"], "numbers expected"), (["--from=5", "--to=4"], "from < to"),

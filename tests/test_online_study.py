@@ -3,21 +3,17 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+import launch_script
 
 
 def _study():
-    spec = importlib.util.spec_from_file_location("online_study", REPO / "launch" / "online_study.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return launch_script.load("online_study")
 
 
 def _w(u, p95, loss=0.0):
