@@ -25,7 +25,10 @@ against the slice's mean capacity).  Neither Verizon trace is a DeepCC TCR link.
 
 ``--lr`` overrides ``goal_tuning.LR_P95`` for this run (the learning rate was chosen with it).
 Prints and writes per link: TCR, the share of targets missed on throughput, delay and loss, and
-the median lane's throughput and p95 queueing delay.
+the median lane's throughput and p95 queueing delay.  With ``--reach``, also what no tuner can
+beat: the policy run once at each goal of the simplex lattice with step 1/10 (66 fixed goals, no
+tuning, the same link draw and window), and ``reachable``, the share of the targets some one of
+them meets (``launch/deepcc_reach.py``'s measure, on these links).
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from typing import Sequence
 
 import numpy as np
 
+REACH_GRID = 10  # --reach: the goal lattice's step is 1/REACH_GRID
 SAMPLER_SEED = 20261129
 SAMPLER_DRAWS = 4
 OUTAGE_SEED = 20261201
@@ -121,6 +125,29 @@ def six_links(sc):
     return out
 
 
+def lattice(n: int = REACH_GRID) -> list[tuple[float, float, float]]:
+    """The goals (i, j, n - i - j) / n of the simplex, throughput weight first."""
+    return [(i / n, j / n, (n - i - j) / n) for i in range(n + 1) for j in range(n + 1 - i)]
+
+
+def reachable(sc, policy: str, targets: np.ndarray, seed: int) -> np.ndarray:
+    """[targets] bool: some fixed lattice goal's run meets the target (``--reach``)."""
+    from jaxcc import scenarios
+    from jaxcc.evaluation import metrics, tcr
+
+    def with_goal(g):
+        d = sc.to_dict()
+        d["flows"][0]["controller"] = policy
+        d["flows"][0]["goal"] = [float(x) for x in g]
+        return scenarios.parse_scenario(d, source=sc.name)
+
+    window = tuple(tcr.link_ranges(sc, seed)["window_s"])
+    schedule = sc.link.capacity(seed=seed, duration_s=sc.duration_s)
+    runs = tcr._simulate([with_goal(g) for g in lattice()], schedule, seed, window, None)
+    met = [metrics.tcr_met(np.asarray([tcr._achieved(m)] * len(targets), np.float64), targets) for m in runs]
+    return np.any(np.asarray(met), axis=0)
+
+
 def define_flags(fv):
     from absl import flags
 
@@ -128,6 +155,7 @@ def define_flags(fv):
     flags.DEFINE_float("lr", None, "the p95 tuner's Adam learning rate for this run (default: LR_P95)", flag_values=fv)
     flags.DEFINE_list("links", ["six"], "link sets: six (the p95 tuner's), outage (module docstring)",
                       flag_values=fv)
+    flags.DEFINE_bool("reach", False, "also the share of targets some fixed lattice goal meets", flag_values=fv)
     flags.DEFINE_string("policy", "checkpoints/deepcc/deepcc.safetensors", "the DeepCC policy file", flag_values=fv)
     flags.DEFINE_integer("targets", 100, "targets per link", lower_bound=1, upper_bound=5000, flag_values=fv)
     flags.DEFINE_integer("seed", 0, "the targets' draw (as jaxcc.tcr --seed)", lower_bound=0, flag_values=fv)
@@ -147,7 +175,8 @@ def main(fv, argv: Sequence[str]) -> int:
     if bad or not fv.links:
         raise ValueError(f"--links: allowed six, outage; got {','.join(fv.links) or 'nothing'}")
     t0 = time.time()
-    rep = tcr.run_tcr(links(tuple(fv.links)), tcr.controller_entries("policy:" + fv.policy), n_targets=fv.targets, seed=fv.seed,
+    scs = links(tuple(fv.links))
+    rep = tcr.run_tcr(scs, tcr.controller_entries("policy:" + fv.policy), n_targets=fv.targets, seed=fv.seed,
                       tuner=fv.tuner)
     detail = {}
     for r, ln in zip(rep["tcr"], rep["links"]):
@@ -158,6 +187,11 @@ def main(fv, argv: Sequence[str]) -> int:
                                  "miss_loss": float(np.mean(m[:, 2] > t[:, 2])),
                                  "median_throughput_mbps": float(np.median(m[:, 0])),
                                  "median_p95_qdelay_ms": float(np.median(m[:, 1]))}
+        if fv.reach:
+            sc = next(x for x in scs if x.name == r["scenario"])
+            reach = reachable(sc, "policy:" + fv.policy, t, fv.seed)
+            detail[r["scenario"]].update({"reachable": float(np.mean(reach)),
+                                          "reachable_missed_tuned": float(np.mean(reach & ~np.asarray(r["met"])))})
     doc = {"tuner": fv.tuner, "lr_p95": gt.LR_P95, "link_sets": list(fv.links), "policy": fv.policy, "targets": fv.targets, "links": detail,
            "mean_tcr": float(np.mean([v["tcr"] for v in detail.values()])), "wall_s": round(time.time() - t0, 1)}
     with open(fv.out, "w", encoding="utf-8") as fh:

@@ -57,3 +57,24 @@ def test_bad_input_gets_one_line(sweep, capsys, arg, msg):
     assert sweep.run_cli(["deepcc_tuner_sweep.py", "--out=x.json", arg]) == 2
     err = capsys.readouterr().err
     assert msg in err and err.count("\n") == 1
+
+
+def test_reach_lattice_is_the_tenth_simplex(sweep):
+    goals = np.asarray(sweep.lattice())
+    assert goals.shape == (66, 3) and np.allclose(goals.sum(1), 1.0) and goals.min() >= 0.0
+    assert len({tuple(np.round(g, 6)) for g in goals}) == 66
+    assert {(1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0)} <= {tuple(g) for g in goals.tolist()}
+
+
+def test_reachable_is_bounded_by_the_link(sweep):
+    """On a clean 5 Mbit/s link: a target anything meets (0 Mbit/s, any delay, any loss) is
+    reachable; one above the link's capacity is not, whatever the goal."""
+    from jaxcc import scenarios, units
+
+    sc = scenarios.parse_scenario({"name": "clean5", "duration_s": 10.0,
+                                   "link": {"bandwidth_mbps": 5.0, "buffer_bytes": 5 * units.MBPS * 0.1, "loss": 0.0},
+                                   "flows": [{"rtt_ms": 50.0, "start_s": 0.0, "stop_s": 10.0, "controller": "bbr"}]},
+                                  source="clean5")
+    targets = np.asarray([[0.0, 1e4, 1.0], [6.0, 1e4, 1.0]])
+    f = str(REPO / "checkpoints" / "deepcc" / "deepcc.safetensors")
+    assert sweep.reachable(sc, "policy:" + f, targets, 0).tolist() == [True, False]
