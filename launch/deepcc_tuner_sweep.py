@@ -179,7 +179,7 @@ def main(fv, argv: Sequence[str]) -> int:
     rep = tcr.run_tcr(scs, tcr.controller_entries("policy:" + fv.policy), n_targets=fv.targets, seed=fv.seed,
                       tuner=fv.tuner)
     detail = {}
-    for r, ln in zip(rep["tcr"], rep["links"]):
+    for sc, r, ln in zip(scs, rep["tcr"], rep["links"]):  # one controller: one row per link, in order
         t = np.asarray(ln["targets"])
         m = np.asarray([[x["throughput_mbps"], x["p95_qdelay_ms"], x["loss"]] for x in r["measured"]])
         detail[r["scenario"]] = {"tcr": r["tcr"], "miss_thr": float(np.mean(m[:, 0] < t[:, 0])),
@@ -188,7 +188,6 @@ def main(fv, argv: Sequence[str]) -> int:
                                  "median_throughput_mbps": float(np.median(m[:, 0])),
                                  "median_p95_qdelay_ms": float(np.median(m[:, 1]))}
         if fv.reach:
-            sc = next(x for x in scs if x.name == r["scenario"])
             reach = reachable(sc, "policy:" + fv.policy, t, fv.seed)
             detail[r["scenario"]].update({"reachable": float(np.mean(reach)),
                                           "reachable_missed_tuned": float(np.mean(reach & ~np.asarray(r["met"])))})
