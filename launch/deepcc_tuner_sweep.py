@@ -130,8 +130,8 @@ def lattice(n: int = REACH_GRID) -> list[tuple[float, float, float]]:
     return [(i / n, j / n, (n - i - j) / n) for i in range(n + 1) for j in range(n + 1 - i)]
 
 
-def reachable(sc, policy: str, targets: np.ndarray, seed: int) -> np.ndarray:
-    """[targets] bool: some fixed lattice goal's run meets the target (``--reach``)."""
+def reachable(sc, policy: str, targets: np.ndarray, seed: int, grid: int = REACH_GRID) -> np.ndarray:
+    """[targets] bool: some fixed goal of the 1/``grid`` lattice meets the target (``--reach``)."""
     from jaxcc import scenarios
     from jaxcc.evaluation import metrics, tcr
 
@@ -143,7 +143,7 @@ def reachable(sc, policy: str, targets: np.ndarray, seed: int) -> np.ndarray:
 
     window = tuple(tcr.link_ranges(sc, seed)["window_s"])
     schedule = sc.link.capacity(seed=seed, duration_s=sc.duration_s)
-    runs = tcr._simulate([with_goal(g) for g in lattice()], schedule, seed, window, None)
+    runs = tcr._simulate([with_goal(g) for g in lattice(grid)], schedule, seed, window, None)
     met = [metrics.tcr_met(np.asarray([tcr._achieved(m)] * len(targets), np.float64), targets) for m in runs]
     return np.any(np.asarray(met), axis=0)
 

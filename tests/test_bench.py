@@ -7,11 +7,20 @@ import sys
 
 import pytest
 
-from jaxcc import huge_pages
+from jaxcc import bench, huge_pages
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIELDS = ("algorithm", "config", "devices", "num_envs", "env_steps_per_s", "updates_per_s", "seconds", "updates",
           "env_steps")
+
+
+def _bad(capsys, args):
+    """``python -m jaxcc.bench ARGS`` refused before any timing, run in this process (the CLI's flags are
+    fresh per call, ``jaxcc.cli``): (exit status, the stderr lines that start with ``error:``, stderr)."""
+    capsys.readouterr()
+    code = bench.run_cli(["jaxcc.bench", *args])
+    err = capsys.readouterr().err
+    return code, [ln for ln in err.splitlines() if ln.startswith("error:")], err
 
 
 def _bench(args, tmp_path, timeout=600):
@@ -53,20 +62,19 @@ def test_train_bench_at_each_device_count(tmp_path):
     assert "| mocc_envelope | mocc_smoke | 2 | 4 |" in md
 
 
-def test_train_bench_bad_input_is_one_line():
+def test_train_bench_bad_input_is_one_line(capsys, tmp_path):
     """An unknown config, a size that cannot be split over the devices, a device count < 1: one
     error line, exit 2, no traceback."""
     for args, why in ((["--train=nope", "--sizes=4"], "unknown config 'nope'; valid configs: "),
                       (["--train=aurora_smoke", "--sizes=4", "--devices=1,8"], "--sizes=4 must be multiples of every"),
                       (["--train=aurora_smoke", "--devices=0"], "device counts must be >= 1")):
-        r = subprocess.run([sys.executable, "-m", "jaxcc.bench", *args, "--out=/tmp/unused-jaxcc-bench.json"],
-                           cwd=REPO, capture_output=True, text=True, timeout=300)
-        err = [ln for ln in r.stderr.splitlines() if ln.startswith("error:")]
-        assert r.returncode == 2 and len(err) == 1 and err[0].startswith(f"{'error: ' + args[0]}: "), r.stderr[-2000:]
-        assert why in err[0] and "Traceback" not in r.stderr
+        code, err, text = _bad(capsys, [*args, f"--out={tmp_path / 'unused.json'}"])
+        assert code == 2 and len(err) == 1 and err[0].startswith(f"{'error: ' + args[0]}: "), text[-2000:]
+        assert why in err[0] and "Traceback" not in text
+    assert not (tmp_path / "unused.json").exists()
 
 
-def test_bench_makes_its_output_folder_first(tmp_path):
+def test_bench_makes_its_output_folder_first(tmp_path, capsys):
     """``--out=results/bench.json`` on a fresh clone: the folder is made before the timing; a
     folder that cannot be made (under a file) is one error line, exit 2, before any timing."""
     out = tmp_path / "new" / "deeper" / "bench.json"
@@ -78,15 +86,13 @@ def test_bench_makes_its_output_folder_first(tmp_path):
     assert res["sim"][0]["num_envs"] == 1 and res["complete"] is True and res["rate_independence"]["num_envs"] == 1
     (tmp_path / "afile").write_text("x")
     bad = tmp_path / "afile" / "bench.json"
-    r = subprocess.run([sys.executable, "-m", "jaxcc.bench", "--sizes=1", f"--out={bad}"], cwd=REPO,
-                       capture_output=True, text=True, timeout=300, env=env)
-    err = [ln for ln in r.stderr.splitlines() if ln.startswith("error:")]
-    assert r.returncode == 2 and len(err) == 1 and err[0].startswith(f"error: --out={bad}: cannot make its folder ("), \
-        r.stderr[-2000:]
-    assert "Traceback" not in r.stderr
+    code, err, text = _bad(capsys, ["--sizes=1", f"--out={bad}"])
+    assert code == 2 and len(err) == 1 and err[0].startswith(f"error: --out={bad}: cannot make its folder ("), \
+        text[-2000:]
+    assert "Traceback" not in text
 
 
-def test_bench_at_another_resolution(tmp_path):
+def test_bench_at_another_resolution(tmp_path, capsys):
     """``--ticks_per_rtt=16``: a decision is 8 ticks (½ RTT), so flow-ticks/s = 8 × decisions/s, and
     the JSON says the resolution (and the packet-granular effects, the ring length and the huge
     pages it ran with); below 2 ticks per RTT there is no ½-RTT decision, an unknown effect is
@@ -104,23 +110,16 @@ def test_bench_at_another_resolution(tmp_path):
         (16, 8, ["drops", "loss"], 64, 2)
     assert res["huge_pages"] is (huge_pages.active() or huge_pages.wanted())
     assert res["sim"][0]["flow_ticks_per_s"] == pytest.approx(8 * res["sim"][0]["decisions_per_s"])
-    r = subprocess.run([sys.executable, "-m", "jaxcc.bench", "--sizes=1", "--ticks_per_rtt=1", f"--out={out}"],
-                       cwd=REPO, capture_output=True, text=True, timeout=300, env=env)
-    err = [ln for ln in r.stderr.splitlines() if ln.startswith("error:")]
-    assert r.returncode == 2 and len(err) == 1 and "--ticks_per_rtt=1: must be >= 2" in err[0], r.stderr[-2000:]
-    r = subprocess.run([sys.executable, "-m", "jaxcc.bench", "--sizes=1", "--mode=sim", "--granular=burst",
-                        f"--out={out}"], cwd=REPO, capture_output=True, text=True, timeout=300, env=env)
-    err = [ln for ln in r.stderr.splitlines() if ln.startswith("error:")]
-    assert r.returncode == 2 and err == ["error: --granular: unknown effect(s) burst; allowed drops,loss,clocked"], \
-        r.stderr[-2000:]
+    code, err, text = _bad(capsys, ["--sizes=1", "--ticks_per_rtt=1", f"--out={out}"])
+    assert code == 2 and len(err) == 1 and "--ticks_per_rtt=1: must be >= 2" in err[0], text[-2000:]
+    code, err, text = _bad(capsys, ["--sizes=1", "--mode=sim", "--granular=burst", f"--out={out}"])
+    assert code == 2 and err == ["error: --granular: unknown effect(s) burst; allowed drops,loss,clocked"], text[-2000:]
     for args, want in ((["--mode=sim", "--ring_len=4"], "error: --ring_len=4: must be in [8, 65536]"),
                        (["--mode=env", "--ring_len=64"], "error: --ring_len=64: only with --mode=sim"),
                        (["--mode=sim", "--feedback_slots=0"], "error: --feedback_slots=0: must be in [1, 16]"),
                        (["--mode=env", "--feedback_slots=2"], "error: --feedback_slots=2: only with --mode=sim")):
-        r = subprocess.run([sys.executable, "-m", "jaxcc.bench", "--sizes=1", *args, f"--out={out}"], cwd=REPO,
-                           capture_output=True, text=True, timeout=300, env=env)
-        err = [ln for ln in r.stderr.splitlines() if ln.startswith("error:")]
-        assert r.returncode == 2 and len(err) == 1 and err[0].startswith(want), r.stderr[-2000:]
+        code, err, text = _bad(capsys, ["--sizes=1", *args, f"--out={out}"])
+        assert code == 2 and len(err) == 1 and err[0].startswith(want), text[-2000:]
 
 
 @pytest.mark.full  # five training programs compile

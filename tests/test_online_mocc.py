@@ -229,6 +229,11 @@ def test_cli_refuses_a_bad_preference_in_one_line(mocc_ckpt, tmp_path):
 from test_emulation_preference import _emulation_skip_reason  # noqa: E402  root, netns, the built datapath
 
 
+# The full tier: about a minute of the real-time part alone (its mocc_smoke run and 20 s of link). The fast
+# tier's netns runs of the online path are Pareto's (test_online_net.py, test_online_faults.py); MOCC's
+# records, transitions and learner are held by this file's other tests, its C++ features by the
+# parity vectors (tests/vectors/features_mocc_v1.json).
+@pytest.mark.full
 @pytest.mark.emulation
 @pytest.mark.datapath
 @pytest.mark.skipif(_emulation_skip_reason() is not None, reason=str(_emulation_skip_reason()))
