@@ -48,9 +48,15 @@ OUTAGE_DRAWS = 4
 OUTAGE_MBPS = 0.01  # as the outage/* scenarios: what the buffer holds waits, what arrives is dropped
 
 
+LINK_SETS = ("six", "outage")
+
+
 def links(sets=("six",)):
-    """The scenarios of ``sets`` (module docstring)."""
+    """The scenarios of ``sets`` (module docstring); a one-line ValueError for an unknown or empty one."""
     from jaxcc import scenarios, units
+
+    if not sets or any(x not in LINK_SETS for x in sets):
+        raise ValueError(f"--links: allowed {', '.join(LINK_SETS)}; got {','.join(sets) or 'nothing'}")
 
     def sc(name, link, rtt_ms, dur):
         return scenarios.parse_scenario({"name": name, "duration_s": dur, "link": link, "flows": [
@@ -171,9 +177,6 @@ def main(fv, argv: Sequence[str]) -> int:
         raise ValueError("--out: give the JSON file to write")
     if fv.lr is not None:
         gt.LR_P95 = float(fv.lr)  # read when the sender is traced, below
-    bad = [x for x in fv.links if x not in ("six", "outage")]
-    if bad or not fv.links:
-        raise ValueError(f"--links: allowed six, outage; got {','.join(fv.links) or 'nothing'}")
     t0 = time.time()
     scs = links(tuple(fv.links))
     rep = tcr.run_tcr(scs, tcr.controller_entries("policy:" + fv.policy), n_targets=fv.targets, seed=fv.seed,
