@@ -16,6 +16,15 @@ a size bound (``jax_compilation_cache_max_size``) JAX takes an inter-process fil
 (``filelock``) around every read and write of the folder and evicts the least recently used
 entries; that is why the bound is set here (``MAX_BYTES``).  The folder is trusted like code
 (JAX's documentation): keep it private to the user, as the default is.
+
+What is cached: every program that took ``MIN_COMPILE_SECS`` or more to compile, whatever its
+size.  The bound has a price that grows with the folder: on every write JAX lists and stats
+every entry while it holds the lock (``LRUCache._evict_if_needed``), measured here at about
+56 µs an entry, 140 ms a write at 2,500 entries.  The programs below the threshold are the ones
+that cost less to compile again than to write: op-by-op dispatches (``jit_add``,
+``jit_broadcast_in_dim``, ...: most of the 2,500 entries one fast-tier test session wrote) and a
+command's small helpers.  Measured on an evaluation of two scenarios with three controllers:
+19 entries at a threshold of 0, 1 at 0.1 s, and the second run took 10.6 and 11.0 s.
 """
 
 from __future__ import annotations
@@ -25,6 +34,7 @@ import sys
 
 ENV = "JAXCC_COMPILATION_CACHE"
 MAX_BYTES = 4 << 30  # 4 GiB; a pareto_staged training run writes ~ tens of MB
+MIN_COMPILE_SECS = 0.1  # programs compiled faster than this are not written (module docstring)
 
 
 def cache_dir(environ: dict | None = None) -> str | None:
@@ -53,9 +63,9 @@ def cache_dir(environ: dict | None = None) -> str | None:
 def enable_compilation_cache(environ: dict | None = None) -> str | None:
     """Point JAX's persistent compilation cache at ``cache_dir()``; call before the first jit.
 
-    Every program is cached, however small or quick to compile (both of JAX's thresholds are
-    set to cache everything): jaxcc's commands compile many small programs.  A folder that
-    cannot be created is reported in one line on stderr and the command runs uncached.
+    Every program that took ``MIN_COMPILE_SECS`` or more to compile is cached, however small
+    (JAX's own threshold is 1 s).  A folder that cannot be created is
+    reported in one line on stderr and the command runs uncached.
 
     Args:
       environ: the environment to read (``os.environ`` by default).
@@ -75,7 +85,7 @@ def enable_compilation_cache(environ: dict | None = None) -> str | None:
     import jax
 
     jax.config.update("jax_compilation_cache_dir", path)
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", MIN_COMPILE_SECS)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
     jax.config.update("jax_compilation_cache_max_size", MAX_BYTES)
     return path

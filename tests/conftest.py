@@ -24,9 +24,9 @@ def pytest_configure(config):
 
 # The fast tier's longest files (``--durations``), started first so that the xdist workers do not
 # end with one long file on one worker.  Order only: what runs is the markers' business.
-LONGEST_FIRST = ("test_docs.py", "test_train_cli.py", "test_realism.py", "test_multihost.py", "test_fidelity_ns3.py",
-                 "test_deepcc_agent.py", "test_senders.py", "test_preference_sweep.py", "test_sim_core.py",
-                 "test_pareto_fair_v2.py", "test_evaluate.py", "test_mocc_preference.py")
+LONGEST_FIRST = ("test_docs.py", "test_online_mocc.py", "test_online_net.py", "test_realism.py",
+                 "test_preference_sweep.py", "test_granular.py", "test_envs_deepcc.py", "test_env_api.py",
+                 "test_online_compare.py", "test_report.py", "test_evaluate.py", "test_senders.py")
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects: `-m "not realtime"` must see the marker

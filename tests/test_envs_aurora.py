@@ -1,7 +1,5 @@
 """Aurora environment: hand-computed features/reward, action, episodes, vmap, determinism, sanity."""
 
-import functools
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -108,9 +106,10 @@ def test_initial_rate_paper_range_and_far_starts():
     np.testing.assert_array_equal(xh[~far], x0[~far])  # the paper's draw where the start is not far
 
 
-@functools.lru_cache(maxsize=None)
-@functools.lru_cache(maxsize=1)  # four tests read the same batch: one compile and run per process
-def _batch_run():
+@pytest.fixture(scope="module")
+def batch_run():
+    """One rollout program for the tests below: a module fixture, so that xdist runs them on one
+    worker and the program is compiled once (conftest.py)."""
     env, p = make_env("aurora", max_steps=STEPS)
     cfg = jnp.arange(LANES) // 2  # 32 link configurations, each run by a good and a bad policy
     bw = 100.0 + 400.0 * (cfg % 8) / 7.0
@@ -129,8 +128,8 @@ def _batch_run():
     return env, params, keys, mult, run, run(params, keys, mult)
 
 
-def test_batch_shapes_episode_and_autoreset():
-    env, params, keys, mult, run, (r, te, tr, info, (obs, st)) = _batch_run()
+def test_batch_shapes_episode_and_autoreset(batch_run):
+    env, params, keys, mult, run, (r, te, tr, info, (obs, st)) = batch_run
     assert r.shape == (LANES, N, 1) and te.shape == (LANES, N, 1) and obs.shape == (LANES, 1, 10, 3)
     assert not bool(te.any())
     np.testing.assert_array_equal(np.asarray(tr[:, :, 0]).any(axis=0), np.arange(N) == STEPS - 1)
@@ -142,15 +141,15 @@ def test_batch_shapes_episode_and_autoreset():
     assert np.all(np.isfinite(fin)) and np.any(fin != np.asarray(aurora.EMPTY_FEATURES))
 
 
-def test_vmap_links_follow_params():
-    env, params, keys, mult, run, (r, te, tr, info, (obs, st)) = _batch_run()
+def test_vmap_links_follow_params(batch_run):
+    env, params, keys, mult, run, (r, te, tr, info, (obs, st)) = batch_run
     np.testing.assert_allclose(st.link.cap_bps[:, 0], params.bw_pps_lo * 1500.0, rtol=1e-5)
     np.testing.assert_allclose(st.link.rtt[:, 0], 2 * params.latency_lo_s, rtol=1e-6)
     np.testing.assert_allclose(st.link.buffer_bytes, params.queue_pkts_lo * 1500.0, rtol=1e-5)
 
 
-def test_determinism_under_seed():
-    env, params, keys, mult, run, (r, *_rest) = _batch_run()
+def test_determinism_under_seed(batch_run):
+    env, params, keys, mult, run, (r, *_rest) = batch_run
     r2 = run(params, keys, mult)[0]
     np.testing.assert_array_equal(np.asarray(r), np.asarray(r2))
     # the same seed in a different lane (and batch position) gives the same episode
@@ -168,8 +167,8 @@ def params_at(params, i):
     return jax.tree.map(lambda x: x[i], params)
 
 
-def test_hold_near_capacity_beats_three_times_capacity():
-    env, params, keys, mult, run, (r, *_rest) = _batch_run()
+def test_hold_near_capacity_beats_three_times_capacity(batch_run):
+    env, params, keys, mult, run, (r, *_rest) = batch_run
     ep = np.asarray(r[:, :STEPS, 0]).sum(axis=1)
     good, bad = ep[0::2], ep[1::2]
     assert np.all(good > bad), (good, bad)

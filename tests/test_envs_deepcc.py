@@ -1,6 +1,5 @@
 """DeepCC environment: measurement (eq. 1), reward (eq. 3), goal, action, 60 s episodes, sanity."""
 
-import functools
 import types
 import math
 
@@ -133,8 +132,10 @@ def test_spec_and_config():
     assert export_features_spec("deepcc")["name"] == "deepcc_v1"
 
 
-@functools.lru_cache(maxsize=None)
-def _batch_run():
+@pytest.fixture(scope="module")
+def batch_run():
+    """One rollout program for the tests below: a module fixture, so that xdist runs them on one
+    worker and the program is compiled once (conftest.py)."""
     env, p = make_env("deepcc")
     lane = jnp.arange(LANES)
     params = jax.tree.map(lambda x: jnp.broadcast_to(x, (LANES,) + x.shape), p)
@@ -153,8 +154,8 @@ def _batch_run():
     return env, params, keys, mult, run, run(params, keys, mult), n
 
 
-def test_batch_time_limit_goal_and_vmap():
-    env, params, keys, mult, run, (r, te, tr, info, (obs, st)), n = _batch_run()
+def test_batch_time_limit_goal_and_vmap(batch_run):
+    env, params, keys, mult, run, (r, te, tr, info, (obs, st)), n = batch_run
     assert r.shape == (LANES, n, 1) and obs.shape == (LANES, 1, 16, 7)
     assert not bool(te.any())
     first = np.asarray(tr[:, :, 0]).argmax(axis=1)
@@ -168,8 +169,8 @@ def test_batch_time_limit_goal_and_vmap():
     np.testing.assert_array_equal(np.asarray(run(params, keys, mult)[0]), np.asarray(r))
 
 
-def test_hold_near_capacity_beats_three_times_capacity():
-    env, params, keys, mult, run, (r, te, tr, *_rest), n = _batch_run()
+def test_hold_near_capacity_beats_three_times_capacity(batch_run):
+    env, params, keys, mult, run, (r, te, tr, *_rest), n = batch_run
     first = np.asarray(tr[:, :, 0]).argmax(axis=1)
     ep = np.array([np.asarray(r[i, : first[i] + 1, 0]).sum() for i in range(LANES)])
     assert np.all(ep[0::2] > ep[1::2]), (ep[0::2], ep[1::2])

@@ -1,11 +1,11 @@
 """Eagle environment: features, phase rewards (eq. 7, Algorithm 1, eq. 8), actions, episodes, sanity."""
 
-import functools
 import types
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from jaxcc.envs import eagle, export_features_spec, make_env, mi
 from jaxcc.envs.base import LinkMI
@@ -92,8 +92,10 @@ def test_spec_and_config():
     assert export_features_spec("eagle")["name"] == "eagle_v1"
 
 
-@functools.lru_cache(maxsize=None)
-def _batch_run():
+@pytest.fixture(scope="module")
+def batch_run():
+    """One rollout program for the tests below: a module fixture, so that xdist runs them on one
+    worker and the program is compiled once (conftest.py)."""
     env, p = make_env("eagle")
     lane = jnp.arange(LANES)
     params = jax.tree.map(lambda x: jnp.broadcast_to(x, (LANES,) + x.shape), p)
@@ -116,8 +118,8 @@ def _batch_run():
     return env, params, keys, mult, run, run(params, keys, mult)
 
 
-def test_batch_episode_vmap_determinism():
-    env, params, keys, mult, run, (r, te, tr, info, (obs, st)) = _batch_run()
+def test_batch_episode_vmap_determinism(batch_run):
+    env, params, keys, mult, run, (r, te, tr, info, (obs, st)) = batch_run
     assert r.shape == (LANES, N, 1) and obs.shape == (LANES, 1, 4, 5)
     np.testing.assert_array_equal(np.asarray(tr[:, :, 0]).any(axis=0), np.arange(N) == STEPS - 1)
     assert not bool(te.any())
@@ -127,8 +129,8 @@ def test_batch_episode_vmap_determinism():
     np.testing.assert_array_equal(np.asarray(run(params, keys, mult)[0]), np.asarray(r))
 
 
-def test_hold_near_capacity_beats_always_increasing():
-    env, params, keys, mult, run, (r, *_rest) = _batch_run()
+def test_hold_near_capacity_beats_always_increasing(batch_run):
+    env, params, keys, mult, run, (r, *_rest) = batch_run
     ep = np.asarray(r[:, :STEPS, 0]).sum(axis=1)
     assert np.all(ep[0::2] > ep[1::2]), (ep[0::2], ep[1::2])
 

@@ -1,10 +1,9 @@
 """MOCC environment: state, L(x) vector reward, cwnd actions, init-cwnd, Algorithm 1 termination."""
 
-import functools
-
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from jaxcc.envs import export_features_spec, make_env, mocc
 from jaxcc.envs.rollout import rollout
@@ -90,8 +89,10 @@ def test_spec_and_config():
     assert int(p.win_M) == 50 and int(p.lose_L) == 50 and int(p.max_T) == 200
 
 
-@functools.lru_cache(maxsize=None)
-def _batch_run():
+@pytest.fixture(scope="module")
+def batch_run():
+    """One rollout program for the tests below: a module fixture, so that xdist runs them on one
+    worker and the program is compiled once (conftest.py)."""
     env, p = make_env("mocc")
     lane = jnp.arange(LANES)
     params = jax.tree.map(lambda x: jnp.broadcast_to(x, (LANES,) + x.shape), p)
@@ -115,8 +116,8 @@ def _first_episode(te, tr):
     return done.argmax(axis=1)  # index of the first episode's last step
 
 
-def test_batch_termination_and_autoreset():
-    env, params, keys, mult, run, (r, te, tr, info, (obs, st)) = _batch_run()
+def test_batch_termination_and_autoreset(batch_run):
+    env, params, keys, mult, run, (r, te, tr, info, (obs, st)) = batch_run
     assert r.shape == (LANES, N, 1, 3) and obs.shape == (LANES, 1, 1, 4)
     end = _first_episode(te, tr)
     out = np.asarray(info["outcome"][:, :, 0])
@@ -135,8 +136,8 @@ def test_batch_termination_and_autoreset():
     np.testing.assert_array_equal(np.asarray(run(params, keys, mult)[0]), np.asarray(r))
 
 
-def test_hold_near_capacity_beats_three_times_capacity():
-    env, params, keys, mult, run, (r, te, tr, *_rest) = _batch_run()
+def test_hold_near_capacity_beats_three_times_capacity(batch_run):
+    env, params, keys, mult, run, (r, te, tr, *_rest) = batch_run
     end = _first_episode(te, tr)
     w = jnp.full((3,), 1.0 / 3.0)
     scal = np.asarray((r[:, :, 0, :] * w).sum(-1))

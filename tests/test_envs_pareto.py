@@ -1,10 +1,9 @@
 """Pareto environment: §III features, Algorithm 1 reward, action, stages, episodes, sanity."""
 
-import functools
-
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from jaxcc.envs import export_features_spec, make_env, mi, pareto
 from jaxcc.envs.rollout import rollout
@@ -91,8 +90,10 @@ def test_spec_and_config():
     assert s["name"] == "pareto_v1" and s["scale_dR"] == 20.0 and s["scale_dD"] == 5.0 and s["mi_rtts"] == 2.0
 
 
-@functools.lru_cache(maxsize=None)
-def _batch_run():
+@pytest.fixture(scope="module")
+def batch_run():
+    """One rollout program for the tests below: a module fixture, so that xdist runs them on one
+    worker and the program is compiled once (conftest.py)."""
     # One compiled two-flow environment serves all three stages: in bootstrap/advance lanes the
     # second flow slot never starts.
     env, p = make_env("pareto-fairness")
@@ -110,8 +111,8 @@ def _batch_run():
     return env, params, keys, mult, run, run(params, keys, mult)
 
 
-def test_batch_episode_and_stages():
-    env, params, keys, mult, run, (r, te, tr, info, (obs, st)) = _batch_run()
+def test_batch_episode_and_stages(batch_run):
+    env, params, keys, mult, run, (r, te, tr, info, (obs, st)) = batch_run
     assert r.shape == (LANES, N, 2) and obs.shape == (LANES, 2, 8, 5)
     assert not bool(te.any())
     np.testing.assert_array_equal(np.asarray(tr[:, :, 0]).any(axis=0), np.arange(N) == STEPS - 1)
@@ -127,15 +128,15 @@ def test_batch_episode_and_stages():
     np.testing.assert_array_equal(np.asarray(r), np.asarray(r2))  # deterministic under a seed
 
 
-def test_hold_near_capacity_beats_three_times_capacity():
-    env, params, keys, mult, run, (r, *_rest) = _batch_run()
+def test_hold_near_capacity_beats_three_times_capacity(batch_run):
+    env, params, keys, mult, run, (r, *_rest) = batch_run
     ep = np.asarray(r[:, :STEPS, :]).sum(axis=(1, 2))
     assert np.all(ep[0::2] > ep[1::2]), (ep[0::2], ep[1::2])
     assert np.all(np.abs(np.asarray(r)) <= 50.0)
 
 
-def test_fairness_stage_second_flow_starts_later():
-    env, params, keys, mult, run, (r, te, tr, info, (obs, st)) = _batch_run()
+def test_fairness_stage_second_flow_starts_later(batch_run):
+    env, params, keys, mult, run, (r, te, tr, info, (obs, st)) = batch_run
     assert env.config.num_flows == 2 and int(env.default_params.stage) == pareto.STAGE_FAIRNESS
     np.testing.assert_allclose(np.asarray(st.link.start[52:]), np.broadcast_to([0.0, 2.0], (12, 2)))
     act = np.asarray(info["active"][:, :STEPS])  # [lanes, steps, flows]

@@ -112,7 +112,7 @@ def _offline_state(seed=0):
     return cfg, tr, {**st, "buffer": replay_add(st["buffer"], rows, jnp.ones((n,), bool))}
 
 
-def test_learn_moves_active_replicas_syncs_the_target_and_fits_the_new_preference():
+def test_learn_moves_active_replicas_and_syncs_the_target():
     cfg, tr, off = _offline_state()
     w = (0.2, 0.7, 0.1)
     kw = alg.learn_kwargs(cfg.moq, tr.actor_spec, preference=w, old_share=0.5, target_every=4)
@@ -136,7 +136,20 @@ def test_learn_moves_active_replicas_syncs_the_target_and_fits_the_new_preferenc
     t = jax.tree.map(np.asarray, os2["agent"]["target"])
     assert not np.array_equal(t["q"]["kernel"][0], a0["target"]["q"]["kernel"][0])
     assert not np.array_equal(t["q"]["kernel"][0], np.asarray(os2["agent"]["actor"]["q"]["kernel"][0]))
-    # Online only (old_share 0) on one repeated transition: ω*·Q(s, a, ω*) moves toward ω*·y.
+    for bad in (dict(old_share=1.0), dict(old_share=-0.1), dict(target_every=0)):
+        with pytest.raises(ValueError):
+            alg.learn_kwargs(cfg.moq, tr.actor_spec, preference=w, **bad)
+
+
+@pytest.mark.full  # 200 gradient steps, a second program: ~30 s of compiling on two cores
+def test_learn_fits_the_new_preference():
+    """Online only (old_share 0) on one repeated transition: ω*·Q(s, a, ω*) moves toward ω*·y."""
+    cfg, tr, off = _offline_state()
+    w = (0.2, 0.7, 0.1)
+    d = off["buffer"]["obs"].shape[-1]
+    batch = {"obs": np.full((1, 8, d), 0.5, np.float32), "next_obs": np.full((1, 8, d), 0.5, np.float32),
+             "action": np.full((1, 8), 3, np.int32), "reward": np.tile(np.float32([0.9, -0.2, 0.0]), (1, 8, 1)),
+             "done": np.zeros((1, 8), np.float32)}
     kw0 = alg.learn_kwargs(cfg.moq, tr.actor_spec, preference=w, old_share=0.0, target_every=10_000)
     from jaxcc.agents import mocc_envelope as moq
 
@@ -147,14 +160,11 @@ def test_learn_moves_active_replicas_syncs_the_target_and_fits_the_new_preferenc
         y = jnp.asarray([0.9, -0.2, 0.0]) + float(cfg.moq.gamma) * qn[jnp.argmax(qn @ jnp.asarray(w))]
         return float(jnp.abs(jnp.dot(jnp.asarray(w), y - q[3])))
 
-    one = jax.tree.map(lambda x: x[0], os_["agent"])
-    s1 = alg.init_online({**off, "agent": one}, replicas=1, online_size=64, seed=0, lr_scale=1.0)
-    s1 = alg.add(s1, jax.tree.map(lambda x: x[:1], batch), np.ones((1, 8), bool))
+    s1 = alg.init_online(off, replicas=1, online_size=64, seed=0, lr_scale=1.0)
+    one = jax.tree.map(lambda x: x[0], s1["agent"])
+    s1 = alg.add(s1, batch, np.ones((1, 8), bool))
     s2, _ = jax.jit(lambda s, ob, on: alg.learn(s, ob, on, n_steps=200, kw=kw0))(s1, off["buffer"], jnp.asarray([True]))
     assert gap(jax.tree.map(lambda x: x[0], s2["agent"])) < 0.5 * gap(one)
-    for bad in (dict(old_share=1.0), dict(old_share=-0.1), dict(target_every=0)):
-        with pytest.raises(ValueError):
-            alg.learn_kwargs(cfg.moq, tr.actor_spec, preference=w, **bad)
 
 
 @pytest.fixture(scope="module")

@@ -170,8 +170,12 @@ def test_resolve_names_every_simulator_controller(tmp_path):
         senders.resolve(f"policy:{tmp_path / 'missing.safetensors'}")
 
 
-def test_policy_file_runs_every_feature_set_in_the_simulator(tmp_path):
-    """``policy:FILE`` for random-weight files of all seven sets, as ``python -m jaxcc.policyfile
+# Each feature set's sender is its own program (3-8 s of compiling on two cores): the fast tier
+# runs a rate action (Pareto v2, LSTM) and a discrete one (MOCC, Q-values); the full tier all seven.
+@pytest.mark.parametrize("sets", [pytest.param(("pareto_v2", "mocc_v1"), id="two"),
+                                  pytest.param(SETS, id="all", marks=pytest.mark.full)])
+def test_policy_file_runs_every_feature_set_in_the_simulator(sets, tmp_path):
+    """``policy:FILE`` for random-weight files of each set, as ``python -m jaxcc.policyfile
     --random=SET`` writes them, in one evaluation: the wiring end to end (file → sender →
     runner → metrics), each flow sending with a finite delay.  What each sender decides is held
     to the C++ twin's parity vectors by the tests above."""
@@ -179,7 +183,7 @@ def test_policy_file_runs_every_feature_set_in_the_simulator(tmp_path):
     from jaxcc.evaluation import runs as evaluation_runs
 
     paths = []
-    for name in SETS:
+    for name in sets:
         path = str(tmp_path / f"{name}.safetensors")
         assert policyfile.run_cli(["policyfile", "--random", name, "--seed", "3", "--out", path]) == 0
         assert policyfile.load(path)[0]["features"]["name"] == name
@@ -190,7 +194,7 @@ def test_policy_file_runs_every_feature_set_in_the_simulator(tmp_path):
     rep = evaluation_runs.run_evaluation([sc], evaluation_runs.controller_entries([f"policy:{p}" for p in paths]),
                                   progress=False, keep_series=False)
     got = {os.path.basename(r["controller"]).split(".")[0]: r for r in rep["results"]}
-    assert sorted(got) == sorted(SETS)
+    assert sorted(got) == sorted(sets)
     for name, r in got.items():
         assert r["throughput_mbps"] > 0.01, (name, r["throughput_mbps"])
         assert np.isfinite(r["p95_owd_ms"]), name
