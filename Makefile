@@ -27,7 +27,7 @@ PARALLEL = -n $(XDIST) --dist=loadgroup -m "$(FAST) and not realtime"
 # most run once, so compiling is most of their cost.  Two switches: LLVM's optimisation level 0
 # (measured: -15% on four test files, -23% on a pareto_smoke training), and XLA:CPU's older
 # fusion emitters instead of its MLIR ones (measured: -41% on four test files cold, -33% on a
-# pareto_smoke training; results.md, test times).  Its values agree with the optimised
+# pareto_smoke training; CHANGELOG).  Its values agree with the optimised
 # programs' to float32 rounding, not bit for bit (docs/testing.md); the real-time part and the
 # full tier compile as users do.  XLA aborts on a flag it does not know, so the emitter switch
 # is passed only where the installed jaxlib knows it (XLA_KNOWS, one short probe).

@@ -64,8 +64,8 @@ def enable_compilation_cache(environ: dict | None = None) -> str | None:
     """Point JAX's persistent compilation cache at ``cache_dir()``; call before the first jit.
 
     Every program that took ``MIN_COMPILE_SECS`` or more to compile is cached, however small
-    (JAX's own threshold is 1 s).  A folder that cannot be created is
-    reported in one line on stderr and the command runs uncached.
+    (JAX's own threshold is 1 s).  A folder that cannot be created is reported in one line on
+    stderr and the command runs uncached.
 
     Args:
       environ: the environment to read (``os.environ`` by default).

@@ -141,7 +141,7 @@ def test_learn_moves_active_replicas_and_syncs_the_target():
             alg.learn_kwargs(cfg.moq, tr.actor_spec, preference=w, **bad)
 
 
-@pytest.mark.full  # 200 gradient steps, a second program: ~30 s of compiling on two cores
+@pytest.mark.full  # a second program and 200 gradient steps; the 6-step wiring test above stays fast
 def test_learn_fits_the_new_preference():
     """Online only (old_share 0) on one repeated transition: ω*·Q(s, a, ω*) moves toward ω*·y."""
     cfg, tr, off = _offline_state()
