@@ -112,6 +112,14 @@ def _offline_state(seed=0):
     return cfg, tr, {**st, "buffer": replay_add(st["buffer"], rows, jnp.ones((n,), bool))}
 
 
+def _repeated_transition(replicas, d):
+    """Eight copies per replica of one transition: obs 0.5, action 3, reward (0.9, -0.2, 0)."""
+    return {"obs": np.full((replicas, 8, d), 0.5, np.float32), "next_obs": np.full((replicas, 8, d), 0.5, np.float32),
+            "action": np.full((replicas, 8), 3, np.int32),
+            "reward": np.tile(np.float32([0.9, -0.2, 0.0]), (replicas, 8, 1)),
+            "done": np.zeros((replicas, 8), np.float32)}
+
+
 def test_learn_moves_active_replicas_and_syncs_the_target():
     cfg, tr, off = _offline_state()
     w = (0.2, 0.7, 0.1)
@@ -119,9 +127,7 @@ def test_learn_moves_active_replicas_and_syncs_the_target():
     os_ = alg.init_online(off, replicas=2, online_size=64, seed=0, lr_scale=1.0)
     assert alg.online_count(os_).tolist() == [0, 0]
     d = off["buffer"]["obs"].shape[-1]
-    batch = {"obs": np.full((2, 8, d), 0.5, np.float32), "next_obs": np.full((2, 8, d), 0.5, np.float32),
-             "action": np.full((2, 8), 3, np.int32), "reward": np.tile(np.float32([0.9, -0.2, 0.0]), (2, 8, 1)),
-             "done": np.zeros((2, 8), np.float32)}
+    batch = _repeated_transition(2, d)
     os_ = alg.add(os_, batch, np.asarray([[True] * 8, [True] * 3 + [False] * 5]))
     assert alg.online_count(os_).tolist() == [8, 3]
     a0 = jax.tree.map(np.asarray, os_["agent"])
@@ -147,9 +153,7 @@ def test_learn_fits_the_new_preference():
     cfg, tr, off = _offline_state()
     w = (0.2, 0.7, 0.1)
     d = off["buffer"]["obs"].shape[-1]
-    batch = {"obs": np.full((1, 8, d), 0.5, np.float32), "next_obs": np.full((1, 8, d), 0.5, np.float32),
-             "action": np.full((1, 8), 3, np.int32), "reward": np.tile(np.float32([0.9, -0.2, 0.0]), (1, 8, 1)),
-             "done": np.zeros((1, 8), np.float32)}
+    batch = _repeated_transition(1, d)
     kw0 = alg.learn_kwargs(cfg.moq, tr.actor_spec, preference=w, old_share=0.0, target_every=10_000)
     from jaxcc.agents import mocc_envelope as moq
 
