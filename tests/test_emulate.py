@@ -25,6 +25,7 @@ import subprocess
 import sys
 import threading
 import time
+import warnings
 from pathlib import Path
 
 import pytest
@@ -289,11 +290,33 @@ def prefix():
     netns.cleanup_leftovers(p)
 
 
-def _run(sc, tmp_path, prefix, impl="auto", tag="r"):
+# A run the emulator's self-check marks invalid (it did not keep time: a late delay line, or tbf
+# off its rate because its timer fired late on a busy machine) says nothing about the link, and
+# sim2real re-runs such runs.  The tests do the same, up to this many runs in all; the last
+# record is judged, so a run that never keeps time still fails its test's validity assertion.
+RUNS_WHILE_LATE = 3
+
+
+def _run(sc, tmp_path, prefix, impl="auto", tag="r", again_if_late=True):
+    """One run of ``sc`` into tmp_path/tag, run again while its timing check says invalid
+    (again_if_late); an invalid attempt is kept beside it as tmp_path/tag.late<k>, and each one
+    is reported as a warning with the emulator's reasons."""
     ctrls = spec.assign_controllers(sc, None)
-    rec = runner.Runner(sc, ctrls, tmp_path / tag, prefix=prefix, impl=impl).run()
-    assert netns.list_leftovers(prefix) == {"namespaces": [], "links": []}
-    return rec
+    out = tmp_path / tag
+
+    def once():
+        rec = runner.Runner(sc, ctrls, out, prefix=prefix, impl=impl).run()
+        assert netns.list_leftovers(prefix) == {"namespaces": [], "links": []}
+        return rec
+
+    for attempt in range(1, RUNS_WHILE_LATE):
+        rec = once()
+        if not (again_if_late and rec["delay_check"].get("valid") is False):
+            return rec
+        warnings.warn(f"{sc.name}: run {attempt} of at most {RUNS_WHILE_LATE} did not keep time "
+                      f"({'; '.join(rec['delay_check']['reasons'])}); running it again")
+        out.rename(tmp_path / f"{tag}.late{attempt}")
+    return once()
 
 
 @_apply(needs_emulation)
@@ -328,8 +351,12 @@ def test_fixed_rate_below_and_above_capacity(tmp_path, prefix):
     for rec in (lo, hi):
         assert rec["delay_check"]["valid"] is True, rec["delay_check"]
         assert emulate.timing_verdict(rec["delay_check"]).startswith("timing: valid, p95 hold error ")
+    # tbf was set to the schedule's rate: its on-time 100 ms intervals (the p95; a late timer only
+    # lowers the rate) are on it, +0.1% to +0.7% in runs here.  The whole run's error, which a
+    # busy machine drags down (beside two JAX test workers: -0.9% to -1.6% in valid runs, -4% to
+    # -8% in invalid ones), is judged by the validity check above (delay.MAX_TBF_RATE_REL_ERR).
     tbf = hi["delay_check"]["tbf_rate"]
-    assert tbf["seconds"] > T / 2 and abs(tbf["rel_err"]) < 0.01, tbf
+    assert tbf["seconds"] > T / 2 and abs(tbf["interval_p95"]) < 0.01, tbf
     # behind the full queue no ARP was needed: all four neighbour entries stayed static
     assert set(hi["delay_check"]["neighbours"].values()) == {"PERMANENT"}, hi["delay_check"]["neighbours"]
     assert len(hi["delay_check"]["neighbours"]) == 4
@@ -398,13 +425,17 @@ def test_self_check_catches_tbf_off_its_rate(tmp_path, prefix):
 
     th = threading.Thread(target=meddle)
     th.start()
-    rec = _run(sc, tmp_path, prefix, impl="probe", tag="offrate")
+    rec = _run(sc, tmp_path, prefix, impl="probe", tag="offrate", again_if_late=False)
     th.join()
     dc = rec["delay_check"]
     assert dc["valid"] is False, dc
-    # the queue (375 KB at 3 Mbit/s excess) is full after ~1 s; nearly all the backlogged time
-    # is after the change (-10%)
-    assert -0.11 < dc["tbf_rate"]["rel_err"] < -0.07, dc["tbf_rate"]
+    # Nearly all the backlogged time is after the change (-10%).  A timer that fires late only
+    # lowers tbf's rate further, and tbf changed under load loses more than the harness's own:
+    # five runs on this quiet machine measured -10.2% to -12.1% (one more -13.3%; -11.2% in CI),
+    # their 100 ms intervals' p5 -12% to -18% and p95 -9.8% to -9.9%.  So the run is well past
+    # the 2% bound, and its on-time intervals (the p95) show the 10.8 Mbit/s tbf was set to.
+    assert -0.2 < dc["tbf_rate"]["rel_err"] < -0.07, dc["tbf_rate"]
+    assert dc["tbf_rate"]["interval_p95"] == pytest.approx(-0.1, abs=0.01), dc["tbf_rate"]
     assert [r for r in dc["reasons"] if r.startswith("tbf dequeue rate")], dc["reasons"]
     assert dc["hold_err_ms"]["p95"] < 2.0   # the delay line itself kept time
 

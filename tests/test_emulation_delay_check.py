@@ -112,6 +112,11 @@ def test_tbf_rate_on_schedule_and_off_it():
     r = netns.tbf_rate_error(s, [(0.0, 12.0)], t0=100.0, min_backlog_bytes=10_000)
     assert r["rel_err"] == pytest.approx(-0.05, abs=1e-5)
     assert r["interval_p5"] == pytest.approx(-0.1, abs=1e-5)
+    # 3 late intervals (80% of the rate) among 17 on it: -3% overall, the p95 still on it
+    s = samples([0.8 * FRAME_BYTES_PER_S_12] * 3 + [FRAME_BYTES_PER_S_12] * 17, [100_000] * 21)
+    r = netns.tbf_rate_error(s, [(0.0, 12.0)], t0=100.0, min_backlog_bytes=10_000)
+    assert r["rel_err"] == pytest.approx(-0.03, abs=1e-5)
+    assert r["interval_p5"] == pytest.approx(-0.2, abs=1e-5) and abs(r["interval_p95"]) < 1e-5
 
 
 def test_tbf_rate_counts_only_backlogged_intervals_away_from_rate_changes():

@@ -82,7 +82,7 @@ def start(link: Any, rtts_ms: list[float], opts: DelayOptions | None = None) -> 
     nfq = link.spawn(link.ns_rtr, [TOOLS_BUILD / "nfq_delay", *queue_args(rtts_ms), *opts.args(),
                                    f"--stats={link.out_dir / 'nfq_delay_stats.json'}"],
                      stdout=subprocess.PIPE, text=True,
-                     stderr=open(link.out_dir / "nfq_delay.stderr", "w"))
+                     stderr=link.out_dir / "nfq_delay.stderr")
     line = nfq.stdout.readline()   # blocks until it has bound every queue (or died)
     if line.strip() != "ready":
         nfq.wait(timeout=5)

@@ -101,8 +101,10 @@ class EmulatedLink:
             print("+", " ".join(full), file=sys.stderr)
         return run(full, check=check)
 
-    def spawn(self, ns: str, cmd: list[str], stdout=None, stderr=None, nice: int | None = None,
-              **kw) -> subprocess.Popen:
+    def spawn(self, ns: str, cmd: list[str], stdout=None, stderr: Path | None = None,
+              nice: int | None = None, **kw) -> subprocess.Popen:
+        """``cmd`` in namespace ``ns``, in its own session; its stderr goes to the file ``stderr``
+        (the child holds the only handle) or nowhere, its stdout to ``stdout`` or nowhere."""
         if nice:
             cmd = ["nice", "-n", str(nice)] + list(cmd)
         full = self.ns_cmd(ns, cmd)
@@ -112,9 +114,10 @@ class EmulatedLink:
             if self._closed:
                 raise EmulationError("link already closed")
             # own session: we can signal the whole process group at cleanup
-            p = subprocess.Popen(full, stdout=stdout if stdout is not None else subprocess.DEVNULL,
-                                 stderr=stderr if stderr is not None else subprocess.DEVNULL,
-                                 start_new_session=True, **kw)
+            with contextlib.ExitStack() as files:
+                err = files.enter_context(open(stderr, "w")) if stderr is not None else subprocess.DEVNULL
+                p = subprocess.Popen(full, stdout=stdout if stdout is not None else subprocess.DEVNULL,
+                                     stderr=err, start_new_session=True, **kw)
             self.procs.append(p)
         return p
 
@@ -206,7 +209,7 @@ class EmulatedLink:
         if self._tc is None:
             self._tc = self.spawn(self.ns_rtr, ["stdbuf", "-oL", "tc", "-batch", "-"],
                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  stderr=open(self.out_dir / "tc_batch.stderr", "w"),
+                                  stderr=self.out_dir / "tc_batch.stderr",
                                   text=True, bufsize=1)
         try:
             self._tc.stdin.write(cmd + "\n" + f"qdisc show dev {self.bottleneck_dev}\n")
@@ -235,7 +238,7 @@ class EmulatedLink:
         """Samples tbf's counters every interval_s until stopped (``tbf_rate_error``)."""
         proc = self.spawn(self.ns_rtr, ["stdbuf", "-oL", "tc", "-s", "-j", "-batch", "-"],
                           stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                          stderr=open(self.out_dir / "tc_sampler.stderr", "w"), text=True,
+                          stderr=self.out_dir / "tc_sampler.stderr", text=True,
                           bufsize=1)
         sampler = TbfSampler(proc, self.bottleneck_dev, interval_s)
         sampler.start()
@@ -274,6 +277,10 @@ class EmulatedLink:
             procs = list(self.procs)
         for p in procs:
             terminate(p)
+            for pipe in (p.stdin, p.stdout):   # the parent's ends of the pipes it was given
+                if pipe is not None:
+                    with contextlib.suppress(OSError):
+                        pipe.close()
         for ns in (self.ns_snd, self.ns_rtr, self.ns_rcv):
             cleanup_namespace(ns)
 
@@ -336,7 +343,9 @@ def tbf_rate_error(samples: list[tuple[float, int, int, int, int]],
     backlogs are both at least min_backlog_bytes and whose interval (widened by guard_s)
     contains no scheduled rate change, the bytes dequeued are compared with the schedule's
     rate (IP Mbit/s, times TBF_SCALE for the frames tbf counts) over the interval; rel_err is
-    sum(measured) / sum(expected) - 1 over those intervals (None below min_seconds of them).
+    sum(measured) / sum(expected) - 1 over those intervals (None below min_seconds of them);
+    interval_p5/p95 are percentiles of the intervals' own errors: a timer that fires late (a busy
+    machine) only lowers the rate, so the p5 shows lateness and the p95 the rate tbf was set to.
     A schedule segment whose intervals should carry fewer than ``min_segment_frames`` frames in
     all is left out (``unjudged_seconds``): tbf sends whole frames, so its count there is off by
     up to a frame, more than the bound allows (an outage's 0.01 Mbit/s is one frame per 1.2 s).

@@ -259,7 +259,7 @@ class Runner:
         if self.rt_receiver and realtime_allowed():
             cmd = ["chrt", "-f", str(int(self.rt_receiver))] + cmd
         fl.procs["server"] = link.spawn(link.ns_rcv, cmd, nice=self.nice,
-                                        stderr=open(fl.dir / "receiver.stderr", "w"))
+                                        stderr=fl.dir / "receiver.stderr")
         _wait_listening(link, port, "udp")
 
     def _start_client(self, link: EmulatedLink, fl: FlowRun) -> None:
@@ -300,7 +300,7 @@ class Runner:
         fl.started_at = time.monotonic()
         extra = {"stdin": subprocess.PIPE} if fl.kind == "jaxcc" and fl.preference_changes else {}
         fl.procs["client"] = link.spawn(link.ns_snd, cmd, nice=self.nice,
-                                        stderr=open(fl.dir / "sender.stderr", "w"), **extra)
+                                        stderr=fl.dir / "sender.stderr", **extra)
 
     def _run_events(self, link: EmulatedLink, events, t0: float) -> None:
         """Fires rate changes and flow starts at absolute deadlines (no drift from sleeps)."""
