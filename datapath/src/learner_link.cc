@@ -360,6 +360,23 @@ void LearnerLink::Disconnect(const char* why) {
   std::cerr << "jaxcc-sender: learner connection closed (" << why << ")\n";
 }
 
+void LearnerLink::CloseAfterPeer(uint64_t deadline_ns, std::vector<uint8_t>* chunk) {
+  // A TCP socket closed with unread data sends a reset instead of a FIN, and the reset discards
+  // what this end's kernel still holds for the learner: the last records and the BYE, whenever
+  // the learner reads more slowly than they were written. So: a FIN after the BYE, then read
+  // (and drop) what the learner still sends, such as its PINGs, until it closes its end.
+  shutdown(fd_, SHUT_WR);
+  for (uint64_t now = MonoNs(); now < deadline_ns; now = MonoNs()) {
+    pollfd pfd{fd_, POLLIN, 0};
+    const int wait_ms = static_cast<int>(std::min<uint64_t>((deadline_ns - now) / 1'000'000 + 1, 20));
+    const int r = poll(&pfd, 1, wait_ms);
+    if (r < 0 && errno != EINTR) return;
+    if (r <= 0) continue;
+    const ssize_t n = recv(fd_, chunk->data(), chunk->size(), 0);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) return;
+  }
+}
+
 void LearnerLink::HandleFrame(uint8_t type, const std::string& payload, uint64_t now) {
   switch (type) {
     case proto::kPing: {
@@ -568,6 +585,7 @@ void LearnerLink::Run() {
   }
   DrainApplied(false);  // swapped in after the last send: counted, not ACKed
   if (fd_ >= 0) {
+    if (bye_queued && out_.empty()) CloseAfterPeer(stop_deadline, &chunk);
     close(fd_);
     fd_ = -1;
   }

@@ -140,7 +140,7 @@ class LearnerLink {
 
   void Start();
   // Sends what is queued, then BYE (`bye` plus the link's counters), waits up to `flush_s`
-  // for it to go out, closes and joins the I/O thread.
+  // for it to go out and for the learner to close its end, closes and joins the I/O thread.
   void Stop(const nlohmann::json& bye, double flush_s = 1.0);
 
   // --- decision thread only (never blocks on the network or the I/O thread)
@@ -165,6 +165,9 @@ class LearnerLink {
   void Run();
   bool Connect();
   void Disconnect(const char* why);
+  // After the BYE has been written: half-closes, and reads (dropping it) what the learner still
+  // sends until it closes its end or `deadline_ns` passes; the caller then closes.
+  void CloseAfterPeer(uint64_t deadline_ns, std::vector<uint8_t>* chunk);
   // A frame (or handshake) refused by the authentication: counted, logged, connection dropped.
   void RefuseAuth(const std::string& why, uint64_t now);
   // Appends one frame to out_, sealed on an authenticated connection.

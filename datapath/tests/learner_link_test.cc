@@ -3,19 +3,25 @@
 // socket written here with plain POSIX calls.
 #include "learner_link.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <thread>
+#include <vector>
 
 #include "clock.h"
+#include "frame_auth.h"
 #include "monitor.h"
 #include "test_util.h"
 
@@ -437,6 +443,97 @@ TEST(LearnerLink, SessionHelloRecordsWeightsAcksBye) {
   EXPECT_EQ(c["versions"][0], json({{"version", 3}, {"decision", 42}, {"t_s", 1.5}}));
   ASSERT_EQ(c["rejections"].size(), 3u);
   EXPECT_EQ(c["rejections"][1]["version"], 4);
+}
+
+// The learner over TCP (authenticated, as tcp: must be) reads nothing until the sender has been
+// told to stop and keeps sending PINGs all along, so the sender ends its connection with unread
+// PINGs and with records still in its kernel.  Every record and the BYE must arrive, and the
+// connection must end in an orderly close: a sender that closes with unread data sends a reset,
+// which discards what its kernel still holds.
+TEST(LearnerLink, EveryRecordAndTheByeReachASlowTcpLearnerThatKeepsPinging) {
+  const Policy running = Policy::LoadFile(kLstm);
+  const int lfd = socket(AF_INET, SOCK_STREAM, 0);
+  const int rcvbuf = 4096;  // the accepted socket inherits it: a small window
+  ASSERT_EQ(setsockopt(lfd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf)), 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t sl = sizeof(sa);
+  ASSERT_EQ(bind(lfd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)), 0);
+  ASSERT_EQ(listen(lfd, 1), 0);
+  ASSERT_EQ(getsockname(lfd, reinterpret_cast<sockaddr*>(&sa), &sl), 0);
+  const int kRecords = 4000;
+  LinkOptions o = Options("", running, 30, /*queue=*/kRecords);
+  o.address = "tcp:127.0.0.1:" + std::to_string(ntohs(sa.sin_port));
+  o.psk = std::string(32, 'k');
+  LearnerLink link(o);
+  link.Start();
+  pollfd lp{lfd, POLLIN, 0};
+  ASSERT_EQ(poll(&lp, 1, 3000), 1);
+  const int fd = accept(lfd, nullptr, nullptr);
+  ASSERT_GE(fd, 0);
+
+  FrameReader reader;
+  std::vector<uint8_t> buf(1 << 16);
+  uint8_t type = 0;
+  std::string body, plain;
+  auto next_frame = [&](int timeout_ms) -> int {  // 1 a frame, 0 EOF, else -errno (or -ETIMEDOUT)
+    for (;;) {
+      if (reader.Next(&type, &body) == FrameReader::kFrame) return 1;
+      pollfd pf{fd, POLLIN, 0};
+      if (poll(&pf, 1, timeout_ms) != 1) return -ETIMEDOUT;
+      const ssize_t n = read(fd, buf.data(), buf.size());
+      if (n <= 0) return n == 0 ? 0 : -errno;
+      reader.Feed(buf.data(), static_cast<size_t>(n));
+    }
+  };
+  // The handshake: the sender's AUTH, the learner's answer, then the sealed HELLO.
+  ASSERT_EQ(next_frame(3000), 1);
+  auth::Nonce nonce_s, nonce_l;
+  ASSERT_EQ(auth::ParseAuth(type, body, &nonce_s), "");
+  ASSERT_TRUE(auth::RandomNonce(&nonce_l));
+  std::string f;
+  const std::string ap = auth::AuthPayload(nonce_l);
+  const uint32_t len = static_cast<uint32_t>(ap.size() + 1);
+  f.append(reinterpret_cast<const char*>(&len), 4);
+  f.push_back(static_cast<char>(auth::kAuthType));
+  f += ap;
+  ASSERT_EQ(write(fd, f.data(), f.size()), static_cast<ssize_t>(f.size()));
+  auth::Channel ch(auth::DeriveSessionKeys(o.psk, nonce_s, nonce_l), auth::kLearnerToSender);
+  ASSERT_EQ(next_frame(3000), 1);
+  ASSERT_EQ(ch.Open(type, body, &plain), "");
+  ASSERT_EQ(type, proto::kHello);
+
+  const int D = running.obs_dim();
+  std::vector<double> rec(proto::kRecordHead + D, 0.5);
+  for (int i = 0; i < kRecords; ++i) link.PushRecord(rec.data());
+  std::atomic<bool> pinging{true};
+  std::thread pinger([&] {  // a PING every millisecond until the learner is done reading
+    while (pinging.load()) {
+      std::string ping;
+      ch.Seal(&ping, proto::kPing, nullptr, 0);
+      if (send(fd, ping.data(), ping.size(), MSG_NOSIGNAL) < 0) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  });
+  std::thread stopper([&] { link.Stop({}, 10.0); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the sender stops; nothing read yet
+
+  int records = 0, byes = 0, end = 1;
+  while ((end = next_frame(10000)) == 1) {
+    ASSERT_EQ(ch.Open(type, body, &plain), "") << "frame type " << int(type);
+    records += type == proto::kRecord;
+    byes += type == proto::kBye;
+  }
+  pinging.store(false);
+  pinger.join();
+  close(fd);  // the learner's end: the sender, waiting for it, closes its own
+  stopper.join();
+  close(lfd);
+  EXPECT_EQ(end, 0) << "the connection ended in " << std::strerror(-end) << ", not an orderly close";
+  EXPECT_EQ(records, kRecords);
+  EXPECT_EQ(byes, 1);
+  EXPECT_EQ(link.records_dropped(), 0u);
 }
 
 TEST(LearnerLink, QueueDropsOldestWhileNoLearnerThenSendsTheNewest) {
