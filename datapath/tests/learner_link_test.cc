@@ -494,10 +494,7 @@ TEST(LearnerLink, EveryRecordAndTheByeReachASlowTcpLearnerThatKeepsPinging) {
   ASSERT_TRUE(auth::RandomNonce(&nonce_l));
   std::string f;
   const std::string ap = auth::AuthPayload(nonce_l);
-  const uint32_t len = static_cast<uint32_t>(ap.size() + 1);
-  f.append(reinterpret_cast<const char*>(&len), 4);
-  f.push_back(static_cast<char>(auth::kAuthType));
-  f += ap;
+  AppendFrame(&f, auth::kAuthType, ap.data(), ap.size());
   ASSERT_EQ(write(fd, f.data(), f.size()), static_cast<ssize_t>(f.size()));
   auth::Channel ch(auth::DeriveSessionKeys(o.psk, nonce_s, nonce_l), auth::kLearnerToSender);
   ASSERT_EQ(next_frame(3000), 1);
