@@ -74,6 +74,9 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     # The same with Algorithm 1's reward alone: without the local utilization term, which is 1
     # whenever the sender sees a queue.
     "lr0.3+replay4+alg1": ("--lr-scale=0.3", "--replay-ratio=4", "--reward=alg1"),
+    # On top of lr0.3: the standing queue's level charged in the reward (Ankh's number charges it;
+    # Algorithm 1 charges only its growth, and the local utilization term pays it).
+    "lr0.3+queue": ("--lr-scale=0.3", "--reward=queue"),
 }
 __doc__ += "".join(f"\n* ``{k}``: {' '.join(v) or '(the defaults)'}" for k, v in VARIANTS.items()) + "\n"
 

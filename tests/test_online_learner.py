@@ -206,6 +206,30 @@ def test_local_reward_adds_the_utilization_a_sender_can_see():
     assert math.isclose(float(r0[0]), 8.0, rel_tol=1e-5)
 
 
+def test_queue_reward_charges_the_standing_queue_by_its_level():
+    """--reward=queue: local − util_w · clip(d / min RTT, 0, 1), d the RTT's EWMA over the min RTT."""
+    p = penv.ParetoParams().replace(util_w=jnp.float32(10.0))
+    mi1, mi2, mi3 = (_mi(0.2, 25_000.0, 0.05), _mi(0.2, 50_000.0, 0.05), _mi(0.2, 50_000.0, 0.07))
+    m0 = penv.zero_flows(1)
+
+    def both(m, mi, min_rtt=0.05):
+        args = (m, jnp.asarray([mi]), jnp.asarray([min_rtt]), p, "pareto_v2", jnp.asarray([1e9]))
+        (r_local, _, m_local), (r_queue, _, m_queue) = alg.record_reward(*args), alg.record_reward(*args, queue=True)
+        assert np.array_equal(m_local.d_ms, m_queue.d_ms)  # the same memory either way
+        return float(r_local[0]), float(r_queue[0]), m_queue
+
+    # No queue (RTT = min RTT): nothing charged.
+    r_local, r_queue, m1 = both(m0, mi1)
+    assert r_queue == r_local
+    _, _, m2 = both(m1, mi2)
+    # RTT 70 ms: EWMA 66 ms, d = 16 ms over a 50-ms min RTT: 10 · 16/50 = 3.2 less.
+    r_local, r_queue, _ = both(m2, mi3)
+    assert math.isclose(r_local - r_queue, 3.2, rel_tol=1e-4)
+    # The same queue over a 10-ms min RTT (d = 56 ms) is more than one min RTT: the charge stops at 10.
+    r_local, r_queue, _ = both(m2, mi3, min_rtt=0.01)
+    assert math.isclose(r_local - r_queue, 10.0, rel_tol=1e-5)
+
+
 def _record(seq, mi, action=0.1, feats=None, dropped=0.0):
     fx = np.zeros(24)
     fx[X.F["seq"]], fx[X.F["t_s"]], fx[X.F["action"]] = seq, 0.2 * seq, action

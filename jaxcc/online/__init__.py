@@ -23,10 +23,11 @@ online from the senders' experience.
 4. Turns each flow's records into transitions (the flow's window ring of the last T feature
    vectors; reward = Algorithm 1 from the record's monitor-interval sums, through
    ``jaxcc.envs.pareto``'s own functions; a sender cannot see the link, so of Pareto-Fair v2's
-   link-wide training terms ``--reward=local`` (the default) keeps the utilization term as the
+   link-wide training terms ``--reward=local`` keeps the utilization term as the
    sender estimates it — 1 while it sees a queue, else its delivery rate over its largest one
-   of the last ``--max-rate-window-s`` — and ``--reward=alg1`` keeps neither, the paper's
-   Algorithm 1 alone; ``jaxcc.online.pareto`` says why), runs jitted TD3 steps at the learner's own pace
+   of the last ``--max-rate-window-s`` —, ``--reward=queue`` (the default) also charges the
+   standing queue's level, which Algorithm 1 does not, and ``--reward=alg1`` keeps neither, the
+   paper's Algorithm 1 alone; ``jaxcc.online.pareto`` says why), runs jitted TD3 steps at the learner's own pace
    (``--updates-per-s`` caps them, and the loop sleeps ``--yield-ms`` between batches so a
    learner sharing a small CPU with the senders leaves them room to pace; ``--replay-ratio``
    caps the gradient steps per online transition, 1 by default: offline training takes about

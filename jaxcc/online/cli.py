@@ -81,10 +81,12 @@ def define_flags(fv):
     number("replay_ratio", 1.0, "at most this many gradient steps per online transition (0: no cap)")
     number("lr_scale", 0.3, "online learning rates = this × the offline ones (a fresh online stage; --hp wins; "
            "0.3 from the learner study, checkpoints/pareto/online/README.md)")
-    enum("reward", "local", REWARDS,
+    enum("reward", "queue", REWARDS,
          "online reward: local = Algorithm 1 + Pareto-Fair v2's utilization term as the sender estimates it "
-         "(jaxcc.online.pareto.local_util); alg1 = Algorithm 1 alone (the paper's)")
-    number("max_rate_window_s", 10.0, "--reward=local: the window of the flow's largest delivery rate (s)")
+         "(jaxcc.online.pareto.local_util); queue = local, less the standing queue's level at the utilization "
+         "term's weight (jaxcc.online.pareto.queue_cost; from the fourth learner study, "
+         "checkpoints/pareto/online/README.md); alg1 = Algorithm 1 alone (the paper's)")
+    number("max_rate_window_s", 10.0, "--reward=local and queue: the window of the flow's largest delivery rate (s)")
     enum("new_priority", "config", ("config", "max", "one"),
          "priority of a new online transition: the offline config's rule, the largest seen, or 1 (the paper's "
          "initial value)")

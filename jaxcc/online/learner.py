@@ -15,7 +15,7 @@ from jaxcc.online.restore import policy_blob, restore_offline, write_atomic
 from jaxcc.online.tracks import FlowTrack, MoccTrack
 
 
-REWARDS = ("local", "alg1")  # jaxcc.online.pareto.record_reward
+REWARDS = ("local", "alg1", "queue")  # jaxcc.online.pareto.record_reward
 
 
 # ----------------------------------------------------------------------------- the learner
@@ -188,7 +188,7 @@ class Learner:
         if not max_rate_window_s > 0:
             raise ValueError(f"--max-rate-window-s={max_rate_window_s}: must be > 0")
         self.reward = reward
-        self.max_rate_window_s = float(max_rate_window_s) if reward == "local" else None
+        self.max_rate_window_s = float(max_rate_window_s) if reward in ("local", "queue") else None
         self.a_range = (float(self.spec["head"]["low"]), float(self.spec["head"]["high"]))
         seg = int(online_segment or max(int(s.buffer_segment) for s in cfg.stages.values()))
         self.grad_steps = int(grad_steps or int(cfg.td3.grad_steps))
@@ -207,7 +207,8 @@ class Learner:
                                         params=dict(cfg.env.params) if "params" in cfg.env else {})
         self.reward_params = se.params
         fs = self.feature_set
-        self._reward = jax.jit(lambda m, mi, r, mx=None: alg.record_reward(m, mi, r, self.reward_params, fs, mx))
+        queue = reward == "queue"
+        self._reward = jax.jit(lambda m, mi, r, mx=None: alg.record_reward(m, mi, r, self.reward_params, fs, mx, queue))
         # The online segment comes after the offline stages' (``alg.grow_buffer``).
         kw = alg.learn_kwargs(cfg.td3, self.spec, self.a_range, old_share=self.old_share,
                               segment=int(np.shape(off["state"]["buffer"].seg_size)[-1]))

@@ -124,8 +124,20 @@ def local_util(m: mi_lib.MIStats, delayed: jax.Array, max_rate: jax.Array) -> ja
     return jnp.where(delayed, 1.0, jnp.minimum(rate / jnp.maximum(max_rate, 1.0), 1.0))
 
 
+def queue_cost(sig: penv.ParetoSignals, min_rtt: jax.Array) -> jax.Array:
+    """The standing queue's level in units of the path's RTT, ``clip(d / min RTT, 0, 1)`` (variant
+    ``queue``, ours), with d Algorithm 1's queueing delay (the RTT's EWMA over the min RTT).
+
+    Ankh's number charges a queue by its level (d95 / d_max, Pareto eq. 10); Algorithm 1 charges
+    only its growth (X_t and dD/dT are 0 for a queue that neither grows nor shrinks), and the
+    ``local`` utilization term pays a sender that sees a queue its full 1.  Measured
+    (``checkpoints/pareto/online/README.md``, the third learner study): a learner that raises
+    its own reward by those terms holds a longer queue, which Ankh's number counts against it."""
+    return jnp.clip(sig.d_ms / jnp.maximum(min_rtt * 1000.0, 1e-3), 0.0, 1.0)
+
+
 def record_reward(prev: penv.ParetoFlow, mi16: jax.Array, min_rtt: jax.Array, p: penv.ParetoParams,
-                  feature_set: str = "pareto_v1", max_rate: jax.Array | None = None):
+                  feature_set: str = "pareto_v1", max_rate: jax.Array | None = None, queue: bool = False):
     """Algorithm 1's reward for one monitor interval of one or more flows, and the flows' new
     memory, from the sender's MI sums: ``(reward [F], features [F, D], new ParetoFlow)``.
 
@@ -134,7 +146,9 @@ def record_reward(prev: penv.ParetoFlow, mi16: jax.Array, min_rtt: jax.Array, p:
     ``ParetoEnv.observe``'s own calls.  Pareto-Fair v2's link-wide terms need the whole link;
     with ``max_rate`` [F] (B/s) the utilization term is added as the sender can estimate it,
     ``p.util_w · local_util`` (variant ``local``); the fairness term is always left out (it needs
-    the other flows' rates).  Without ``max_rate``: Algorithm 1 alone (variant ``alg1``).
+    the other flows' rates).  Without ``max_rate``: Algorithm 1 alone (variant ``alg1``).  With
+    ``queue`` as well, the standing queue is charged at the utilization term's weight,
+    ``− p.util_w · queue_cost`` (variant ``queue``): a queue of one min RTT costs as much as an idle link.
     """
     m = mi_stats(mi16)
     min_rtt = jnp.asarray(min_rtt, jnp.float32)
@@ -142,6 +156,8 @@ def record_reward(prev: penv.ParetoFlow, mi16: jax.Array, min_rtt: jax.Array, p:
     r = penv.reward(sig, prev.exp_delay, prev.prev_delayed, prev.dD, prev.d_ms, p)
     if max_rate is not None:
         r = r + p.util_w * local_util(m, sig.delayed, jnp.asarray(max_rate, jnp.float32))
+        if queue:
+            r = r - p.util_w * queue_cost(sig, min_rtt)
     return r, feats, new
 
 
@@ -236,5 +252,5 @@ def actor_of(ostate: dict, replica: int) -> dict:
     return jax.tree.map(lambda x: x[replica], ostate["agent"]["actor"])
 
 
-__all__ = ["grow_buffer", "online_segment", "init_online", "mi_stats", "local_util", "record_reward", "add", "online_count",
+__all__ = ["grow_buffer", "online_segment", "init_online", "mi_stats", "local_util", "queue_cost", "record_reward", "add", "online_count",
            "online_rows", "online_sample_share", "learn_kwargs", "learn", "actor_of"]

@@ -53,7 +53,7 @@ class FlowTrack:
 
     def __init__(self, T: int, D: int, empty, a_range, reward_fn, max_rate_window_s: float | None = None):
         self.T, self.D = T, D
-        # Variant ``local`` (``--reward=local``): the largest MI delivery rate of the last
+        # Variants ``local`` and ``queue`` (``--reward``): the largest MI delivery rate of the last
         # ``max_rate_window_s`` seconds of the flow, Pareto-Fair v2's utilization term as a sender sees it.
         self.max_rate_window_s = max_rate_window_s
         self.rates: collections.deque = collections.deque()  # (t_s, delivery rate B/s)
