@@ -228,6 +228,8 @@ def test_queue_reward_charges_the_standing_queue_by_its_level():
     # The same queue over a 10-ms min RTT (d = 56 ms) is more than one min RTT: the charge stops at 10.
     r_local, r_queue, _ = both(m2, mi3, min_rtt=0.01)
     assert math.isclose(r_local - r_queue, 10.0, rel_tol=1e-5)
+    with pytest.raises(ValueError, match="needs max_rate"):
+        alg.record_reward(m2, jnp.asarray([mi3]), jnp.asarray([0.05]), p, "pareto_v2", queue=True)
 
 
 def _record(seq, mi, action=0.1, feats=None, dropped=0.0):

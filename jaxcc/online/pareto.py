@@ -150,6 +150,8 @@ def record_reward(prev: penv.ParetoFlow, mi16: jax.Array, min_rtt: jax.Array, p:
     ``queue`` as well, the standing queue is charged at the utilization term's weight,
     ``− p.util_w · queue_cost`` (variant ``queue``): a queue of one min RTT costs as much as an idle link.
     """
+    if queue and max_rate is None:
+        raise ValueError("record_reward: queue=True (variant queue) needs max_rate: it is variant local's charge")
     m = mi_stats(mi16)
     min_rtt = jnp.asarray(min_rtt, jnp.float32)
     feats, new, sig = penv.observe_features(prev, m, min_rtt, p, feature_set)
