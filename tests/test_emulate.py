@@ -371,8 +371,9 @@ def test_fixed_rate_below_and_above_capacity(tmp_path, prefix):
 
 def _owd_excess_ms(rec):
     """The probe receiver's p95 one-way delay above the configured 20 ms: with no queue (6 of
-    100 Mbit/s, where even a 10 ms burst of the flow's packets fits tbf's 1 ms bucket) all of
-    it is the delay line's lateness, measured apart from nfq_delay."""
+    100 Mbit/s, where even a 10 ms burst of the flow's packets fits tbf's 1 ms bucket) and the
+    delay ending at the kernel's receive stamp (the receiver's own read lateness left out), it
+    is the delay line's lateness, measured apart from nfq_delay."""
     return rec["per_flow"][0]["p95_owd_ms"] - 20.0
 
 
@@ -386,9 +387,17 @@ def test_self_check_catches_a_starved_delay_line(tmp_path, prefix):
     marked invalid with the error it measured, and that error is the one the receiver sees."""
     T = 5.0
 
-    def not_quiet(rec):  # a quiet run's delay line is late by under 1 ms at its p95
+    def not_quiet(rec):
+        """A quiet run's delay line is late by under 1 ms at its p95 by its own measure, and by
+        under 1.5 ms at the receiver's.  A busy machine breaks either now and then (CI: 1.6 ms
+        at the receiver with the hold error under 1 ms, once); a delay line that is late every
+        time still fails below."""
         p95 = (rec["delay_check"].get("hold_err_ms") or {}).get("p95")
-        return _did_not_keep_time(rec) or (None if p95 is not None and p95 < 1.0 else f"p95 hold error {p95} ms")
+        if (why := _did_not_keep_time(rec)) or p95 is None or p95 >= 1.0:
+            return why or f"p95 hold error {p95} ms"
+        excess = _owd_excess_ms(rec)
+        return None if excess < 1.5 else (f"receiver's p95 one-way delay {excess:.3f} ms over the configured "
+                                          f"(its reads {rec['per_flow'][0].get('p95_read_late_ms')} ms late)")
 
     quiet = _run(_spec("quiet", "fixed:6", T, link=FAST), tmp_path, prefix, impl="probe", tag="quiet",
                  again_if=not_quiet)
@@ -397,6 +406,7 @@ def test_self_check_catches_a_starved_delay_line(tmp_path, prefix):
     assert dc["kstamped_fraction"] > 0.99     # every forwarded packet had its kernel stamp
     assert dc["hold_err_ms"]["p95"] < 1.0
     assert _owd_excess_ms(quiet) < 1.5
+    assert quiet["per_flow"][0]["unstamped"] == 0      # the kernel stamped every arrival
 
     sc = _spec("stalled", "fixed:6", T, link=FAST)
     rec = runner.Runner(sc, ["fixed:6"], tmp_path / "stalled", prefix=prefix, impl="probe",

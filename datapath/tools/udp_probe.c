@@ -11,6 +11,9 @@
 // Mahimahi count a 1500-byte packet. Every data packet carries {magic, seq, send time}; the
 // receiver echoes a 16-byte ACK with the same fields plus nothing else, so the sender gets RTT
 // samples and the receiver gets one-way delays (CLOCK_MONOTONIC is shared by namespaces).
+// A one-way delay ends at the kernel's receive stamp (SO_TIMESTAMPNS), not when the receiver
+// process reads the packet: on a busy machine the read can come late, and that lateness is the
+// receiver's, not the link's; its p95 is reported apart as p95_read_late_ms.
 // Summary keys follow the jaxcc-sender/receiver contract: throughput_mbps (goodput, payload
 // bits over the active time), p95_owd_ms / p95_rtt_ms, loss (fraction), counts.
 #define _GNU_SOURCE
@@ -26,6 +29,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -111,14 +115,21 @@ static int do_recv(int argc, char **argv) {
   double duration = atof(arg(argc, argv, "--duration", "0"));
   const char *summary = arg(argc, argv, "--summary", NULL);
   int fd = udp_socket();
+  int on = 1;
+  if (setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on) < 0) {
+    perror("udp_probe recv: SO_TIMESTAMPNS");
+    return 1;
+  }
   struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
   inet_pton(AF_INET, bind_ip, &a.sin_addr);
   if (bind(fd, (struct sockaddr *)&a, sizeof a) < 0) {
     perror("udp_probe recv: bind");
     return 1;
   }
-  hist_t owd;
+  hist_t owd, read_late;
   hist_init(&owd);
+  hist_init(&read_late);
+  uint64_t unstamped = 0;  // packets that came without a kernel stamp: their delay ends at the read
   uint64_t pkts = 0, bytes = 0, ack_errors = 0;
   uint32_t max_seq = 0;
   int last_ack_errno = 0;
@@ -131,14 +142,33 @@ static int do_recv(int argc, char **argv) {
     struct pollfd p = {.fd = fd, .events = POLLIN};
     if (poll(&p, 1, 100) <= 0) continue;
     struct sockaddr_in from;
-    socklen_t fl = sizeof from;
-    ssize_t n = recvfrom(fd, buf, sizeof buf, 0, (struct sockaddr *)&from, &fl);
+    struct iovec iov = {.iov_base = buf, .iov_len = sizeof buf};
+    char ctl[CMSG_SPACE(sizeof(struct timespec))];
+    struct msghdr m = {.msg_name = &from, .msg_namelen = sizeof from, .msg_iov = &iov, .msg_iovlen = 1,
+                       .msg_control = ctl, .msg_controllen = sizeof ctl};
+    ssize_t n = recvmsg(fd, &m, 0);
+    socklen_t fl = m.msg_namelen;
     if (n < (ssize_t)sizeof(hdr_t)) continue;
     hdr_t h;
     memcpy(&h, buf, sizeof h);
     if (h.magic != MAGIC) continue;
     now = mono_ns();
-    hist_add(&owd, now - h.send_ns);
+    // The kernel stamps in CLOCK_REALTIME: the packet's age at this read, taken on that clock,
+    // moves its arrival onto CLOCK_MONOTONIC, the clock of the sender's send_ns.
+    int64_t age = -1;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
+      if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
+        struct timespec k, r;
+        memcpy(&k, CMSG_DATA(c), sizeof k);
+        clock_gettime(CLOCK_REALTIME, &r);
+        age = ((int64_t)r.tv_sec - k.tv_sec) * 1000000000LL + (r.tv_nsec - k.tv_nsec);
+      }
+    if (age < 0) {
+      unstamped++;
+      age = 0;
+    }
+    hist_add(&owd, now - age - h.send_ns);
+    hist_add(&read_late, age);
     if (!pkts) first = now;
     else if (now - last > max_gap) max_gap = now - last;
     last = now;
@@ -156,10 +186,10 @@ static int do_recv(int argc, char **argv) {
           "{\"throughput_mbps\": %.4f, \"p95_owd_ms\": %.3f, \"p50_owd_ms\": %.3f, "
           "\"min_owd_ms\": %.3f, \"loss\": %.5f, \"packets\": %" PRIu64 ", \"bytes\": %" PRIu64
           ", \"active_s\": %.3f, \"ack_errors\": %" PRIu64 ", \"last_ack_errno\": %d"
-          ", \"max_gap_ms\": %.3f}\n",
+          ", \"max_gap_ms\": %.3f, \"p95_read_late_ms\": %.3f, \"unstamped\": %" PRIu64 "}\n",
           active > 0 ? bytes * 8 / active / 1e6 : 0.0, hist_q(&owd, 0.95), hist_q(&owd, 0.5),
           owd.n ? owd.min_ms : 0.0, max_seq ? 1.0 - (double)pkts / max_seq : 0.0, pkts, bytes,
-          active, ack_errors, last_ack_errno, max_gap / 1e6);
+          active, ack_errors, last_ack_errno, max_gap / 1e6, hist_q(&read_late, 0.95), unstamped);
   if (f != stdout) fclose(f);
   return 0;
 }

@@ -86,6 +86,9 @@ def collect_flow(fl: Any) -> dict[str, Any]:
         out["receiver_throughput_mbps"] = rcv.get("throughput_mbps")
         out["p95_owd_ms"] = rcv.get("p95_owd_ms")
         out["p50_owd_ms"] = rcv.get("p50_owd_ms")
+        # its delays end at the kernel's receive stamp; how late the receiver read them, apart
+        out["p95_read_late_ms"] = rcv.get("p95_read_late_ms")
+        out["unstamped"] = rcv.get("unstamped")   # arrivals without a kernel stamp (read time used)
         out["loss"] = snd.get("loss", rcv.get("loss"))
         out["p95_rtt_ms"] = snd.get("p95_rtt_ms")
         out["p50_rtt_ms"] = snd.get("p50_rtt_ms")

@@ -106,8 +106,9 @@ class Runner:
         self.nice = nice
         self.delay_opts = delay_opts
         # SCHED_FIFO priority of the UDP receivers (jaxcc-receiver, udp_probe recv; 0: none).
-        # They stamp each packet's one-way delay when they read it, so their wake-up latency
-        # on a busy machine is added to every delay they report. They block in poll(), so
+        # jaxcc-receiver stamps each packet's one-way delay when it reads it, so its wake-up
+        # latency on a busy machine is added to every delay it reports (udp_probe ends a delay
+        # at the kernel's receive stamp and reports its read lateness apart). They block in poll(), so
         # real-time priority cannot starve the machine. Measured (launch/delay_levers.py, a
         # paced 40 Mbit/s flow on pareto/fixed50 beside two trainings): with only nfq_delay
         # at SCHED_FIFO the receivers' p95 one-way delay was 3.9-4.3 ms above the 45 ms
