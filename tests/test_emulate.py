@@ -294,7 +294,9 @@ def prefix():
 # off its rate because its timer fired late on a busy machine) says nothing about the link, and
 # sim2real re-runs such runs.  The tests do the same, up to this many runs in all; the last
 # record is judged, so a run that never keeps time still fails its test's validity assertion.
-RUNS_WHILE_LATE = 3
+# Five: a CI host stayed busy through three quiet 5-s runs in a row (p95 hold errors 2.9, 8.4
+# and 3.0 ms), while the other real-time tests kept time within their second or third run.
+RUNS_WHILE_LATE = 5
 
 
 def _did_not_keep_time(rec) -> str | None:
