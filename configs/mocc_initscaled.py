@@ -26,4 +26,5 @@ def get_config():
     c = load_config(os.path.join(os.path.dirname(os.path.abspath(__file__)), "mocc.py"))
     c.env.params.init_ref_rtt_s = 0.02  # the paper's link's RTT, where eq. 1 is 1.5 BDPs of F
     c.wandb.group = "mocc_initscaled"
+    c.moq.lambda_end = 1.0  # as measured: eq. 12's λ rises to 1 (the paper's)
     return c

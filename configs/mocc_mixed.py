@@ -20,4 +20,5 @@ def get_config():
     c.env.params.cwnd_deltas_pkts = tuple(float(d) for d in CWND_DELTAS_PKTS)
     c.env.params.cwnd_mults = tuple(float(k) for k in CWND_MULTS)
     c.wandb.group = "mocc-mixed"
+    c.moq.lambda_end = 1.0  # as measured: eq. 12's λ rises to 1 (the paper's)
     return c

@@ -13,6 +13,10 @@ each policy's count of links that pass, and the
 median count over each group of policies whose labels differ only in their trailing digits
 (``MOCC@ms0``, ``MOCC@ms1``, ... form the group ``MOCC@ms``).  Used to compare trainers on links disjoint from
 those that judge them (``checkpoints/mocc/README.md``).
+
+Snapshots of one training run (``python -m jaxcc.export --checkpoint=RUN/checkpoints/N``) labelled
+``<name>_u<N>_s<seed>`` are also picked from: per seed, the snapshot that passes on the most links,
+the later one on a tie (that README, "Steering over the run").
 """
 
 from __future__ import annotations
@@ -55,6 +59,22 @@ def main(argv: list[str]) -> None:
         groups.setdefault(re.sub(r"\d+$", "", c), []).append(counts[c])
     for g, v in groups.items():
         print(f"  median over {g}* ({len(v)} policies): {statistics.median(v):g}")
+    picks = pick_snapshots(counts)
+    if picks:
+        print("\nper seed, the snapshot passing on the most links (the later on a tie):")
+        for seed, (label, n) in sorted(picks.items()):
+            print(f"  seed {seed}: {label} ({n} links)")
+
+
+def pick_snapshots(counts: dict[str, int]) -> dict[int, tuple[str, int]]:
+    """Per seed, the ``<name>_u<N>_s<seed>`` label with the largest count; on a tie the largest N."""
+    best: dict[int, tuple[int, int, str]] = {}
+    for label, n in counts.items():
+        m = re.fullmatch(r".*_u(\d+)_s(\d+)", label)
+        if m:
+            key = (n, int(m.group(1)), label)
+            best[int(m.group(2))] = max(best.get(int(m.group(2)), key), key)
+    return {seed: (label, n) for seed, (n, _, label) in best.items()}
 
 
 if __name__ == "__main__":

@@ -101,6 +101,25 @@ def test_smoke_run_learns_a_finite_q_and_is_deterministic():
     assert 0 < n < 8 * 60
 
 
+def test_lambda_end_stops_eq12s_homotopy_where_the_config_says():
+    from jaxcc.training.configs import load_config
+
+    assert float(load_config("configs/mocc.py").moq.lambda_end) == 0.5  # the default's variant
+    assert float(load_config("configs/mocc_paper.py").moq.lambda_end) == 1.0  # the paper's: from 0 to 1
+    c = load_config("configs/mocc_smoke.py")
+    c.moq.lambda_end = 0.5
+    tr = M.make_train(c)
+    st = jax.jit(tr.init)(jax.random.PRNGKey(0))
+    run = jax.jit(tr.run_chunk, static_argnums=1)
+    for _ in range(tr.stages[0].num_chunks):
+        st, met = run(st, 0)
+    # The last chunk's updates are 40..59 of 60: λ = 0.5 · update / 60.
+    np.testing.assert_allclose(np.asarray(met["lambda"]), 0.5 * np.arange(40, 60) / 60, rtol=1e-6)
+    c.moq.lambda_end = 1.5
+    with pytest.raises(ValueError, match=r"config.moq.lambda_end=1.5: .* \[0, 1\]"):
+        M.make_train(c)
+
+
 @pytest.mark.full  # a smoke training through jaxcc.train, as the other agents' pipeline tests
 def test_pipeline_resumes_exactly_and_exports_what_it_trained(tmp_path):
     """mocc_smoke through jaxcc.train: stop after one chunk, resume, finish; the exported file

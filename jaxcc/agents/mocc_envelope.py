@@ -36,7 +36,9 @@ What the paper fixes and how we read it:
   then only reset the link) — a named variant, off by default.
 * **Loss** (eq. 9, 11, 12; line 23): (1 − λ)·L^S + λ·L^T with L^S = ‖y − Q(s, a, ω)‖²
   (mean over pairs) and L^T = |ω^T y − ω^T Q(s, a, ω)|; λ rises linearly from 0 to 1 over the
-  run (Yang et al.'s homotopy; the paper: "we raise the value ... from 0 to 1").
+  run (Yang et al.'s homotopy; the paper: "we raise the value ... from 0 to 1").  ``lambda_end``
+  < 1 ends the rise there instead (the default ``configs/mocc.py``: 0.5, where steering held up
+  on held-out links; run configs written before it existed read 1).
 * Eq. 5 (a tabular update without a learning rate or discount) is the naive per-objective
   Q-learning the paper contrasts with eq. 6–8; it is not used.
 * Decided (none given): γ = ``gamma``, Adam, N_τ, N_ω, buffer size, ``updates_per_step``.
@@ -246,6 +248,9 @@ def make_train(config, mesh=None) -> Trainer:
     pipeline.require_multiple(mesh, {"config.num_envs": E, "config.moq.batch_transitions": NT})
     shard = pipeline.data_sharding(mesh)
     gamma, boot, double = float(c.gamma), bool(c.bootstrap_at_terminal), bool(c.double_q)
+    lambda_end = float(c.get("lambda_end", 1.0))
+    if not 0.0 <= lambda_end <= 1.0:
+        raise ValueError(f"config.moq.lambda_end={lambda_end}: eq. 12's weight λ ends in [0, 1]")
     init_step = int(np.asarray(ep.init_step))
 
     q_one = functools.partial(q_values, spec)
@@ -285,7 +290,7 @@ def make_train(config, mesh=None) -> Trainer:
                 q_next, q_sel, b["reward"], b["done"])
         else:
             y = jax.vmap(lambda qn, r, d: envelope_target(qn, W, r, d, gamma, boot))(q_next, b["reward"], b["done"])
-        lam = linear(frac, 0.0, 1.0)
+        lam = linear(frac, 0.0, lambda_end)
 
         def loss_fn(params):
             q = q_pairs(params, obs, W)  # [B, K, n, m]
@@ -348,7 +353,7 @@ def make_train(config, mesh=None) -> Trainer:
         def skip(args):
             agent, _ = args
             z = jnp.zeros(())
-            return agent, {"loss": z, "lambda": linear(frac, 0.0, 1.0), "loss_s": z, "loss_t": z}
+            return agent, {"loss": z, "lambda": linear(frac, 0.0, lambda_end), "loss_s": z, "loss_t": z}
 
         agent, met = jax.lax.cond(ready, do_learn, skip, (agent, k_learn))
         gsteps = cn["grad_steps"] + jnp.where(ready, int(c.updates_per_step), 0)
