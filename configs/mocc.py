@@ -31,10 +31,24 @@ with λ → 1, the preference steered on a median 16 of the 23 held-out links ha
 and on 5 from λ = 0.83 on.  Ending at 0.5, the last checkpoint steers on 11.5 at the median of
 six seeds against 9 (``checkpoints/mocc/README.md``, "Steering over the run").  ``mocc_mixed``
 and the configs built on it keep λ → 1, as measured.
+
+Fourth, measurement noise in the training links (``jaxcc.sim.realism``; ``env.overrides.realism``):
+per episode, each of jitter (up to 5 ms one way), ACK aggregation (up to every 5 ms) and RTT-sample
+noise (up to 2 ms standard deviation) is on with probability ½; ``aurora``'s moderate maxima, fixed
+before any run, and no cross traffic.  Measured without it, over netns: a 20-ms interval counts
+whole packets and ACKs arrive bunched, so the features move from one decision to the next where
+the simulator's stay constant, the policy moves its window at 7–100 % of its decisions under a
+steady preference, and the run-long max ACK rate grows to 1.23–1.39 × the link
+(``launch/mocc_netns_features.py``).  Trained with it, the window moves at 4–36 % of them, and the
+preference steers on a median 18.5 of the 23 held-out links against 11.5 over six seeds
+(``checkpoints/mocc/README.md``, "Why the window keeps moving over netns").
+``--config.env.overrides.realism.p_each=0`` turns it off.  ``mocc_mixed`` and the configs built on
+it, and ``mocc_initscaled``, train without it, as measured.
 """
 
 import ml_collections
 
+from jaxcc.envs.base import realism_config
 from jaxcc.envs.samplers import dynamics_config
 
 
@@ -54,6 +68,9 @@ def get_config() -> ml_collections.ConfigDict:
     # The shared link dynamics (jaxcc.envs.samplers.LinkDynamics: outages, a cellular walk), off: the
     # shipped file's recipe.  configs/mocc_robust.py turns them on (checkpoints/mocc/README.md).
     c.env.overrides.dynamics = ml_collections.ConfigDict(dynamics_config())
+    # Measurement realism in the training links (module docstring): jitter, ACK aggregation, RTT noise.
+    c.env.overrides.realism = ml_collections.ConfigDict(realism_config(
+        p_each=0.5, jitter_ms_max=5.0, ack_agg_ms_max=5.0, rtt_noise_ms_max=2.0))
     c.env.params = ml_collections.ConfigDict()  # MoccParams fields to replace (else the env's distribution)
     c.env.params.delay_objective = 1.0  # the queueing-delay objective (module docstring); 0: §IV-A's
     # The scale-free action table (module docstring); configs/mocc_mixed.py: the mixed table.

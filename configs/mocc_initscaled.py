@@ -19,6 +19,9 @@ twin read.  Everything else is ``mocc``'s.
 
 import os
 
+import ml_collections
+
+from jaxcc.envs.base import realism_config
 from jaxcc.training.configs import load_config
 
 
@@ -27,4 +30,5 @@ def get_config():
     c.env.params.init_ref_rtt_s = 0.02  # the paper's link's RTT, where eq. 1 is 1.5 BDPs of F
     c.wandb.group = "mocc_initscaled"
     c.moq.lambda_end = 1.0  # as measured: eq. 12's λ rises to 1 (the paper's)
+    c.env.overrides.realism = ml_collections.ConfigDict(realism_config())  # as measured: no realism
     return c

@@ -11,6 +11,9 @@ The queueing-delay objective and everything else are ``mocc``'s.  This is the re
 
 import os
 
+import ml_collections
+
+from jaxcc.envs.base import realism_config
 from jaxcc.envs.mocc import CWND_DELTAS_PKTS, CWND_MULTS
 from jaxcc.training.configs import load_config
 
@@ -21,4 +24,5 @@ def get_config():
     c.env.params.cwnd_mults = tuple(float(k) for k in CWND_MULTS)
     c.wandb.group = "mocc-mixed"
     c.moq.lambda_end = 1.0  # as measured: eq. 12's λ rises to 1 (the paper's)
+    c.env.overrides.realism = ml_collections.ConfigDict(realism_config())  # as measured: no realism
     return c

@@ -35,12 +35,14 @@ def probe(cstates) -> dict:
     return {"cwnd": s.own.cwnd[0, 0], "decided": s.tick[0] == 0}
 
 
-def settle(path: str, smooth: int = 1, band: float = BAND, tail_s: float = TAIL_S) -> list[dict]:
-    """The settle of each preference change of ``SCENARIO`` run by the MOCC policy ``path``."""
+def settle(path: str, smooth: int = 1, band: float = BAND, tail_s: float = TAIL_S,
+           resolve=senders.resolve) -> list[dict]:
+    """The settle of each preference change of ``SCENARIO`` run by the MOCC policy ``path``
+    (``resolve``: the controller name -> simulator controller map, ``jaxcc.senders.resolve``)."""
     d = dict(BUILTIN_SCENARIOS[SCENARIO])
     d["flows"] = [dict(d["flows"][0], controller=f"policy:{path}")]
     sc = parse_scenario(d, source=SCENARIO)
-    (batch,) = runner.build_batches([runner.Item(sc)], resolve=senders.resolve)
+    (batch,) = runner.build_batches([runner.Item(sc)], resolve=resolve)
     if len(batch.controllers) != 1:
         raise ValueError(f"{path}: one controller expected, got {len(batch.controllers)}")
     _, traj, _, rec = runner.run_batch(batch, probe=probe)

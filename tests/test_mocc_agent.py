@@ -172,6 +172,22 @@ def test_default_trains_the_queueing_delay_objective_and_paper_keeps_iv_a():
         assert float(env_p.delay_objective) == (0.0 if name == "mocc_paper" else 1.0), name
 
 
+def test_default_trains_with_measurement_realism_and_the_measured_variants_without():
+    """``mocc`` (and its smoke config) put jitter, ACK aggregation and RTT-sample noise in the
+    training links: each on in half the episodes, up to 5 ms, 5 ms and 2 ms, no cross traffic.
+    ``mocc_mixed``, the configs built on it and ``mocc_initscaled`` train without, as measured.
+    Each env the configs build takes it."""
+    from jaxcc.training.configs import load_config
+
+    for name in ("mocc", "mocc_smoke"):
+        r = M.make_env(load_config(f"configs/{name}.py"))[0].config.realism
+        assert r is not None, name
+        assert (r.p_each, r.jitter_ms_max, r.ack_agg_ms_max, r.rtt_noise_ms_max, r.cross_frac_max) == \
+            (0.5, 5.0, 5.0, 2.0, 0.0), name
+    for name in ("mocc_mixed", "mocc_paper", "mocc_thrfloor", "mocc_additive", "mocc_robust", "mocc_initscaled"):
+        assert M.make_env(load_config(f"configs/{name}.py"))[0].config.realism is None, name
+
+
 def test_default_table_is_scale_free_and_travels_in_the_policy_file():
     """``mocc``: seven factors, no packet steps; the policy file's action block carries them, and
     the file's map_action moves a 20-packet window as the trainer's env does.  ``mocc_mixed`` and

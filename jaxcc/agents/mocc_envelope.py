@@ -277,7 +277,7 @@ def make_train(config, mesh=None) -> Trainer:
                          "ret_sum": jnp.zeros((m,), jnp.float32), "wins": jnp.zeros((), jnp.int32),
                          "losses": jnp.zeros((), jnp.int32)}})
 
-    def learn(agent, buf, key, frac):
+    def learn(agent, buf, key, lam):
         k_b, k_w = jax.random.split(key)
         b = shard(replay_sample(buf, k_b, NT))
         W = sample_preferences(k_w, NW, m)
@@ -290,7 +290,6 @@ def make_train(config, mesh=None) -> Trainer:
                 q_next, q_sel, b["reward"], b["done"])
         else:
             y = jax.vmap(lambda qn, r, d: envelope_target(qn, W, r, d, gamma, boot))(q_next, b["reward"], b["done"])
-        lam = linear(frac, 0.0, lambda_end)
 
         def loss_fn(params):
             q = q_pairs(params, obs, W)  # [B, K, n, m]
@@ -307,6 +306,7 @@ def make_train(config, mesh=None) -> Trainer:
         agent, buf, envs_ = state["agent"], state["buffer"], state["env"]
         cn = state["counters"]
         frac = cn["update"].astype(jnp.float32) / num_updates
+        lam = linear(frac, 0.0, lambda_end)  # eq. 12's weight at this update
         st, obs = shard((envs_["state"], envs_["obs"]))
         # Algorithm 2 lines 12–13: ε-greedy on ω^T Q(s, a, ω), per flow (A agents per link).
         w = jax.vmap(env.goal)(st)  # [E, A, m]
@@ -343,7 +343,7 @@ def make_train(config, mesh=None) -> Trainer:
 
             def one(carry, k):
                 ag, _ = carry
-                ag, met = learn(ag, buf, k, frac)
+                ag, met = learn(ag, buf, k, lam)
                 return (ag, met), None
 
             z = {"loss": jnp.zeros(()), "lambda": jnp.zeros(()), "loss_s": jnp.zeros(()), "loss_t": jnp.zeros(())}
@@ -353,7 +353,7 @@ def make_train(config, mesh=None) -> Trainer:
         def skip(args):
             agent, _ = args
             z = jnp.zeros(())
-            return agent, {"loss": z, "lambda": linear(frac, 0.0, lambda_end), "loss_s": z, "loss_t": z}
+            return agent, {"loss": z, "lambda": lam, "loss_s": z, "loss_t": z}
 
         agent, met = jax.lax.cond(ready, do_learn, skip, (agent, k_learn))
         gsteps = cn["grad_steps"] + jnp.where(ready, int(c.updates_per_step), 0)
