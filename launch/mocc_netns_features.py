@@ -32,12 +32,11 @@ import jax.numpy as jnp
 import numpy as np
 
 import mocc_settle_sim
-from jaxcc import policyfile, senders
+from jaxcc import policyfile
 from jaxcc.emulation import settle
 from jaxcc.emulation.spec import BUILTIN_SCENARIOS
-from jaxcc.scenarios import parse_scenario
+from jaxcc.envs import mocc as menv
 from jaxcc.senders import common, mocc_v1
-from jaxcc.sim import runner
 from jaxcc.sim.controller import ControllerParams
 from jaxcc.units import MBPS
 
@@ -59,7 +58,8 @@ def netns_log(flow_dir: str) -> dict:
     ack, snd = col["throughput_mbps"] * MBPS, col["sent_mbps"] * MBPS  # bytes/s
     max_ack = np.maximum.accumulate(ack)
     min_rtt = col["min_rtt_ms"] / 1e3
-    tmo = np.maximum(0.2, 2.0 * min_rtt)  # MoccParams' timeout (max(200 ms, 2 min RTT))
+    p = menv.MoccParams()  # the env's timeout (``jaxcc.envs.mocc.timeout``), here in float64
+    tmo = np.maximum(p.timeout_min_s, p.timeout_rtts * min_rtt)
     safe = np.maximum(max_ack, 1e-9)
     feats = np.stack([col["rtt_mean_ms"] / 1e3 / tmo, ack / safe, snd / safe,
                       col["cwnd_bytes"] / np.maximum(safe * min_rtt, 1e-9)], axis=1)
@@ -68,19 +68,14 @@ def netns_log(flow_dir: str) -> dict:
 
 def sim_run(path: str) -> dict:
     """The simulator's run of ``emu/mocc_settle``: the same keys as ``netns_log``, at decisions."""
-    d = dict(BUILTIN_SCENARIOS[mocc_settle_sim.SCENARIO])
-    d["flows"] = [dict(d["flows"][0], controller=f"policy:{path}")]
-    (batch,) = runner.build_batches([runner.Item(parse_scenario(d, source=d["name"]))], resolve=senders.resolve)
 
     def probe(cstates):
         s = cstates[0]
         return {"feats": s.hist[0, -1, :], "cwnd": s.own.cwnd[0, 0], "max_ack": s.own.paper.max_ack_rate[0, 0],
                 "decided": s.tick[0] == 0}
 
-    _, traj, _, rec = runner.run_batch(batch, probe=probe)
-    k = np.flatnonzero(np.asarray(rec["decided"][0]))
-    return {"t": np.asarray(traj.time[0])[k], "cwnd": np.asarray(rec["cwnd"][0])[k],
-            "feats": np.asarray(rec["feats"][0])[k], "max_ack": np.asarray(rec["max_ack"][0])[k]}
+    _, t, rec = mocc_settle_sim.run_decisions(path, probe)
+    return {"t": t, "cwnd": rec["cwnd"], "feats": rec["feats"], "max_ack": rec["max_ack"]}
 
 
 def replay_sender(s: common.Sender, max_ack_series) -> common.Sender:

@@ -35,10 +35,10 @@ def probe(cstates) -> dict:
     return {"cwnd": s.own.cwnd[0, 0], "decided": s.tick[0] == 0}
 
 
-def settle(path: str, smooth: int = 1, band: float = BAND, tail_s: float = TAIL_S,
-           resolve=senders.resolve) -> list[dict]:
-    """The settle of each preference change of ``SCENARIO`` run by the MOCC policy ``path``
-    (``resolve``: the controller name -> simulator controller map, ``jaxcc.senders.resolve``)."""
+def run_decisions(path: str, probe=probe, resolve=senders.resolve) -> tuple[dict, np.ndarray, dict]:
+    """``SCENARIO`` run by the MOCC policy ``path``, read at its decisions: the scenario's dict,
+    the deciding ticks' end times (s) and ``probe``'s records there (``probe`` returns a dict with
+    ``"decided"``; ``resolve``: the controller name -> simulator controller map)."""
     d = dict(BUILTIN_SCENARIOS[SCENARIO])
     d["flows"] = [dict(d["flows"][0], controller=f"policy:{path}")]
     sc = parse_scenario(d, source=SCENARIO)
@@ -47,8 +47,15 @@ def settle(path: str, smooth: int = 1, band: float = BAND, tail_s: float = TAIL_
         raise ValueError(f"{path}: one controller expected, got {len(batch.controllers)}")
     _, traj, _, rec = runner.run_batch(batch, probe=probe)
     k_ticks = np.flatnonzero(np.asarray(rec["decided"][0]))
-    t = np.asarray(traj.time[0])[k_ticks]
-    c = np.asarray(rec["cwnd"][0])[k_ticks]  # the window decision j set
+    return d, np.asarray(traj.time[0])[k_ticks], {k: np.asarray(v[0])[k_ticks] for k, v in rec.items()}
+
+
+def settle(path: str, smooth: int = 1, band: float = BAND, tail_s: float = TAIL_S,
+           resolve=senders.resolve) -> list[dict]:
+    """The settle of each preference change of ``SCENARIO`` run by the MOCC policy ``path``
+    (``resolve``: the controller name -> simulator controller map, ``jaxcc.senders.resolve``)."""
+    d, t, rec = run_decisions(path, resolve=resolve)
+    c = rec["cwnd"]  # the window decision j set
     x = np.concatenate([[c[0]], c[:-1]])  # row j: the window in force during interval j (decision j-1's)
     changes = [ch["at_s"] for ch in d["flows"][0]["preference_changes"]]
     bounds = [int(np.searchsorted(t, at, side="left")) for at in changes] + [len(t)]  # t: the deciding tick's end
