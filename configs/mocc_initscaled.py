@@ -31,4 +31,5 @@ def get_config():
     c.wandb.group = "mocc_initscaled"
     c.moq.lambda_end = 1.0  # as measured: eq. 12's λ rises to 1 (the paper's)
     c.env.overrides.realism = ml_collections.ConfigDict(realism_config())  # as measured: no realism
+    c.env.params.max_ack_ewma = 1.0  # as measured: the running max of the raw ACK rate
     return c

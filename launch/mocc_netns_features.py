@@ -8,12 +8,15 @@ and the simulator's settle run again with the emulated run's max ACK rate.
 Over netns the features are recomputed from the sender's log (``sender.csv``, one row per
 decision), exactly as ``MoccFeatures`` computes them (``jaxcc.envs.mocc`` "State"): the row's
 ``throughput_mbps`` is the interval's delivery (ACK) rate and ``sent_mbps`` its send rate, the
-max ACK rate is the running max of ``throughput_mbps``, ``cwnd_bytes`` is the window in force
-during the interval, ``rtt_mean_ms`` and ``min_rtt_ms`` give delay / timeout.  In the simulator
-they are read from the sender's feature window at each decision (``runner.run_batch``'s probe).
-Both are summarised over the last 5 s of each preference (10–15, 25–30 and 40–45 s of
-``emu/mocc_settle``): mean and standard deviation of each feature, and how often a decision
-moved the window.
+max ACK rate is the running max of ``throughput_mbps`` (of its EWMA when the file states
+``max_ack_ewma``), ``cwnd_bytes`` is the window in force during the interval, ``rtt_mean_ms``
+and ``min_rtt_ms`` give delay / timeout.  In the simulator they are read from the sender's
+feature window at each decision (``runner.run_batch``'s probe).  Both are summarised over the
+last 5 s of each preference (10–15, 25–30 and 40–45 s of ``emu/mocc_settle``): mean and standard
+deviation of each feature, and how often a decision moved the window.  The policy's greedy
+action on the recomputed features (and the logged preference) is checked against the logged
+action at every decision.  The max over the run of an EWMA of the logged ACK rate is printed
+for a few weights (``MoccParams.max_ack_ewma``; weight 1 is the raw rate).
 
 The replay: the simulator's sender with its max ACK rate raised, decision by decision, to the
 running max the emulated run had measured by the same decision (the sender's ``observe``
@@ -28,6 +31,7 @@ import csv
 import sys
 from pathlib import Path
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -43,11 +47,14 @@ from jaxcc.units import MBPS
 NAMES = ("delay/timeout", "ack/max ack", "send/max ack", "cwnd/BDP")
 WINDOWS_S = ((10.0, 15.0), (25.0, 30.0), (40.0, 45.0))  # the last 5 s of each preference
 REPORT_S = (1.0, 5.0, 15.0, 30.0, 45.0)
+EWMA_WEIGHTS = (1.0, 0.5, 0.25, 0.125)  # the max of an EWMA of the logged ACK rate (``max_ack_ewma``)
 
 
-def netns_log(flow_dir: str) -> dict:
-    """The emulated run's decisions: time (s), window (bytes), the four features, the running max
-    ACK rate (bytes/s)."""
+def netns_log(flow_dir: str, max_ack_ewma: float = 1.0) -> dict:
+    """The emulated run's decisions: time (s), window (bytes), the four features, the max ACK
+    rate (bytes/s: the running max of the ACK rate, of its EWMA with weight ``max_ack_ewma`` < 1
+    as the file's sender keeps it), and the rates, RTTs, logged actions and preferences (the last
+    two when the log has them)."""
     path = Path(flow_dir) / "sender.csv"
     with open(path) as f:
         rows = list(csv.DictReader(f))
@@ -56,14 +63,40 @@ def netns_log(flow_dir: str) -> dict:
     col = {k: np.array([float(r[k]) for r in rows]) for k in
            ("t_s", "cwnd_bytes", "throughput_mbps", "sent_mbps", "rtt_mean_ms", "min_rtt_ms")}
     ack, snd = col["throughput_mbps"] * MBPS, col["sent_mbps"] * MBPS  # bytes/s
-    max_ack = np.maximum.accumulate(ack)
-    min_rtt = col["min_rtt_ms"] / 1e3
+    max_ack = np.maximum.accumulate(ewma(ack, max_ack_ewma))
+    out = {"t": col["t_s"], "cwnd": col["cwnd_bytes"], "max_ack": max_ack, "ack": ack, "snd": snd,
+           "rtt": col["rtt_mean_ms"] / 1e3, "min_rtt": col["min_rtt_ms"] / 1e3,
+           "feats": features(ack, snd, col["rtt_mean_ms"] / 1e3, col["min_rtt_ms"] / 1e3, col["cwnd_bytes"], max_ack)}
+    if "action" in rows[0] and "goal" in rows[0]:
+        out["action"] = np.array([int(float(r["action"])) for r in rows])
+        out["goal"] = np.array([[float(x) for x in r["goal"].split(";")] for r in rows], np.float32)
+    return out
+
+
+def features(ack, snd, rtt, min_rtt, cwnd, max_ack) -> np.ndarray:
+    """The four features of each row as ``MoccFeatures`` computes them (rates in bytes/s, times in s)."""
     p = menv.MoccParams()  # the env's timeout (``jaxcc.envs.mocc.timeout``), here in float64
     tmo = np.maximum(p.timeout_min_s, p.timeout_rtts * min_rtt)
     safe = np.maximum(max_ack, 1e-9)
-    feats = np.stack([col["rtt_mean_ms"] / 1e3 / tmo, ack / safe, snd / safe,
-                      col["cwnd_bytes"] / np.maximum(safe * min_rtt, 1e-9)], axis=1)
-    return {"t": col["t_s"], "cwnd": col["cwnd_bytes"], "feats": feats, "max_ack": max_ack}
+    return np.stack([rtt / tmo, ack / safe, snd / safe, cwnd / np.maximum(safe * min_rtt, 1e-9)], axis=1)
+
+
+def ewma(x: np.ndarray, alpha: float) -> np.ndarray:
+    """y_0 = x_0, y_j = (1 − alpha) y_{j−1} + alpha x_j."""
+    y = np.empty_like(x)
+    y[0] = x[0]
+    for j in range(1, len(x)):
+        y[j] = (1.0 - alpha) * y[j - 1] + alpha * x[j]
+    return y
+
+
+def greedy_actions(path: str, net: dict) -> np.ndarray:
+    """The policy's greedy action on each row's recomputed features and logged preference: where
+    it is the logged action, the recomputation reads the interval as the sender did."""
+    spec, tensors = policyfile.load(path)
+    ten = common.tensors_as_arrays(tensors)
+    greedy = jax.jit(jax.vmap(lambda f, g: policyfile.apply(spec, ten, f[None, :], g)))
+    return np.asarray(greedy(jnp.asarray(net["feats"], jnp.float32), jnp.asarray(net["goal"])))
 
 
 def sim_run(path: str) -> dict:
@@ -130,7 +163,8 @@ def main(argv: list[str]) -> None:
     if len(args) != 2:
         raise SystemExit(__doc__)
     path, flow_dir = args
-    net, sim = netns_log(flow_dir), sim_run(path)
+    spec, _ = policyfile.load(path)
+    net, sim = netns_log(flow_dir, float(spec["features"].get("max_ack_ewma", 1.0))), sim_run(path)
     cap = float(BUILTIN_SCENARIOS[mocc_settle_sim.SCENARIO]["link"]["bandwidth_mbps"]) * MBPS
     print(f"{path} on {mocc_settle_sim.SCENARIO}; emulated run {flow_dir}")
     for lo, hi in WINDOWS_S:
@@ -144,11 +178,16 @@ def main(argv: list[str]) -> None:
     print("  max ACK rate / link at " + ", ".join(f"{t:g} s" for t in REPORT_S) + ":")
     print("    simulator " + " ".join(f"{at(sim, t):.2f}" for t in REPORT_S)
           + " | netns " + " ".join(f"{at(net, t):.2f}" for t in REPORT_S))
+    print("  the max over the run of an EWMA of the logged ACK rate / link, weight "
+          + ", ".join(f"{a:g}: {ewma(net['ack'], a).max() / cap:.2f}" for a in EWMA_WEIGHTS))
     print(f"  settle (±10 % of a {smooth}-decision mean):")
     print("    simulator:                    " + settle_line(mocc_settle_sim.settle(path, smooth)))
     print("    netns:                        " + settle.summary_line(settle.analyse_run_dir(flow_dir, smooth=smooth)))
     print("    simulator, netns max ACK rate: " + settle_line(
         mocc_settle_sim.settle(path, smooth, resolve=replay_resolve(net["max_ack"]))))
+    if "action" in net:
+        print(f"  the greedy action on the recomputed features is the logged one at "
+              f"{100 * np.mean(greedy_actions(path, net) == net['action']):.1f} % of {len(net['t'])} decisions")
 
 
 if __name__ == "__main__":

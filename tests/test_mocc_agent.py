@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from jaxcc.agents import mocc_envelope as M
+from jaxcc.envs import mi as mi_lib
 
 
 def test_greedy_is_argmax_of_the_preference_weighted_q():
@@ -235,3 +236,36 @@ def test_initscaled_variant_states_its_init_in_the_file_and_the_sender_takes_it(
     for bad in (-0.01, 1.5):
         with pytest.raises(ValueError, match=r"'init_ref_rtt_s'=.* must be in \[0, 1\] s"):
             mocc_v1.env_and_params(dict(spec, features=dict(spec["features"], init_ref_rtt_s=bad)))
+
+
+def test_default_states_its_max_ack_ewma_in_the_file_and_the_sender_takes_it():
+    """``mocc`` (and its smoke config) set ``max_ack_ewma`` 0.25 and the file states it; the
+    variants measured before keep the raw max and their files do not state it.  The sender
+    refuses a value outside (0, 1] by name."""
+    from jaxcc import policyfile
+    from jaxcc.senders import mocc_v1
+    from jaxcc.training.configs import load_config
+
+    for name, want in (("mocc", 0.25), ("mocc_smoke", 0.25), ("mocc_mixed", None), ("mocc_paper", None),
+                       ("mocc_initscaled", None), ("mocc_robust", None)):
+        cfg = load_config(f"configs/{name}.py")
+        feats = M.features_block(cfg, M.make_env(cfg)[1])
+        assert feats.get("max_ack_ewma") == want, name
+    spec, tensors = policyfile.make_feature_policy("mocc_v1", 0)
+    spec = dict(spec, features=dict(spec["features"], max_ack_ewma=0.25))
+    _, p = mocc_v1.env_and_params(spec)
+    assert float(p.max_ack_ewma) == pytest.approx(0.25)
+    # ACK rates 1, 2, 2 MB/s: the EWMA is 1, 1.25, 1.4375 MB/s and the max follows it (by hand);
+    # feature 1 is the interval's own rate over that max.
+    s = mocc_v1.sender(spec, tensors)
+    rtt0 = jnp.float32(0.02)
+    own, run = s.start(rtt0), mi_lib.running_zero(1)
+    for acked, want_max in ((2e4, 1e6), (4e4, 1.25e6), (4e4, 1.4375e6)):
+        m = mi_lib.mi_zero(1).replace(duration=jnp.full((1,), 0.02), acked=jnp.full((1,), acked),
+                                      sent=jnp.full((1,), acked), active=jnp.ones((1,)))
+        f, own = s.observe(own, m, run, rtt0)
+        assert float(own.paper.max_ack_rate[0]) == pytest.approx(want_max, rel=1e-6)
+        assert float(f[1]) == pytest.approx(acked / 0.02 / want_max, rel=1e-6)
+    for bad in (0.0, -0.1, 1.5):
+        with pytest.raises(ValueError, match=r"'max_ack_ewma'=.* must be in \(0, 1\]"):
+            mocc_v1.env_and_params(dict(spec, features=dict(spec["features"], max_ack_ewma=bad)))

@@ -38,6 +38,18 @@ def test_features_from_the_senders_log_by_hand(nf, tmp_path):
     np.testing.assert_allclose(got["feats"], want, rtol=1e-9)
 
 
+def test_features_with_the_max_over_an_ewma_by_hand(nf, tmp_path):
+    """The same log read for a file with ``max_ack_ewma`` 0.5: the EWMA of 10, 12, 11 Mbit/s is
+    10, 11, 11, so the max is 1.25e6, 1.375e6, 1.375e6 bytes/s; the numerators stay the rows'."""
+    head = "t_s,cwnd_bytes,throughput_mbps,sent_mbps,rtt_mean_ms,min_rtt_ms\n"
+    rows = ["0.02,30000,10,11,22,20", "0.04,30000,12,12,22,20", "0.06,30000,11,13,22,20"]
+    (tmp_path / "sender.csv").write_text(head + "\n".join(rows) + "\n")
+    got = nf.netns_log(str(tmp_path), max_ack_ewma=0.5)
+    np.testing.assert_allclose(got["max_ack"], [1.25e6, 1.375e6, 1.375e6])
+    np.testing.assert_allclose(got["feats"][:, 1], [1.0, 12 / 11, 1.0], rtol=1e-9)
+    np.testing.assert_allclose(got["feats"][:, 3], [1.2, 30000 / 27500, 30000 / 27500], rtol=1e-9)
+
+
 def test_replay_raises_the_max_ack_rate_to_the_series_and_the_features_follow(nf):
     """An interval delivering 1e6 B/s; the series says 5e6 after the first interval and 6e6
     after the second (and after its end): ACK rate over max is 0.2, then 1/6, then 1/6."""

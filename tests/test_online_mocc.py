@@ -95,6 +95,23 @@ def test_mocc_track_skips_the_init_cwnd_decision_gaps_and_fallback():
     assert int(res[4]["action"]) == 0 and int(res[5]["action"]) == 6
 
 
+def test_mocc_track_keeps_the_max_ack_rate_over_the_senders_ewma():
+    """With ``max_ack_ewma`` 0.25 the track's max ACK rate is the running max of the EWMA of the
+    MI ACK rates 1, 2, 2 MB/s: 1, 1.25, 1.4375 (by hand); the throughput reward of the third
+    record is L(2 / 1.4375)."""
+    from jaxcc.online.tracks import MoccTrack
+
+    p = _params(delay_objective=1.0)
+    fn = jax.jit(lambda m, mr, mx: alg.record_reward(m, mr, mx, p))
+    tr = MoccTrack(1, 4, [0.0] * 4, 7, 0, fn, max_ack_ewma=0.25)
+    maxes, outs = [], []
+    for k, acked in enumerate((2e4, 4e4, 4e4)):
+        outs.append(tr.push(*_record(k, _mi(0.02, acked, 0.02), action=3)))
+        maxes.append(tr.max_ack)
+    np.testing.assert_allclose(maxes, [1e6, 1.25e6, 1.4375e6])
+    assert math.isclose(float(outs[2]["reward"][0]), 1 - 10 ** -(2 / 1.4375), rel_tol=1e-5)
+
+
 def _offline_state(seed=0):
     """An untrained mocc_smoke state with a filled offline buffer (random rows)."""
     from jaxcc.agents import mocc_envelope as moq

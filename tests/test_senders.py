@@ -36,7 +36,8 @@ def _close(got, want, rel, abs_tol, what):
 
 # deepcc_window: deepcc_v1's loop with the file's ACK-clocked window (features.cwnd_rtts).
 # mocc_initscaled: mocc_v1's loop with §IV-B's init-cwnd scaled by the min RTT (features.init_ref_rtt_s).
-@pytest.mark.parametrize("stem", [f"features_{n}" for n in SETS] + ["deepcc_window", "mocc_initscaled"])
+# mocc_ackewma: mocc_v1's loop with the max ACK rate over an EWMA of the ACK rate (features.max_ack_ewma).
+@pytest.mark.parametrize("stem", [f"features_{n}" for n in SETS] + ["deepcc_window", "mocc_initscaled", "mocc_ackewma"])
 def test_sender_reproduces_the_parity_vector(stem):
     vec = json.loads((VECTORS / f"{stem}.json").read_text())
     spec, tensors = policyfile.load(VECTORS / vec["policy"])

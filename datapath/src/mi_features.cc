@@ -354,6 +354,8 @@ class EagleFeatures : public FeatureFn {
 //      when the MI had no sample);
 //   1. ACK rate / max ACK rate over the connection; 2. sending rate / max ACK rate;
 //   3. cwnd in force during the MI / (max ACK rate x min RTT); 1-3 are 0 before any ACK.
+//   With max_ack_ewma a < 1 the max ACK rate is the running max of e = (1 - a) e + a x ACK
+//   rate (e = the first MI's ACK rate), not of the MI's own ACK rate (1, the default: the raw max).
 // Actions (§IV-A): cwnd x cwnd_mults[a] + cwnd_deltas_pkts[a] packets, within [min_cwnd_pkts,
 // max_cwnd_pkts] (without the fields: halve, -50, -10, hold, +10, double, +50; deltas without
 // multipliers: multipliers 1); after
@@ -377,6 +379,7 @@ class MoccFeatures : public FeatureFn {
         b_(Positive(f, "b", 2.5)),
         init_step_(Param(f, "init_step", 2.0)),
         init_ref_rtt_s_(Param(f, "init_ref_rtt_s", 0.0)),
+        max_ack_ewma_(Param(f, "max_ack_ewma", 1.0)),
         pacing_gain_(Positive(f, "pacing_gain", 1.2)),
         goal_dim_(f.contains("objectives") && f["objectives"].is_array() ? f["objectives"].size() : 3),
         empty_(EmptyFrom(f, {0, 0, 0, 0})) {
@@ -387,6 +390,8 @@ class MoccFeatures : public FeatureFn {
       throw PolicyError("policy features: 'init_step' must be an integer >= 0");
     if (!(init_ref_rtt_s_ >= 0 && init_ref_rtt_s_ <= kInitRefRttMaxS))
       throw PolicyError("policy features: 'init_ref_rtt_s' must be in [0, 1] s (0: eq. 1 unscaled; mocc_v1)");
+    if (!(max_ack_ewma_ > 0 && max_ack_ewma_ <= 1))
+      throw PolicyError("policy features: 'max_ack_ewma' must be in (0, 1] (1: the running max of the raw ACK rate; mocc_v1)");
   }
   int dim() const override { return 4; }
   std::vector<float> Empty() const override { return empty_; }
@@ -413,7 +418,8 @@ class MoccFeatures : public FeatureFn {
     const double tmo = std::max(timeout_min_s_, timeout_rtts_ * min_rtt);
     const double delay = m.HasRtt() ? m.RttMean() : min_rtt;
     const double ack = m.DeliveryRate(), snd = m.SendRate();
-    const double max_ack = std::max(max_ack_, ack);
+    const double ewma = steps_ > 0 ? (1.0 - max_ack_ewma_) * ack_ewma_ + max_ack_ewma_ * ack : ack;
+    const double max_ack = std::max(max_ack_, ewma);
     const bool ok = max_ack > 0;
     out[0] = static_cast<float>(delay / tmo);
     out[1] = static_cast<float>(ok ? ack / std::max(max_ack, 1e-9) : 0.0);
@@ -422,6 +428,7 @@ class MoccFeatures : public FeatureFn {
     acked_sum_ += m.acked;
     time_sum_ += m.duration;
     max_ack_ = max_ack;
+    ack_ewma_ = ewma;
     steps_ += 1;
   }
 
@@ -455,10 +462,10 @@ class MoccFeatures : public FeatureFn {
   static constexpr double kInitRefRttMaxS = 1.0;  // jaxcc/envs/mocc.py INIT_REF_RTT_MAX_S
   std::vector<double> deltas_pkts_, mults_, bw_set_mbps_;
   double timeout_min_s_, timeout_rtts_, init_cwnd_pkts_, min_cwnd_pkts_, max_cwnd_pkts_, b_, init_step_, init_ref_rtt_s_,
-      pacing_gain_;
+      max_ack_ewma_, pacing_gain_;
   size_t goal_dim_;
   std::vector<float> empty_;
-  double cwnd_ = 0, acked_sum_ = 0, time_sum_ = 0, max_ack_ = 0, steps_ = 0;
+  double cwnd_ = 0, acked_sum_ = 0, time_sum_ = 0, max_ack_ = 0, ack_ewma_ = 0, steps_ = 0;
 };
 
 // Python twin: jaxcc/senders/deepcc_v1.py, over jaxcc/envs/deepcc.py `DeepccEnv.observe` and

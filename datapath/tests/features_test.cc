@@ -129,7 +129,8 @@ INSTANTIATE_TEST_SUITE_P(Sets, Features,
                          ::testing::Values("features_aurora_v1", "features_aurora_v2", "features_pareto_v1",
                                            "features_pareto_v2",
                                            "features_eagle_v1", "features_mocc_v1", "features_deepcc_v1",
-                                           "mocc_preference_switch", "deepcc_window", "mocc_initscaled"));
+                                           "mocc_preference_switch", "deepcc_window", "mocc_initscaled",
+                                           "mocc_ackewma"));
 
 // deepcc_window's file states the ACK-clocked window, and its decisions after the first set one
 // (guards the generator: the same loop without it keeps no window).
@@ -155,6 +156,24 @@ TEST(Features, MoccInitScaledVectorScalesTheInitWindow) {
   EXPECT_GT(differ, 0);
   EXPECT_THROW(jaxcc::MakeFeatureFn("mocc_v1", R"({"init_ref_rtt_s": -0.01})"), jaxcc::PolicyError);
   EXPECT_THROW(jaxcc::MakeFeatureFn("mocc_v1", R"({"init_ref_rtt_s": 1.5})"), jaxcc::PolicyError);
+}
+
+// mocc_ackewma's file takes the max ACK rate over an EWMA of the ACK rate: its features 1-3 and
+// its windows differ from features_mocc_v1's, the same loop with the raw max (guards the generator).
+TEST(Features, MoccAckEwmaVectorMovesTheFeatures) {
+  std::ifstream fs(kDir + "/mocc_ackewma.json"), fp(kDir + "/features_mocc_v1.json");
+  ASSERT_TRUE(fs && fp);
+  const json s = json::parse(fs), p = json::parse(fp);
+  ASSERT_EQ(s["mis"].size(), p["mis"].size());
+  int feats = 0, windows = 0;
+  for (size_t i = 0; i < s["mis"].size(); ++i) {
+    feats += s["mis"][i]["features"] != p["mis"][i]["features"];
+    windows += s["mis"][i]["cwnd"] != p["mis"][i]["cwnd"];
+  }
+  EXPECT_GT(feats, 0);
+  EXPECT_GT(windows, 0);
+  EXPECT_THROW(jaxcc::MakeFeatureFn("mocc_v1", R"({"max_ack_ewma": 0})"), jaxcc::PolicyError);
+  EXPECT_THROW(jaxcc::MakeFeatureFn("mocc_v1", R"({"max_ack_ewma": 1.5})"), jaxcc::PolicyError);
 }
 
 // The vector exercises what pareto_v2 adds (its events are random, so this guards the

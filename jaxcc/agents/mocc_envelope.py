@@ -203,6 +203,8 @@ def features_block(config, params) -> dict:
     feats["cwnd_mults"] = [float(k) for k in np.asarray(params.cwnd_mults)]
     if float(np.asarray(params.init_ref_rtt_s)) > 0:  # eq. 1 scaled by the min RTT (files without it: eq. 1)
         feats["init_ref_rtt_s"] = float(f"{float(np.asarray(params.init_ref_rtt_s)):.7g}")  # 0.02, not 0.0199999996
+    if float(np.asarray(params.max_ack_ewma)) != 1.0:  # the max ACK rate over an EWMA (files without it: the raw max)
+        feats["max_ack_ewma"] = float(f"{float(np.asarray(params.max_ack_ewma)):.7g}")
     return feats
 
 

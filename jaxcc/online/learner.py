@@ -289,7 +289,8 @@ class Learner:
 
     def _new_track(self):
         if self.family == "mocc":
-            return MoccTrack(self.T, self.D, self.empty, self.n_actions, self.init_step, self._reward)
+            return MoccTrack(self.T, self.D, self.empty, self.n_actions, self.init_step, self._reward,
+                             float(np.asarray(self.reward_params.max_ack_ewma)))
         return FlowTrack(self.T, self.D, self.empty, self.a_range, self._reward, self.max_rate_window_s)
 
     def handle(self, events) -> None:

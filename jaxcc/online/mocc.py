@@ -67,7 +67,8 @@ def record_reward(mi16: jax.Array, min_rtt: jax.Array, max_ack: jax.Array, p: me
 
     Args:
       mi16: [..., 16] the RECORD's MI sums; min_rtt: [...] the sender's known min RTT (s);
-      max_ack: [...] the flow's largest ACK rate so far, this MI's included (B/s).
+      max_ack: [...] the flow's max ACK rate so far, this MI's included (B/s; the max of an EWMA
+        of it when ``p.max_ack_ewma`` < 1, ``MoccTrack``).
       p: the ``mocc`` environment's parameters (timeout, delay objective, throughput floor).
     Returns:
       reward [..., 3] (throughput, delay, loss) and features [..., 3] (delay / timeout, ACK rate

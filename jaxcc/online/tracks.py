@@ -118,7 +118,7 @@ class FlowTrack:
 
 
 class MoccTrack:
-    """One MOCC flow's view (``jaxcc.online.mocc``): its window ring, its largest ACK rate so far
+    """One MOCC flow's view (``jaxcc.online.mocc``): its window ring, its max ACK rate so far
     and the transition under way.
 
     As ``FlowTrack``: record k's transition is (window_k, a_k, r_{k+1}, window_{k+1}) with the
@@ -130,13 +130,17 @@ class MoccTrack:
     are flattened as MOCC's replay stores them.
     """
 
-    def __init__(self, T: int, D: int, empty, n_actions: int, init_step: int, reward_fn):
+    def __init__(self, T: int, D: int, empty, n_actions: int, init_step: int, reward_fn, max_ack_ewma: float = 1.0):
         self.T, self.D = T, D
         self.empty = np.asarray(empty, np.float32)
         self.n_actions, self.init_step = int(n_actions), int(init_step)
         self.reward_fn = reward_fn
         self.win: collections.deque = collections.deque(maxlen=T)
-        self.max_ack = 0.0  # the flow's largest MI ACK rate (B/s), as the sender's features keep it
+        # The flow's max ACK rate (B/s), as the sender's features keep it: the running max of an
+        # EWMA of the MI ACK rate with weight ``max_ack_ewma`` (1: of the rate itself).
+        self.max_ack = 0.0
+        self.max_ack_ewma = float(max_ack_ewma)
+        self.ack_ewma = None  # the EWMA, from the first record on
         self.prev_seq = None
         self.pending = None  # (window [T*D], action index)
         self.gaps = 0
@@ -152,7 +156,10 @@ class MoccTrack:
 
         seq, contiguous = _take(self, fx, feats)
         dur = float(fx[F["mi_duration"]])
-        self.max_ack = max(self.max_ack, float(fx[F["mi_acked"]]) / max(dur, 1e-30))
+        ack = float(fx[F["mi_acked"]]) / max(dur, 1e-30)
+        alpha = self.max_ack_ewma
+        self.ack_ewma = ack if self.ack_ewma is None else (1.0 - alpha) * self.ack_ewma + alpha * ack
+        self.max_ack = max(self.max_ack, self.ack_ewma)
         r, own = self.reward_fn(fx[MI_COLS][None], np.asarray([fx[F["min_rtt_s"]]]), np.asarray([self.max_ack]))
         if contiguous or seq == 0:
             err = np.abs(np.asarray(own, np.float64)[0] - feats[:3])

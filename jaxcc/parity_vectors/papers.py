@@ -44,7 +44,8 @@ def _write_paper_vectors(out_dir: str, rng: np.random.Generator, mocc_policy=Non
     preference changed at run time before the decision after MI ``switch_mi`` (to the one-hot
     preference that changes the most decisions), each MI record's ``goal`` the preference its
     decision used — what the C++ sender's runtime preference change must reproduce — and
-    ``mocc_initscaled.json``: the same loop, policy and events, the file stating ``init_ref_rtt_s``.
+    ``mocc_initscaled.json``: the same loop, policy and events, the file stating ``init_ref_rtt_s``;
+    ``mocc_ackewma.json``: likewise, the file stating ``max_ack_ewma``.
     """
     written = []
     for name, env_name in _PAPER_SETS:
@@ -67,6 +68,8 @@ def _write_paper_vectors(out_dir: str, rng: np.random.Generator, mocc_policy=Non
                                               os.path.basename(pol)))
             written += _write_with_feature(out_dir, "mocc_initscaled", name, env_name, seed, goal_seed, event_seed,
                                            (spec, tensors), "init_ref_rtt_s", MOCC_INIT_REF_RTT_S)
+            written += _write_with_feature(out_dir, "mocc_ackewma", name, env_name, seed, goal_seed, event_seed,
+                                           (spec, tensors), "max_ack_ewma", MOCC_MAX_ACK_EWMA)
         if name == "deepcc_v1":
             written += _write_with_feature(out_dir, "deepcc_window", name, env_name, 0, goal_seed, event_seed,
                                            (spec, tensors), "cwnd_rtts", DEEPCC_WINDOW_RTTS)
@@ -75,14 +78,17 @@ def _write_paper_vectors(out_dir: str, rng: np.random.Generator, mocc_policy=Non
 
 DEEPCC_WINDOW_RTTS = 1.0  # deepcc_window: the ACK-clocked window's multiplier the file states
 MOCC_INIT_REF_RTT_S = 0.02  # mocc_initscaled: the RTT at which the file's init-cwnd is eq. 1's
+MOCC_MAX_ACK_EWMA = 0.25  # mocc_ackewma: the weight of the ACK-rate EWMA the file's max ACK rate runs over
 
 
 def _write_with_feature(out_dir, stem, name, env_name, seed, goal_seed, event_seed, policy, field, value) -> list[str]:
     """``<stem>.{safetensors,json}``: ``features_<name>``'s policy, goal and events, the file
     stating ``features.<field>`` = ``value``.  Used for ``deepcc_window`` (``cwnd_rtts``: the
     window the paper's sender derives from its rate, ``jaxcc.envs.deepcc.ack_clock_cwnd``; every
-    decision after the first also sets one) and ``mocc_initscaled`` (``init_ref_rtt_s``: §IV-B's
-    init-cwnd scaled by min RTT / ``init_ref_rtt_s``, ``jaxcc.envs.mocc.init_cwnd``)."""
+    decision after the first also sets one), ``mocc_initscaled`` (``init_ref_rtt_s``: §IV-B's
+    init-cwnd scaled by min RTT / ``init_ref_rtt_s``, ``jaxcc.envs.mocc.init_cwnd``) and
+    ``mocc_ackewma`` (``max_ack_ewma``: the max ACK rate over an EWMA of the ACK rate,
+    ``jaxcc.envs.mocc`` "State")."""
     spec, tensors = policy
     spec = json.loads(json.dumps(spec))
     spec["features"][field] = value

@@ -2,7 +2,8 @@
 
 Twin of ``MoccFeatures`` in ``datapath/src/mi_features.cc``.  Every ``mi_rtts`` RTTs the state
 of §IV-A, [Delay, ACK rate, sending rate, cwnd] normalised as the ``mocc`` environment does, from
-``MoccEnv.observe`` (``jaxcc.envs.mocc``); the network on the window and the preference
+``MoccEnv.observe`` (``jaxcc.envs.mocc``; the max ACK rate over an EWMA of the ACK rate when the
+file states ``max_ack_ewma``); the network on the window and the preference
 (``jaxcc.policyfile.apply``, the ``concat_goal`` layer; argmax of the Q-values); then §IV-A's
 window action, cwnd · ``cwnd_mults[a]`` + ``cwnd_deltas_pkts[a]`` packets (at least ``min_cwnd_pkts``), overridden
 at step ``init_step`` by §IV-B's init-cwnd b × F(mean ACK rate) packets, and paced at
@@ -40,7 +41,7 @@ from jaxcc.units import MBPS, MSS, PACKET_BYTES
 NAME = "mocc_v1"
 SENDER_INIT_RATE = 1.0 * MBPS  # bytes/s before the first decision (jaxcc-sender --init-mbps 1)
 SPEC_PARAMS = ("timeout_min_s", "timeout_rtts", "init_cwnd_pkts", "min_cwnd_pkts", "max_cwnd_pkts", "b", "pacing_gain",
-               "init_ref_rtt_s")
+               "init_ref_rtt_s", "max_ack_ewma")
 
 
 class Own(NamedTuple):
@@ -90,6 +91,10 @@ def env_and_params(spec: dict):
     if not (isinstance(ref, (int, float)) and 0.0 <= ref <= mocc.INIT_REF_RTT_MAX_S):
         raise ValueError(f"policy features: 'init_ref_rtt_s'={ref!r} must be in [0, {mocc.INIT_REF_RTT_MAX_S:g}] s "
                          "(0: eq. 1 unscaled)")
+    alpha = feats.get("max_ack_ewma", 1.0)
+    if not (isinstance(alpha, (int, float)) and 0.0 < alpha <= 1.0):
+        raise ValueError(f"policy features: 'max_ack_ewma'={alpha!r} must be in (0, 1] "
+                         "(1: the running max of the raw ACK rate)")
     env, p = envs.make_env("mocc", history=int(feats["history"]), num_flows=1)
     p = p.replace(**{k: jnp.asarray(float(feats[k]), jnp.float32) for k in SPEC_PARAMS if k in feats})
     p = p.replace(bw_set_mbps=jnp.asarray(bw_set, jnp.float32), init_step=jnp.asarray(int(init_step), jnp.int32),
